@@ -1,0 +1,278 @@
+//! Key encoding: the one place that formats or parses a key. Readings are
+//! `pk=<device id>, sk=TS#<timestamp>`; the registry lives in the `DEVICE` and
+//! `ROOM` partitions; cursors are opaque strings bound to one query.
+
+use crate::model::{DeviceId, RoomId, TimeRange, Timestamp};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use sha2::{Digest, Sha256};
+
+/// Partition key of the device registry items (`sk` = device id).
+pub const DEVICE_PARTITION: &str = "DEVICE";
+/// Partition key of the room registry items (`sk` = room id).
+pub const ROOM_PARTITION: &str = "ROOM";
+/// Prefix of every reading's sort key. Range conditions stay inside it, so no
+/// other item that shares a partition (or the `room-time` index) can appear in a range.
+pub const READING_PREFIX: &str = "TS#";
+/// Name of the index partitioned by room and sorted by `sk`.
+pub const ROOM_TIME_INDEX: &str = "room-time";
+
+/// Attribute names of the table.
+pub mod attr {
+    pub const PK: &str = "pk";
+    pub const SK: &str = "sk";
+    pub const ROOM: &str = "room";
+}
+
+/// `pk` of a device's readings.
+pub fn reading_pk(device: &DeviceId) -> &str {
+    device.as_str()
+}
+
+/// `sk` of a reading: `TS#2026-11-22T01:02:03.000Z`.
+pub fn reading_sk(ts: Timestamp) -> String {
+    let mut s = String::with_capacity(READING_PREFIX.len() + Timestamp::TEXT_LEN);
+    write_reading_sk(ts, &mut s);
+    s
+}
+
+/// Appends the `sk` of a reading to `out` (lets hot paths reuse a buffer).
+pub fn write_reading_sk(ts: Timestamp, out: &mut String) {
+    out.push_str(READING_PREFIX);
+    ts.write_to(out);
+}
+
+/// The timestamp of a reading `sk`, or `None` if `sk` is not a reading key.
+pub fn parse_reading_sk(sk: &str) -> Option<Timestamp> {
+    let text = sk.strip_prefix(READING_PREFIX)?;
+    // Only the canonical fixed-width form is a key; anything else is some other item.
+    let ts = Timestamp::parse(text).ok()?;
+    (text.len() == Timestamp::TEXT_LEN && ts.to_string() == text).then_some(ts)
+}
+
+/// Inclusive `sk` bounds of a half-open time range, for `sk BETWEEN :lo AND :hi`.
+pub fn reading_sk_bounds(range: &TimeRange) -> (String, String) {
+    (reading_sk(range.from()), reading_sk(range.last()))
+}
+
+/// Where a page of readings ended: the key of its last item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Position {
+    pub timestamp: Timestamp,
+    pub device_id: DeviceId,
+}
+
+/// What a cursor is bound to: the same partition, range and order.
+#[derive(Debug, Clone, Copy)]
+pub enum CursorScope<'a> {
+    Device {
+        device: &'a DeviceId,
+        range: &'a TimeRange,
+        descending: bool,
+    },
+    Room {
+        room: &'a RoomId,
+        range: &'a TimeRange,
+        descending: bool,
+    },
+}
+
+/// Longest cursor accepted; real ones are under 250 characters.
+pub const MAX_CURSOR_LEN: usize = 512;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CursorError {
+    #[error("is longer than {MAX_CURSOR_LEN} characters")]
+    TooLong,
+    #[error("is not a cursor returned by this API")]
+    Malformed,
+    #[error("belongs to a different device, room, time range or order")]
+    WrongScope,
+}
+
+const CURSOR_VERSION: &str = "c1";
+
+impl CursorScope<'_> {
+    fn tag(&self, pos_ms: i64, pos_device: &str) -> String {
+        let mut h = Sha256::new();
+        let (kind, id, range, desc) = match self {
+            CursorScope::Device {
+                device,
+                range,
+                descending,
+            } => ("device", device.as_str(), range, descending),
+            CursorScope::Room {
+                room,
+                range,
+                descending,
+            } => ("room", room.as_str(), range, descending),
+        };
+        for part in [
+            CURSOR_VERSION,
+            kind,
+            id,
+            &range.from().millis().to_string(),
+            &range.to().millis().to_string(),
+            if *desc { "desc" } else { "asc" },
+            &pos_ms.to_string(),
+            pos_device,
+        ] {
+            h.update(part.as_bytes());
+            h.update([0u8]);
+        }
+        h.finalize()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// An opaque cursor for the next page after `pos`.
+    pub fn encode(&self, pos: &Position) -> String {
+        let ms = pos.timestamp.millis();
+        let text = format!(
+            "{CURSOR_VERSION}.{}.{ms}.{}",
+            self.tag(ms, pos.device_id.as_str()),
+            pos.device_id
+        );
+        URL_SAFE_NO_PAD.encode(text)
+    }
+
+    /// Decodes a cursor, rejecting one that was altered or made for another query.
+    pub fn decode(&self, cursor: &str) -> Result<Position, CursorError> {
+        if cursor.len() > MAX_CURSOR_LEN {
+            return Err(CursorError::TooLong);
+        }
+        let bytes = URL_SAFE_NO_PAD
+            .decode(cursor)
+            .map_err(|_| CursorError::Malformed)?;
+        let text = String::from_utf8(bytes).map_err(|_| CursorError::Malformed)?;
+        let mut parts = text.splitn(4, '.');
+        let (Some(version), Some(tag), Some(ms), Some(device)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(CursorError::Malformed);
+        };
+        if version != CURSOR_VERSION {
+            return Err(CursorError::Malformed);
+        }
+        let ms: i64 = ms.parse().map_err(|_| CursorError::Malformed)?;
+        let timestamp = Timestamp::from_millis(ms).map_err(|_| CursorError::Malformed)?;
+        let device_id = DeviceId::parse(device).map_err(|_| CursorError::Malformed)?;
+        if tag != self.tag(ms, device) {
+            return Err(CursorError::WrongScope);
+        }
+        let (range, same_device) = match self {
+            CursorScope::Device { device, range, .. } => (range, *device == &device_id),
+            CursorScope::Room { range, .. } => (range, true),
+        };
+        if !same_device || !range.contains(timestamp) {
+            return Err(CursorError::WrongScope);
+        }
+        Ok(Position {
+            timestamp,
+            device_id,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    fn range() -> TimeRange {
+        TimeRange::new(ts("2026-11-01T00:00:00Z"), ts("2026-11-02T00:00:00Z")).unwrap()
+    }
+
+    #[test]
+    fn reading_keys_round_trip_and_reject_other_items() {
+        let t = ts("2026-11-22T01:02:03.004Z");
+        assert_eq!(reading_sk(t), "TS#2026-11-22T01:02:03.004Z");
+        assert_eq!(parse_reading_sk(&reading_sk(t)), Some(t));
+        assert_eq!(parse_reading_sk("meter-1"), None);
+        assert_eq!(
+            parse_reading_sk("TS#2026-11-22T01:02:03Z"),
+            None,
+            "non-canonical text is not a key"
+        );
+    }
+
+    #[test]
+    fn bounds_are_inclusive_of_from_and_exclusive_of_to() {
+        let (lo, hi) = reading_sk_bounds(&range());
+        assert_eq!(lo, "TS#2026-11-01T00:00:00.000Z");
+        assert_eq!(hi, "TS#2026-11-01T23:59:59.999Z");
+    }
+
+    #[test]
+    fn cursors_round_trip_within_their_scope_only() {
+        let dev = DeviceId::parse("meter-1").unwrap();
+        let other = DeviceId::parse("meter-2").unwrap();
+        let r = range();
+        let scope = CursorScope::Device {
+            device: &dev,
+            range: &r,
+            descending: false,
+        };
+        let pos = Position {
+            timestamp: ts("2026-11-01T12:00:00Z"),
+            device_id: dev.clone(),
+        };
+        let c = scope.encode(&pos);
+        assert_eq!(scope.decode(&c), Ok(pos.clone()));
+
+        let wrong_device = CursorScope::Device {
+            device: &other,
+            range: &r,
+            descending: false,
+        };
+        assert_eq!(wrong_device.decode(&c), Err(CursorError::WrongScope));
+        let wrong_order = CursorScope::Device {
+            device: &dev,
+            range: &r,
+            descending: true,
+        };
+        assert_eq!(wrong_order.decode(&c), Err(CursorError::WrongScope));
+        let r2 = TimeRange::new(ts("2026-11-01T00:00:00Z"), ts("2026-11-03T00:00:00Z")).unwrap();
+        let wrong_range = CursorScope::Device {
+            device: &dev,
+            range: &r2,
+            descending: false,
+        };
+        assert_eq!(wrong_range.decode(&c), Err(CursorError::WrongScope));
+    }
+
+    #[test]
+    fn tampered_or_garbage_cursors_are_rejected() {
+        let dev = DeviceId::parse("meter-1").unwrap();
+        let r = range();
+        let scope = CursorScope::Device {
+            device: &dev,
+            range: &r,
+            descending: false,
+        };
+        let pos = Position {
+            timestamp: ts("2026-11-01T12:00:00Z"),
+            device_id: dev.clone(),
+        };
+        let text = String::from_utf8(URL_SAFE_NO_PAD.decode(scope.encode(&pos)).unwrap()).unwrap();
+        let moved = text.replace(
+            &pos.timestamp.millis().to_string(),
+            &(pos.timestamp.millis() + 1).to_string(),
+        );
+        assert_eq!(
+            scope.decode(&URL_SAFE_NO_PAD.encode(moved)),
+            Err(CursorError::WrongScope)
+        );
+        for junk in ["", "!!!", "YWJj", &URL_SAFE_NO_PAD.encode("c1.x.y.z")] {
+            assert_eq!(scope.decode(junk), Err(CursorError::Malformed), "{junk:?}");
+        }
+        assert_eq!(
+            scope.decode(&"A".repeat(MAX_CURSOR_LEN + 1)),
+            Err(CursorError::TooLong)
+        );
+    }
+}

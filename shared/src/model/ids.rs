@@ -1,0 +1,148 @@
+//! Device and room identifiers: charset, length and reserved names of DESIGN §3.
+
+use std::fmt;
+
+/// Why an identifier was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    #[error("must not be empty")]
+    Empty,
+    #[error("must be at most {max} characters, got {len}")]
+    TooLong { max: usize, len: usize },
+    #[error("character {ch:?} at position {pos} is not allowed (allowed: {allowed})")]
+    BadChar {
+        ch: char,
+        pos: usize,
+        allowed: &'static str,
+    },
+    #[error("{0:?} is reserved (it names a registry partition)")]
+    Reserved(String),
+}
+
+/// Ids that would collide with the registry partitions (`pk=DEVICE`, `pk=ROOM`).
+const RESERVED: [&str; 2] = ["DEVICE", "ROOM"];
+
+fn check(s: &str, max: usize, allow_colon: bool, allowed: &'static str) -> Result<(), IdError> {
+    if s.is_empty() {
+        return Err(IdError::Empty);
+    }
+    let len = s.chars().count();
+    if len > max {
+        return Err(IdError::TooLong { max, len });
+    }
+    for (pos, ch) in s.chars().enumerate() {
+        let ok = ch.is_ascii_alphanumeric()
+            || matches!(ch, '.' | '_' | '-')
+            || (allow_colon && ch == ':');
+        if !ok {
+            return Err(IdError::BadChar { ch, pos, allowed });
+        }
+    }
+    if RESERVED.contains(&s) {
+        return Err(IdError::Reserved(s.to_owned()));
+    }
+    Ok(())
+}
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident, $max:expr, $colon:expr, $allowed:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(String);
+
+        impl $name {
+            pub const MAX_LEN: usize = $max;
+
+            pub fn parse(s: &str) -> Result<Self, IdError> {
+                check(s, $max, $colon, $allowed)?;
+                Ok(Self(s.to_owned()))
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = IdError;
+            fn from_str(s: &str) -> Result<Self, IdError> {
+                Self::parse(s)
+            }
+        }
+    };
+}
+
+id_type!(
+    /// A device id: 1-128 characters of `[A-Za-z0-9._:-]`, not `DEVICE` or `ROOM`.
+    DeviceId, 128, true, "A-Z a-z 0-9 . _ : -"
+);
+id_type!(
+    /// A room id: 1-64 characters of `[A-Za-z0-9._-]`, not `DEVICE` or `ROOM`. Stable; its name may change.
+    RoomId, 64, false, "A-Z a-z 0-9 . _ -"
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_ids_follow_the_charset_and_length() {
+        assert!(DeviceId::parse("meter-1:a.b_c").is_ok());
+        assert_eq!(DeviceId::parse(""), Err(IdError::Empty));
+        assert!(matches!(
+            DeviceId::parse("a#b"),
+            Err(IdError::BadChar {
+                ch: '#',
+                pos: 1,
+                ..
+            })
+        ));
+        assert!(matches!(
+            DeviceId::parse("a b"),
+            Err(IdError::BadChar { ch: ' ', .. })
+        ));
+        assert!(matches!(DeviceId::parse("é"), Err(IdError::BadChar { .. })));
+        assert!(DeviceId::parse(&"x".repeat(128)).is_ok());
+        assert_eq!(
+            DeviceId::parse(&"x".repeat(129)),
+            Err(IdError::TooLong { max: 128, len: 129 })
+        );
+    }
+
+    #[test]
+    fn reserved_partition_names_are_rejected_for_both_kinds() {
+        for s in ["DEVICE", "ROOM"] {
+            assert!(matches!(DeviceId::parse(s), Err(IdError::Reserved(_))));
+            assert!(matches!(RoomId::parse(s), Err(IdError::Reserved(_))));
+        }
+        // Only the exact partition names collide.
+        assert!(DeviceId::parse("device").is_ok());
+        assert!(RoomId::parse("ROOMS").is_ok());
+    }
+
+    #[test]
+    fn room_ids_are_shorter_and_have_no_colon() {
+        assert!(RoomId::parse("chiyoda1-A").is_ok());
+        assert!(matches!(
+            RoomId::parse("a:b"),
+            Err(IdError::BadChar { ch: ':', .. })
+        ));
+        assert!(RoomId::parse(&"r".repeat(64)).is_ok());
+        assert!(matches!(
+            RoomId::parse(&"r".repeat(65)),
+            Err(IdError::TooLong { .. })
+        ));
+    }
+}

@@ -1,0 +1,558 @@
+//! DynamoDB adapter: BatchWriteItem in concurrent chunks of 25 with
+//! `UnprocessedItems` retried (exponential backoff, full jitter, bounded total
+//! time), every page of a Query read, registry updates as conditional
+//! `UpdateItem`s that never move time backwards.
+
+use super::item::{DeviceItem, ReadingItem, RoomItem, SnapshotItem};
+use super::{
+    Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest, RegistrySnapshot, RoomRecord,
+    RoomUpdate, Store, StoreError, WriteReport,
+};
+use crate::keys::{
+    self, attr, Position, DEVICE_PARTITION, READING_PREFIX, ROOM_PARTITION, ROOM_TIME_INDEX,
+};
+use crate::model::{DeviceId, Reading, RoomId, Timestamp};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, ReturnValue, WriteRequest};
+use aws_sdk_dynamodb::Client;
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+type Item = HashMap<String, AttributeValue>;
+
+/// BatchWriteItem's hard limit.
+pub const BATCH_WRITE_MAX: usize = 25;
+
+/// How batch writes retry and how many chunks are in flight at once.
+#[derive(Debug, Clone, Copy)]
+pub struct WritePolicy {
+    pub chunk_concurrency: usize,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+    /// Total time a chunk may spend retrying before its readings are reported unwritten.
+    pub budget: Duration,
+}
+
+impl Default for WritePolicy {
+    fn default() -> Self {
+        Self {
+            chunk_concurrency: 8,
+            base_delay: Duration::from_millis(25),
+            max_delay: Duration::from_secs(1),
+            budget: Duration::from_secs(5),
+        }
+    }
+}
+
+impl WritePolicy {
+    /// Full jitter: a uniform delay in `[0, min(max, base * 2^attempt)]`.
+    fn delay(&self, attempt: u32) -> Duration {
+        let cap = self
+            .base_delay
+            .saturating_mul(1u32 << attempt.min(16))
+            .min(self.max_delay);
+        cap.mul_f64(fastrand::f64())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+    policy: WritePolicy,
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            policy: WritePolicy::default(),
+        }
+    }
+
+    /// A client from the standard AWS configuration chain; honours
+    /// `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL` for compatible endpoints.
+    pub async fn from_env(table: impl Into<String>) -> Self {
+        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        Self::new(Client::new(&config), table)
+    }
+
+    pub fn with_policy(mut self, policy: WritePolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Writes one chunk; returns the slots that are still unwritten when it gives up.
+    async fn write_chunk(&self, chunk: Vec<(usize, Item)>) -> Vec<usize> {
+        let started = Instant::now();
+        let mut pending: Vec<(usize, WriteRequest)> = chunk
+            .into_iter()
+            .map(|(slot, item)| {
+                let put = PutRequest::builder()
+                    .set_item(Some(item))
+                    .build()
+                    .expect("item is set");
+                (slot, WriteRequest::builder().put_request(put).build())
+            })
+            .collect();
+        let mut attempt = 0u32;
+        loop {
+            let requests: Vec<WriteRequest> = pending.iter().map(|(_, w)| w.clone()).collect();
+            let result = self
+                .client
+                .batch_write_item()
+                .request_items(&self.table, requests)
+                .send()
+                .await;
+            match result {
+                Ok(out) => {
+                    let unprocessed = out
+                        .unprocessed_items()
+                        .and_then(|m| m.get(&self.table))
+                        .map(|v| v.as_slice())
+                        .unwrap_or_default();
+                    if unprocessed.is_empty() {
+                        return Vec::new();
+                    }
+                    let left: Vec<(String, String)> =
+                        unprocessed.iter().filter_map(request_key).collect();
+                    pending.retain(|(_, w)| request_key(w).is_some_and(|k| left.contains(&k)));
+                    tracing::warn!(
+                        unprocessed = pending.len(),
+                        attempt,
+                        "BatchWriteItem left items unprocessed"
+                    );
+                }
+                Err(err) if is_transient(&err) => {
+                    tracing::warn!(error = %DisplayErrorContext(&err), attempt, "BatchWriteItem failed, will retry");
+                }
+                Err(err) => {
+                    tracing::error!(error = %DisplayErrorContext(&err), "BatchWriteItem rejected");
+                    return pending.into_iter().map(|(s, _)| s).collect();
+                }
+            }
+            let delay = self.policy.delay(attempt);
+            if started.elapsed() + delay > self.policy.budget {
+                tracing::error!(unwritten = pending.len(), "write retry budget spent");
+                return pending.into_iter().map(|(s, _)| s).collect();
+            }
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    /// Reads pages of a Query until `limit` items or the end; returns items and
+    /// whether more may follow.
+    async fn query_pages(
+        &self,
+        mut query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+        limit: usize,
+    ) -> Result<(Vec<Item>, bool), StoreError> {
+        let mut items = Vec::new();
+        loop {
+            let remaining = (limit - items.len()).min(i32::MAX as usize) as i32;
+            let out = query
+                .clone()
+                .limit(remaining)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            items.extend_from_slice(out.items());
+            match out.last_evaluated_key() {
+                Some(lek) if items.len() < limit => {
+                    query = query.set_exclusive_start_key(Some(lek.clone()));
+                }
+                Some(_) => return Ok((items, true)),
+                None => return Ok((items, false)),
+            }
+        }
+    }
+
+    /// Every item of one registry partition, all pages.
+    async fn partition<T: DeserializeOwned>(&self, pk: &str) -> Result<Vec<T>, StoreError> {
+        let mut out = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#pk = :pk")
+                .expression_attribute_names("#pk", attr::PK)
+                .expression_attribute_values(":pk", s(pk))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in page.items() {
+                out.push(
+                    serde_dynamo::from_item(item.clone())
+                        .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                );
+            }
+            match page.last_evaluated_key() {
+                Some(lek) => start = Some(lek.clone()),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    async fn get<T: DeserializeOwned>(&self, pk: &str, sk: &str) -> Result<Option<T>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(pk))
+            .key(attr::SK, s(sk))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.item()
+            .map(|i| {
+                serde_dynamo::from_item(i.clone()).map_err(|e| StoreError::Corrupt(e.to_string()))
+            })
+            .transpose()
+    }
+
+    /// The monotonic registry update shared by devices and rooms. `set_name` is
+    /// the attribute that gathers members (`types` for a device, `devices` for a room).
+    async fn apply_registry_update(&self, update: RegistryWrite<'_>) -> Result<(), StoreError> {
+        let last = update.latest.timestamp.to_string();
+        let first = update.first_seen.to_string();
+        let snapshot = serde_dynamo::to_attribute_value(SnapshotItem::from_reading(update.latest))
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let members = AttributeValue::Ss(update.members.clone());
+
+        let mut set = "SET #last_seen = :last, #latest = :snap, #first_seen = if_not_exists(#first_seen, :first)".to_owned();
+        let mut main = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(update.pk))
+            .key(attr::SK, s(update.sk))
+            .expression_attribute_names("#last_seen", "last_seen")
+            .expression_attribute_names("#latest", "latest")
+            .expression_attribute_names("#first_seen", "first_seen")
+            .expression_attribute_names("#members", update.set_name)
+            .expression_attribute_values(":last", s(&last))
+            .expression_attribute_values(":snap", snapshot)
+            .expression_attribute_values(":first", s(&first))
+            .expression_attribute_values(":members", members.clone())
+            .condition_expression("attribute_not_exists(#last_seen) OR #last_seen <= :last")
+            .return_values(ReturnValue::UpdatedOld);
+        if let Some(room) = update.room {
+            set.push_str(", #room = :room");
+            main = main
+                .expression_attribute_names("#room", attr::ROOM)
+                .expression_attribute_values(":room", s(room.as_str()));
+        }
+        let lower_first_seen = match main
+            .update_expression(format!("{set} ADD #members :members"))
+            .send()
+            .await
+        {
+            // Newer than what is stored: done, unless this batch also holds an older first reading.
+            Ok(out) => out
+                .attributes()
+                .and_then(|a| a.get("first_seen"))
+                .and_then(|v| v.as_s().ok())
+                .is_some_and(|old| old.as_str() > first.as_str()),
+            // Older than what is stored (out-of-order delivery): keep the newer
+            // snapshot, still record the members and maybe an earlier first_seen.
+            Err(err) if is_condition_failed(&err) => {
+                self.client
+                    .update_item()
+                    .table_name(&self.table)
+                    .key(attr::PK, s(update.pk))
+                    .key(attr::SK, s(update.sk))
+                    .update_expression("ADD #members :members")
+                    .expression_attribute_names("#members", update.set_name)
+                    .expression_attribute_values(":members", members)
+                    .send()
+                    .await
+                    .map_err(unavailable)?;
+                true
+            }
+            Err(err) => return Err(unavailable(err)),
+        };
+        if lower_first_seen {
+            let res = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .key(attr::PK, s(update.pk))
+                .key(attr::SK, s(update.sk))
+                .update_expression("SET #first_seen = :first")
+                .condition_expression("#first_seen > :first")
+                .expression_attribute_names("#first_seen", "first_seen")
+                .expression_attribute_values(":first", s(&first))
+                .send()
+                .await;
+            match res {
+                Ok(_) => {}
+                Err(err) if is_condition_failed(&err) => {}
+                Err(err) => return Err(unavailable(err)),
+            }
+        }
+        Ok(())
+    }
+}
+
+struct RegistryWrite<'a> {
+    pk: &'a str,
+    sk: &'a str,
+    first_seen: Timestamp,
+    latest: &'a Reading,
+    set_name: &'static str,
+    members: Vec<String>,
+    room: Option<&'a RoomId>,
+}
+
+fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_owned())
+}
+
+fn request_key(w: &WriteRequest) -> Option<(String, String)> {
+    let item = w.put_request()?.item();
+    Some((
+        item.get(attr::PK)?.as_s().ok()?.clone(),
+        item.get(attr::SK)?.as_s().ok()?.clone(),
+    ))
+}
+
+/// Errors worth another try: timeouts, connection failures, throttling, 5xx.
+fn is_transient<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool {
+    match err {
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
+            true
+        }
+        SdkError::ServiceError(e) => matches!(
+            e.err().code(),
+            Some(
+                "ThrottlingException"
+                    | "ProvisionedThroughputExceededException"
+                    | "RequestLimitExceeded"
+                    | "InternalServerError"
+                    | "InternalFailure"
+                    | "ServiceUnavailable"
+            )
+        ),
+        _ => false,
+    }
+}
+
+fn is_condition_failed<R>(
+    err: &SdkError<aws_sdk_dynamodb::operation::update_item::UpdateItemError, R>,
+) -> bool {
+    err.as_service_error()
+        .is_some_and(|e| e.is_conditional_check_failed_exception())
+}
+
+fn unavailable<
+    E: std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+>(
+    err: SdkError<E, R>,
+) -> StoreError {
+    StoreError::Unavailable(DisplayErrorContext(&err).to_string())
+}
+
+fn decode_reading(item: &Item) -> Result<Reading, StoreError> {
+    let item: ReadingItem =
+        serde_dynamo::from_item(item.clone()).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    item.into_reading().map_err(StoreError::Corrupt)
+}
+
+fn page_of(items: Vec<Item>, more: bool) -> Result<Page, StoreError> {
+    let readings = items
+        .iter()
+        .map(decode_reading)
+        .collect::<Result<Vec<_>, _>>()?;
+    let next = if more {
+        readings.last().map(|r| Position {
+            timestamp: r.timestamp,
+            device_id: r.device_id.clone(),
+        })
+    } else {
+        None
+    };
+    Ok(Page { readings, next })
+}
+
+impl Store for DynamoStore {
+    async fn write_readings(&self, readings: &[Reading]) -> WriteReport {
+        let deduped = Deduped::new(readings);
+        let mut items: Vec<(usize, Item)> = Vec::with_capacity(deduped.winners.len());
+        let mut failed = Vec::new();
+        for (slot, &i) in deduped.winners.iter().enumerate() {
+            match serde_dynamo::to_item(ReadingItem::from_reading(&readings[i])) {
+                Ok(item) => items.push((slot, item)),
+                Err(e) => {
+                    tracing::error!(error = %e, "reading does not encode");
+                    failed.push(slot);
+                }
+            }
+        }
+        let mut chunks = Vec::with_capacity(items.len().div_ceil(BATCH_WRITE_MAX));
+        let mut iter = items.into_iter().peekable();
+        while iter.peek().is_some() {
+            chunks.push(iter.by_ref().take(BATCH_WRITE_MAX).collect::<Vec<_>>());
+        }
+        let results: Vec<Vec<usize>> = futures_util::stream::iter(chunks)
+            .map(|chunk| self.write_chunk(chunk))
+            .buffer_unordered(self.policy.chunk_concurrency.max(1))
+            .collect()
+            .await;
+        failed.extend(results.into_iter().flatten());
+        deduped.report(&failed)
+    }
+
+    async fn device_readings(
+        &self,
+        device: &DeviceId,
+        request: &RangeRequest,
+    ) -> Result<Page, StoreError> {
+        let (lo, hi) = keys::reading_sk_bounds(&request.range);
+        let pk = keys::reading_pk(device);
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
+            .expression_attribute_names("#pk", attr::PK)
+            .expression_attribute_names("#sk", attr::SK)
+            .expression_attribute_values(":pk", s(pk))
+            .expression_attribute_values(":lo", s(&lo))
+            .expression_attribute_values(":hi", s(&hi))
+            .scan_index_forward(request.order == Order::Asc)
+            .set_exclusive_start_key(request.after.as_ref().map(|p| {
+                HashMap::from([
+                    (attr::PK.to_owned(), s(pk)),
+                    (
+                        attr::SK.to_owned(),
+                        AttributeValue::S(keys::reading_sk(p.timestamp)),
+                    ),
+                ])
+            }));
+        let (items, more) = self.query_pages(query, request.limit).await?;
+        page_of(items, more)
+    }
+
+    async fn room_readings(
+        &self,
+        room: &RoomId,
+        request: &RangeRequest,
+    ) -> Result<Page, StoreError> {
+        let (lo, hi) = keys::reading_sk_bounds(&request.range);
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(ROOM_TIME_INDEX)
+            .key_condition_expression("#room = :room AND #sk BETWEEN :lo AND :hi")
+            .expression_attribute_names("#room", attr::ROOM)
+            .expression_attribute_names("#sk", attr::SK)
+            .expression_attribute_values(":room", s(room.as_str()))
+            .expression_attribute_values(":lo", s(&lo))
+            .expression_attribute_values(":hi", s(&hi))
+            .scan_index_forward(request.order == Order::Asc)
+            .set_exclusive_start_key(request.after.as_ref().map(|p| {
+                HashMap::from([
+                    (attr::ROOM.to_owned(), s(room.as_str())),
+                    (
+                        attr::SK.to_owned(),
+                        AttributeValue::S(keys::reading_sk(p.timestamp)),
+                    ),
+                    (attr::PK.to_owned(), s(keys::reading_pk(&p.device_id))),
+                ])
+            }));
+        let (items, more) = self.query_pages(query, request.limit).await?;
+        page_of(items, more)
+    }
+
+    async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+            .expression_attribute_names("#pk", attr::PK)
+            .expression_attribute_names("#sk", attr::SK)
+            .expression_attribute_values(":pk", s(keys::reading_pk(device)))
+            .expression_attribute_values(":prefix", s(READING_PREFIX))
+            .scan_index_forward(false)
+            .limit(1)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.items().first().map(decode_reading).transpose()
+    }
+
+    async fn load_registry(&self) -> Result<RegistrySnapshot, StoreError> {
+        let (devices, rooms) = tokio::try_join!(
+            self.partition::<DeviceItem>(DEVICE_PARTITION),
+            self.partition::<RoomItem>(ROOM_PARTITION)
+        )?;
+        let mut snapshot = RegistrySnapshot::default();
+        for d in devices {
+            let record = d.into_record().map_err(StoreError::Corrupt)?;
+            snapshot.devices.insert(record.device_id.clone(), record);
+        }
+        for r in rooms {
+            let record = r.into_record().map_err(StoreError::Corrupt)?;
+            snapshot.rooms.insert(record.room_id.clone(), record);
+        }
+        Ok(snapshot)
+    }
+
+    async fn device(&self, device: &DeviceId) -> Result<Option<DeviceRecord>, StoreError> {
+        self.get::<DeviceItem>(DEVICE_PARTITION, device.as_str())
+            .await?
+            .map(|d| d.into_record().map_err(StoreError::Corrupt))
+            .transpose()
+    }
+
+    async fn room(&self, room: &RoomId) -> Result<Option<RoomRecord>, StoreError> {
+        self.get::<RoomItem>(ROOM_PARTITION, room.as_str())
+            .await?
+            .map(|r| r.into_record().map_err(StoreError::Corrupt))
+            .transpose()
+    }
+
+    async fn apply_device_update(&self, update: &DeviceUpdate) -> Result<(), StoreError> {
+        self.apply_registry_update(RegistryWrite {
+            pk: DEVICE_PARTITION,
+            sk: update.device_id.as_str(),
+            first_seen: update.first_seen,
+            latest: &update.latest,
+            set_name: "types",
+            members: update.types.iter().map(|t| t.as_str().to_owned()).collect(),
+            room: update.room.as_ref(),
+        })
+        .await
+    }
+
+    async fn apply_room_update(&self, update: &RoomUpdate) -> Result<(), StoreError> {
+        self.apply_registry_update(RegistryWrite {
+            pk: ROOM_PARTITION,
+            sk: update.room_id.as_str(),
+            first_seen: update.first_seen,
+            latest: &update.latest,
+            set_name: "devices",
+            members: update.devices.iter().map(|d| d.to_string()).collect(),
+            room: None,
+        })
+        .await
+    }
+}

@@ -1,0 +1,235 @@
+//! Storage: a small trait over the table, one adapter per engine. The domain
+//! above it sees readings and registry records, never engine types.
+
+pub mod dynamodb;
+pub mod item;
+
+use crate::keys::Position;
+use crate::model::{DeviceId, Reading, ReadingKind, RoomId, TimeRange, Timestamp};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+
+pub use dynamodb::DynamoStore;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Asc,
+    Desc,
+}
+
+/// One page of a time-range query.
+#[derive(Debug, Clone)]
+pub struct RangeRequest {
+    pub range: TimeRange,
+    pub order: Order,
+    /// At most this many readings (1..=1000, checked by the caller).
+    pub limit: usize,
+    /// Start after this key (from a cursor).
+    pub after: Option<Position>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    pub readings: Vec<Reading>,
+    /// Set when more readings may follow.
+    pub next: Option<Position>,
+}
+
+/// What a batch write did. Indices refer to the slice given to `write_readings`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteReport {
+    /// Readings that are not stored (after retries). Empty on full success.
+    pub unwritten: Vec<usize>,
+    /// Items written (duplicate keys in one request are one item).
+    pub items_written: usize,
+    /// Readings superseded by a later reading with the same key in the same request.
+    pub duplicates: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceRecord {
+    pub device_id: DeviceId,
+    /// User-set; registry maintenance never writes it.
+    pub name: Option<String>,
+    pub types: BTreeSet<ReadingKind>,
+    /// Room of its latest climate reading.
+    pub room: Option<RoomId>,
+    pub first_seen: Option<Timestamp>,
+    pub last_seen: Option<Timestamp>,
+    pub latest: Option<Reading>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoomRecord {
+    pub room_id: RoomId,
+    pub name: Option<String>,
+    /// Every device that has reported a climate reading in this room.
+    pub devices: BTreeSet<DeviceId>,
+    pub first_seen: Option<Timestamp>,
+    pub last_seen: Option<Timestamp>,
+    pub latest: Option<Reading>,
+}
+
+/// The whole registry, as loaded at cold start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RegistrySnapshot {
+    pub devices: BTreeMap<DeviceId, DeviceRecord>,
+    pub rooms: BTreeMap<RoomId, RoomRecord>,
+}
+
+/// One coalesced registry change for a device (from one stream batch).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceUpdate {
+    pub device_id: DeviceId,
+    /// Earliest reading timestamp in the batch.
+    pub first_seen: Timestamp,
+    /// The reading with the latest timestamp; its timestamp is the new `last_seen`.
+    pub latest: Reading,
+    pub types: BTreeSet<ReadingKind>,
+    /// Room of the latest climate reading in the batch.
+    pub room: Option<RoomId>,
+}
+
+/// One coalesced registry change for a room (from one stream batch).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoomUpdate {
+    pub room_id: RoomId,
+    pub first_seen: Timestamp,
+    /// The climate reading with the latest timestamp.
+    pub latest: Reading,
+    pub devices: BTreeSet<DeviceId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The engine did not answer, throttled past the retry budget, or refused.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// An item in the table does not decode (written by something else?).
+    #[error("stored item does not decode: {0}")]
+    Corrupt(String),
+}
+
+/// The storage operations the service needs; every adapter passes the same contract tests.
+pub trait Store: Send + Sync {
+    /// Writes readings, last one wins for duplicate keys, and reports what is not stored.
+    fn write_readings(&self, readings: &[Reading]) -> impl Future<Output = WriteReport> + Send;
+    fn device_readings(
+        &self,
+        device: &DeviceId,
+        request: &RangeRequest,
+    ) -> impl Future<Output = Result<Page, StoreError>> + Send;
+    /// Climate readings of every device in a room (through the `room-time` index).
+    fn room_readings(
+        &self,
+        room: &RoomId,
+        request: &RangeRequest,
+    ) -> impl Future<Output = Result<Page, StoreError>> + Send;
+    fn latest_reading(
+        &self,
+        device: &DeviceId,
+    ) -> impl Future<Output = Result<Option<Reading>, StoreError>> + Send;
+    /// Every device and room (all pages).
+    fn load_registry(&self) -> impl Future<Output = Result<RegistrySnapshot, StoreError>> + Send;
+    fn device(
+        &self,
+        device: &DeviceId,
+    ) -> impl Future<Output = Result<Option<DeviceRecord>, StoreError>> + Send;
+    fn room(
+        &self,
+        room: &RoomId,
+    ) -> impl Future<Output = Result<Option<RoomRecord>, StoreError>> + Send;
+    /// Idempotent and monotonic: never moves `last_seen`/`latest` back, `first_seen` only earlier.
+    fn apply_device_update(
+        &self,
+        update: &DeviceUpdate,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn apply_room_update(
+        &self,
+        update: &RoomUpdate,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// Duplicate keys within one request collapse to the last reading with that key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deduped {
+    /// Index (into the input) of the reading that wins each distinct key, in first-seen key order.
+    pub winners: Vec<usize>,
+    /// For each input index, the position in `winners` of its key.
+    slot_of: Vec<usize>,
+}
+
+impl Deduped {
+    pub fn new(readings: &[Reading]) -> Self {
+        let mut by_key: HashMap<(&DeviceId, Timestamp), usize> =
+            HashMap::with_capacity(readings.len());
+        let mut winners = Vec::with_capacity(readings.len());
+        let mut slot_of = Vec::with_capacity(readings.len());
+        for (i, r) in readings.iter().enumerate() {
+            let slot = *by_key
+                .entry((&r.device_id, r.timestamp))
+                .or_insert_with(|| {
+                    winners.push(i);
+                    winners.len() - 1
+                });
+            winners[slot] = i;
+            slot_of.push(slot);
+        }
+        Self { winners, slot_of }
+    }
+
+    pub fn duplicates(&self) -> usize {
+        self.slot_of.len() - self.winners.len()
+    }
+
+    /// Turns failed slots into the input indices they stand for (every reading with that key).
+    pub fn report(&self, failed_slots: &[usize]) -> WriteReport {
+        let mut failed = vec![false; self.winners.len()];
+        for &s in failed_slots {
+            failed[s] = true;
+        }
+        let unwritten = (0..self.slot_of.len())
+            .filter(|&i| failed[self.slot_of[i]])
+            .collect();
+        WriteReport {
+            unwritten,
+            items_written: self.winners.len() - failed.iter().filter(|f| **f).count(),
+            duplicates: self.duplicates(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Measurement, Power};
+
+    fn power(dev: &str, ts: &str, kwh: f64) -> Reading {
+        Reading {
+            device_id: DeviceId::parse(dev).unwrap(),
+            timestamp: Timestamp::parse(ts).unwrap(),
+            measurement: Measurement::Power(Power::new(kwh, 0.0, 0.0).unwrap()),
+        }
+    }
+
+    #[test]
+    fn dedup_keeps_the_last_reading_per_key_and_maps_failures_back() {
+        let rs = vec![
+            power("a", "2026-11-01T00:00:00Z", 1.0),
+            power("b", "2026-11-01T00:00:00Z", 2.0),
+            power("a", "2026-11-01T09:00:00+09:00", 3.0), // same key as #0
+            power("a", "2026-11-01T00:00:01Z", 4.0),
+        ];
+        let d = Deduped::new(&rs);
+        assert_eq!(d.winners, vec![2, 1, 3]);
+        assert_eq!(d.duplicates(), 1);
+        let report = d.report(&[0]);
+        assert_eq!(
+            report.unwritten,
+            vec![0, 2],
+            "both readings with the failed key are unwritten"
+        );
+        assert_eq!(report.items_written, 2);
+        assert_eq!(d.report(&[]).unwritten, Vec::<usize>::new());
+    }
+}
