@@ -4,6 +4,34 @@
 //! (use cases) → `store` (trait + adapters); `keys` is the one place that
 //! formats keys and cursors; `model` holds the validated domain types.
 
+pub mod api;
+pub mod config;
+pub mod ingest;
 pub mod keys;
 pub mod model;
+pub mod query;
+pub mod registry;
 pub mod store;
+pub mod stream;
+pub mod telemetry;
+
+use api::{App, RouteSet};
+use config::Config;
+use registry::RegistryCache;
+use store::DynamoStore;
+
+/// Cold start of an HTTP function: the SDK client and the registry, loaded once.
+pub async fn cold_start(
+    config: &Config,
+    routes: RouteSet,
+) -> Result<App<DynamoStore>, store::StoreError> {
+    let store = DynamoStore::from_env(&config.table_name).await;
+    let registry = RegistryCache::load(&store, config.registry_cache_ttl).await?;
+    Ok(App {
+        store,
+        registry,
+        token: config.ingest_token.clone(),
+        routes,
+    })
+}
+pub use aws_lambda_events;

@@ -1,0 +1,68 @@
+//! Bearer-token check for write routes. The token never appears in a log line,
+//! an error or a response, and the comparison takes constant time.
+
+use aws_lambda_events::http::HeaderMap;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+#[derive(Clone)]
+pub struct BearerToken {
+    /// Only the digest is kept: comparing digests takes the same time whatever the length.
+    digest: [u8; 32],
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(<redacted>)")
+    }
+}
+
+impl BearerToken {
+    /// `None` for an empty token: an empty token would let anyone in.
+    pub fn new(token: &str) -> Option<Self> {
+        let token = token.trim();
+        (!token.is_empty()).then(|| Self {
+            digest: Sha256::digest(token.as_bytes()).into(),
+        })
+    }
+
+    /// True when `Authorization: Bearer <token>` carries this token.
+    pub fn admits(&self, headers: &HeaderMap) -> bool {
+        let Some(value) = headers.get("authorization").and_then(|v| v.to_str().ok()) else {
+            return false;
+        };
+        let Some((scheme, presented)) = value.trim().split_once(' ') else {
+            return false;
+        };
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return false;
+        }
+        let presented: [u8; 32] = Sha256::digest(presented.trim().as_bytes()).into();
+        presented.ct_eq(&self.digest).into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert("authorization", value.parse().unwrap());
+        h
+    }
+
+    #[test]
+    fn only_the_exact_bearer_token_is_admitted() {
+        let t = BearerToken::new("s3cret-token").unwrap();
+        assert!(t.admits(&headers("Bearer s3cret-token")));
+        assert!(t.admits(&headers("bearer s3cret-token")));
+        assert!(!t.admits(&headers("Bearer s3cret-tokem")));
+        assert!(!t.admits(&headers("Bearer s3cret-token-longer")));
+        assert!(!t.admits(&headers("Basic s3cret-token")));
+        assert!(!t.admits(&headers("s3cret-token")));
+        assert!(!t.admits(&HeaderMap::new()));
+        assert!(BearerToken::new("  ").is_none());
+        assert_eq!(format!("{t:?}"), "BearerToken(<redacted>)");
+    }
+}

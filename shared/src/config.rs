@@ -1,0 +1,92 @@
+//! Configuration from the environment (DESIGN §6).
+
+use crate::api::BearerToken;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `TABLE_NAME` (required).
+    pub table_name: String,
+    /// `INGEST_TOKEN`: when set and not empty, `POST /readings` needs it as a bearer token.
+    pub ingest_token: Option<BearerToken>,
+    /// `REGISTRY_CACHE_TTL_SECONDS` (default 30): how old the cached registry may get.
+    pub registry_cache_ttl: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0} is not set")]
+    Missing(&'static str),
+    #[error("{name} must be {expected}, got {value:?}")]
+    Invalid {
+        name: &'static str,
+        expected: &'static str,
+        value: String,
+    },
+}
+
+pub const DEFAULT_CACHE_TTL_SECONDS: u64 = 30;
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let table_name = get("TABLE_NAME")
+            .filter(|t| !t.is_empty())
+            .ok_or(ConfigError::Missing("TABLE_NAME"))?;
+        let ingest_token = get("INGEST_TOKEN").and_then(|t| BearerToken::new(&t));
+        let registry_cache_ttl = match get("REGISTRY_CACHE_TTL_SECONDS") {
+            None => Duration::from_secs(DEFAULT_CACHE_TTL_SECONDS),
+            Some(v) => Duration::from_secs(v.trim().parse().map_err(|_| ConfigError::Invalid {
+                name: "REGISTRY_CACHE_TTL_SECONDS",
+                expected: "a whole number of seconds",
+                value: v.clone(),
+            })?),
+        };
+        Ok(Self {
+            table_name,
+            ingest_token,
+            registry_cache_ttl,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn table_name_is_required_and_the_rest_has_defaults() {
+        assert!(matches!(cfg(&[]), Err(ConfigError::Missing("TABLE_NAME"))));
+        let c = cfg(&[("TABLE_NAME", "readings")]).unwrap();
+        assert_eq!(c.registry_cache_ttl, Duration::from_secs(30));
+        assert!(c.ingest_token.is_none());
+        let c = cfg(&[
+            ("TABLE_NAME", "t"),
+            ("INGEST_TOKEN", "abc"),
+            ("REGISTRY_CACHE_TTL_SECONDS", "5"),
+        ])
+        .unwrap();
+        assert!(c.ingest_token.is_some());
+        assert_eq!(c.registry_cache_ttl, Duration::from_secs(5));
+        assert!(matches!(
+            cfg(&[("TABLE_NAME", "t"), ("REGISTRY_CACHE_TTL_SECONDS", "soon")]),
+            Err(ConfigError::Invalid { .. })
+        ));
+        assert!(cfg(&[("TABLE_NAME", "t"), ("INGEST_TOKEN", "")])
+            .unwrap()
+            .ingest_token
+            .is_none());
+    }
+}

@@ -1,0 +1,127 @@
+//! Ingest: a `POST /readings` body becomes validated readings (all or nothing),
+//! which are written; what could not be written is reported by index.
+
+use crate::model::{DeviceId, Reading, RoomId, Timestamp};
+use crate::store::{RegistrySnapshot, Store, WriteReport};
+use serde_json::Value;
+
+/// Largest body accepted (DESIGN §5).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Most readings in one request (DESIGN §5).
+pub const MAX_READINGS: usize = 1000;
+
+/// A problem with one field of the reading at `index` of the request.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ReadingProblem {
+    pub index: usize,
+    pub field: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IngestError {
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("body is not valid JSON: {message}")]
+    InvalidJson {
+        message: String,
+        line: usize,
+        column: usize,
+    },
+    #[error("body must be a reading object or an array of readings")]
+    NotReadings,
+    #[error("{} problem(s) in the readings; nothing was written", .0.len())]
+    Invalid(Vec<ReadingProblem>),
+    #[error("{} of {total} readings could not be stored; retrying the whole request is safe", unwritten.len())]
+    Unavailable { unwritten: Vec<usize>, total: usize },
+}
+
+/// What a successful ingest stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ingested {
+    pub written: usize,
+    pub duplicates: usize,
+}
+
+/// Parses and validates a body: one reading or an array of up to 1000. Every
+/// problem of every reading is reported; a single invalid reading rejects all.
+pub fn parse_batch(
+    body: &[u8],
+    now: Timestamp,
+    registry: &RegistrySnapshot,
+) -> Result<Vec<Reading>, IngestError> {
+    if body.len() > MAX_BODY_BYTES {
+        return Err(IngestError::TooLarge(format!(
+            "body is {} bytes; the limit is {MAX_BODY_BYTES}",
+            body.len()
+        )));
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|e| IngestError::InvalidJson {
+        message: e.to_string(),
+        line: e.line(),
+        column: e.column(),
+    })?;
+    let items: Vec<Value> = match value {
+        Value::Array(items) => items,
+        obj @ Value::Object(_) => vec![obj],
+        _ => return Err(IngestError::NotReadings),
+    };
+    if items.len() > MAX_READINGS {
+        return Err(IngestError::TooLarge(format!(
+            "{} readings in one request; the limit is {MAX_READINGS}",
+            items.len()
+        )));
+    }
+    let room_of =
+        |d: &DeviceId| -> Option<RoomId> { registry.devices.get(d).and_then(|r| r.room.clone()) };
+    let mut readings = Vec::with_capacity(items.len());
+    let mut problems = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        match Reading::from_json(item, now, room_of) {
+            Ok(r) => readings.push(r),
+            Err(ps) => problems.extend(ps.into_iter().map(|p| ReadingProblem {
+                index,
+                field: p.field,
+                message: p.message,
+            })),
+        }
+    }
+    if problems.is_empty() {
+        Ok(readings)
+    } else {
+        Err(IngestError::Invalid(problems))
+    }
+}
+
+/// Validates and writes a body. On a storage failure the error lists the request
+/// indices that are not stored; the rest are.
+pub async fn ingest<S: Store>(
+    store: &S,
+    registry: &RegistrySnapshot,
+    body: &[u8],
+    now: Timestamp,
+) -> Result<Ingested, IngestError> {
+    let readings = parse_batch(body, now, registry)?;
+    if readings.is_empty() {
+        return Ok(Ingested {
+            written: 0,
+            duplicates: 0,
+        });
+    }
+    let WriteReport {
+        unwritten,
+        items_written,
+        duplicates,
+    } = store.write_readings(&readings).await;
+    if unwritten.is_empty() {
+        Ok(Ingested {
+            written: items_written,
+            duplicates,
+        })
+    } else {
+        Err(IngestError::Unavailable {
+            unwritten,
+            total: readings.len(),
+        })
+    }
+}

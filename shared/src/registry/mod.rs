@@ -1,0 +1,234 @@
+//! Registry maintenance: a batch of reading changes becomes one update per
+//! device and one per room; the stores apply them monotonically, so duplicate
+//! and out-of-order delivery converge. Also the cold-start cache of the registry.
+
+mod cache;
+
+pub use cache::RegistryCache;
+
+use crate::model::Reading;
+use crate::store::{DeviceUpdate, RoomUpdate, Store};
+use futures_util::StreamExt;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// An update and the first record (by position in the batch) that contributed to it,
+/// so a failed update can be reported as that record's failure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned<T> {
+    pub update: T,
+    pub first_record: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RegistryPlan {
+    pub devices: Vec<Planned<DeviceUpdate>>,
+    pub rooms: Vec<Planned<RoomUpdate>>,
+}
+
+impl RegistryPlan {
+    pub fn writes(&self) -> usize {
+        self.devices.len() + self.rooms.len()
+    }
+}
+
+/// Coalesces changes (record position, reading) into one update per device and per room.
+/// At equal timestamps the later record wins, as the table's own last write does.
+pub fn plan<'a>(changes: impl IntoIterator<Item = (usize, &'a Reading)>) -> RegistryPlan {
+    let mut devices: BTreeMap<&str, Planned<DeviceUpdate>> = BTreeMap::new();
+    let mut rooms: BTreeMap<&str, Planned<RoomUpdate>> = BTreeMap::new();
+    // Latest climate reading per device, for its current room.
+    let mut latest_climate: BTreeMap<&str, &Reading> = BTreeMap::new();
+
+    for (record, reading) in changes {
+        let key = reading.device_id.as_str();
+        devices
+            .entry(key)
+            .and_modify(|p| {
+                let u = &mut p.update;
+                u.first_seen = u.first_seen.min(reading.timestamp);
+                if reading.timestamp >= u.latest.timestamp {
+                    u.latest = reading.clone();
+                }
+                u.types.insert(reading.kind());
+                p.first_record = p.first_record.min(record);
+            })
+            .or_insert_with(|| Planned {
+                update: DeviceUpdate {
+                    device_id: reading.device_id.clone(),
+                    first_seen: reading.timestamp,
+                    latest: reading.clone(),
+                    types: BTreeSet::from([reading.kind()]),
+                    room: None,
+                },
+                first_record: record,
+            });
+
+        if let Some(room) = reading.room() {
+            latest_climate
+                .entry(key)
+                .and_modify(|r| {
+                    if reading.timestamp >= r.timestamp {
+                        *r = reading;
+                    }
+                })
+                .or_insert(reading);
+            rooms
+                .entry(room.as_str())
+                .and_modify(|p| {
+                    let u = &mut p.update;
+                    u.first_seen = u.first_seen.min(reading.timestamp);
+                    if reading.timestamp >= u.latest.timestamp {
+                        u.latest = reading.clone();
+                    }
+                    u.devices.insert(reading.device_id.clone());
+                    p.first_record = p.first_record.min(record);
+                })
+                .or_insert_with(|| Planned {
+                    update: RoomUpdate {
+                        room_id: room.clone(),
+                        first_seen: reading.timestamp,
+                        latest: reading.clone(),
+                        devices: BTreeSet::from([reading.device_id.clone()]),
+                    },
+                    first_record: record,
+                });
+        }
+    }
+    for (key, reading) in latest_climate {
+        if let Some(p) = devices.get_mut(key) {
+            p.update.room = reading.room().cloned();
+        }
+    }
+    RegistryPlan {
+        devices: devices.into_values().collect(),
+        rooms: rooms.into_values().collect(),
+    }
+}
+
+/// How many registry writes run at once.
+const APPLY_CONCURRENCY: usize = 8;
+
+/// Applies a plan; returns the `first_record` of every update that failed.
+pub async fn apply<S: Store>(store: &S, plan: &RegistryPlan) -> Vec<usize> {
+    let device_writes = plan.devices.iter().map(|p| {
+        let fut = store.apply_device_update(&p.update);
+        async move { fut.await.map_err(|e| (p.first_record, e)) }
+    });
+    let device_results: Vec<_> = futures_util::stream::iter(device_writes)
+        .buffer_unordered(APPLY_CONCURRENCY)
+        .collect()
+        .await;
+    let room_writes = plan.rooms.iter().map(|p| {
+        let fut = store.apply_room_update(&p.update);
+        async move { fut.await.map_err(|e| (p.first_record, e)) }
+    });
+    let room_results: Vec<_> = futures_util::stream::iter(room_writes)
+        .buffer_unordered(APPLY_CONCURRENCY)
+        .collect()
+        .await;
+    device_results
+        .into_iter()
+        .chain(room_results)
+        .filter_map(|r| r.err())
+        .map(|(record, err)| {
+            tracing::error!(error = %err, record, "registry update failed");
+            record
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Climate, DeviceId, Measurement, Power, ReadingKind, RoomId, Timestamp};
+
+    fn climate(dev: &str, room: &str, ts: &str, t: f64) -> Reading {
+        Reading {
+            device_id: DeviceId::parse(dev).unwrap(),
+            timestamp: Timestamp::parse(ts).unwrap(),
+            measurement: Measurement::Climate(
+                Climate::new(RoomId::parse(room).unwrap(), t, 50.0).unwrap(),
+            ),
+        }
+    }
+
+    fn power(dev: &str, ts: &str) -> Reading {
+        Reading {
+            device_id: DeviceId::parse(dev).unwrap(),
+            timestamp: Timestamp::parse(ts).unwrap(),
+            measurement: Measurement::Power(Power::new(1.0, 0.0, 100.0).unwrap()),
+        }
+    }
+
+    #[test]
+    fn a_batch_coalesces_to_one_update_per_device_and_per_room() {
+        // 100 records from 10 devices in 3 rooms -> 13 writes.
+        let readings: Vec<Reading> = (0..100)
+            .map(|i| {
+                let dev = format!("s{}", i % 10);
+                let room = format!("room{}", (i % 10) % 3);
+                climate(
+                    &dev,
+                    &room,
+                    &format!("2026-11-01T00:{:02}:{:02}Z", i / 60, i % 60),
+                    20.0,
+                )
+            })
+            .collect();
+        let p = plan(readings.iter().enumerate());
+        assert_eq!((p.devices.len(), p.rooms.len(), p.writes()), (10, 3, 13));
+        let s3 = p
+            .devices
+            .iter()
+            .find(|d| d.update.device_id.as_str() == "s3")
+            .unwrap();
+        assert_eq!(s3.first_record, 3);
+        assert_eq!(s3.update.first_seen.to_string(), "2026-11-01T00:00:03.000Z");
+        assert_eq!(
+            s3.update.latest.timestamp.to_string(),
+            "2026-11-01T00:01:33.000Z"
+        );
+        assert_eq!(s3.update.room.as_ref().unwrap().as_str(), "room0");
+        let room0 = p
+            .rooms
+            .iter()
+            .find(|r| r.update.room_id.as_str() == "room0")
+            .unwrap();
+        let ids: Vec<&str> = room0.update.devices.iter().map(|d| d.as_str()).collect();
+        assert_eq!(ids, vec!["s0", "s3", "s6", "s9"]);
+    }
+
+    #[test]
+    fn the_latest_reading_wins_regardless_of_record_order() {
+        let rs = [
+            climate("s1", "kitchen", "2026-11-01T02:00:00Z", 22.0),
+            climate("s1", "bedroom", "2026-11-01T01:00:00Z", 18.0),
+            power("s1", "2026-11-01T00:30:00Z"),
+        ];
+        let p = plan(rs.iter().enumerate());
+        let d = &p.devices[0].update;
+        assert_eq!(d.latest, rs[0]);
+        assert_eq!(d.first_seen.to_string(), "2026-11-01T00:30:00.000Z");
+        assert_eq!(
+            d.types,
+            BTreeSet::from([ReadingKind::Power, ReadingKind::Climate])
+        );
+        assert_eq!(
+            d.room.as_ref().unwrap().as_str(),
+            "kitchen",
+            "room follows the latest climate reading"
+        );
+        assert_eq!(p.rooms.len(), 2);
+    }
+
+    #[test]
+    fn at_equal_timestamps_the_later_record_wins() {
+        let rs = [
+            climate("s1", "kitchen", "2026-11-01T02:00:00Z", 22.0),
+            climate("s1", "kitchen", "2026-11-01T02:00:00Z", 23.0),
+        ];
+        let p = plan(rs.iter().enumerate());
+        assert_eq!(p.devices[0].update.latest, rs[1]);
+        assert_eq!(p.rooms[0].update.latest, rs[1]);
+    }
+}

@@ -1,0 +1,98 @@
+//! The DynamoDB Streams edge: records → reading changes → one registry update
+//! per device and room → `batchItemFailures` naming the first failed record.
+
+use crate::model::Reading;
+use crate::registry;
+use crate::store::item::ReadingItem;
+use crate::store::Store;
+use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use serde::Deserialize;
+
+/// What a stream record means to the registry.
+#[derive(Debug, PartialEq)]
+pub enum Change {
+    /// A reading was inserted or modified.
+    Reading(Box<Reading>),
+    /// Nothing to do: a deletion (TTL or manual), a registry item's own record, another item type.
+    Ignored(&'static str),
+    /// A reading item that does not decode.
+    Poison(String),
+}
+
+#[derive(Deserialize)]
+struct Keys {
+    pk: String,
+    sk: String,
+}
+
+pub fn classify(record: &EventRecord) -> Change {
+    match record.event_name.as_str() {
+        "INSERT" | "MODIFY" => {}
+        // Deletions never make the registry forget (TTL expiry included).
+        "REMOVE" => return Change::Ignored("removal"),
+        _ => return Change::Poison(format!("unknown eventName {:?}", record.event_name)),
+    }
+    let keys: Keys = match serde_dynamo::from_item(record.change.keys.clone()) {
+        Ok(k) => k,
+        Err(e) => return Change::Poison(format!("keys: {e}")),
+    };
+    if !ReadingItem::is_reading_key(&keys.pk, &keys.sk) {
+        return Change::Ignored("not a reading item");
+    }
+    match serde_dynamo::from_item::<_, ReadingItem>(record.change.new_image.clone()) {
+        Ok(item) => match item.into_reading() {
+            Ok(r) => Change::Reading(Box::new(r)),
+            Err(e) => Change::Poison(e),
+        },
+        Err(e) => Change::Poison(format!("new image: {e}")),
+    }
+}
+
+/// Handles one batch. Records before the first failure are done; Lambda retries
+/// from the reported record (updates are idempotent, so re-applying is harmless).
+pub async fn handle<S: Store>(store: &S, event: Event) -> DynamoDbEventResponse {
+    let mut changes = Vec::with_capacity(event.records.len());
+    let mut failed: Option<usize> = None;
+    for (i, record) in event.records.iter().enumerate() {
+        match classify(record) {
+            Change::Reading(r) => changes.push((i, *r)),
+            Change::Ignored(_) => {}
+            Change::Poison(why) => {
+                tracing::error!(
+                    record = i,
+                    sequence = record.change.sequence_number.as_deref().unwrap_or("?"),
+                    why,
+                    "poison record"
+                );
+                failed = Some(failed.map_or(i, |f| f.min(i)));
+            }
+        }
+    }
+    let plan = registry::plan(changes.iter().map(|(i, r)| (*i, r)));
+    let failures = registry::apply(store, &plan).await;
+    if let Some(first) = failures.into_iter().min() {
+        failed = Some(failed.map_or(first, |f| f.min(first)));
+    }
+    tracing::info!(
+        records = event.records.len(),
+        readings = changes.len(),
+        writes = plan.writes(),
+        failed = failed.is_some(),
+        "stream batch"
+    );
+    let mut response = DynamoDbEventResponse::default();
+    if let Some(i) = failed {
+        let mut failure = DynamoDbBatchItemFailure::default();
+        // An empty identifier makes Lambda retry the whole batch, the safe fallback.
+        failure.item_identifier = Some(
+            event.records[i]
+                .change
+                .sequence_number
+                .clone()
+                .unwrap_or_default(),
+        );
+        response.batch_item_failures.push(failure);
+    }
+    response
+}
