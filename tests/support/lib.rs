@@ -1,1 +1,152 @@
+//! Test support: clients for the DynamoDB-API servers that `scripts/test`
+//! starts on 127.0.0.1, a fresh table per test, and builders for the real
+//! Lambda event shapes.
 
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use serde_json::{json, Value};
+use shared::api::{App, BearerToken, RouteSet};
+use shared::aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
+use shared::aws_lambda_events::encodings::Body;
+use shared::registry::RegistryCache;
+use shared::store::DynamoStore;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// The endpoint of a server started by `scripts/test`. Panics with the way to
+/// start it, rather than skipping: a test that did not run must not pass.
+pub fn endpoint(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run the tests with `scripts/test`, which starts dynalite and moto on 127.0.0.1")
+    })
+}
+
+pub fn dynalite() -> String {
+    endpoint("DYNALITE_ENDPOINT")
+}
+
+pub fn moto() -> String {
+    endpoint("MOTO_ENDPOINT")
+}
+
+/// SDK config for a local server: static dummy credentials, fixed region.
+pub fn sdk_config(endpoint: &str) -> aws_sdk_dynamodb::Config {
+    aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "tests"))
+        .endpoint_url(endpoint)
+        .build()
+}
+
+pub fn client(endpoint: &str) -> aws_sdk_dynamodb::Client {
+    aws_sdk_dynamodb::Client::from_conf(sdk_config(endpoint))
+}
+
+static TABLES: AtomicUsize = AtomicUsize::new(0);
+
+/// A unique table name per test (and per process, since both servers outlive one test binary).
+pub fn table_name(hint: &str) -> String {
+    let n = TABLES.fetch_add(1, Ordering::SeqCst);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{hint}-{}-{n}-{nanos}", std::process::id())
+}
+
+/// A store on a fresh table created as `template.yaml` defines it.
+pub async fn fresh_store(endpoint: &str, hint: &str) -> DynamoStore {
+    let store = DynamoStore::new(client(endpoint), table_name(hint));
+    store.create_table().await.expect("create table");
+    store
+}
+
+pub async fn app(store: DynamoStore, token: Option<&str>, routes: RouteSet) -> App<DynamoStore> {
+    let registry = RegistryCache::load(&store, Duration::from_secs(30)).await.expect("registry loads");
+    App {
+        store,
+        registry,
+        token: token.and_then(BearerToken::new),
+        routes,
+    }
+}
+
+/// An API Gateway HTTP API (payload 2.0) event, as API Gateway sends it.
+pub fn api_event(method: &str, path: &str, query: &[(&str, &str)], body: Option<&str>, headers: &[(&str, &str)]) -> ApiGatewayV2httpRequest {
+    let raw_query: Vec<String> = query
+        .iter()
+        .map(|(k, v)| format!("{k}={}", percent_encode(v)))
+        .collect();
+    let mut params = serde_json::Map::new();
+    for (k, v) in query {
+        // API Gateway joins repeated parameters with commas.
+        let joined = match params.get(*k) {
+            Some(Value::String(prev)) => format!("{prev},{v}"),
+            _ => v.to_string(),
+        };
+        params.insert(k.to_string(), Value::String(joined));
+    }
+    let mut hdrs = serde_json::Map::new();
+    hdrs.insert("content-type".into(), json!("application/json"));
+    for (k, v) in headers {
+        hdrs.insert(k.to_lowercase(), json!(v));
+    }
+    let mut event = json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": raw_query.join("&"),
+        "headers": hdrs,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "api-id",
+            "domainName": "id.execute-api.us-east-1.amazonaws.com",
+            "domainPrefix": "id",
+            "http": { "method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "192.0.2.1", "userAgent": "tests" },
+            "requestId": "id",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "22/Nov/2026:01:02:03 +0000",
+            "timeEpoch": 1_795_309_323_000i64
+        },
+        "isBase64Encoded": false
+    });
+    if !params.is_empty() {
+        event["queryStringParameters"] = Value::Object(params);
+    }
+    if let Some(b) = body {
+        event["body"] = json!(b);
+    }
+    serde_json::from_value(event).expect("a valid API Gateway v2 event")
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Status and JSON body of a response.
+pub fn answer(resp: &ApiGatewayV2httpResponse) -> (u16, Value) {
+    let body = match &resp.body {
+        Some(Body::Text(t)) => serde_json::from_str(t).expect("JSON body"),
+        Some(Body::Binary(b)) => serde_json::from_slice(b).expect("JSON body"),
+        _ => Value::Null,
+    };
+    (resp.status_code as u16, body)
+}
+
+/// A power reading as a device would post it.
+pub fn power(device: &str, ts: &str, kwh_p: f64, kwh_n: f64, w: f64) -> Value {
+    json!({"device_id": device, "timestamp": ts, "type": "power",
+           "cumulative_kwh_p": kwh_p, "cumulative_kwh_n": kwh_n, "current_w": w})
+}
+
+/// A climate reading as a device would post it.
+pub fn climate(device: &str, room: &str, ts: &str, t: f64, h: f64) -> Value {
+    json!({"device_id": device, "timestamp": ts, "type": "climate", "room": room,
+           "temperature": t, "humidity": h})
+}

@@ -62,6 +62,8 @@ pub struct DynamoStore {
     client: Client,
     table: String,
     policy: WritePolicy,
+    /// Page size of registry loads; `None` lets DynamoDB fill 1 MB pages.
+    registry_page_limit: Option<i32>,
 }
 
 impl DynamoStore {
@@ -70,6 +72,7 @@ impl DynamoStore {
             client,
             table: table.into(),
             policy: WritePolicy::default(),
+            registry_page_limit: None,
         }
     }
 
@@ -82,6 +85,91 @@ impl DynamoStore {
 
     pub fn with_policy(mut self, policy: WritePolicy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// Creates the table as `template.yaml` defines it: `pk`/`sk` strings, the
+    /// `room-time` index (INCLUDE temperature, humidity), a NEW_AND_OLD_IMAGES
+    /// stream, on-demand billing, TTL on `expires_at` (where the engine has TTL).
+    pub async fn create_table(&self) -> Result<(), StoreError> {
+        use aws_sdk_dynamodb::types::{
+            AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+            ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType, TimeToLiveSpecification,
+        };
+        let key = |name: &str, kind: KeyType| {
+            KeySchemaElement::builder().attribute_name(name).key_type(kind).build().expect("complete")
+        };
+        let string_attr = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .expect("complete")
+        };
+        let index = GlobalSecondaryIndex::builder()
+            .index_name(ROOM_TIME_INDEX)
+            .key_schema(key(attr::ROOM, KeyType::Hash))
+            .key_schema(key(attr::SK, KeyType::Range))
+            .projection(
+                Projection::builder()
+                    .projection_type(ProjectionType::Include)
+                    .non_key_attributes("temperature")
+                    .non_key_attributes("humidity")
+                    .build(),
+            )
+            .build()
+            .expect("complete");
+        self.client
+            .create_table()
+            .table_name(&self.table)
+            .attribute_definitions(string_attr(attr::PK))
+            .attribute_definitions(string_attr(attr::SK))
+            .attribute_definitions(string_attr(attr::ROOM))
+            .key_schema(key(attr::PK, KeyType::Hash))
+            .key_schema(key(attr::SK, KeyType::Range))
+            .global_secondary_indexes(index)
+            .billing_mode(BillingMode::PayPerRequest)
+            .stream_specification(
+                StreamSpecification::builder()
+                    .stream_enabled(true)
+                    .stream_view_type(StreamViewType::NewAndOldImages)
+                    .build()
+                    .expect("complete"),
+            )
+            .send()
+            .await
+            .map_err(unavailable)?;
+        for _ in 0..100 {
+            let out = self.client.describe_table().table_name(&self.table).send().await.map_err(unavailable)?;
+            let status = out.table().and_then(|t| t.table_status().cloned());
+            if status == Some(aws_sdk_dynamodb::types::TableStatus::Active) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let ttl = self
+            .client
+            .update_time_to_live()
+            .table_name(&self.table)
+            .time_to_live_specification(
+                TimeToLiveSpecification::builder()
+                    .attribute_name("expires_at")
+                    .enabled(true)
+                    .build()
+                    .expect("complete"),
+            )
+            .send()
+            .await;
+        if let Err(err) = ttl {
+            // dynalite has no TTL API; the table works without it.
+            tracing::warn!(error = %DisplayErrorContext(&err), "TTL not enabled");
+        }
+        Ok(())
+    }
+
+    /// Smaller registry pages (tests use it to prove that every page is read).
+    pub fn with_registry_page_limit(mut self, limit: i32) -> Self {
+        self.registry_page_limit = Some(limit);
         self
     }
 
@@ -192,6 +280,7 @@ impl DynamoStore {
                 .expression_attribute_names("#pk", attr::PK)
                 .expression_attribute_values(":pk", s(pk))
                 .set_exclusive_start_key(start.take())
+                .set_limit(self.registry_page_limit)
                 .send()
                 .await
                 .map_err(unavailable)?;

@@ -1,0 +1,269 @@
+//! The DynamoDB adapter against dynalite, which validates requests as DynamoDB
+//! does (it rejects a 26-item BatchWriteItem and unused expression values).
+
+use integration_tests::{client, dynalite, fresh_store};
+use shared::keys::Position;
+use shared::model::{Climate, DeviceId, Measurement, Power, Reading, RoomId, TimeRange, Timestamp};
+use shared::store::{DeviceUpdate, DynamoStore, Order, RangeRequest, RoomUpdate, Store};
+use std::collections::{BTreeSet, HashMap};
+
+fn ts(s: &str) -> Timestamp {
+    Timestamp::parse(s).unwrap()
+}
+
+fn dev(s: &str) -> DeviceId {
+    DeviceId::parse(s).unwrap()
+}
+
+fn power_at(device: &str, minute: i64, kwh: f64) -> Reading {
+    Reading {
+        device_id: dev(device),
+        timestamp: Timestamp::from_millis(ts("2026-11-01T00:00:00Z").millis() + minute * 60_000).unwrap(),
+        measurement: Measurement::Power(Power::new(kwh, 0.5, 300.0).unwrap()),
+    }
+}
+
+fn climate_at(device: &str, room: &str, minute: i64, t: f64) -> Reading {
+    Reading {
+        device_id: dev(device),
+        timestamp: Timestamp::from_millis(ts("2026-11-01T00:00:00Z").millis() + minute * 60_000).unwrap(),
+        measurement: Measurement::Climate(Climate::new(RoomId::parse(room).unwrap(), t, 45.0).unwrap()),
+    }
+}
+
+fn day() -> TimeRange {
+    TimeRange::new(ts("2026-11-01T00:00:00Z"), ts("2026-11-02T00:00:00Z")).unwrap()
+}
+
+fn req(order: Order, limit: usize, after: Option<Position>) -> RangeRequest {
+    RangeRequest { range: day(), order, limit, after }
+}
+
+async fn raw_item(store: &DynamoStore, pk: &str, sk: &str) -> HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
+    client(&dynalite())
+        .get_item()
+        .table_name(store.table())
+        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(pk.into()))
+        .key("sk", aws_sdk_dynamodb::types::AttributeValue::S(sk.into()))
+        .send()
+        .await
+        .unwrap()
+        .item()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn writes_store_the_exact_items_of_the_design() {
+    use aws_sdk_dynamodb::types::AttributeValue::{N, S};
+    let store = fresh_store(&dynalite(), "items").await;
+    let report = store
+        .write_readings(&[power_at("meter-1", 0, 1234.5), climate_at("s1", "bedroom", 0, 21.25)])
+        .await;
+    assert!(report.unwritten.is_empty());
+    let p = raw_item(&store, "meter-1", "TS#2026-11-01T00:00:00.000Z").await;
+    assert_eq!(
+        p,
+        HashMap::from([
+            ("pk".into(), S("meter-1".into())),
+            ("sk".into(), S("TS#2026-11-01T00:00:00.000Z".into())),
+            ("type".into(), S("power".into())),
+            ("cumulative_kwh_p".into(), N("1234.5".into())),
+            ("cumulative_kwh_n".into(), N("0.5".into())),
+            ("current_w".into(), N("300".into())),
+        ])
+    );
+    let c = raw_item(&store, "s1", "TS#2026-11-01T00:00:00.000Z").await;
+    assert_eq!(c.get("room"), Some(&S("bedroom".into())));
+    assert_eq!(c.get("temperature"), Some(&N("21.25".into())));
+    assert_eq!(c.get("type"), Some(&S("climate".into())));
+}
+
+#[tokio::test]
+async fn batches_over_25_are_chunked_and_duplicates_keep_the_last() {
+    let store = fresh_store(&dynalite(), "chunks").await;
+    // 130 readings, 10 of which repeat an earlier key with a new value.
+    let mut readings: Vec<Reading> = (0..120).map(|m| power_at("meter-1", m, m as f64)).collect();
+    readings.extend((0..10).map(|m| power_at("meter-1", m, 1000.0 + m as f64)));
+    let report = store.write_readings(&readings).await;
+    assert_eq!(report.unwritten, Vec::<usize>::new());
+    assert_eq!((report.items_written, report.duplicates), (120, 10));
+    let page = store.device_readings(&dev("meter-1"), &req(Order::Asc, 1000, None)).await.unwrap();
+    assert_eq!(page.readings.len(), 120);
+    assert_eq!(page.readings[3], readings[123], "the later duplicate won");
+    assert_eq!(page.readings[50], readings[50]);
+    assert!(page.next.is_none());
+}
+
+#[tokio::test]
+async fn ranges_read_both_orders_and_page_with_positions() {
+    let store = fresh_store(&dynalite(), "ranges").await;
+    let readings: Vec<Reading> = (0..30).map(|m| power_at("meter-1", m * 60, m as f64)).collect(); // hourly, 30 h
+    store.write_readings(&readings).await;
+    store.write_readings(&[power_at("meter-2", 5, 1.0)]).await; // another partition stays out
+
+    let asc = store.device_readings(&dev("meter-1"), &req(Order::Asc, 1000, None)).await.unwrap();
+    assert_eq!(asc.readings, readings[..24].to_vec(), "only the 24 hours of the range, oldest first");
+    let desc = store.device_readings(&dev("meter-1"), &req(Order::Desc, 1000, None)).await.unwrap();
+    let mut expected = readings[..24].to_vec();
+    expected.reverse();
+    assert_eq!(desc.readings, expected);
+
+    // Pages of 10 in descending order: 10 + 10 + 4, positions chain without gaps or repeats.
+    let mut seen = Vec::new();
+    let mut after = None;
+    for expected_len in [10, 10, 4] {
+        let page = store.device_readings(&dev("meter-1"), &req(Order::Desc, 10, after)).await.unwrap();
+        assert_eq!(page.readings.len(), expected_len);
+        seen.extend(page.readings);
+        after = page.next;
+    }
+    assert!(after.is_none());
+    assert_eq!(seen, expected);
+}
+
+#[tokio::test]
+async fn latest_is_the_newest_reading_of_that_device_only() {
+    let store = fresh_store(&dynalite(), "latest").await;
+    assert_eq!(store.latest_reading(&dev("meter-1")).await.unwrap(), None);
+    let rs: Vec<Reading> = (0..5).map(|m| power_at("meter-1", m, m as f64)).collect();
+    store.write_readings(&rs).await;
+    store.write_readings(&[power_at("meter-10", 99, 1.0)]).await; // newer, other device
+    assert_eq!(store.latest_reading(&dev("meter-1")).await.unwrap(), Some(rs[4].clone()));
+}
+
+#[tokio::test]
+async fn room_ranges_use_the_index_and_never_return_registry_items() {
+    let store = fresh_store(&dynalite(), "rooms").await;
+    let mut rs = Vec::new();
+    for m in 0..6 {
+        rs.push(climate_at("s1", "bedroom", m, 20.0 + m as f64));
+        rs.push(climate_at("s2", "bedroom", m, 18.0));
+        rs.push(climate_at("s3", "kitchen", m, 25.0));
+    }
+    store.write_readings(&rs).await;
+    // A DEVICE item carries `room` too, so it is in the index under sk=<device id>.
+    store
+        .apply_device_update(&DeviceUpdate {
+            device_id: dev("s1"),
+            first_seen: rs[0].timestamp,
+            latest: rs[15].clone(),
+            types: BTreeSet::from([shared::model::ReadingKind::Climate]),
+            room: Some(RoomId::parse("bedroom").unwrap()),
+        })
+        .await
+        .unwrap();
+    let bedroom = RoomId::parse("bedroom").unwrap();
+    let all = store.room_readings(&bedroom, &req(Order::Asc, 1000, None)).await.unwrap();
+    assert_eq!(all.readings.len(), 12, "6 minutes x 2 devices, no DEVICE item");
+    assert!(all.readings.iter().all(|r| r.room() == Some(&bedroom)));
+    let mut expected: Vec<Reading> = rs.iter().filter(|r| r.room() == Some(&bedroom)).cloned().collect();
+    expected.sort_by(|a, b| a.timestamp.cmp(&b.timestamp));
+    let got_ts: Vec<Timestamp> = all.readings.iter().map(|r| r.timestamp).collect();
+    assert_eq!(got_ts, expected.iter().map(|r| r.timestamp).collect::<Vec<_>>());
+    for r in &all.readings {
+        assert!(expected.contains(r), "{r:?} read back through the index equals what was written");
+    }
+
+    // Paging through the index in pages of 5, descending.
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store.room_readings(&bedroom, &req(Order::Desc, 5, after)).await.unwrap();
+        seen.extend(page.readings);
+        after = page.next;
+        if after.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 12);
+    assert!(seen.windows(2).all(|w| w[0].timestamp >= w[1].timestamp));
+    let distinct: BTreeSet<(Timestamp, String)> = seen.iter().map(|r| (r.timestamp, r.device_id.to_string())).collect();
+    assert_eq!(distinct.len(), 12, "no reading repeated across pages");
+}
+
+#[tokio::test]
+async fn registry_updates_are_monotonic_and_never_touch_names() {
+    let store = fresh_store(&dynalite(), "registry").await;
+    let newer = climate_at("s1", "bedroom", 60, 22.0);
+    let older = climate_at("s1", "kitchen", 30, 19.0);
+    let oldest = power_at("s1", 0, 1.0);
+    let update = |first: &Reading, latest: &Reading| DeviceUpdate {
+        device_id: dev("s1"),
+        first_seen: first.timestamp,
+        latest: latest.clone(),
+        types: BTreeSet::from([latest.kind()]),
+        room: latest.room().cloned(),
+    };
+    store.apply_device_update(&update(&newer, &newer)).await.unwrap();
+    // A user names the device (the registry must never overwrite it).
+    client(&dynalite())
+        .update_item()
+        .table_name(store.table())
+        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S("DEVICE".into()))
+        .key("sk", aws_sdk_dynamodb::types::AttributeValue::S("s1".into()))
+        .update_expression("SET #n = :n")
+        .expression_attribute_names("#n", "name")
+        .expression_attribute_values(":n", aws_sdk_dynamodb::types::AttributeValue::S("Bedroom sensor".into()))
+        .send()
+        .await
+        .unwrap();
+    // Late, older changes: first_seen moves earlier, latest/room/last_seen stay.
+    store.apply_device_update(&update(&older, &older)).await.unwrap();
+    store.apply_device_update(&update(&oldest, &oldest)).await.unwrap();
+    // Duplicate delivery of the newest.
+    store.apply_device_update(&update(&newer, &newer)).await.unwrap();
+
+    let d = store.device(&dev("s1")).await.unwrap().unwrap();
+    assert_eq!(d.name.as_deref(), Some("Bedroom sensor"));
+    assert_eq!(d.latest, Some(newer.clone()));
+    assert_eq!(d.last_seen, Some(newer.timestamp));
+    assert_eq!(d.first_seen, Some(oldest.timestamp));
+    assert_eq!(d.room.as_ref().map(|r| r.as_str()), Some("bedroom"));
+    assert_eq!(d.types.len(), 2, "power and climate");
+
+    let room = |latest: &Reading, devices: &[&str]| RoomUpdate {
+        room_id: RoomId::parse("bedroom").unwrap(),
+        first_seen: latest.timestamp,
+        latest: latest.clone(),
+        devices: devices.iter().map(|d| dev(d)).collect(),
+    };
+    store.apply_room_update(&room(&newer, &["s1"])).await.unwrap();
+    let s2_older = climate_at("s2", "bedroom", 10, 17.0);
+    store.apply_room_update(&room(&s2_older, &["s2"])).await.unwrap();
+    let r = store.room(&RoomId::parse("bedroom").unwrap()).await.unwrap().unwrap();
+    assert_eq!(r.latest, Some(newer));
+    assert_eq!(r.first_seen, Some(s2_older.timestamp));
+    assert_eq!(r.devices, BTreeSet::from([dev("s1"), dev("s2")]));
+}
+
+#[tokio::test]
+async fn the_registry_load_reads_every_page() {
+    let store = fresh_store(&dynalite(), "pages").await.with_registry_page_limit(3);
+    for i in 0..10 {
+        let r = climate_at(&format!("s{i}"), &format!("room{}", i % 4), i, 20.0);
+        store
+            .apply_device_update(&DeviceUpdate {
+                device_id: r.device_id.clone(),
+                first_seen: r.timestamp,
+                latest: r.clone(),
+                types: BTreeSet::from([r.kind()]),
+                room: r.room().cloned(),
+            })
+            .await
+            .unwrap();
+        store
+            .apply_room_update(&RoomUpdate {
+                room_id: r.room().unwrap().clone(),
+                first_seen: r.timestamp,
+                latest: r.clone(),
+                devices: BTreeSet::from([r.device_id.clone()]),
+            })
+            .await
+            .unwrap();
+    }
+    let snapshot = store.load_registry().await.unwrap();
+    assert_eq!(snapshot.devices.len(), 10, "4 pages of 3");
+    assert_eq!(snapshot.rooms.len(), 4, "2 pages of 3");
+    assert_eq!(snapshot.rooms[&RoomId::parse("room1").unwrap()].devices.len(), 3);
+}
