@@ -62,7 +62,9 @@ pub async fn fresh_store(endpoint: &str, hint: &str) -> DynamoStore {
 }
 
 pub async fn app(store: DynamoStore, token: Option<&str>, routes: RouteSet) -> App<DynamoStore> {
-    let registry = RegistryCache::load(&store, Duration::from_secs(30)).await.expect("registry loads");
+    let registry = RegistryCache::load(&store, Duration::from_secs(30))
+        .await
+        .expect("registry loads");
     App {
         store,
         registry,
@@ -72,7 +74,13 @@ pub async fn app(store: DynamoStore, token: Option<&str>, routes: RouteSet) -> A
 }
 
 /// An API Gateway HTTP API (payload 2.0) event, as API Gateway sends it.
-pub fn api_event(method: &str, path: &str, query: &[(&str, &str)], body: Option<&str>, headers: &[(&str, &str)]) -> ApiGatewayV2httpRequest {
+pub fn api_event(
+    method: &str,
+    path: &str,
+    query: &[(&str, &str)],
+    body: Option<&str>,
+    headers: &[(&str, &str)],
+) -> ApiGatewayV2httpRequest {
     let raw_query: Vec<String> = query
         .iter()
         .map(|(k, v)| format!("{k}={}", percent_encode(v)))
@@ -123,7 +131,9 @@ pub fn api_event(method: &str, path: &str, query: &[(&str, &str)], body: Option<
 fn percent_encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()

@@ -18,7 +18,8 @@ fn dev(s: &str) -> DeviceId {
 fn power_at(device: &str, minute: i64, kwh: f64) -> Reading {
     Reading {
         device_id: dev(device),
-        timestamp: Timestamp::from_millis(ts("2026-11-01T00:00:00Z").millis() + minute * 60_000).unwrap(),
+        timestamp: Timestamp::from_millis(ts("2026-11-01T00:00:00Z").millis() + minute * 60_000)
+            .unwrap(),
         measurement: Measurement::Power(Power::new(kwh, 0.5, 300.0).unwrap()),
     }
 }
@@ -26,8 +27,11 @@ fn power_at(device: &str, minute: i64, kwh: f64) -> Reading {
 fn climate_at(device: &str, room: &str, minute: i64, t: f64) -> Reading {
     Reading {
         device_id: dev(device),
-        timestamp: Timestamp::from_millis(ts("2026-11-01T00:00:00Z").millis() + minute * 60_000).unwrap(),
-        measurement: Measurement::Climate(Climate::new(RoomId::parse(room).unwrap(), t, 45.0).unwrap()),
+        timestamp: Timestamp::from_millis(ts("2026-11-01T00:00:00Z").millis() + minute * 60_000)
+            .unwrap(),
+        measurement: Measurement::Climate(
+            Climate::new(RoomId::parse(room).unwrap(), t, 45.0).unwrap(),
+        ),
     }
 }
 
@@ -36,10 +40,19 @@ fn day() -> TimeRange {
 }
 
 fn req(order: Order, limit: usize, after: Option<Position>) -> RangeRequest {
-    RangeRequest { range: day(), order, limit, after }
+    RangeRequest {
+        range: day(),
+        order,
+        limit,
+        after,
+    }
 }
 
-async fn raw_item(store: &DynamoStore, pk: &str, sk: &str) -> HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
+async fn raw_item(
+    store: &DynamoStore,
+    pk: &str,
+    sk: &str,
+) -> HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
     client(&dynalite())
         .get_item()
         .table_name(store.table())
@@ -58,7 +71,10 @@ async fn writes_store_the_exact_items_of_the_design() {
     use aws_sdk_dynamodb::types::AttributeValue::{N, S};
     let store = fresh_store(&dynalite(), "items").await;
     let report = store
-        .write_readings(&[power_at("meter-1", 0, 1234.5), climate_at("s1", "bedroom", 0, 21.25)])
+        .write_readings(&[
+            power_at("meter-1", 0, 1234.5),
+            climate_at("s1", "bedroom", 0, 21.25),
+        ])
         .await;
     assert!(report.unwritten.is_empty());
     let p = raw_item(&store, "meter-1", "TS#2026-11-01T00:00:00.000Z").await;
@@ -88,7 +104,10 @@ async fn batches_over_25_are_chunked_and_duplicates_keep_the_last() {
     let report = store.write_readings(&readings).await;
     assert_eq!(report.unwritten, Vec::<usize>::new());
     assert_eq!((report.items_written, report.duplicates), (120, 10));
-    let page = store.device_readings(&dev("meter-1"), &req(Order::Asc, 1000, None)).await.unwrap();
+    let page = store
+        .device_readings(&dev("meter-1"), &req(Order::Asc, 1000, None))
+        .await
+        .unwrap();
     assert_eq!(page.readings.len(), 120);
     assert_eq!(page.readings[3], readings[123], "the later duplicate won");
     assert_eq!(page.readings[50], readings[50]);
@@ -98,13 +117,25 @@ async fn batches_over_25_are_chunked_and_duplicates_keep_the_last() {
 #[tokio::test]
 async fn ranges_read_both_orders_and_page_with_positions() {
     let store = fresh_store(&dynalite(), "ranges").await;
-    let readings: Vec<Reading> = (0..30).map(|m| power_at("meter-1", m * 60, m as f64)).collect(); // hourly, 30 h
+    let readings: Vec<Reading> = (0..30)
+        .map(|m| power_at("meter-1", m * 60, m as f64))
+        .collect(); // hourly, 30 h
     store.write_readings(&readings).await;
     store.write_readings(&[power_at("meter-2", 5, 1.0)]).await; // another partition stays out
 
-    let asc = store.device_readings(&dev("meter-1"), &req(Order::Asc, 1000, None)).await.unwrap();
-    assert_eq!(asc.readings, readings[..24].to_vec(), "only the 24 hours of the range, oldest first");
-    let desc = store.device_readings(&dev("meter-1"), &req(Order::Desc, 1000, None)).await.unwrap();
+    let asc = store
+        .device_readings(&dev("meter-1"), &req(Order::Asc, 1000, None))
+        .await
+        .unwrap();
+    assert_eq!(
+        asc.readings,
+        readings[..24].to_vec(),
+        "only the 24 hours of the range, oldest first"
+    );
+    let desc = store
+        .device_readings(&dev("meter-1"), &req(Order::Desc, 1000, None))
+        .await
+        .unwrap();
     let mut expected = readings[..24].to_vec();
     expected.reverse();
     assert_eq!(desc.readings, expected);
@@ -113,7 +144,10 @@ async fn ranges_read_both_orders_and_page_with_positions() {
     let mut seen = Vec::new();
     let mut after = None;
     for expected_len in [10, 10, 4] {
-        let page = store.device_readings(&dev("meter-1"), &req(Order::Desc, 10, after)).await.unwrap();
+        let page = store
+            .device_readings(&dev("meter-1"), &req(Order::Desc, 10, after))
+            .await
+            .unwrap();
         assert_eq!(page.readings.len(), expected_len);
         seen.extend(page.readings);
         after = page.next;
@@ -129,7 +163,10 @@ async fn latest_is_the_newest_reading_of_that_device_only() {
     let rs: Vec<Reading> = (0..5).map(|m| power_at("meter-1", m, m as f64)).collect();
     store.write_readings(&rs).await;
     store.write_readings(&[power_at("meter-10", 99, 1.0)]).await; // newer, other device
-    assert_eq!(store.latest_reading(&dev("meter-1")).await.unwrap(), Some(rs[4].clone()));
+    assert_eq!(
+        store.latest_reading(&dev("meter-1")).await.unwrap(),
+        Some(rs[4].clone())
+    );
 }
 
 #[tokio::test]
@@ -154,22 +191,42 @@ async fn room_ranges_use_the_index_and_never_return_registry_items() {
         .await
         .unwrap();
     let bedroom = RoomId::parse("bedroom").unwrap();
-    let all = store.room_readings(&bedroom, &req(Order::Asc, 1000, None)).await.unwrap();
-    assert_eq!(all.readings.len(), 12, "6 minutes x 2 devices, no DEVICE item");
+    let all = store
+        .room_readings(&bedroom, &req(Order::Asc, 1000, None))
+        .await
+        .unwrap();
+    assert_eq!(
+        all.readings.len(),
+        12,
+        "6 minutes x 2 devices, no DEVICE item"
+    );
     assert!(all.readings.iter().all(|r| r.room() == Some(&bedroom)));
-    let mut expected: Vec<Reading> = rs.iter().filter(|r| r.room() == Some(&bedroom)).cloned().collect();
+    let mut expected: Vec<Reading> = rs
+        .iter()
+        .filter(|r| r.room() == Some(&bedroom))
+        .cloned()
+        .collect();
     expected.sort_by(|a, b| a.timestamp.cmp(&b.timestamp));
     let got_ts: Vec<Timestamp> = all.readings.iter().map(|r| r.timestamp).collect();
-    assert_eq!(got_ts, expected.iter().map(|r| r.timestamp).collect::<Vec<_>>());
+    assert_eq!(
+        got_ts,
+        expected.iter().map(|r| r.timestamp).collect::<Vec<_>>()
+    );
     for r in &all.readings {
-        assert!(expected.contains(r), "{r:?} read back through the index equals what was written");
+        assert!(
+            expected.contains(r),
+            "{r:?} read back through the index equals what was written"
+        );
     }
 
     // Paging through the index in pages of 5, descending.
     let mut seen = Vec::new();
     let mut after = None;
     loop {
-        let page = store.room_readings(&bedroom, &req(Order::Desc, 5, after)).await.unwrap();
+        let page = store
+            .room_readings(&bedroom, &req(Order::Desc, 5, after))
+            .await
+            .unwrap();
         seen.extend(page.readings);
         after = page.next;
         if after.is_none() {
@@ -178,7 +235,10 @@ async fn room_ranges_use_the_index_and_never_return_registry_items() {
     }
     assert_eq!(seen.len(), 12);
     assert!(seen.windows(2).all(|w| w[0].timestamp >= w[1].timestamp));
-    let distinct: BTreeSet<(Timestamp, String)> = seen.iter().map(|r| (r.timestamp, r.device_id.to_string())).collect();
+    let distinct: BTreeSet<(Timestamp, String)> = seen
+        .iter()
+        .map(|r| (r.timestamp, r.device_id.to_string()))
+        .collect();
     assert_eq!(distinct.len(), 12, "no reading repeated across pages");
 }
 
@@ -195,24 +255,45 @@ async fn registry_updates_are_monotonic_and_never_touch_names() {
         types: BTreeSet::from([latest.kind()]),
         room: latest.room().cloned(),
     };
-    store.apply_device_update(&update(&newer, &newer)).await.unwrap();
+    store
+        .apply_device_update(&update(&newer, &newer))
+        .await
+        .unwrap();
     // A user names the device (the registry must never overwrite it).
     client(&dynalite())
         .update_item()
         .table_name(store.table())
-        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S("DEVICE".into()))
-        .key("sk", aws_sdk_dynamodb::types::AttributeValue::S("s1".into()))
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S("DEVICE".into()),
+        )
+        .key(
+            "sk",
+            aws_sdk_dynamodb::types::AttributeValue::S("s1".into()),
+        )
         .update_expression("SET #n = :n")
         .expression_attribute_names("#n", "name")
-        .expression_attribute_values(":n", aws_sdk_dynamodb::types::AttributeValue::S("Bedroom sensor".into()))
+        .expression_attribute_values(
+            ":n",
+            aws_sdk_dynamodb::types::AttributeValue::S("Bedroom sensor".into()),
+        )
         .send()
         .await
         .unwrap();
     // Late, older changes: first_seen moves earlier, latest/room/last_seen stay.
-    store.apply_device_update(&update(&older, &older)).await.unwrap();
-    store.apply_device_update(&update(&oldest, &oldest)).await.unwrap();
+    store
+        .apply_device_update(&update(&older, &older))
+        .await
+        .unwrap();
+    store
+        .apply_device_update(&update(&oldest, &oldest))
+        .await
+        .unwrap();
     // Duplicate delivery of the newest.
-    store.apply_device_update(&update(&newer, &newer)).await.unwrap();
+    store
+        .apply_device_update(&update(&newer, &newer))
+        .await
+        .unwrap();
 
     let d = store.device(&dev("s1")).await.unwrap().unwrap();
     assert_eq!(d.name.as_deref(), Some("Bedroom sensor"));
@@ -228,10 +309,20 @@ async fn registry_updates_are_monotonic_and_never_touch_names() {
         latest: latest.clone(),
         devices: devices.iter().map(|d| dev(d)).collect(),
     };
-    store.apply_room_update(&room(&newer, &["s1"])).await.unwrap();
+    store
+        .apply_room_update(&room(&newer, &["s1"]))
+        .await
+        .unwrap();
     let s2_older = climate_at("s2", "bedroom", 10, 17.0);
-    store.apply_room_update(&room(&s2_older, &["s2"])).await.unwrap();
-    let r = store.room(&RoomId::parse("bedroom").unwrap()).await.unwrap().unwrap();
+    store
+        .apply_room_update(&room(&s2_older, &["s2"]))
+        .await
+        .unwrap();
+    let r = store
+        .room(&RoomId::parse("bedroom").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(r.latest, Some(newer));
     assert_eq!(r.first_seen, Some(s2_older.timestamp));
     assert_eq!(r.devices, BTreeSet::from([dev("s1"), dev("s2")]));
@@ -239,7 +330,9 @@ async fn registry_updates_are_monotonic_and_never_touch_names() {
 
 #[tokio::test]
 async fn the_registry_load_reads_every_page() {
-    let store = fresh_store(&dynalite(), "pages").await.with_registry_page_limit(3);
+    let store = fresh_store(&dynalite(), "pages")
+        .await
+        .with_registry_page_limit(3);
     for i in 0..10 {
         let r = climate_at(&format!("s{i}"), &format!("room{}", i % 4), i, 20.0);
         store
@@ -265,5 +358,10 @@ async fn the_registry_load_reads_every_page() {
     let snapshot = store.load_registry().await.unwrap();
     assert_eq!(snapshot.devices.len(), 10, "4 pages of 3");
     assert_eq!(snapshot.rooms.len(), 4, "2 pages of 3");
-    assert_eq!(snapshot.rooms[&RoomId::parse("room1").unwrap()].devices.len(), 3);
+    assert_eq!(
+        snapshot.rooms[&RoomId::parse("room1").unwrap()]
+            .devices
+            .len(),
+        3
+    );
 }

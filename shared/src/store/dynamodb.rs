@@ -93,11 +93,16 @@ impl DynamoStore {
     /// stream, on-demand billing, TTL on `expires_at` (where the engine has TTL).
     pub async fn create_table(&self) -> Result<(), StoreError> {
         use aws_sdk_dynamodb::types::{
-            AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-            ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType, TimeToLiveSpecification,
+            AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+            Projection, ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
+            TimeToLiveSpecification,
         };
         let key = |name: &str, kind: KeyType| {
-            KeySchemaElement::builder().attribute_name(name).key_type(kind).build().expect("complete")
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(kind)
+                .build()
+                .expect("complete")
         };
         let string_attr = |name: &str| {
             AttributeDefinition::builder()
@@ -140,7 +145,13 @@ impl DynamoStore {
             .await
             .map_err(unavailable)?;
         for _ in 0..100 {
-            let out = self.client.describe_table().table_name(&self.table).send().await.map_err(unavailable)?;
+            let out = self
+                .client
+                .describe_table()
+                .table_name(&self.table)
+                .send()
+                .await
+                .map_err(unavailable)?;
             let status = out.table().and_then(|t| t.table_status().cloned());
             if status == Some(aws_sdk_dynamodb::types::TableStatus::Active) {
                 break;

@@ -1,0 +1,523 @@
+//! The HTTP API through API Gateway v2 events, handlers on a dynalite table:
+//! every route, and every error status with a JSON body that says what is wrong.
+
+use integration_tests::{answer, api_event, app, climate, dynalite, fresh_store, power};
+use serde_json::{json, Value};
+use shared::api::{handle, App, RouteSet};
+use shared::model::{Reading, Timestamp};
+use shared::store::{DynamoStore, Store};
+
+async fn post(app: &App<DynamoStore>, body: &str, headers: &[(&str, &str)]) -> (u16, Value) {
+    answer(
+        &handle(
+            app,
+            api_event("POST", "/readings", &[], Some(body), headers),
+        )
+        .await,
+    )
+}
+
+async fn get(app: &App<DynamoStore>, path: &str, query: &[(&str, &str)]) -> (u16, Value) {
+    answer(&handle(app, api_event("GET", path, query, None, &[])).await)
+}
+
+const DAY: [(&str, &str); 2] = [
+    ("from", "2026-11-21T00:00:00Z"),
+    ("to", "2026-11-22T00:00:00Z"),
+];
+
+/// Registry items as the stream handler would leave them after these readings.
+async fn register(store: &DynamoStore, readings: &[Value]) {
+    let parsed: Vec<Reading> = readings
+        .iter()
+        .map(|v| Reading::from_json(v, Timestamp::now(), |_| None).unwrap())
+        .collect();
+    let plan = shared::registry::plan(parsed.iter().enumerate());
+    assert!(shared::registry::apply(store, &plan).await.is_empty());
+}
+
+fn sample() -> Vec<Value> {
+    let mut v = vec![];
+    for m in 0..5 {
+        v.push(power(
+            "meter-1",
+            &format!("2026-11-21T01:{:02}:00Z", m * 10),
+            100.0 + m as f64,
+            1.0,
+            300.0,
+        ));
+        v.push(climate(
+            "s-bed",
+            "bedroom",
+            &format!("2026-11-21T01:{:02}:00Z", m * 10),
+            20.0 + m as f64,
+            40.0,
+        ));
+        v.push(climate(
+            "s-kit",
+            "kitchen",
+            &format!("2026-11-21T01:{:02}:00Z", m * 10),
+            24.0,
+            55.0,
+        ));
+    }
+    v
+}
+
+async fn seeded(hint: &str, token: Option<&str>) -> App<DynamoStore> {
+    let store = fresh_store(&dynalite(), hint).await;
+    let body = serde_json::to_string(&sample()).unwrap();
+    let readings: Vec<Reading> = sample()
+        .iter()
+        .map(|v| Reading::from_json(v, Timestamp::now(), |_| None).unwrap())
+        .collect();
+    assert!(
+        store.write_readings(&readings).await.unwrap_written(),
+        "{body}"
+    );
+    register(&store, &sample()).await;
+    app(store, token, RouteSet::All).await
+}
+
+trait Written {
+    fn unwrap_written(self) -> bool;
+}
+impl Written for shared::store::WriteReport {
+    fn unwrap_written(self) -> bool {
+        self.unwritten.is_empty()
+    }
+}
+
+#[tokio::test]
+async fn post_one_reading_or_a_batch_and_read_them_back() {
+    let app = app(fresh_store(&dynalite(), "post").await, None, RouteSet::All).await;
+    let one = power("meter-1", "2026-11-21T10:00:00+09:00", 1234.5, 10.25, 350.0);
+    assert_eq!(
+        post(&app, &one.to_string(), &[]).await,
+        (200, json!({"written": 1}))
+    );
+    let batch = json!([
+        power("meter-1", "2026-11-21T01:05:00Z", 1234.6, 10.25, 360.0),
+        climate("s-bed", "bedroom", "2026-11-21T01:00:00Z", 21.5, 45.0),
+        power("meter-1", "2026-11-21T01:05:00Z", 1234.7, 10.25, 370.0),
+    ]);
+    assert_eq!(
+        post(&app, &batch.to_string(), &[]).await,
+        (200, json!({"written": 2, "duplicates": 1}))
+    );
+
+    let (status, body) = get(&app, "/devices/meter-1/readings", &DAY).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        json!({"readings": [
+            {"device_id":"meter-1","timestamp":"2026-11-21T01:00:00.000Z","type":"power","cumulative_kwh_p":1234.5,"cumulative_kwh_n":10.25,"current_w":350.0},
+            {"device_id":"meter-1","timestamp":"2026-11-21T01:05:00.000Z","type":"power","cumulative_kwh_p":1234.7,"cumulative_kwh_n":10.25,"current_w":370.0}
+        ], "next_cursor": null})
+    );
+    let (status, body) = get(&app, "/devices/meter-1/latest", &[]).await;
+    assert_eq!(
+        (status, body["reading"]["current_w"].clone()),
+        (200, json!(370.0))
+    );
+}
+
+#[tokio::test]
+async fn lists_and_lookups_come_from_the_registry() {
+    let app = seeded("lists", None).await;
+    let (status, body) = get(&app, "/devices", &[]).await;
+    assert_eq!(status, 200);
+    let ids: Vec<&str> = body["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["meter-1", "s-bed", "s-kit"], "sorted by id");
+    assert_eq!(body["devices"][1]["room"], "bedroom");
+    assert_eq!(body["devices"][1]["latest"]["temperature"], 24.0);
+    assert_eq!(body["devices"][0]["types"], json!(["power"]));
+    assert_eq!(body["devices"][0]["first_seen"], "2026-11-21T01:00:00.000Z");
+    assert_eq!(body["devices"][0]["last_seen"], "2026-11-21T01:40:00.000Z");
+
+    let (status, body) = get(&app, "/devices/s-kit", &[]).await;
+    assert_eq!(
+        (status, body["device"]["room"].clone()),
+        (200, json!("kitchen"))
+    );
+    let (status, body) = get(&app, "/rooms", &[]).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["rooms"].as_array().unwrap().len(), 2);
+    assert_eq!(body["rooms"][0]["room_id"], "bedroom");
+    assert_eq!(body["rooms"][0]["devices"], json!(["s-bed"]));
+    let (status, body) = get(&app, "/rooms/kitchen", &[]).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["room"]["latest"]["device_id"], "s-kit");
+    assert_eq!(body["devices"][0]["device_id"], "s-kit");
+}
+
+#[tokio::test]
+async fn ranges_page_with_opaque_cursors_in_both_orders() {
+    let app = seeded("paging", None).await;
+    for order in ["asc", "desc"] {
+        let mut cursor: Option<String> = None;
+        let mut got = vec![];
+        loop {
+            let mut q = vec![DAY[0], DAY[1], ("limit", "2"), ("order", order)];
+            if let Some(c) = &cursor {
+                q.push(("cursor", c.as_str()));
+            }
+            let (status, body) = get(&app, "/devices/meter-1/readings", &q).await;
+            assert_eq!(status, 200, "{body}");
+            got.extend(
+                body["readings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r["timestamp"].as_str().unwrap().to_owned()),
+            );
+            match body["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => break,
+            }
+        }
+        let mut expected: Vec<String> = (0..5)
+            .map(|m| format!("2026-11-21T01:{:02}:00.000Z", m * 10))
+            .collect();
+        if order == "desc" {
+            expected.reverse();
+        }
+        assert_eq!(got, expected, "{order}");
+    }
+    // Room ranges go through the index; the kitchen sensor never appears in the bedroom.
+    let (status, body) = get(
+        &app,
+        "/rooms/bedroom/readings",
+        &[DAY[0], DAY[1], ("order", "desc"), ("limit", "3")],
+    )
+    .await;
+    assert_eq!(status, 200);
+    let temps: Vec<f64> = body["readings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["temperature"].as_f64().unwrap())
+        .collect();
+    assert_eq!(temps, vec![24.0, 23.0, 22.0]);
+    assert!(body["readings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["device_id"] == "s-bed" && r["type"] == "climate"));
+    let cursor = body["next_cursor"].as_str().unwrap().to_owned();
+    let (status, body) = get(
+        &app,
+        "/rooms/bedroom/readings",
+        &[DAY[0], DAY[1], ("order", "desc"), ("cursor", &cursor)],
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(body["readings"].as_array().unwrap().len(), 2);
+    assert!(body["next_cursor"].is_null());
+}
+
+#[tokio::test]
+async fn bad_query_parameters_and_cursors_get_400_naming_the_parameter() {
+    let app = seeded("badparams", None).await;
+    let (_, first) = get(
+        &app,
+        "/devices/meter-1/readings",
+        &[DAY[0], DAY[1], ("limit", "1")],
+    )
+    .await;
+    let cursor = first["next_cursor"].as_str().unwrap().to_owned();
+    let mut tampered = cursor.clone();
+    tampered.replace_range(10..11, if &cursor[10..11] == "A" { "B" } else { "A" });
+    let cases: Vec<(&str, Vec<(&str, &str)>, &str)> = vec![
+        (
+            "/devices/meter-1/readings",
+            vec![("from", "yesterday")],
+            "from",
+        ),
+        (
+            "/devices/meter-1/readings",
+            vec![
+                ("from", "2026-11-22T00:00:00Z"),
+                ("to", "2026-11-21T00:00:00Z"),
+            ],
+            "from",
+        ),
+        ("/devices/meter-1/readings", vec![("limit", "0")], "limit"),
+        ("/devices/meter-1/readings", vec![("limit", "abc")], "limit"),
+        (
+            "/devices/meter-1/readings",
+            vec![("order", "sideways")],
+            "order",
+        ),
+        (
+            "/devices/meter-1/readings",
+            vec![("colour", "red")],
+            "colour",
+        ),
+        (
+            "/devices/meter-1/readings",
+            vec![DAY[0], DAY[1], ("cursor", "not-a-cursor")],
+            "cursor",
+        ),
+        (
+            "/devices/meter-1/readings",
+            vec![DAY[0], DAY[1], ("cursor", &tampered)],
+            "cursor",
+        ),
+        // A cursor is bound to its device, range and order.
+        (
+            "/devices/s-bed/readings",
+            vec![DAY[0], DAY[1], ("cursor", &cursor)],
+            "cursor",
+        ),
+        (
+            "/devices/meter-1/readings",
+            vec![DAY[0], ("to", "2026-11-23T00:00:00Z"), ("cursor", &cursor)],
+            "cursor",
+        ),
+        (
+            "/devices/meter-1/readings",
+            vec![DAY[0], DAY[1], ("order", "desc"), ("cursor", &cursor)],
+            "cursor",
+        ),
+        (
+            "/rooms/bedroom/readings",
+            vec![DAY[0], DAY[1], ("cursor", &cursor)],
+            "cursor",
+        ),
+        ("/devices", vec![("limit", "5")], "limit"),
+    ];
+    for (path, q, param) in cases {
+        let (status, body) = get(&app, path, &q).await;
+        assert_eq!(status, 400, "{path} {q:?}: {body}");
+        assert_eq!(body["error"]["code"], "invalid_parameter");
+        assert_eq!(
+            body["error"]["details"][0]["parameter"], param,
+            "{path} {q:?}: {body}"
+        );
+        assert!(
+            body["error"]["details"][0]["message"]
+                .as_str()
+                .unwrap()
+                .len()
+                > 5
+        );
+    }
+}
+
+#[tokio::test]
+async fn bad_paths_unknown_routes_and_missing_things_get_4xx() {
+    let app = seeded("paths", None).await;
+    for (method, path, status, code) in [
+        ("GET", "/devices/DEVICE", 400, "invalid_path"),
+        ("GET", "/devices/a%23b/readings", 400, "invalid_path"),
+        ("GET", "/rooms/a:b", 400, "invalid_path"),
+        ("GET", "/devices/nobody", 404, "not_found"),
+        ("GET", "/devices/nobody/latest", 404, "not_found"),
+        ("GET", "/rooms/attic", 404, "not_found"),
+        ("GET", "/nothing/here", 404, "not_found"),
+        ("DELETE", "/devices", 405, "method_not_allowed"),
+        ("GET", "/readings", 405, "method_not_allowed"),
+    ] {
+        let resp = handle(&app, api_event(method, path, &[], None, &[])).await;
+        let (got, body) = answer(&resp);
+        assert_eq!(
+            (got, body["error"]["code"].as_str().unwrap()),
+            (status, code),
+            "{method} {path}: {body}"
+        );
+        if status == 405 {
+            assert!(resp.headers.get("allow").is_some());
+        }
+    }
+    // Percent-encoded ids are decoded: `:` is allowed in a device id.
+    let (status, _) = get(&app, "/devices/meter%3A9/readings", &[]).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn invalid_bodies_get_400_with_every_problem_and_nothing_is_written() {
+    let app = app(
+        fresh_store(&dynalite(), "invalid").await,
+        None,
+        RouteSet::All,
+    )
+    .await;
+    let batch = json!([
+        power("meter-1", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0),
+        {"device_id": "DEVICE", "timestamp": "2026-11-21T01:00:00Z", "type": "climate", "room": "bedroom", "temperature": "warm", "humidity": 120},
+        "not an object",
+        power("meter-1", "1970-01-01T00:00:00Z", -5.0, 0.0, 1e8),
+    ]);
+    let (status, body) = post(&app, &batch.to_string(), &[]).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["code"], "invalid_readings");
+    let where_: Vec<(u64, &str)> = body["error"]["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["index"].as_u64().unwrap(), d["field"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        where_,
+        vec![
+            (1, "device_id"),
+            (1, "temperature"),
+            (1, "humidity"),
+            (2, ""),
+            (3, "timestamp"),
+            (3, "cumulative_kwh_p"),
+            (3, "current_w")
+        ]
+    );
+    let (_, read) = get(&app, "/devices/meter-1/readings", &DAY).await;
+    assert_eq!(
+        read["readings"],
+        json!([]),
+        "all or nothing: the valid reading was not written"
+    );
+
+    for (body, code, detail) in [
+        (
+            "{\"device_id\": ",
+            "invalid_json",
+            json!([{"line": 1, "column": 14}]),
+        ),
+        ("[1, 2,]", "invalid_json", json!([{"line": 1, "column": 7}])),
+        ("NaN", "invalid_json", json!([{"line": 1, "column": 1}])),
+        (
+            "{\"current_w\": 1e999}",
+            "invalid_json",
+            json!([{"line": 1, "column": 19}]),
+        ),
+        ("42", "invalid_readings", json!([])),
+    ] {
+        let (status, resp) = post(&app, body, &[]).await;
+        assert_eq!(
+            (status, resp["error"]["code"].as_str().unwrap()),
+            (400, code),
+            "{body}: {resp}"
+        );
+        assert_eq!(resp["error"]["details"], detail, "{body}: {resp}");
+    }
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let (status, resp) = post(&app, &deep, &[]).await;
+    assert_eq!(
+        (status, resp["error"]["code"].as_str().unwrap()),
+        (400, "invalid_json"),
+        "nesting is bounded"
+    );
+}
+
+#[tokio::test]
+async fn oversized_requests_get_413() {
+    let app = app(fresh_store(&dynalite(), "large").await, None, RouteSet::All).await;
+    let many: Vec<Value> = (0..1001)
+        .map(|i| {
+            power(
+                "m",
+                &format!("2026-11-21T00:{:02}:{:02}Z", i / 60 % 60, i % 60),
+                1.0,
+                0.0,
+                0.0,
+            )
+        })
+        .collect();
+    let (status, body) = post(&app, &serde_json::to_string(&many).unwrap(), &[]).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str().unwrap()),
+        (413, "payload_too_large")
+    );
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("1001 readings"));
+    let padded = format!(
+        "{}{}",
+        " ".repeat(1024 * 1024),
+        power("m", "2026-11-21T00:00:00Z", 1.0, 0.0, 0.0)
+    );
+    let (status, _) = post(&app, &padded, &[]).await;
+    assert_eq!(status, 413);
+    // Exactly 1000 is fine.
+    let (status, body) = post(&app, &serde_json::to_string(&many[..1000]).unwrap(), &[]).await;
+    assert_eq!((status, body["written"].as_u64()), (200, Some(1000)));
+}
+
+#[tokio::test]
+async fn a_configured_token_is_required_to_post() {
+    let app = app(
+        fresh_store(&dynalite(), "auth").await,
+        Some("s3cret"),
+        RouteSet::All,
+    )
+    .await;
+    let body = power("meter-1", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0).to_string();
+    for headers in [
+        vec![],
+        vec![("authorization", "Bearer wrong")],
+        vec![("authorization", "s3cret")],
+    ] {
+        let resp = handle(
+            &app,
+            api_event("POST", "/readings", &[], Some(&body), &headers),
+        )
+        .await;
+        let (status, json) = answer(&resp);
+        assert_eq!(
+            (status, json["error"]["code"].as_str().unwrap()),
+            (401, "unauthorized")
+        );
+        assert_eq!(resp.headers.get("www-authenticate").unwrap(), "Bearer");
+        assert!(
+            !json.to_string().contains("s3cret"),
+            "the token never appears in an answer"
+        );
+    }
+    let (status, _) = post(&app, &body, &[("authorization", "Bearer s3cret")]).await;
+    assert_eq!(status, 200);
+    let (_, read) = get(&app, "/devices/meter-1/readings", &DAY).await;
+    assert_eq!(
+        read["readings"].as_array().unwrap().len(),
+        1,
+        "only the authorised post was written"
+    );
+}
+
+#[tokio::test]
+async fn a_climate_reading_may_omit_the_room_of_a_registered_device() {
+    let app = seeded("roomless", None).await;
+    let body = json!({"device_id": "s-bed", "timestamp": "2026-11-21T05:00:00Z", "type": "climate", "temperature": 19.5, "humidity": 50});
+    assert_eq!(
+        post(&app, &body.to_string(), &[]).await,
+        (200, json!({"written": 1}))
+    );
+    let (_, latest) = get(&app, "/devices/s-bed/latest", &[]).await;
+    assert_eq!(latest["reading"]["room"], "bedroom");
+    let unknown = json!({"device_id": "s-new", "timestamp": "2026-11-21T05:00:00Z", "type": "climate", "temperature": 19.5, "humidity": 50});
+    let (status, body) = post(&app, &unknown.to_string(), &[]).await;
+    assert_eq!(
+        (
+            status,
+            body["error"]["details"][0]["field"].as_str().unwrap()
+        ),
+        (400, "room")
+    );
+}
+
+#[tokio::test]
+async fn each_function_serves_only_its_own_routes() {
+    let store = fresh_store(&dynalite(), "routesets").await;
+    let ingest = app(store.clone(), None, RouteSet::Ingest).await;
+    let query = app(store, None, RouteSet::Query).await;
+    assert_eq!(get(&ingest, "/devices", &[]).await.0, 404);
+    let body = power("m", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0).to_string();
+    assert_eq!(post(&query, &body, &[]).await.0, 404);
+    assert_eq!(post(&ingest, &body, &[]).await.0, 200);
+    assert_eq!(get(&query, "/devices/m/latest", &[]).await.0, 200);
+}
