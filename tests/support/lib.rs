@@ -160,3 +160,122 @@ pub fn climate(device: &str, room: &str, ts: &str, t: f64, h: f64) -> Value {
     json!({"device_id": device, "timestamp": ts, "type": "climate", "room": room,
            "temperature": t, "humidity": h})
 }
+
+/// Reads every record of a table's stream (DescribeStream, GetShardIterator,
+/// GetRecords over all shards) and shapes them into the Lambda DynamoDB event.
+pub async fn stream_records(
+    endpoint: &str,
+    table: &str,
+) -> Vec<shared::aws_lambda_events::event::dynamodb::EventRecord> {
+    use aws_sdk_dynamodbstreams::types::ShardIteratorType;
+    let ddb = client(endpoint);
+    let arn = ddb
+        .describe_table()
+        .table_name(table)
+        .send()
+        .await
+        .unwrap()
+        .table()
+        .and_then(|t| t.latest_stream_arn().map(str::to_owned))
+        .expect("the table has a stream");
+    let conf = aws_sdk_dynamodbstreams::Config::builder()
+        .behavior_version(aws_sdk_dynamodbstreams::config::BehaviorVersion::latest())
+        .region(aws_sdk_dynamodbstreams::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodbstreams::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ))
+        .endpoint_url(endpoint)
+        .build();
+    let streams = aws_sdk_dynamodbstreams::Client::from_conf(conf);
+    let description = streams
+        .describe_stream()
+        .stream_arn(&arn)
+        .send()
+        .await
+        .unwrap();
+    let shards = description
+        .stream_description()
+        .map(|d| d.shards().to_vec())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for shard in shards {
+        let mut iterator = streams
+            .get_shard_iterator()
+            .stream_arn(&arn)
+            .shard_id(shard.shard_id().unwrap())
+            .shard_iterator_type(ShardIteratorType::TrimHorizon)
+            .send()
+            .await
+            .unwrap()
+            .shard_iterator()
+            .map(str::to_owned);
+        while let Some(it) = iterator.take() {
+            let page = streams
+                .get_records()
+                .shard_iterator(it)
+                .send()
+                .await
+                .unwrap();
+            if page.records().is_empty() {
+                break;
+            }
+            for r in page.records() {
+                out.push(lambda_record(r, &arn));
+            }
+            iterator = page.next_shard_iterator().map(str::to_owned);
+        }
+    }
+    out
+}
+
+/// One Streams API record in the shape Lambda's event source mapping delivers.
+fn lambda_record(
+    r: &aws_sdk_dynamodbstreams::types::Record,
+    arn: &str,
+) -> shared::aws_lambda_events::event::dynamodb::EventRecord {
+    let change = r.dynamodb().expect("stream record");
+    let image = |m: Option<
+        &std::collections::HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>,
+    >|
+     -> Value {
+        match m {
+            Some(m) => serde_json::to_value(serde_dynamo::Item::from(m.clone())).unwrap(),
+            None => Value::Null,
+        }
+    };
+    let mut record = json!({
+        "eventID": r.event_id(),
+        "eventName": r.event_name().map(|n| n.as_str()),
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "eventSourceARN": arn,
+        "dynamodb": {
+            "ApproximateCreationDateTime": change.approximate_creation_date_time().map(|t| t.secs()).unwrap_or(0),
+            "Keys": image(change.keys()),
+            "SequenceNumber": change.sequence_number(),
+            "SizeBytes": change.size_bytes().unwrap_or(0),
+            "StreamViewType": "NEW_AND_OLD_IMAGES"
+        }
+    });
+    if change.new_image().is_some() {
+        record["dynamodb"]["NewImage"] = image(change.new_image());
+    }
+    if change.old_image().is_some() {
+        record["dynamodb"]["OldImage"] = image(change.old_image());
+    }
+    if let Some(identity) = r.user_identity() {
+        record["userIdentity"] =
+            json!({"type": identity.r#type(), "principalId": identity.principal_id()});
+    }
+    serde_json::from_value(record).expect("a valid DynamoDB stream record")
+}
+
+/// A Lambda DynamoDB Streams event holding these records.
+pub fn stream_event(
+    records: Vec<shared::aws_lambda_events::event::dynamodb::EventRecord>,
+) -> shared::aws_lambda_events::event::dynamodb::Event {
+    let mut event = shared::aws_lambda_events::event::dynamodb::Event::default();
+    event.records = records;
+    event
+}

@@ -13,6 +13,7 @@ use crate::keys::{
 };
 use crate::model::{DeviceId, Reading, RoomId, Timestamp};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::batch_write_item::BatchWriteItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, ReturnValue, WriteRequest};
 use aws_sdk_dynamodb::Client;
 use futures_util::StreamExt;
@@ -432,22 +433,23 @@ fn request_key(w: &WriteRequest) -> Option<(String, String)> {
 }
 
 /// Errors worth another try: timeouts, connection failures, throttling, 5xx.
-fn is_transient<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool {
+fn is_transient<R>(err: &SdkError<BatchWriteItemError, R>) -> bool {
     match err {
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
             true
         }
-        SdkError::ServiceError(e) => matches!(
-            e.err().code(),
-            Some(
-                "ThrottlingException"
-                    | "ProvisionedThroughputExceededException"
-                    | "RequestLimitExceeded"
-                    | "InternalServerError"
-                    | "InternalFailure"
-                    | "ServiceUnavailable"
-            )
-        ),
+        SdkError::ServiceError(e) => {
+            let e = e.err();
+            e.is_provisioned_throughput_exceeded_exception()
+                || e.is_throttling_exception()
+                || e.is_request_limit_exceeded()
+                || e.is_internal_server_error()
+                || e.is_replicated_write_conflict_exception()
+                || matches!(
+                    e.code(),
+                    Some("ServiceUnavailable" | "InternalFailure" | "ThrottlingException")
+                )
+        }
         _ => false,
     }
 }

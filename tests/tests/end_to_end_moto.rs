@@ -1,0 +1,234 @@
+//! End to end on moto, the server with Streams: the ingest handler writes the
+//! items of DESIGN §3, the table's real stream feeds the registry handler, and
+//! the query handler answers from what both left. Replaying the stream twice
+//! and in reverse leaves the same registry.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use integration_tests::{
+    answer, api_event, app, client, climate, fresh_store, moto, power, stream_event, stream_records,
+};
+use serde_json::{json, Value};
+use shared::api::{handle, App, RouteSet};
+use shared::store::{DynamoStore, Store};
+use std::collections::HashMap;
+
+async fn get(app: &App<DynamoStore>, path: &str, query: &[(&str, &str)]) -> Value {
+    let (status, body) = answer(&handle(app, api_event("GET", path, query, None, &[])).await);
+    assert_eq!(status, 200, "GET {path} {query:?}: {body}");
+    body
+}
+
+async fn scan(store: &DynamoStore) -> Vec<HashMap<String, AttributeValue>> {
+    let mut items = client(&moto())
+        .scan()
+        .table_name(store.table())
+        .send()
+        .await
+        .unwrap()
+        .items()
+        .to_vec();
+    items.sort_by_key(|i| {
+        (
+            i["pk"].as_s().unwrap().clone(),
+            i["sk"].as_s().unwrap().clone(),
+        )
+    });
+    items
+}
+
+fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn n(v: &str) -> AttributeValue {
+    AttributeValue::N(v.into())
+}
+
+#[tokio::test]
+async fn ingest_stream_registry_query() {
+    let store = fresh_store(&moto(), "e2e").await;
+    let ingest = app(store.clone(), Some("tok"), RouteSet::Ingest).await;
+    let batch = json!([
+        power("meter-1", "2026-11-21T10:00:00+09:00", 100.5, 2.0, 350.0),
+        power("meter-1", "2026-11-21T01:10:00Z", 100.75, 2.0, -120.0),
+        climate("s-bed", "bedroom", "2026-11-21T01:00:00Z", 21.5, 45.0),
+        climate("s-bed", "bedroom", "2026-11-21T01:10:00Z", 21.0, 46.0),
+        climate("s-kit", "kitchen", "2026-11-21T01:05:00Z", 24.0, 55.0),
+    ]);
+    let (status, body) = answer(
+        &handle(
+            &ingest,
+            api_event(
+                "POST",
+                "/readings",
+                &[],
+                Some(&batch.to_string()),
+                &[("authorization", "Bearer tok")],
+            ),
+        )
+        .await,
+    );
+    assert_eq!((status, body), (200, json!({"written": 5})));
+
+    // Exactly the items of DESIGN §3.
+    let items = scan(&store).await;
+    assert_eq!(items.len(), 5);
+    assert_eq!(
+        items[0],
+        HashMap::from([
+            ("pk".into(), s("meter-1")),
+            ("sk".into(), s("TS#2026-11-21T01:00:00.000Z")),
+            ("type".into(), s("power")),
+            ("cumulative_kwh_p".into(), n("100.5")),
+            ("cumulative_kwh_n".into(), n("2")),
+            ("current_w".into(), n("350")),
+        ])
+    );
+    assert_eq!(
+        items[2],
+        HashMap::from([
+            ("pk".into(), s("s-bed")),
+            ("sk".into(), s("TS#2026-11-21T01:00:00.000Z")),
+            ("type".into(), s("climate")),
+            ("room".into(), s("bedroom")),
+            ("temperature".into(), n("21.5")),
+            ("humidity".into(), n("45")),
+        ])
+    );
+
+    // The table's stream, shaped as Lambda delivers it, through the registry handler.
+    let records = stream_records(&moto(), store.table()).await;
+    assert!(records.len() >= 5, "one INSERT per reading at least");
+    let response = shared::stream::handle(&store, stream_event(records.clone())).await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+
+    let registry = store.load_registry().await.unwrap();
+    let meter = &registry.devices[&"meter-1".parse().unwrap()];
+    assert_eq!(
+        meter.first_seen.unwrap().to_string(),
+        "2026-11-21T01:00:00.000Z"
+    );
+    assert_eq!(
+        meter.last_seen.unwrap().to_string(),
+        "2026-11-21T01:10:00.000Z"
+    );
+    assert_eq!(
+        serde_json::to_value(meter.latest.as_ref().unwrap()).unwrap()["current_w"],
+        json!(-120.0)
+    );
+    let bedroom = &registry.rooms[&"bedroom".parse().unwrap()];
+    assert_eq!(
+        bedroom
+            .devices
+            .iter()
+            .map(|d| d.as_str())
+            .collect::<Vec<_>>(),
+        vec!["s-bed"]
+    );
+    assert_eq!(
+        serde_json::to_value(bedroom.latest.as_ref().unwrap()).unwrap()["temperature"],
+        json!(21.0)
+    );
+    assert_eq!(registry.devices.len(), 3);
+    assert_eq!(registry.rooms.len(), 2);
+
+    // Duplicate delivery, and delivery in reverse order, one record per batch: same registry.
+    let before = registry.clone();
+    assert!(
+        shared::stream::handle(&store, stream_event(records.clone()))
+            .await
+            .batch_item_failures
+            .is_empty()
+    );
+    for r in records.iter().rev() {
+        assert!(
+            shared::stream::handle(&store, stream_event(vec![r.clone()]))
+                .await
+                .batch_item_failures
+                .is_empty()
+        );
+    }
+    assert_eq!(store.load_registry().await.unwrap(), before);
+
+    // A fresh table fed only the reversed records converges to the same registry.
+    let other = fresh_store(&moto(), "e2e-rev").await;
+    let readings: Vec<_> = records
+        .iter()
+        .rev()
+        .map(|r| shared::stream::classify(r))
+        .collect();
+    for change in readings {
+        if let shared::stream::Change::Reading(r) = change {
+            let plan = shared::registry::plan([(0, &*r)]);
+            assert!(shared::registry::apply(&other, &plan).await.is_empty());
+        }
+    }
+    assert_eq!(other.load_registry().await.unwrap(), before);
+
+    // The query function, cold-started after the registry exists.
+    let query = app(store.clone(), None, RouteSet::Query).await;
+    let devices = get(&query, "/devices", &[]).await;
+    let ids: Vec<&str> = devices["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["meter-1", "s-bed", "s-kit"]);
+    let rooms = get(&query, "/rooms", &[]).await;
+    assert_eq!(rooms["rooms"][1]["room_id"], "kitchen");
+    assert_eq!(
+        get(&query, "/rooms/kitchen", &[]).await["devices"][0]["device_id"],
+        "s-kit"
+    );
+    assert_eq!(
+        get(&query, "/devices/meter-1/latest", &[]).await["reading"]["timestamp"],
+        "2026-11-21T01:10:00.000Z"
+    );
+
+    let day = [
+        ("from", "2026-11-21T00:00:00Z"),
+        ("to", "2026-11-22T00:00:00Z"),
+    ];
+    for (order, expected) in [("asc", ["01:00", "01:10"]), ("desc", ["01:10", "01:00"])] {
+        let first = get(
+            &query,
+            "/devices/meter-1/readings",
+            &[day[0], day[1], ("order", order), ("limit", "1")],
+        )
+        .await;
+        let cursor = first["next_cursor"]
+            .as_str()
+            .expect("a second page")
+            .to_owned();
+        let second = get(
+            &query,
+            "/devices/meter-1/readings",
+            &[
+                day[0],
+                day[1],
+                ("order", order),
+                ("limit", "1"),
+                ("cursor", &cursor),
+            ],
+        )
+        .await;
+        let got = [&first, &second]
+            .map(|p| p["readings"][0]["timestamp"].as_str().unwrap()[11..16].to_owned());
+        assert_eq!(got, expected.map(str::to_owned), "{order}");
+        assert_eq!(second["readings"].as_array().unwrap().len(), 1);
+    }
+    let room = get(
+        &query,
+        "/rooms/bedroom/readings",
+        &[day[0], day[1], ("order", "desc")],
+    )
+    .await;
+    let temps: Vec<f64> = room["readings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["temperature"].as_f64().unwrap())
+        .collect();
+    assert_eq!(temps, vec![21.0, 21.5]);
+}
