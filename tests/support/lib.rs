@@ -2,6 +2,8 @@
 //! starts on 127.0.0.1, a fresh table per test, and builders for the real
 //! Lambda event shapes.
 
+pub mod runtime_api;
+
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use serde_json::{json, Value};
 use shared::api::{App, BearerToken, RouteSet};

@@ -233,7 +233,8 @@ async fn bad_query_parameters_and_cursors_get_400_naming_the_parameter() {
     let cursor = first["next_cursor"].as_str().unwrap().to_owned();
     let mut tampered = cursor.clone();
     tampered.replace_range(10..11, if &cursor[10..11] == "A" { "B" } else { "A" });
-    let cases: Vec<(&str, Vec<(&str, &str)>, &str)> = vec![
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: Vec<Case> = vec![
         (
             "/devices/meter-1/readings",
             vec![("from", "yesterday")],

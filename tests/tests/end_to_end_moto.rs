@@ -152,11 +152,7 @@ async fn ingest_stream_registry_query() {
 
     // A fresh table fed only the reversed records converges to the same registry.
     let other = fresh_store(&moto(), "e2e-rev").await;
-    let readings: Vec<_> = records
-        .iter()
-        .rev()
-        .map(|r| shared::stream::classify(r))
-        .collect();
+    let readings: Vec<_> = records.iter().rev().map(shared::stream::classify).collect();
     for change in readings {
         if let shared::stream::Change::Reading(r) = change {
             let plan = shared::registry::plan([(0, &*r)]);

@@ -14,16 +14,19 @@ fn events_dir() -> PathBuf {
 }
 
 fn load(name: &str) -> Value {
-    let text = std::fs::read_to_string(events_dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let text =
+        std::fs::read_to_string(events_dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn api(name: &str) -> ApiGatewayV2httpRequest {
-    serde_json::from_value(load(name)).unwrap_or_else(|e| panic!("{name} is not an API Gateway v2 event: {e}"))
+    serde_json::from_value(load(name))
+        .unwrap_or_else(|e| panic!("{name} is not an API Gateway v2 event: {e}"))
 }
 
 fn stream(name: &str) -> Event {
-    serde_json::from_value(load(name)).unwrap_or_else(|e| panic!("{name} is not a DynamoDB Streams event: {e}"))
+    serde_json::from_value(load(name))
+        .unwrap_or_else(|e| panic!("{name} is not a DynamoDB Streams event: {e}"))
 }
 
 /// The files this test replays, in order. A new fixture must be added here.
@@ -62,8 +65,14 @@ async fn fixtures_replay_through_the_handlers() {
         let ingest = &ingest;
         async move { answer(&handle(ingest, api(name)).await) }
     };
-    assert_eq!(run("post-reading-power.json").await, (200, json!({"written": 1})));
-    assert_eq!(run("post-readings-batch.json").await, (200, json!({"written": 4})));
+    assert_eq!(
+        run("post-reading-power.json").await,
+        (200, json!({"written": 1}))
+    );
+    assert_eq!(
+        run("post-readings-batch.json").await,
+        (200, json!({"written": 4}))
+    );
     let (status, body) = run("post-readings-invalid.json").await;
     assert_eq!(status, 400);
     let fields: Vec<(u64, &str)> = body["error"]["details"]
@@ -72,14 +81,32 @@ async fn fixtures_replay_through_the_handlers() {
         .iter()
         .map(|d| (d["index"].as_u64().unwrap(), d["field"].as_str().unwrap()))
         .collect();
-    assert_eq!(fields, vec![(1, "device_id"), (1, "timestamp"), (1, "temprature"), (1, "room"), (1, "temperature"), (1, "humidity")]);
+    assert_eq!(
+        fields,
+        vec![
+            (1, "device_id"),
+            (1, "timestamp"),
+            (1, "temprature"),
+            (1, "room"),
+            (1, "temperature"),
+            (1, "humidity")
+        ]
+    );
 
     let response = shared::stream::handle(&store, stream("stream-registry.json")).await;
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
     let registry = store.load_registry().await.unwrap();
-    assert_eq!(registry.devices.len(), 3, "the TTL removal and the registry's own record changed nothing");
+    assert_eq!(
+        registry.devices.len(),
+        3,
+        "the TTL removal and the registry's own record changed nothing"
+    );
     let meter = &registry.devices[&"meter-1".parse().unwrap()];
-    assert_eq!(meter.first_seen.unwrap().to_string(), "2026-11-21T01:00:00.000Z", "the 2025 TTL removal is ignored");
+    assert_eq!(
+        meter.first_seen.unwrap().to_string(),
+        "2026-11-21T01:00:00.000Z",
+        "the 2025 TTL removal is ignored"
+    );
 
     let query = app(store.clone(), None, RouteSet::Query).await;
     let get = |name: &'static str| {
@@ -91,22 +118,42 @@ async fn fixtures_replay_through_the_handlers() {
         }
     };
     let devices = get("get-devices.json").await;
-    let ids: Vec<&str> = devices["devices"].as_array().unwrap().iter().map(|d| d["device_id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = devices["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device_id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, vec!["meter-1", "sensor-bedroom", "sensor-kitchen"]);
     let device = get("get-device.json").await;
     assert_eq!(device["device"]["latest"]["current_w"], json!(-120.0));
     assert_eq!(device["device"]["types"], json!(["power"]));
     let page = get("get-device-readings.json").await;
     assert_eq!(page["readings"][0]["timestamp"], "2026-11-21T01:00:00.000Z");
-    assert!(page["next_cursor"].is_string(), "limit=1 of 2 readings leaves a cursor");
-    assert_eq!(get("get-device-latest.json").await["reading"]["timestamp"], "2026-11-21T01:05:00.000Z");
+    assert!(
+        page["next_cursor"].is_string(),
+        "limit=1 of 2 readings leaves a cursor"
+    );
+    assert_eq!(
+        get("get-device-latest.json").await["reading"]["timestamp"],
+        "2026-11-21T01:05:00.000Z"
+    );
     let rooms = get("get-rooms.json").await;
     assert_eq!(rooms["rooms"].as_array().unwrap().len(), 2);
     let room = get("get-room.json").await;
     assert_eq!(room["room"]["devices"], json!(["sensor-bedroom"]));
-    assert_eq!(room["room"]["latest"]["temperature"], json!(21.7), "the MODIFY's new image");
+    assert_eq!(
+        room["room"]["latest"]["temperature"],
+        json!(21.7),
+        "the MODIFY's new image"
+    );
     let readings = get("get-room-readings.json").await;
-    let temps: Vec<f64> = readings["readings"].as_array().unwrap().iter().map(|r| r["temperature"].as_f64().unwrap()).collect();
+    let temps: Vec<f64> = readings["readings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["temperature"].as_f64().unwrap())
+        .collect();
     assert_eq!(temps, vec![21.7, 21.5]);
 }
 
@@ -116,15 +163,28 @@ async fn a_poison_record_is_reported_by_sequence_number_and_the_rest_applied() {
     let mut event = load("stream-registry.json");
     // Record 2 (sensor-bedroom INSERT) gets a temperature that is not a number.
     event["Records"][2]["dynamodb"]["NewImage"]["temperature"] = json!({"S": "warm"});
-    let poisoned_seq = event["Records"][2]["dynamodb"]["SequenceNumber"].as_str().unwrap().to_owned();
+    let poisoned_seq = event["Records"][2]["dynamodb"]["SequenceNumber"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let event: Event = serde_json::from_value(event).unwrap();
     let response = shared::stream::handle(&store, event).await;
-    let ids: Vec<_> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone().unwrap()).collect();
+    let ids: Vec<_> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone().unwrap())
+        .collect();
     assert_eq!(ids, vec![poisoned_seq]);
     // Everything else was applied, including records after the poison one.
     let registry = store.load_registry().await.unwrap();
-    assert!(registry.devices.contains_key(&"sensor-kitchen".parse().unwrap()));
+    assert!(registry
+        .devices
+        .contains_key(&"sensor-kitchen".parse().unwrap()));
     assert!(registry.devices.contains_key(&"meter-1".parse().unwrap()));
     let bedroom = &registry.devices[&"sensor-bedroom".parse().unwrap()];
-    assert_eq!(bedroom.first_seen.unwrap().to_string(), "2026-11-21T01:05:00.000Z", "only the MODIFY of it was good");
+    assert_eq!(
+        bedroom.first_seen.unwrap().to_string(),
+        "2026-11-21T01:05:00.000Z",
+        "only the MODIFY of it was good"
+    );
 }

@@ -1,0 +1,53 @@
+//! The `ingest` binary under a Lambda Runtime API emulator writes the sample
+//! posts to a dynalite table and enforces its token.
+
+use integration_tests::runtime_api::Runtime;
+use integration_tests::{dynalite, fresh_store};
+use serde_json::{json, Value};
+use shared::model::{TimeRange, Timestamp};
+use shared::store::{Order, RangeRequest, Store};
+
+fn event(name: &str) -> Value {
+    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn the_ingest_binary_writes_the_sample_posts() {
+    let store = fresh_store(&dynalite(), "bin-ingest").await;
+    let mut rt = Runtime::start().await;
+    rt.spawn(
+        env!("CARGO_BIN_EXE_ingest"),
+        &[
+            ("TABLE_NAME", store.table()),
+            ("AWS_ENDPOINT_URL_DYNAMODB", &dynalite()),
+            ("INGEST_TOKEN", "tok"),
+        ],
+    );
+    let denied = rt.invoke(event("post-reading-power.json")).await.unwrap();
+    assert_eq!(denied["statusCode"], 401);
+    let mut with_token = event("post-readings-batch.json");
+    with_token["headers"]["authorization"] = json!("Bearer tok");
+    let ok = rt.invoke(with_token).await.unwrap();
+    assert_eq!(ok["statusCode"], 200);
+    assert_eq!(
+        serde_json::from_str::<Value>(ok["body"].as_str().unwrap()).unwrap(),
+        json!({"written": 4})
+    );
+    let range = TimeRange::new(
+        Timestamp::parse("2026-11-21T00:00:00Z").unwrap(),
+        Timestamp::parse("2026-11-22T00:00:00Z").unwrap(),
+    )
+    .unwrap();
+    let request = RangeRequest {
+        range,
+        order: Order::Asc,
+        limit: 10,
+        after: None,
+    };
+    let page = store
+        .device_readings(&"sensor-bedroom".parse().unwrap(), &request)
+        .await
+        .unwrap();
+    assert_eq!(page.readings.len(), 2);
+}

@@ -1,0 +1,71 @@
+//! The `query` binary under a Lambda Runtime API emulator, against a dynalite
+//! table created as `template.yaml` defines it, answers the sample events.
+
+use integration_tests::runtime_api::Runtime;
+use integration_tests::{dynalite, fresh_store};
+use serde_json::{json, Value};
+use shared::model::{Reading, Timestamp};
+use shared::store::Store;
+
+fn event(name: &str) -> Value {
+    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn body(answer: &Value) -> Value {
+    serde_json::from_str(answer["body"].as_str().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn the_query_binary_answers_the_sample_events() {
+    let store = fresh_store(&dynalite(), "bin-query").await;
+    let posted: Vec<Value> =
+        serde_json::from_str(event("post-readings-batch.json")["body"].as_str().unwrap()).unwrap();
+    let readings: Vec<Reading> = posted
+        .iter()
+        .map(|v| Reading::from_json(v, Timestamp::now(), |_| None).unwrap())
+        .collect();
+    assert!(store.write_readings(&readings).await.unwritten.is_empty());
+    let plan = shared::registry::plan(readings.iter().enumerate());
+    assert!(shared::registry::apply(&store, &plan).await.is_empty());
+
+    let mut rt = Runtime::start().await;
+    rt.spawn(
+        env!("CARGO_BIN_EXE_query"),
+        &[
+            ("TABLE_NAME", store.table()),
+            ("AWS_ENDPOINT_URL_DYNAMODB", &dynalite()),
+        ],
+    );
+    let devices = rt.invoke(event("get-devices.json")).await.unwrap();
+    assert_eq!(devices["statusCode"], 200);
+    let ids: Vec<String> = body(&devices)["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, vec!["meter-1", "sensor-bedroom", "sensor-kitchen"]);
+    let page = rt.invoke(event("get-device-readings.json")).await.unwrap();
+    assert_eq!(
+        body(&page)["readings"][0]["timestamp"],
+        "2026-11-21T01:05:00.000Z"
+    );
+    let room = rt.invoke(event("get-room-readings.json")).await.unwrap();
+    let temps: Vec<f64> = body(&room)["readings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["temperature"].as_f64().unwrap())
+        .collect();
+    assert_eq!(temps, vec![21.7, 21.5]);
+    // The query function does not serve POST /readings.
+    let post = rt.invoke(event("post-reading-power.json")).await.unwrap();
+    assert_eq!(
+        (
+            post["statusCode"].clone(),
+            body(&post)["error"]["code"].clone()
+        ),
+        (json!(404), json!("not_found"))
+    );
+}
