@@ -206,7 +206,7 @@ async fn room_ranges_use_the_index_and_never_return_registry_items() {
         .filter(|r| r.room() == Some(&bedroom))
         .cloned()
         .collect();
-    expected.sort_by(|a, b| a.timestamp.cmp(&b.timestamp));
+    expected.sort_by_key(|r| r.timestamp);
     let got_ts: Vec<Timestamp> = all.readings.iter().map(|r| r.timestamp).collect();
     assert_eq!(
         got_ts,
