@@ -522,3 +522,29 @@ async fn each_function_serves_only_its_own_routes() {
     assert_eq!(post(&ingest, &body, &[]).await.0, 200);
     assert_eq!(get(&query, "/devices/m/latest", &[]).await.0, 200);
 }
+
+#[tokio::test]
+async fn the_cached_registry_reloads_only_after_its_ttl() {
+    use shared::registry::RegistryCache;
+    use std::time::Duration;
+    let store = fresh_store(&dynalite(), "cache").await;
+    let fresh = RegistryCache::load(&store, Duration::ZERO).await.unwrap();
+    let stale = RegistryCache::load(&store, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    assert!(fresh.current(&store).await.devices.is_empty());
+    register(
+        &store,
+        &[power("meter-9", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0)],
+    )
+    .await;
+    assert_eq!(
+        fresh.current(&store).await.devices.len(),
+        1,
+        "a zero TTL reloads"
+    );
+    assert!(
+        stale.current(&store).await.devices.is_empty(),
+        "within its TTL the cache is not reloaded"
+    );
+}

@@ -39,6 +39,18 @@ pub struct App<S> {
     pub routes: RouteSet,
 }
 
+/// Every route the API serves, as `template.yaml` must declare them.
+pub const ROUTES: [(&str, &str); 8] = [
+    ("POST", "/readings"),
+    ("GET", "/devices"),
+    ("GET", "/devices/{id}"),
+    ("GET", "/devices/{id}/readings"),
+    ("GET", "/devices/{id}/latest"),
+    ("GET", "/rooms"),
+    ("GET", "/rooms/{id}"),
+    ("GET", "/rooms/{id}/readings"),
+];
+
 enum Route {
     PostReadings,
     Devices,

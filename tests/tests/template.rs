@@ -1,0 +1,155 @@
+//! `template.yaml` agrees with the code: the table it declares is the table
+//! `DynamoStore::create_table` makes (checked on moto, which keeps stream and
+//! TTL settings), and its HTTP routes are the router's routes.
+
+use integration_tests::{answer, api_event, app, client, dynalite, fresh_store, moto};
+use serde_yaml_ng::Value as Yaml;
+use shared::api::{handle, RouteSet, ROUTES};
+use std::collections::BTreeSet;
+
+fn template() -> Yaml {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    serde_yaml_ng::from_str(&text).unwrap()
+}
+
+fn s(v: &Yaml) -> String {
+    v.as_str()
+        .unwrap_or_else(|| panic!("not a string: {v:?}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_template_table_is_the_table_the_code_creates() {
+    let t = template();
+    let props = &t["Resources"]["ReadingsTable"]["Properties"];
+    let store = fresh_store(&moto(), "template").await;
+    let ddb = client(&moto());
+    let described = ddb
+        .describe_table()
+        .table_name(store.table())
+        .send()
+        .await
+        .unwrap();
+    let table = described.table().unwrap();
+
+    let keys = |schema: &[aws_sdk_dynamodb::types::KeySchemaElement]| -> Vec<(String, String)> {
+        schema
+            .iter()
+            .map(|k| {
+                (
+                    k.attribute_name().to_owned(),
+                    k.key_type().as_str().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let yaml_keys = |schema: &Yaml| -> Vec<(String, String)> {
+        schema
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|k| (s(&k["AttributeName"]), s(&k["KeyType"])))
+            .collect()
+    };
+    assert_eq!(keys(table.key_schema()), yaml_keys(&props["KeySchema"]));
+
+    let attrs: BTreeSet<(String, String)> = table
+        .attribute_definitions()
+        .iter()
+        .map(|a| {
+            (
+                a.attribute_name().to_owned(),
+                a.attribute_type().as_str().to_owned(),
+            )
+        })
+        .collect();
+    let yaml_attrs: BTreeSet<(String, String)> = props["AttributeDefinitions"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| (s(&a["AttributeName"]), s(&a["AttributeType"])))
+        .collect();
+    assert_eq!(attrs, yaml_attrs);
+
+    let gsi = &table.global_secondary_indexes()[0];
+    let yaml_gsi = &props["GlobalSecondaryIndexes"][0];
+    assert_eq!(gsi.index_name().unwrap(), s(&yaml_gsi["IndexName"]));
+    assert_eq!(keys(gsi.key_schema()), yaml_keys(&yaml_gsi["KeySchema"]));
+    let projection = gsi.projection().unwrap();
+    assert_eq!(
+        projection.projection_type().unwrap().as_str(),
+        s(&yaml_gsi["Projection"]["ProjectionType"])
+    );
+    let include: Vec<String> = yaml_gsi["Projection"]["NonKeyAttributes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(s)
+        .collect();
+    assert_eq!(projection.non_key_attributes(), include.as_slice());
+
+    let stream = table.stream_specification().unwrap();
+    assert!(stream.stream_enabled());
+    assert_eq!(
+        stream.stream_view_type().unwrap().as_str(),
+        s(&props["StreamSpecification"]["StreamViewType"])
+    );
+    assert_eq!(
+        table
+            .billing_mode_summary()
+            .and_then(|b| b.billing_mode())
+            .map(|b| b.as_str()),
+        Some(s(&props["BillingMode"]).as_str())
+    );
+    let ttl = ddb
+        .describe_time_to_live()
+        .table_name(store.table())
+        .send()
+        .await
+        .unwrap();
+    let ttl = ttl.time_to_live_description().unwrap();
+    assert_eq!(
+        ttl.attribute_name().unwrap(),
+        s(&props["TimeToLiveSpecification"]["AttributeName"])
+    );
+}
+
+#[tokio::test]
+async fn the_template_routes_are_the_router_routes() {
+    let t = template();
+    let mut declared = BTreeSet::new();
+    for (_, resource) in t["Resources"].as_mapping().unwrap() {
+        if let Some(events) = resource["Properties"]["Events"].as_mapping() {
+            for (_, e) in events {
+                if e["Type"].as_str() == Some("HttpApi") {
+                    declared.insert((s(&e["Properties"]["Method"]), s(&e["Properties"]["Path"])));
+                }
+            }
+        }
+    }
+    let served: BTreeSet<(String, String)> = ROUTES
+        .iter()
+        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .collect();
+    assert_eq!(declared, served);
+
+    // And the router serves each of them: no 405, no unknown-route 404.
+    let app = app(
+        fresh_store(&dynalite(), "routes").await,
+        None,
+        RouteSet::All,
+    )
+    .await;
+    for (method, path) in ROUTES {
+        let path = path.replace("{id}", "x1");
+        let (status, body) =
+            answer(&handle(&app, api_event(method, &path, &[], Some("[]"), &[])).await);
+        let message = body["error"]["message"].as_str().unwrap_or("");
+        assert_ne!(status, 405, "{method} {path}: {body}");
+        assert!(
+            !(status == 404 && message.starts_with("no route")),
+            "{method} {path}: {body}"
+        );
+    }
+}
