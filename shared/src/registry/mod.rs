@@ -7,9 +7,11 @@ mod cache;
 pub use cache::RegistryCache;
 
 use crate::model::Reading;
-use crate::store::{DeviceUpdate, RoomUpdate, Store};
+use crate::store::{DeviceUpdate, RoomUpdate, Store, StoreError};
 use futures_util::StreamExt;
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
 
 /// An update and the first record (by position in the batch) that contributed to it,
 /// so a failed update can be reported as that record's failure.
@@ -110,25 +112,29 @@ const APPLY_CONCURRENCY: usize = 8;
 
 /// Applies a plan; returns the `first_record` of every update that failed.
 pub async fn apply<S: Store>(store: &S, plan: &RegistryPlan) -> Vec<usize> {
-    let device_writes = plan.devices.iter().map(|p| {
+    // Futures are built up front: a stream of closures that borrow their
+    // argument would not be `Send` for every lifetime once spawned.
+    let mut writes: Vec<
+        Pin<Box<dyn Future<Output = Result<(), (usize, StoreError)>> + Send + '_>>,
+    > = Vec::with_capacity(plan.writes());
+    for p in &plan.devices {
         let fut = store.apply_device_update(&p.update);
-        async move { fut.await.map_err(|e| (p.first_record, e)) }
-    });
-    let device_results: Vec<_> = futures_util::stream::iter(device_writes)
-        .buffer_unordered(APPLY_CONCURRENCY)
-        .collect()
-        .await;
-    let room_writes = plan.rooms.iter().map(|p| {
+        writes.push(Box::pin(async move {
+            fut.await.map_err(|e| (p.first_record, e))
+        }));
+    }
+    for p in &plan.rooms {
         let fut = store.apply_room_update(&p.update);
-        async move { fut.await.map_err(|e| (p.first_record, e)) }
-    });
-    let room_results: Vec<_> = futures_util::stream::iter(room_writes)
+        writes.push(Box::pin(async move {
+            fut.await.map_err(|e| (p.first_record, e))
+        }));
+    }
+    let results: Vec<_> = futures_util::stream::iter(writes)
         .buffer_unordered(APPLY_CONCURRENCY)
         .collect()
         .await;
-    device_results
+    results
         .into_iter()
-        .chain(room_results)
         .filter_map(|r| r.err())
         .map(|(record, err)| {
             tracing::error!(error = %err, record, "registry update failed");

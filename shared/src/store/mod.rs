@@ -3,6 +3,8 @@
 
 pub mod dynamodb;
 pub mod item;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 
 use crate::keys::Position;
 use crate::model::{DeviceId, Reading, ReadingKind, RoomId, TimeRange, Timestamp};
@@ -10,6 +12,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 
 pub use dynamodb::DynamoStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {

@@ -1,0 +1,329 @@
+//! `ingester-local`: the ingester's HTTP API on this machine, no AWS needed.
+//!
+//! `serve` answers DESIGN §5 on 127.0.0.1:3000 through the Lambda handlers, on an
+//! embedded SQLite store (default) or a DynamoDB-compatible endpoint; `replay`
+//! runs Lambda event files through the same handlers.
+
+use aws_sdk_dynamodb::config::{Credentials, Region};
+use clap::{Args, Parser, Subcommand};
+use ingester_local::{http, replay, stream_poller::StreamPoller};
+use shared::api::{App, BearerToken, RouteSet};
+use shared::registry::RegistryCache;
+use shared::store::{DynamoStore, SqliteStore, Store};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    name = "ingester-local",
+    version,
+    about = "Run the IoT reading ingester locally: the Lambda handlers behind a local HTTP server, or replaying Lambda events"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the HTTP API (DESIGN §5) through the Lambda handlers.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:3000")]
+        addr: SocketAddr,
+        /// Bearer token required by POST /readings (none: open).
+        #[arg(long, env = "INGEST_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// How old the cached registry may get, in seconds.
+        #[arg(long, default_value_t = 1)]
+        cache_ttl: u64,
+        /// How often the registry consumer looks for changes, in milliseconds.
+        #[arg(long, default_value_t = 250)]
+        poll_ms: u64,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Run Lambda event files (API Gateway v2, DynamoDB Streams) through the handlers and print each answer.
+    Replay {
+        /// Event files, run in the order given.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+#[derive(Args)]
+struct StoreArgs {
+    /// SQLite database file of the embedded store (created if missing).
+    #[arg(long, default_value = "ingester.db")]
+    db: PathBuf,
+    /// Use an embedded store that lives only as long as the process.
+    #[arg(long, conflicts_with_all = ["db", "table"])]
+    memory: bool,
+    /// A DynamoDB-compatible endpoint (DynamoDB Local, moto, dynalite); omit it with --table for AWS itself.
+    #[arg(long, requires = "table")]
+    dynamodb_endpoint: Option<String>,
+    /// Use this DynamoDB table instead of the embedded store.
+    #[arg(long, conflicts_with = "db")]
+    table: Option<String>,
+    /// Create the table as template.yaml defines it (keys, room-time index, stream, TTL).
+    #[arg(long, requires = "table")]
+    create_table: bool,
+    /// File that keeps the stream position across restarts (DynamoDB only).
+    #[arg(long, requires = "table")]
+    stream_checkpoint: Option<PathBuf>,
+}
+
+enum Backend {
+    Embedded(SqliteStore),
+    Dynamo(DynamoStore, aws_sdk_dynamodbstreams::Client, String),
+}
+
+async fn open(args: &StoreArgs) -> Result<Backend, String> {
+    let Some(table) = &args.table else {
+        let store = if args.memory {
+            SqliteStore::in_memory()
+        } else {
+            SqliteStore::open(&args.db)
+        }
+        .map_err(|e| format!("opening {}: {e}", args.db.display()))?;
+        return Ok(Backend::Embedded(store));
+    };
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    if let Some(url) = &args.dynamodb_endpoint {
+        loader = loader.endpoint_url(url);
+        // Local servers accept any credentials; AWS needs real ones from the usual chain.
+        let local =
+            url.contains("://127.") || url.contains("://localhost") || url.contains("://[::1]");
+        if local && std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
+            loader = loader.credentials_provider(Credentials::new(
+                "local",
+                "local",
+                None,
+                None,
+                "ingester-local",
+            ));
+        }
+    }
+    let config = loader.load().await;
+    let region = config
+        .region()
+        .cloned()
+        .unwrap_or_else(|| Region::new("us-east-1"));
+    let ddb = aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::config::Builder::from(&config)
+            .region(region.clone())
+            .build(),
+    );
+    let streams = aws_sdk_dynamodbstreams::Client::from_conf(
+        aws_sdk_dynamodbstreams::config::Builder::from(&config)
+            .region(region.clone())
+            .build(),
+    );
+    let store = DynamoStore::new(ddb, table);
+    if args.create_table {
+        store
+            .create_table()
+            .await
+            .map_err(|e| format!("creating table {table}: {e}"))?;
+        tracing::info!(table, "table created");
+    }
+    Ok(Backend::Dynamo(store, streams, region.to_string()))
+}
+
+async fn app<S: Store>(store: S, token: Option<&str>, ttl: Duration) -> Result<App<S>, String> {
+    let registry = RegistryCache::load(&store, ttl)
+        .await
+        .map_err(|e| format!("loading the registry: {e}"))?;
+    Ok(App {
+        store,
+        registry,
+        token: token.and_then(BearerToken::new),
+        routes: RouteSet::All,
+    })
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
+        tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("shutting down");
+}
+
+/// The local change-log consumer: the embedded store's stand-in for the stream → Lambda mapping.
+async fn consume_change_log(store: SqliteStore, every: Duration) {
+    let mut failures_at_same_place = 0;
+    loop {
+        match store.drain_change_log().await {
+            Ok(0) => tokio::time::sleep(every).await,
+            Ok(n) => {
+                failures_at_same_place = 0;
+                tracing::debug!(changes = n, "registry updated");
+            }
+            Err(err) => {
+                failures_at_same_place += 1;
+                tracing::warn!(error = %err, attempt = failures_at_same_place, "registry consumer failed");
+                if failures_at_same_place >= 5 {
+                    // Like the failure destination of the stream mapping: skip it, loudly.
+                    if let Ok(Some(seq)) = store.skip_change() {
+                        tracing::error!(
+                            change = seq,
+                            "skipped a change the registry could not apply"
+                        );
+                    }
+                    failures_at_same_place = 0;
+                }
+                tokio::time::sleep(every).await;
+            }
+        }
+    }
+}
+
+async fn poll_stream(mut poller: StreamPoller, store: DynamoStore, every: Duration) {
+    loop {
+        match poller.poll_once(&store).await {
+            Ok(n) if n > 0 => tracing::debug!(records = n, "registry updated from the stream"),
+            Ok(_) => {}
+            Err(err) => tracing::warn!(error = %err, "stream poll failed"),
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+async fn serve<S: Store + 'static>(
+    app: App<S>,
+    addr: SocketAddr,
+    feeder: tokio::task::JoinHandle<()>,
+) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("listening on {addr}: {e}"))?;
+    tracing::info!(
+        "serving on http://{}",
+        listener.local_addr().map_err(|e| e.to_string())?
+    );
+    let result = axum::serve(listener, http::router(Arc::new(app)))
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(|e| e.to_string());
+    feeder.abort();
+    result
+}
+
+async fn run(cli: Cli) -> Result<bool, String> {
+    match cli.command {
+        Command::Serve {
+            addr,
+            token,
+            cache_ttl,
+            poll_ms,
+            store,
+        } => {
+            let ttl = Duration::from_secs(cache_ttl);
+            let every = Duration::from_millis(poll_ms);
+            match open(&store).await? {
+                Backend::Embedded(s) => {
+                    let feeder = tokio::spawn(consume_change_log(s.clone(), every));
+                    serve(app(s, token.as_deref(), ttl).await?, addr, feeder).await?;
+                }
+                Backend::Dynamo(s, streams, region) => {
+                    let poller =
+                        StreamPoller::new(streams, region, store.stream_checkpoint.clone());
+                    let feeder = tokio::spawn(poll_stream(poller, s.clone(), every));
+                    serve(app(s, token.as_deref(), ttl).await?, addr, feeder).await?;
+                }
+            }
+            Ok(true)
+        }
+        Command::Replay { files, store } => match open(&store).await? {
+            Backend::Embedded(s) => {
+                let app = app(s.clone(), None, Duration::ZERO).await?;
+                Ok(replay_files(&app, &files, || async {
+                    // The local stream: let the registry catch up before the next event.
+                    while s.drain_change_log().await.map_err(|e| e.to_string())? > 0 {}
+                    Ok(())
+                })
+                .await)
+            }
+            Backend::Dynamo(s, streams, region) => {
+                let app = app(s.clone(), None, Duration::ZERO).await?;
+                let poller = std::sync::Mutex::new(Some(StreamPoller::new(
+                    streams,
+                    region,
+                    store.stream_checkpoint.clone(),
+                )));
+                Ok(replay_files(&app, &files, || async {
+                    let taken = poller.lock().unwrap().take();
+                    if let Some(mut p) = taken {
+                        let result = p.poll_once(&s).await;
+                        *poller.lock().unwrap() = Some(p);
+                        result?;
+                    }
+                    Ok(())
+                })
+                .await)
+            }
+        },
+    }
+}
+
+/// Replays each file; prints `{"file", "response"}` per line. False if any file failed.
+async fn replay_files<S: Store, F, Fut>(app: &App<S>, files: &[PathBuf], after_each: F) -> bool
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let mut ok = true;
+    for file in files {
+        let name = file.display().to_string();
+        let event = std::fs::read_to_string(file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| replay::recognise(&t));
+        match event {
+            Ok(event) => {
+                let response = replay::run(app, event).await;
+                println!(
+                    "{}",
+                    serde_json::json!({ "file": name, "response": response })
+                );
+                if let Err(e) = after_each().await {
+                    eprintln!("warning: after {name}: the registry did not catch up: {e}");
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {name}: {e}");
+                ok = false;
+            }
+        }
+    }
+    ok
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .compact()
+        .init();
+    match run(Cli::parse()).await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

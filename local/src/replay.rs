@@ -1,0 +1,58 @@
+//! Replays Lambda event files through the real handlers: API Gateway HTTP API
+//! v2 events to the HTTP handler, DynamoDB Streams events to the registry handler.
+
+use serde_json::Value;
+use shared::api::{self, App};
+use shared::aws_lambda_events::apigw::ApiGatewayV2httpRequest;
+use shared::aws_lambda_events::event::dynamodb::Event;
+use shared::store::Store;
+
+#[derive(Debug)]
+pub enum LambdaEvent {
+    Http(Box<ApiGatewayV2httpRequest>),
+    Stream(Event),
+}
+
+/// Recognises an event by its shape; the error says what is wrong with it.
+pub fn recognise(text: &str) -> Result<LambdaEvent, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let obj = value
+        .as_object()
+        .ok_or("not a JSON object, so not a Lambda event")?;
+    if let Some(records) = obj.get("Records") {
+        let first = records.as_array().and_then(|r| r.first());
+        let is_dynamodb = first.is_some_and(|r| {
+            r.get("dynamodb").is_some()
+                || r.get("eventSource") == Some(&Value::from("aws:dynamodb"))
+        });
+        if !is_dynamodb {
+            return Err(
+                "a Records event, but not from DynamoDB Streams (or with no records)".into(),
+            );
+        }
+        return serde_json::from_value(value)
+            .map(LambdaEvent::Stream)
+            .map_err(|e| format!("malformed DynamoDB Streams event: {e}"));
+    }
+    if obj.contains_key("requestContext")
+        && (obj.get("version") == Some(&Value::from("2.0")) || obj.contains_key("rawPath"))
+    {
+        return serde_json::from_value(value)
+            .map(|r| LambdaEvent::Http(Box::new(r)))
+            .map_err(|e| format!("malformed API Gateway v2 event: {e}"));
+    }
+    Err("neither an API Gateway HTTP API (v2) event nor a DynamoDB Streams event".into())
+}
+
+/// Runs one event through its handler and returns the handler's answer as JSON.
+pub async fn run<S: Store>(app: &App<S>, event: LambdaEvent) -> Value {
+    match event {
+        LambdaEvent::Http(request) => {
+            serde_json::to_value(api::handle(app, *request).await).unwrap_or(Value::Null)
+        }
+        LambdaEvent::Stream(event) => {
+            serde_json::to_value(shared::stream::handle(&app.store, event).await)
+                .unwrap_or(Value::Null)
+        }
+    }
+}

@@ -1,0 +1,569 @@
+//! Embedded adapter: SQLite (WAL) with the item and key layout of DESIGN §3.
+//! Items are stored whole, as DynamoDB JSON, through the same codec as the
+//! DynamoDB adapter; a `room` column and index stand in for the `room-time` GSI.
+//! Every item change is appended to `change_log` in the same transaction: the
+//! local equivalent of DynamoDB Streams, replayed to the registry handler by
+//! [`SqliteStore::drain_change_log`] with a checkpoint that survives restarts.
+
+use super::item::{DeviceItem, ReadingItem, RoomItem, SnapshotItem};
+use super::{
+    Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest, RegistrySnapshot, RoomRecord,
+    RoomUpdate, Store, StoreError, WriteReport,
+};
+use crate::keys::{self, attr, Position, DEVICE_PARTITION, ROOM_PARTITION};
+use crate::model::{DeviceId, Reading, RoomId, Timestamp};
+use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::de::DeserializeOwned;
+use serde_dynamo::{AttributeValue, Item};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS items (
+    pk   TEXT NOT NULL,
+    sk   TEXT NOT NULL,
+    room TEXT,            -- the item's `room` attribute: key of the room-time index
+    item TEXT NOT NULL,   -- the whole item as DynamoDB JSON
+    PRIMARY KEY (pk, sk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS room_time ON items (room, sk, pk) WHERE room IS NOT NULL;
+CREATE TABLE IF NOT EXISTS change_log (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_name TEXT NOT NULL,   -- INSERT | MODIFY | REMOVE
+    pk         TEXT NOT NULL,
+    sk         TEXT NOT NULL,
+    new_image  TEXT,
+    old_image  TEXT,
+    at_ms      INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    consumer TEXT PRIMARY KEY,
+    seq      INTEGER NOT NULL
+);
+";
+
+/// The change-log consumer that maintains the registry.
+const REGISTRY_CONSUMER: &str = "registry";
+/// Records per change-log batch, as the Lambda event source mapping's BatchSize.
+pub const CHANGE_BATCH: usize = 100;
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+fn db_err(e: rusqlite::Error) -> StoreError {
+    StoreError::Unavailable(format!("sqlite: {e}"))
+}
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) a database file in WAL mode.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let conn = Connection::open(path).map_err(db_err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(db_err)?;
+        // NORMAL is durable across application crashes in WAL mode; only a power
+        // loss can drop the last transactions.
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(db_err)?;
+        Self::init(conn)
+    }
+
+    /// A store that lives only as long as the process.
+    pub fn in_memory() -> Result<Self, StoreError> {
+        Self::init(Connection::open_in_memory().map_err(db_err)?)
+    }
+
+    fn init(conn: Connection) -> Result<Self, StoreError> {
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(db_err)?;
+        conn.execute_batch(SCHEMA).map_err(db_err)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn get_item(conn: &Connection, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+        let text: Option<String> = conn
+            .query_row(
+                "SELECT item FROM items WHERE pk = ?1 AND sk = ?2",
+                params![pk, sk],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db_err)?;
+        text.map(|t| serde_json::from_str(&t).map_err(corrupt))
+            .transpose()
+    }
+
+    /// Upserts an item and logs the change in the caller's transaction. An
+    /// unchanged item logs nothing, as DynamoDB Streams writes no record then.
+    fn put_item(conn: &Connection, pk: &str, sk: &str, item: &Item) -> Result<(), StoreError> {
+        let new_text = serde_json::to_string(item).map_err(corrupt)?;
+        let old_text: Option<String> = conn
+            .query_row(
+                "SELECT item FROM items WHERE pk = ?1 AND sk = ?2",
+                params![pk, sk],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db_err)?;
+        if let Some(old) = &old_text {
+            let old_item: Item = serde_json::from_str(old).map_err(corrupt)?;
+            if &old_item == item {
+                return Ok(());
+            }
+        }
+        let room = match item.get(attr::ROOM) {
+            Some(AttributeValue::S(r)) => Some(r.as_str()),
+            _ => None,
+        };
+        conn.execute(
+            "INSERT INTO items (pk, sk, room, item) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (pk, sk) DO UPDATE SET room = excluded.room, item = excluded.item",
+            params![pk, sk, room, new_text],
+        )
+        .map_err(db_err)?;
+        conn.execute(
+            "INSERT INTO change_log (event_name, pk, sk, new_image, old_image, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                if old_text.is_some() { "MODIFY" } else { "INSERT" },
+                pk,
+                sk,
+                new_text,
+                old_text,
+                Timestamp::now().millis()
+            ],
+        )
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn decode<T: DeserializeOwned>(text: &str) -> Result<T, StoreError> {
+        let item: Item = serde_json::from_str(text).map_err(corrupt)?;
+        serde_dynamo::from_item(item).map_err(corrupt)
+    }
+
+    fn readings_page(rows: Vec<String>, limit: usize) -> Result<Page, StoreError> {
+        let more = rows.len() > limit;
+        let readings = rows
+            .iter()
+            .take(limit)
+            .map(|t| {
+                Self::decode::<ReadingItem>(t)?
+                    .into_reading()
+                    .map_err(StoreError::Corrupt)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let next = if more {
+            readings.last().map(|r| Position {
+                timestamp: r.timestamp,
+                device_id: r.device_id.clone(),
+            })
+        } else {
+            None
+        };
+        Ok(Page { readings, next })
+    }
+
+    fn registry_write(&self, pk: &str, sk: &str, w: RegistryMerge<'_>) -> Result<(), StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(db_err)?;
+        let mut item = Self::get_item(&tx, pk, sk)?.unwrap_or_else(|| {
+            Item::from(std::collections::HashMap::from([
+                (attr::PK.to_owned(), AttributeValue::S(pk.to_owned())),
+                (attr::SK.to_owned(), AttributeValue::S(sk.to_owned())),
+            ]))
+        });
+        w.merge_into(&mut item)?;
+        Self::put_item(&tx, pk, sk, &item)?;
+        tx.commit().map_err(db_err)
+    }
+
+    /// Feeds the next batch of the change log to the registry handler (the same
+    /// code as the `registry` Lambda) and advances the checkpoint past what it
+    /// applied. Returns how many changes were consumed.
+    pub async fn drain_change_log(&self) -> Result<usize, StoreError> {
+        let (records, last_seq) = self.next_changes(CHANGE_BATCH)?;
+        if records.is_empty() {
+            return Ok(0);
+        }
+        let count = records.len();
+        let event = {
+            let mut e = Event::default();
+            e.records = records;
+            e
+        };
+        let response = crate::stream::handle(self, event).await;
+        // Lambda retries from the failed record; so does this consumer, on its next call.
+        let done = match response
+            .batch_item_failures
+            .first()
+            .and_then(|f| f.item_identifier.as_deref())
+        {
+            Some(seq) => seq.parse::<i64>().map(|s| s - 1).unwrap_or(last_seq),
+            None => last_seq,
+        };
+        self.lock()
+            .execute(
+                "INSERT INTO checkpoints (consumer, seq) VALUES (?1, ?2)
+                 ON CONFLICT (consumer) DO UPDATE SET seq = max(seq, excluded.seq)",
+                params![REGISTRY_CONSUMER, done],
+            )
+            .map_err(db_err)?;
+        if !response.batch_item_failures.is_empty() {
+            return Err(StoreError::Unavailable(format!(
+                "registry update failed after change {done}"
+            )));
+        }
+        Ok(count)
+    }
+
+    /// Skips one change the registry handler cannot apply (the equivalent of the
+    /// on-failure destination), so that it does not block the log forever.
+    pub fn skip_change(&self) -> Result<Option<i64>, StoreError> {
+        let conn = self.lock();
+        let next: Option<i64> = conn
+            .query_row(
+                "SELECT min(seq) FROM change_log WHERE seq > coalesce((SELECT seq FROM checkpoints WHERE consumer = ?1), 0)",
+                params![REGISTRY_CONSUMER],
+                |r| r.get(0),
+            )
+            .map_err(db_err)?;
+        if let Some(seq) = next {
+            conn.execute(
+                "INSERT INTO checkpoints (consumer, seq) VALUES (?1, ?2)
+                 ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq",
+                params![REGISTRY_CONSUMER, seq],
+            )
+            .map_err(db_err)?;
+        }
+        Ok(next)
+    }
+
+    /// Changes after the checkpoint, shaped as DynamoDB Streams records.
+    fn next_changes(&self, max: usize) -> Result<(Vec<EventRecord>, i64), StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT seq, event_name, pk, sk, new_image, old_image, at_ms FROM change_log
+                 WHERE seq > coalesce((SELECT seq FROM checkpoints WHERE consumer = ?1), 0)
+                 ORDER BY seq LIMIT ?2",
+            )
+            .map_err(db_err)?;
+        let rows = stmt
+            .query_map(params![REGISTRY_CONSUMER, max as i64], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, Option<String>>(5)?,
+                    r.get::<_, i64>(6)?,
+                ))
+            })
+            .map_err(db_err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(db_err)?;
+        let mut last = 0;
+        let mut records = Vec::with_capacity(rows.len());
+        for (seq, name, pk, sk, new_image, old_image, at_ms) in rows {
+            last = seq;
+            let image = |t: Option<String>| -> serde_json::Value {
+                t.and_then(|t| serde_json::from_str(&t).ok())
+                    .unwrap_or(serde_json::Value::Null)
+            };
+            let mut dynamodb = serde_json::json!({
+                "ApproximateCreationDateTime": at_ms / 1000,
+                "Keys": {"pk": {"S": pk}, "sk": {"S": sk}},
+                "SequenceNumber": seq.to_string(),
+                "SizeBytes": 0,
+                "StreamViewType": "NEW_AND_OLD_IMAGES"
+            });
+            let (new_image, old_image) = (image(new_image), image(old_image));
+            if !new_image.is_null() {
+                dynamodb["NewImage"] = new_image;
+            }
+            if !old_image.is_null() {
+                dynamodb["OldImage"] = old_image;
+            }
+            let record = serde_json::json!({
+                "eventID": seq.to_string(),
+                "eventName": name,
+                "eventSource": "local:sqlite",
+                "awsRegion": "local",
+                "dynamodb": dynamodb
+            });
+            records.push(serde_json::from_value(record).map_err(corrupt)?);
+        }
+        Ok((records, last))
+    }
+
+    /// Changes not yet consumed by the registry (for tests and status).
+    pub fn pending_changes(&self) -> Result<i64, StoreError> {
+        self.lock()
+            .query_row(
+                "SELECT count(*) FROM change_log WHERE seq > coalesce((SELECT seq FROM checkpoints WHERE consumer = ?1), 0)",
+                params![REGISTRY_CONSUMER],
+                |r| r.get(0),
+            )
+            .map_err(db_err)
+    }
+}
+
+/// A registry update as a merge into the stored item: the same monotonic rules
+/// as the DynamoDB adapter's conditional expressions.
+struct RegistryMerge<'a> {
+    first_seen: Timestamp,
+    latest: &'a Reading,
+    set_name: &'static str,
+    members: Vec<String>,
+    room: Option<&'a RoomId>,
+}
+
+impl RegistryMerge<'_> {
+    fn merge_into(self, item: &mut Item) -> Result<(), StoreError> {
+        let text = |item: &Item, k: &str| match item.get(k) {
+            Some(AttributeValue::S(s)) => Some(s.clone()),
+            _ => None,
+        };
+        let last = self.latest.timestamp.to_string();
+        let first = self.first_seen.to_string();
+        // `last_seen <= :last` (or absent): this change is the newest seen.
+        if text(item, "last_seen").is_none_or(|old| old <= last) {
+            item.insert("last_seen".into(), AttributeValue::S(last));
+            let snapshot =
+                serde_dynamo::to_attribute_value(SnapshotItem::from_reading(self.latest))
+                    .map_err(corrupt)?;
+            item.insert("latest".into(), snapshot);
+            if let Some(room) = self.room {
+                item.insert(attr::ROOM.into(), AttributeValue::S(room.to_string()));
+            }
+        }
+        if text(item, "first_seen").is_none_or(|old| old > first) {
+            item.insert("first_seen".into(), AttributeValue::S(first));
+        }
+        let mut members: BTreeSet<String> = match item.get(self.set_name) {
+            Some(AttributeValue::Ss(v)) => v.iter().cloned().collect(),
+            _ => BTreeSet::new(),
+        };
+        members.extend(self.members);
+        item.insert(
+            self.set_name.into(),
+            AttributeValue::Ss(members.into_iter().collect()),
+        );
+        Ok(())
+    }
+}
+
+impl Store for SqliteStore {
+    async fn write_readings(&self, readings: &[Reading]) -> WriteReport {
+        let deduped = Deduped::new(readings);
+        let result = (|| -> Result<(), StoreError> {
+            let mut conn = self.lock();
+            let tx = conn.transaction().map_err(db_err)?;
+            for &i in &deduped.winners {
+                let item: Item = serde_dynamo::to_item(ReadingItem::from_reading(&readings[i]))
+                    .map_err(corrupt)?;
+                let r = &readings[i];
+                Self::put_item(
+                    &tx,
+                    keys::reading_pk(&r.device_id),
+                    &keys::reading_sk(r.timestamp),
+                    &item,
+                )?;
+            }
+            tx.commit().map_err(db_err)
+        })();
+        match result {
+            Ok(()) => deduped.report(&[]),
+            Err(err) => {
+                // One transaction: all or nothing, so every reading is unwritten.
+                tracing::error!(error = %err, "sqlite write failed");
+                deduped.report(&(0..deduped.winners.len()).collect::<Vec<_>>())
+            }
+        }
+    }
+
+    async fn device_readings(
+        &self,
+        device: &DeviceId,
+        request: &RangeRequest,
+    ) -> Result<Page, StoreError> {
+        let (lo, hi) = keys::reading_sk_bounds(&request.range);
+        let after = request
+            .after
+            .as_ref()
+            .map(|p| keys::reading_sk(p.timestamp));
+        let sql = match request.order {
+            Order::Asc => "SELECT item FROM items WHERE pk = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR sk > ?4) ORDER BY sk ASC LIMIT ?5",
+            Order::Desc => "SELECT item FROM items WHERE pk = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR sk < ?4) ORDER BY sk DESC LIMIT ?5",
+        };
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
+        let rows = stmt
+            .query_map(
+                params![
+                    keys::reading_pk(device),
+                    lo,
+                    hi,
+                    after,
+                    (request.limit + 1) as i64
+                ],
+                |r| r.get(0),
+            )
+            .map_err(db_err)?
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(db_err)?;
+        Self::readings_page(rows, request.limit)
+    }
+
+    async fn room_readings(
+        &self,
+        room: &RoomId,
+        request: &RangeRequest,
+    ) -> Result<Page, StoreError> {
+        let (lo, hi) = keys::reading_sk_bounds(&request.range);
+        let (after_sk, after_pk) = match &request.after {
+            Some(p) => (
+                Some(keys::reading_sk(p.timestamp)),
+                Some(keys::reading_pk(&p.device_id).to_owned()),
+            ),
+            None => (None, None),
+        };
+        let sql = match request.order {
+            Order::Asc => "SELECT item FROM items WHERE room = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR (sk, pk) > (?4, ?5)) ORDER BY sk ASC, pk ASC LIMIT ?6",
+            Order::Desc => "SELECT item FROM items WHERE room = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR (sk, pk) < (?4, ?5)) ORDER BY sk DESC, pk DESC LIMIT ?6",
+        };
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
+        let rows = stmt
+            .query_map(
+                params![
+                    room.as_str(),
+                    lo,
+                    hi,
+                    after_sk,
+                    after_pk,
+                    (request.limit + 1) as i64
+                ],
+                |r| r.get(0),
+            )
+            .map_err(db_err)?
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(db_err)?;
+        Self::readings_page(rows, request.limit)
+    }
+
+    async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
+        let (lo, hi) = (
+            keys::reading_sk(Timestamp::MIN),
+            keys::reading_sk(Timestamp::MAX),
+        );
+        let text: Option<String> = self
+            .lock()
+            .query_row(
+                "SELECT item FROM items WHERE pk = ?1 AND sk BETWEEN ?2 AND ?3 ORDER BY sk DESC LIMIT 1",
+                params![keys::reading_pk(device), lo, hi],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db_err)?;
+        text.map(|t| {
+            Self::decode::<ReadingItem>(&t)?
+                .into_reading()
+                .map_err(StoreError::Corrupt)
+        })
+        .transpose()
+    }
+
+    async fn load_registry(&self) -> Result<RegistrySnapshot, StoreError> {
+        let conn = self.lock();
+        let mut stmt = conn
+            .prepare_cached("SELECT pk, item FROM items WHERE pk IN (?1, ?2)")
+            .map_err(db_err)?;
+        let rows = stmt
+            .query_map(params![DEVICE_PARTITION, ROOM_PARTITION], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(db_err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(db_err)?;
+        let mut snapshot = RegistrySnapshot::default();
+        for (pk, text) in rows {
+            if pk == DEVICE_PARTITION {
+                let d = Self::decode::<DeviceItem>(&text)?
+                    .into_record()
+                    .map_err(StoreError::Corrupt)?;
+                snapshot.devices.insert(d.device_id.clone(), d);
+            } else {
+                let r = Self::decode::<RoomItem>(&text)?
+                    .into_record()
+                    .map_err(StoreError::Corrupt)?;
+                snapshot.rooms.insert(r.room_id.clone(), r);
+            }
+        }
+        Ok(snapshot)
+    }
+
+    async fn device(&self, device: &DeviceId) -> Result<Option<DeviceRecord>, StoreError> {
+        let item = Self::get_item(&self.lock(), DEVICE_PARTITION, device.as_str())?;
+        item.map(|i| {
+            serde_dynamo::from_item::<_, DeviceItem>(i)
+                .map_err(corrupt)?
+                .into_record()
+                .map_err(StoreError::Corrupt)
+        })
+        .transpose()
+    }
+
+    async fn room(&self, room: &RoomId) -> Result<Option<RoomRecord>, StoreError> {
+        let item = Self::get_item(&self.lock(), ROOM_PARTITION, room.as_str())?;
+        item.map(|i| {
+            serde_dynamo::from_item::<_, RoomItem>(i)
+                .map_err(corrupt)?
+                .into_record()
+                .map_err(StoreError::Corrupt)
+        })
+        .transpose()
+    }
+
+    async fn apply_device_update(&self, update: &DeviceUpdate) -> Result<(), StoreError> {
+        self.registry_write(
+            DEVICE_PARTITION,
+            update.device_id.as_str(),
+            RegistryMerge {
+                first_seen: update.first_seen,
+                latest: &update.latest,
+                set_name: "types",
+                members: update.types.iter().map(|t| t.as_str().to_owned()).collect(),
+                room: update.room.as_ref(),
+            },
+        )
+    }
+
+    async fn apply_room_update(&self, update: &RoomUpdate) -> Result<(), StoreError> {
+        self.registry_write(
+            ROOM_PARTITION,
+            update.room_id.as_str(),
+            RegistryMerge {
+                first_seen: update.first_seen,
+                latest: &update.latest,
+                set_name: "devices",
+                members: update.devices.iter().map(|d| d.to_string()).collect(),
+                room: None,
+            },
+        )
+    }
+}
