@@ -63,7 +63,11 @@ pub async fn fresh_store(endpoint: &str, hint: &str) -> DynamoStore {
     store
 }
 
-pub async fn app(store: DynamoStore, token: Option<&str>, routes: RouteSet) -> App<DynamoStore> {
+pub async fn app<S: shared::store::Store>(
+    store: S,
+    token: Option<&str>,
+    routes: RouteSet,
+) -> App<S> {
     let registry = RegistryCache::load(&store, Duration::from_secs(30))
         .await
         .expect("registry loads");
@@ -222,55 +226,14 @@ pub async fn stream_records(
                 break;
             }
             for r in page.records() {
-                out.push(lambda_record(r, &arn));
+                out.push(
+                    ingester_local::stream_poller::lambda_record(r, &arn, "us-east-1").unwrap(),
+                );
             }
             iterator = page.next_shard_iterator().map(str::to_owned);
         }
     }
     out
-}
-
-/// One Streams API record in the shape Lambda's event source mapping delivers.
-fn lambda_record(
-    r: &aws_sdk_dynamodbstreams::types::Record,
-    arn: &str,
-) -> shared::aws_lambda_events::event::dynamodb::EventRecord {
-    let change = r.dynamodb().expect("stream record");
-    let image = |m: Option<
-        &std::collections::HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>,
-    >|
-     -> Value {
-        match m {
-            Some(m) => serde_json::to_value(serde_dynamo::Item::from(m.clone())).unwrap(),
-            None => Value::Null,
-        }
-    };
-    let mut record = json!({
-        "eventID": r.event_id(),
-        "eventName": r.event_name().map(|n| n.as_str()),
-        "eventVersion": "1.1",
-        "eventSource": "aws:dynamodb",
-        "awsRegion": "us-east-1",
-        "eventSourceARN": arn,
-        "dynamodb": {
-            "ApproximateCreationDateTime": change.approximate_creation_date_time().map(|t| t.secs()).unwrap_or(0),
-            "Keys": image(change.keys()),
-            "SequenceNumber": change.sequence_number(),
-            "SizeBytes": change.size_bytes().unwrap_or(0),
-            "StreamViewType": "NEW_AND_OLD_IMAGES"
-        }
-    });
-    if change.new_image().is_some() {
-        record["dynamodb"]["NewImage"] = image(change.new_image());
-    }
-    if change.old_image().is_some() {
-        record["dynamodb"]["OldImage"] = image(change.old_image());
-    }
-    if let Some(identity) = r.user_identity() {
-        record["userIdentity"] =
-            json!({"type": identity.r#type(), "principalId": identity.principal_id()});
-    }
-    serde_json::from_value(record).expect("a valid DynamoDB stream record")
 }
 
 /// A Lambda DynamoDB Streams event holding these records.
@@ -280,4 +243,119 @@ pub fn stream_event(
     let mut event = shared::aws_lambda_events::event::dynamodb::Event::default();
     event.records = records;
     event
+}
+
+/// What the contract tests need beyond `Store`: a fresh store per test and a
+/// look at raw items. Implemented for every engine the suite runs on.
+pub trait TestStore: shared::store::Store + Clone + Send + Sync + 'static {
+    /// A store on a fresh, empty table.
+    fn fresh(hint: &str) -> impl std::future::Future<Output = Self> + Send;
+    /// An item as stored, in DynamoDB JSON.
+    fn raw_item(
+        &self,
+        pk: &str,
+        sk: &str,
+    ) -> impl std::future::Future<Output = Option<serde_dynamo::Item>> + Send;
+    /// Sets an attribute as a user (not registry maintenance) would.
+    fn set_string(
+        &self,
+        pk: &str,
+        sk: &str,
+        name: &str,
+        value: &str,
+    ) -> impl std::future::Future<Output = ()> + Send;
+}
+
+impl TestStore for DynamoStore {
+    async fn fresh(hint: &str) -> Self {
+        fresh_store(&dynalite(), hint)
+            .await
+            .with_registry_page_limit(3)
+    }
+
+    async fn raw_item(&self, pk: &str, sk: &str) -> Option<serde_dynamo::Item> {
+        use aws_sdk_dynamodb::types::AttributeValue::S;
+        let out = self
+            .client()
+            .get_item()
+            .table_name(self.table())
+            .key("pk", S(pk.into()))
+            .key("sk", S(sk.into()))
+            .send()
+            .await
+            .unwrap();
+        out.item().cloned().map(serde_dynamo::Item::from)
+    }
+
+    async fn set_string(&self, pk: &str, sk: &str, name: &str, value: &str) {
+        use aws_sdk_dynamodb::types::AttributeValue::S;
+        self.client()
+            .update_item()
+            .table_name(self.table())
+            .key("pk", S(pk.into()))
+            .key("sk", S(sk.into()))
+            .update_expression("SET #n = :v")
+            .expression_attribute_names("#n", name)
+            .expression_attribute_values(":v", S(value.into()))
+            .send()
+            .await
+            .unwrap();
+    }
+}
+
+impl TestStore for shared::store::SqliteStore {
+    async fn fresh(_hint: &str) -> Self {
+        shared::store::SqliteStore::in_memory().unwrap()
+    }
+
+    async fn raw_item(&self, pk: &str, sk: &str) -> Option<serde_dynamo::Item> {
+        shared::store::SqliteStore::raw_item(self, pk, sk).unwrap()
+    }
+
+    async fn set_string(&self, pk: &str, sk: &str, name: &str, value: &str) {
+        let mut item = shared::store::SqliteStore::raw_item(self, pk, sk)
+            .unwrap()
+            .expect("item exists");
+        item.insert(name.into(), serde_dynamo::AttributeValue::S(value.into()));
+        self.put_raw_item(&item).unwrap();
+    }
+}
+
+/// Runs each named generic test (`async fn name<S: TestStore>()`) on every
+/// engine: dynalite through the DynamoDB adapter, and the embedded SQLite store.
+#[macro_export]
+macro_rules! on_every_store {
+    ($($name:ident),+ $(,)?) => {
+        mod dynalite {
+            $( #[tokio::test] async fn $name() { super::$name::<shared::store::DynamoStore>().await } )+
+        }
+        mod sqlite {
+            $( #[tokio::test] async fn $name() { super::$name::<shared::store::SqliteStore>().await } )+
+        }
+    };
+}
+
+/// A DynamoDB Streams event with one INSERT record per reading, as the table
+/// would emit them (sequence numbers in order).
+pub fn stream_event_for(
+    readings: &[shared::model::Reading],
+) -> shared::aws_lambda_events::event::dynamodb::Event {
+    let records: Vec<_> = readings
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let item: serde_dynamo::Item = serde_dynamo::to_item(shared::store::item::ReadingItem::from_reading(r)).unwrap();
+            let image = serde_json::to_value(&item).unwrap();
+            let keys = json!({"pk": image["pk"], "sk": image["sk"]});
+            serde_json::from_value(json!({
+                "eventID": format!("e{i}"),
+                "eventName": "INSERT",
+                "eventSource": "aws:dynamodb",
+                "awsRegion": "us-east-1",
+                "dynamodb": {"Keys": keys, "NewImage": image, "SequenceNumber": format!("{:021}", i + 1), "SizeBytes": 100, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+            }))
+            .unwrap()
+        })
+        .collect();
+    stream_event(records)
 }

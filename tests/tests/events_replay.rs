@@ -1,12 +1,12 @@
-//! Every file in `events/` replayed through the real handlers on a dynalite
-//! table, in an order that makes each answer meaningful, with the answers checked.
+//! Every file in `events/` replayed through the real handlers on every engine
+//! (`on_every_store!`), in an order that makes each answer meaningful, with the
+//! answers checked; and the two engines give identical answers.
 
-use integration_tests::{answer, app, dynalite, fresh_store};
+use integration_tests::{answer, app, on_every_store, stream_event_for, TestStore};
 use serde_json::{json, Value};
 use shared::api::{handle, RouteSet};
 use shared::aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 use shared::aws_lambda_events::event::dynamodb::Event;
-use shared::store::Store;
 use std::path::PathBuf;
 
 fn events_dir() -> PathBuf {
@@ -57,9 +57,8 @@ fn every_fixture_is_replayed() {
     assert_eq!(files, listed);
 }
 
-#[tokio::test]
-async fn fixtures_replay_through_the_handlers() {
-    let store = fresh_store(&dynalite(), "replay").await;
+async fn fixtures_replay_through_the_handlers<S: TestStore>() {
+    let store = S::fresh("replay").await;
     let ingest = app(store.clone(), None, RouteSet::Ingest).await;
     let run = |name: &'static str| {
         let ingest = &ingest;
@@ -157,9 +156,8 @@ async fn fixtures_replay_through_the_handlers() {
     assert_eq!(temps, vec![21.7, 21.5]);
 }
 
-#[tokio::test]
-async fn a_poison_record_is_reported_by_sequence_number_and_the_rest_applied() {
-    let store = fresh_store(&dynalite(), "poison").await;
+async fn a_poison_record_is_reported_by_sequence_number_and_the_rest_applied<S: TestStore>() {
+    let store = S::fresh("poison").await;
     let mut event = load("stream-registry.json");
     // Record 2 (sensor-bedroom INSERT) gets a temperature that is not a number.
     event["Records"][2]["dynamodb"]["NewImage"]["temperature"] = json!({"S": "warm"});
@@ -188,3 +186,90 @@ async fn a_poison_record_is_reported_by_sequence_number_and_the_rest_applied() {
         "only the MODIFY of it was good"
     );
 }
+
+async fn registry_converges_under_duplicate_and_reversed_delivery<S: TestStore>() {
+    use shared::model::{Reading, Timestamp};
+    let body: Vec<Value> =
+        serde_json::from_str(load("post-readings-batch.json")["body"].as_str().unwrap()).unwrap();
+    let mut readings: Vec<Reading> = body
+        .iter()
+        .map(|v| Reading::from_json(v, Timestamp::now(), |_| None).unwrap())
+        .collect();
+    let first: Value =
+        serde_json::from_str(load("post-reading-power.json")["body"].as_str().unwrap()).unwrap();
+    readings.push(Reading::from_json(&first, Timestamp::now(), |_| None).unwrap());
+
+    let forward = S::fresh("converge-a").await;
+    let r = shared::stream::handle(&forward, stream_event_for(&readings)).await;
+    assert!(r.batch_item_failures.is_empty());
+    let expected = forward.load_registry().await.unwrap();
+    assert_eq!(expected.devices.len(), 3);
+    // The same batch again, then every record alone in reverse order.
+    assert!(
+        shared::stream::handle(&forward, stream_event_for(&readings))
+            .await
+            .batch_item_failures
+            .is_empty()
+    );
+    for r in readings.iter().rev() {
+        assert!(
+            shared::stream::handle(&forward, stream_event_for(std::slice::from_ref(r)))
+                .await
+                .batch_item_failures
+                .is_empty()
+        );
+    }
+    assert_eq!(forward.load_registry().await.unwrap(), expected);
+
+    // A fresh store fed only the reversed, duplicated records ends the same.
+    let reversed = S::fresh("converge-b").await;
+    let mut shuffled: Vec<Reading> = readings.iter().rev().cloned().collect();
+    shuffled.extend(readings.iter().cloned());
+    for chunk in shuffled.chunks(2) {
+        assert!(shared::stream::handle(&reversed, stream_event_for(chunk))
+            .await
+            .batch_item_failures
+            .is_empty());
+    }
+    assert_eq!(reversed.load_registry().await.unwrap(), expected);
+}
+
+/// Replays the fixtures on one store and returns every answer body in order.
+async fn answers<S: TestStore>() -> Vec<Value> {
+    let store = S::fresh("agree").await;
+    let ingest = app(store.clone(), None, RouteSet::Ingest).await;
+    let mut out = Vec::new();
+    for name in [
+        "post-reading-power.json",
+        "post-readings-batch.json",
+        "post-readings-invalid.json",
+    ] {
+        out.push(answer(&handle(&ingest, api(name)).await).1);
+    }
+    out.push(
+        serde_json::to_value(shared::stream::handle(&store, stream("stream-registry.json")).await)
+            .unwrap(),
+    );
+    let query = app(store, None, RouteSet::Query).await;
+    for name in &ORDER[4..] {
+        let (status, body) = answer(&handle(&query, api(name)).await);
+        out.push(json!({ "status": status, "body": body }));
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_embedded_store_and_dynamodb_give_the_same_answers() {
+    let dynamo = answers::<shared::store::DynamoStore>().await;
+    let sqlite = answers::<shared::store::SqliteStore>().await;
+    assert_eq!(dynamo.len(), 11);
+    for (i, (d, s)) in dynamo.iter().zip(&sqlite).enumerate() {
+        assert_eq!(d, s, "answer {i} ({})", ORDER[i]);
+    }
+}
+
+on_every_store!(
+    fixtures_replay_through_the_handlers,
+    a_poison_record_is_reported_by_sequence_number_and_the_rest_applied,
+    registry_converges_under_duplicate_and_reversed_delivery,
+);

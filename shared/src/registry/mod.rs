@@ -110,13 +110,15 @@ pub fn plan<'a>(changes: impl IntoIterator<Item = (usize, &'a Reading)>) -> Regi
 /// How many registry writes run at once.
 const APPLY_CONCURRENCY: usize = 8;
 
+/// One registry write; its error carries the first record it stands for.
+type RegistryWriteFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<(), (usize, StoreError)>> + Send + 'a>>;
+
 /// Applies a plan; returns the `first_record` of every update that failed.
 pub async fn apply<S: Store>(store: &S, plan: &RegistryPlan) -> Vec<usize> {
     // Futures are built up front: a stream of closures that borrow their
     // argument would not be `Send` for every lifetime once spawned.
-    let mut writes: Vec<
-        Pin<Box<dyn Future<Output = Result<(), (usize, StoreError)>> + Send + '_>>,
-    > = Vec::with_capacity(plan.writes());
+    let mut writes: Vec<RegistryWriteFuture<'_>> = Vec::with_capacity(plan.writes());
     for p in &plan.devices {
         let fut = store.apply_device_update(&p.update);
         writes.push(Box::pin(async move {

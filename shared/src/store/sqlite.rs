@@ -310,6 +310,24 @@ impl SqliteStore {
         Ok((records, last))
     }
 
+    /// One item as stored (DynamoDB JSON), for inspection.
+    pub fn raw_item(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+        Self::get_item(&self.lock(), pk, sk)
+    }
+
+    /// Writes one whole item, as an import or a repair would; logged like any change.
+    pub fn put_raw_item(&self, item: &Item) -> Result<(), StoreError> {
+        let key = |k: &str| match item.get(k) {
+            Some(AttributeValue::S(s)) => Ok(s.clone()),
+            _ => Err(StoreError::Corrupt(format!("item without a string {k}"))),
+        };
+        let (pk, sk) = (key(attr::PK)?, key(attr::SK)?);
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(db_err)?;
+        Self::put_item(&tx, &pk, &sk, item)?;
+        tx.commit().map_err(db_err)
+    }
+
     /// Changes not yet consumed by the registry (for tests and status).
     pub fn pending_changes(&self) -> Result<i64, StoreError> {
         self.lock()

@@ -1,10 +1,13 @@
-//! The DynamoDB adapter against dynalite, which validates requests as DynamoDB
-//! does (it rejects a 26-item BatchWriteItem and unused expression values).
+//! The storage contract, run on every engine (`on_every_store!`): the DynamoDB
+//! adapter on dynalite, which validates requests as DynamoDB does (it rejects a
+//! 26-item BatchWriteItem and unused expression values), and the embedded
+//! SQLite store. Both must give the same answers.
 
-use integration_tests::{client, dynalite, fresh_store};
+use integration_tests::{on_every_store, TestStore};
+use serde_dynamo::{AttributeValue, Item};
 use shared::keys::Position;
 use shared::model::{Climate, DeviceId, Measurement, Power, Reading, RoomId, TimeRange, Timestamp};
-use shared::store::{DeviceUpdate, DynamoStore, Order, RangeRequest, RoomUpdate, Store};
+use shared::store::{DeviceUpdate, Order, RangeRequest, RoomUpdate};
 use std::collections::{BTreeSet, HashMap};
 
 fn ts(s: &str) -> Timestamp {
@@ -48,28 +51,9 @@ fn req(order: Order, limit: usize, after: Option<Position>) -> RangeRequest {
     }
 }
 
-async fn raw_item(
-    store: &DynamoStore,
-    pk: &str,
-    sk: &str,
-) -> HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
-    client(&dynalite())
-        .get_item()
-        .table_name(store.table())
-        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(pk.into()))
-        .key("sk", aws_sdk_dynamodb::types::AttributeValue::S(sk.into()))
-        .send()
-        .await
-        .unwrap()
-        .item()
-        .cloned()
-        .unwrap_or_default()
-}
-
-#[tokio::test]
-async fn writes_store_the_exact_items_of_the_design() {
-    use aws_sdk_dynamodb::types::AttributeValue::{N, S};
-    let store = fresh_store(&dynalite(), "items").await;
+async fn writes_store_the_exact_items_of_the_design<S: TestStore>() {
+    use AttributeValue::{N, S as Str};
+    let store = S::fresh("items").await;
     let report = store
         .write_readings(&[
             power_at("meter-1", 0, 1234.5),
@@ -77,27 +61,32 @@ async fn writes_store_the_exact_items_of_the_design() {
         ])
         .await;
     assert!(report.unwritten.is_empty());
-    let p = raw_item(&store, "meter-1", "TS#2026-11-01T00:00:00.000Z").await;
+    let p = store
+        .raw_item("meter-1", "TS#2026-11-01T00:00:00.000Z")
+        .await
+        .unwrap();
     assert_eq!(
         p,
-        HashMap::from([
-            ("pk".into(), S("meter-1".into())),
-            ("sk".into(), S("TS#2026-11-01T00:00:00.000Z".into())),
-            ("type".into(), S("power".into())),
+        Item::from(HashMap::from([
+            ("pk".into(), Str("meter-1".into())),
+            ("sk".into(), Str("TS#2026-11-01T00:00:00.000Z".into())),
+            ("type".into(), Str("power".into())),
             ("cumulative_kwh_p".into(), N("1234.5".into())),
             ("cumulative_kwh_n".into(), N("0.5".into())),
             ("current_w".into(), N("300".into())),
-        ])
+        ]))
     );
-    let c = raw_item(&store, "s1", "TS#2026-11-01T00:00:00.000Z").await;
-    assert_eq!(c.get("room"), Some(&S("bedroom".into())));
+    let c = store
+        .raw_item("s1", "TS#2026-11-01T00:00:00.000Z")
+        .await
+        .unwrap();
+    assert_eq!(c.get("room"), Some(&Str("bedroom".into())));
     assert_eq!(c.get("temperature"), Some(&N("21.25".into())));
-    assert_eq!(c.get("type"), Some(&S("climate".into())));
+    assert_eq!(c.get("type"), Some(&Str("climate".into())));
 }
 
-#[tokio::test]
-async fn batches_over_25_are_chunked_and_duplicates_keep_the_last() {
-    let store = fresh_store(&dynalite(), "chunks").await;
+async fn batches_over_25_are_chunked_and_duplicates_keep_the_last<S: TestStore>() {
+    let store = S::fresh("chunks").await;
     // 130 readings, 10 of which repeat an earlier key with a new value.
     let mut readings: Vec<Reading> = (0..120).map(|m| power_at("meter-1", m, m as f64)).collect();
     readings.extend((0..10).map(|m| power_at("meter-1", m, 1000.0 + m as f64)));
@@ -114,9 +103,8 @@ async fn batches_over_25_are_chunked_and_duplicates_keep_the_last() {
     assert!(page.next.is_none());
 }
 
-#[tokio::test]
-async fn ranges_read_both_orders_and_page_with_positions() {
-    let store = fresh_store(&dynalite(), "ranges").await;
+async fn ranges_read_both_orders_and_page_with_positions<S: TestStore>() {
+    let store = S::fresh("ranges").await;
     let readings: Vec<Reading> = (0..30)
         .map(|m| power_at("meter-1", m * 60, m as f64))
         .collect(); // hourly, 30 h
@@ -156,9 +144,8 @@ async fn ranges_read_both_orders_and_page_with_positions() {
     assert_eq!(seen, expected);
 }
 
-#[tokio::test]
-async fn latest_is_the_newest_reading_of_that_device_only() {
-    let store = fresh_store(&dynalite(), "latest").await;
+async fn latest_is_the_newest_reading_of_that_device_only<S: TestStore>() {
+    let store = S::fresh("latest").await;
     assert_eq!(store.latest_reading(&dev("meter-1")).await.unwrap(), None);
     let rs: Vec<Reading> = (0..5).map(|m| power_at("meter-1", m, m as f64)).collect();
     store.write_readings(&rs).await;
@@ -169,9 +156,8 @@ async fn latest_is_the_newest_reading_of_that_device_only() {
     );
 }
 
-#[tokio::test]
-async fn room_ranges_use_the_index_and_never_return_registry_items() {
-    let store = fresh_store(&dynalite(), "rooms").await;
+async fn room_ranges_use_the_index_and_never_return_registry_items<S: TestStore>() {
+    let store = S::fresh("rooms").await;
     let mut rs = Vec::new();
     for m in 0..6 {
         rs.push(climate_at("s1", "bedroom", m, 20.0 + m as f64));
@@ -242,9 +228,8 @@ async fn room_ranges_use_the_index_and_never_return_registry_items() {
     assert_eq!(distinct.len(), 12, "no reading repeated across pages");
 }
 
-#[tokio::test]
-async fn registry_updates_are_monotonic_and_never_touch_names() {
-    let store = fresh_store(&dynalite(), "registry").await;
+async fn registry_updates_are_monotonic_and_never_touch_names<S: TestStore>() {
+    let store = S::fresh("registry").await;
     let newer = climate_at("s1", "bedroom", 60, 22.0);
     let older = climate_at("s1", "kitchen", 30, 19.0);
     let oldest = power_at("s1", 0, 1.0);
@@ -260,26 +245,9 @@ async fn registry_updates_are_monotonic_and_never_touch_names() {
         .await
         .unwrap();
     // A user names the device (the registry must never overwrite it).
-    client(&dynalite())
-        .update_item()
-        .table_name(store.table())
-        .key(
-            "pk",
-            aws_sdk_dynamodb::types::AttributeValue::S("DEVICE".into()),
-        )
-        .key(
-            "sk",
-            aws_sdk_dynamodb::types::AttributeValue::S("s1".into()),
-        )
-        .update_expression("SET #n = :n")
-        .expression_attribute_names("#n", "name")
-        .expression_attribute_values(
-            ":n",
-            aws_sdk_dynamodb::types::AttributeValue::S("Bedroom sensor".into()),
-        )
-        .send()
-        .await
-        .unwrap();
+    store
+        .set_string("DEVICE", "s1", "name", "Bedroom sensor")
+        .await;
     // Late, older changes: first_seen moves earlier, latest/room/last_seen stay.
     store
         .apply_device_update(&update(&older, &older))
@@ -328,11 +296,8 @@ async fn registry_updates_are_monotonic_and_never_touch_names() {
     assert_eq!(r.devices, BTreeSet::from([dev("s1"), dev("s2")]));
 }
 
-#[tokio::test]
-async fn the_registry_load_reads_every_page() {
-    let store = fresh_store(&dynalite(), "pages")
-        .await
-        .with_registry_page_limit(3);
+async fn the_registry_load_reads_every_page<S: TestStore>() {
+    let store = S::fresh("pages").await; // 3 items per registry page on DynamoDB
     for i in 0..10 {
         let r = climate_at(&format!("s{i}"), &format!("room{}", i % 4), i, 20.0);
         store
@@ -365,3 +330,13 @@ async fn the_registry_load_reads_every_page() {
         3
     );
 }
+
+on_every_store!(
+    writes_store_the_exact_items_of_the_design,
+    batches_over_25_are_chunked_and_duplicates_keep_the_last,
+    ranges_read_both_orders_and_page_with_positions,
+    latest_is_the_newest_reading_of_that_device_only,
+    room_ranges_use_the_index_and_never_return_registry_items,
+    registry_updates_are_monotonic_and_never_touch_names,
+    the_registry_load_reads_every_page,
+);

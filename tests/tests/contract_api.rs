@@ -1,13 +1,14 @@
-//! The HTTP API through API Gateway v2 events, handlers on a dynalite table:
-//! every route, and every error status with a JSON body that says what is wrong.
+//! The HTTP API contract through API Gateway v2 events, run on every engine
+//! (`on_every_store!`): every route, and every error status with a JSON body
+//! that says what is wrong.
 
-use integration_tests::{answer, api_event, app, climate, dynalite, fresh_store, power};
+use integration_tests::{answer, api_event, app, climate, on_every_store, power, TestStore};
 use serde_json::{json, Value};
 use shared::api::{handle, App, RouteSet};
 use shared::model::{Reading, Timestamp};
-use shared::store::{DynamoStore, Store};
+use shared::store::Store;
 
-async fn post(app: &App<DynamoStore>, body: &str, headers: &[(&str, &str)]) -> (u16, Value) {
+async fn post<S: Store>(app: &App<S>, body: &str, headers: &[(&str, &str)]) -> (u16, Value) {
     answer(
         &handle(
             app,
@@ -17,7 +18,7 @@ async fn post(app: &App<DynamoStore>, body: &str, headers: &[(&str, &str)]) -> (
     )
 }
 
-async fn get(app: &App<DynamoStore>, path: &str, query: &[(&str, &str)]) -> (u16, Value) {
+async fn get<S: Store>(app: &App<S>, path: &str, query: &[(&str, &str)]) -> (u16, Value) {
     answer(&handle(app, api_event("GET", path, query, None, &[])).await)
 }
 
@@ -27,7 +28,7 @@ const DAY: [(&str, &str); 2] = [
 ];
 
 /// Registry items as the stream handler would leave them after these readings.
-async fn register(store: &DynamoStore, readings: &[Value]) {
+async fn register<S: Store>(store: &S, readings: &[Value]) {
     let parsed: Vec<Reading> = readings
         .iter()
         .map(|v| Reading::from_json(v, Timestamp::now(), |_| None).unwrap())
@@ -64,8 +65,8 @@ fn sample() -> Vec<Value> {
     v
 }
 
-async fn seeded(hint: &str, token: Option<&str>) -> App<DynamoStore> {
-    let store = fresh_store(&dynalite(), hint).await;
+async fn seeded<S: TestStore>(hint: &str, token: Option<&str>) -> App<S> {
+    let store = S::fresh(hint).await;
     let body = serde_json::to_string(&sample()).unwrap();
     let readings: Vec<Reading> = sample()
         .iter()
@@ -88,9 +89,8 @@ impl Written for shared::store::WriteReport {
     }
 }
 
-#[tokio::test]
-async fn post_one_reading_or_a_batch_and_read_them_back() {
-    let app = app(fresh_store(&dynalite(), "post").await, None, RouteSet::All).await;
+async fn post_one_reading_or_a_batch_and_read_them_back<S: TestStore>() {
+    let app = app(S::fresh("post").await, None, RouteSet::All).await;
     let one = power("meter-1", "2026-11-21T10:00:00+09:00", 1234.5, 10.25, 350.0);
     assert_eq!(
         post(&app, &one.to_string(), &[]).await,
@@ -122,9 +122,8 @@ async fn post_one_reading_or_a_batch_and_read_them_back() {
     );
 }
 
-#[tokio::test]
-async fn lists_and_lookups_come_from_the_registry() {
-    let app = seeded("lists", None).await;
+async fn lists_and_lookups_come_from_the_registry<S: TestStore>() {
+    let app = seeded::<S>("lists", None).await;
     let (status, body) = get(&app, "/devices", &[]).await;
     assert_eq!(status, 200);
     let ids: Vec<&str> = body["devices"]
@@ -156,9 +155,8 @@ async fn lists_and_lookups_come_from_the_registry() {
     assert_eq!(body["devices"][0]["device_id"], "s-kit");
 }
 
-#[tokio::test]
-async fn ranges_page_with_opaque_cursors_in_both_orders() {
-    let app = seeded("paging", None).await;
+async fn ranges_page_with_opaque_cursors_in_both_orders<S: TestStore>() {
+    let app = seeded::<S>("paging", None).await;
     for order in ["asc", "desc"] {
         let mut cursor: Option<String> = None;
         let mut got = vec![];
@@ -221,9 +219,8 @@ async fn ranges_page_with_opaque_cursors_in_both_orders() {
     assert!(body["next_cursor"].is_null());
 }
 
-#[tokio::test]
-async fn bad_query_parameters_and_cursors_get_400_naming_the_parameter() {
-    let app = seeded("badparams", None).await;
+async fn bad_query_parameters_and_cursors_get_400_naming_the_parameter<S: TestStore>() {
+    let app = seeded::<S>("badparams", None).await;
     let (_, first) = get(
         &app,
         "/devices/meter-1/readings",
@@ -311,9 +308,8 @@ async fn bad_query_parameters_and_cursors_get_400_naming_the_parameter() {
     }
 }
 
-#[tokio::test]
-async fn bad_paths_unknown_routes_and_missing_things_get_4xx() {
-    let app = seeded("paths", None).await;
+async fn bad_paths_unknown_routes_and_missing_things_get_4xx<S: TestStore>() {
+    let app = seeded::<S>("paths", None).await;
     for (method, path, status, code) in [
         ("GET", "/devices/DEVICE", 400, "invalid_path"),
         ("GET", "/devices/a%23b/readings", 400, "invalid_path"),
@@ -341,14 +337,8 @@ async fn bad_paths_unknown_routes_and_missing_things_get_4xx() {
     assert_eq!(status, 200);
 }
 
-#[tokio::test]
-async fn invalid_bodies_get_400_with_every_problem_and_nothing_is_written() {
-    let app = app(
-        fresh_store(&dynalite(), "invalid").await,
-        None,
-        RouteSet::All,
-    )
-    .await;
+async fn invalid_bodies_get_400_with_every_problem_and_nothing_is_written<S: TestStore>() {
+    let app = app(S::fresh("invalid").await, None, RouteSet::All).await;
     let batch = json!([
         power("meter-1", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0),
         {"device_id": "DEVICE", "timestamp": "2026-11-21T01:00:00Z", "type": "climate", "room": "bedroom", "temperature": "warm", "humidity": 120},
@@ -415,9 +405,8 @@ async fn invalid_bodies_get_400_with_every_problem_and_nothing_is_written() {
     );
 }
 
-#[tokio::test]
-async fn oversized_requests_get_413() {
-    let app = app(fresh_store(&dynalite(), "large").await, None, RouteSet::All).await;
+async fn oversized_requests_get_413<S: TestStore>() {
+    let app = app(S::fresh("large").await, None, RouteSet::All).await;
     let many: Vec<Value> = (0..1001)
         .map(|i| {
             power(
@@ -450,14 +439,8 @@ async fn oversized_requests_get_413() {
     assert_eq!((status, body["written"].as_u64()), (200, Some(1000)));
 }
 
-#[tokio::test]
-async fn a_configured_token_is_required_to_post() {
-    let app = app(
-        fresh_store(&dynalite(), "auth").await,
-        Some("s3cret"),
-        RouteSet::All,
-    )
-    .await;
+async fn a_configured_token_is_required_to_post<S: TestStore>() {
+    let app = app(S::fresh("auth").await, Some("s3cret"), RouteSet::All).await;
     let body = power("meter-1", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0).to_string();
     for headers in [
         vec![],
@@ -490,9 +473,8 @@ async fn a_configured_token_is_required_to_post() {
     );
 }
 
-#[tokio::test]
-async fn a_climate_reading_may_omit_the_room_of_a_registered_device() {
-    let app = seeded("roomless", None).await;
+async fn a_climate_reading_may_omit_the_room_of_a_registered_device<S: TestStore>() {
+    let app = seeded::<S>("roomless", None).await;
     let body = json!({"device_id": "s-bed", "timestamp": "2026-11-21T05:00:00Z", "type": "climate", "temperature": 19.5, "humidity": 50});
     assert_eq!(
         post(&app, &body.to_string(), &[]).await,
@@ -511,9 +493,8 @@ async fn a_climate_reading_may_omit_the_room_of_a_registered_device() {
     );
 }
 
-#[tokio::test]
-async fn each_function_serves_only_its_own_routes() {
-    let store = fresh_store(&dynalite(), "routesets").await;
+async fn each_function_serves_only_its_own_routes<S: TestStore>() {
+    let store = S::fresh("routesets").await;
     let ingest = app(store.clone(), None, RouteSet::Ingest).await;
     let query = app(store, None, RouteSet::Query).await;
     assert_eq!(get(&ingest, "/devices", &[]).await.0, 404);
@@ -523,11 +504,10 @@ async fn each_function_serves_only_its_own_routes() {
     assert_eq!(get(&query, "/devices/m/latest", &[]).await.0, 200);
 }
 
-#[tokio::test]
-async fn the_cached_registry_reloads_only_after_its_ttl() {
+async fn the_cached_registry_reloads_only_after_its_ttl<S: TestStore>() {
     use shared::registry::RegistryCache;
     use std::time::Duration;
-    let store = fresh_store(&dynalite(), "cache").await;
+    let store = S::fresh("cache").await;
     let fresh = RegistryCache::load(&store, Duration::ZERO).await.unwrap();
     let stale = RegistryCache::load(&store, Duration::from_secs(3600))
         .await
@@ -548,3 +528,17 @@ async fn the_cached_registry_reloads_only_after_its_ttl() {
         "within its TTL the cache is not reloaded"
     );
 }
+
+on_every_store!(
+    post_one_reading_or_a_batch_and_read_them_back,
+    lists_and_lookups_come_from_the_registry,
+    ranges_page_with_opaque_cursors_in_both_orders,
+    bad_query_parameters_and_cursors_get_400_naming_the_parameter,
+    bad_paths_unknown_routes_and_missing_things_get_4xx,
+    invalid_bodies_get_400_with_every_problem_and_nothing_is_written,
+    oversized_requests_get_413,
+    a_configured_token_is_required_to_post,
+    a_climate_reading_may_omit_the_room_of_a_registered_device,
+    each_function_serves_only_its_own_routes,
+    the_cached_registry_reloads_only_after_its_ttl,
+);

@@ -1,0 +1,303 @@
+//! The `ingester-local` binary as a user runs it: `serve` over real HTTP on
+//! 127.0.0.1 (embedded store, and a DynamoDB endpoint with its stream), a
+//! restart that keeps the data, Ctrl-C, and `replay`.
+
+use integration_tests::{climate, moto, power, table_name};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ingester-local");
+
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Server {
+    /// Starts `serve` on a free port and waits for its "serving on" line.
+    fn start(args: &[&str]) -> Server {
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .args(["--addr", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", "info")
+            .env_remove("INGEST_TOKEN")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("ingester-local starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("the server said where it serves")
+                .unwrap();
+            if let Some(i) = line.find("serving on http://") {
+                break line[i + "serving on http://".len()..].trim().to_owned();
+            }
+        };
+        // Keep draining its log so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Server { child, addr }
+    }
+
+    fn request(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        let body = body.unwrap_or("");
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        let mut raw = String::new();
+        stream.read_to_string(&mut raw).unwrap();
+        let status: u16 = raw.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let json_body = raw.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+        (
+            status,
+            serde_json::from_str(json_body).unwrap_or(Value::Null),
+        )
+    }
+
+    /// GETs `path` until `done` holds for its answer (the registry is maintained asynchronously).
+    fn eventually(&self, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let (status, body) = self.request("GET", path, None);
+            if status == 200 && done(&body) {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "GET {path} never got there: {body}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Ctrl-C, and a clean exit.
+    fn stop(mut self) {
+        let ok = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "exit status {status}");
+                return;
+            }
+            assert!(Instant::now() < deadline, "did not stop on Ctrl-C");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn batch() -> String {
+    json!([
+        power("meter-1", "2026-11-21T10:00:00+09:00", 1234.5, 10.25, 350.0),
+        climate(
+            "sensor-bedroom",
+            "bedroom",
+            "2026-11-21T01:00:00Z",
+            21.5,
+            45.0
+        ),
+        climate(
+            "sensor-kitchen",
+            "kitchen",
+            "2026-11-21T01:02:00Z",
+            23.0,
+            52.0
+        ),
+    ])
+    .to_string()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ingester-local-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn device_ids(body: &Value) -> Vec<String> {
+    body["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn serve_on_the_embedded_store_keeps_data_across_a_restart() {
+    let dir = temp_dir("embedded");
+    let db = dir.join("readings.db");
+    let db_arg = db.to_str().unwrap();
+    let server = Server::start(&["--db", db_arg]);
+    assert_eq!(
+        server.request("POST", "/readings", Some(&batch())),
+        (200, json!({"written": 3}))
+    );
+    let devices = server.eventually("/devices", |b| {
+        b["devices"].as_array().is_some_and(|d| d.len() == 3)
+    });
+    assert_eq!(
+        device_ids(&devices),
+        ["meter-1", "sensor-bedroom", "sensor-kitchen"]
+    );
+    let (status, range) = server.request(
+        "GET",
+        "/rooms/bedroom/readings?from=2026-11-21T00:00:00Z&to=2026-11-22T00:00:00Z",
+        None,
+    );
+    assert_eq!(
+        (status, range["readings"][0]["temperature"].clone()),
+        (200, json!(21.5))
+    );
+    let (status, body) = server.request("POST", "/readings", Some("{\"device_id\": "));
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (400, json!("invalid_json"))
+    );
+    server.stop();
+
+    // Everything was consumed and checkpointed: nothing is applied twice after a restart.
+    let store = shared::store::SqliteStore::open(&db).unwrap();
+    assert_eq!(store.pending_changes().unwrap(), 0);
+    drop(store);
+
+    let again = Server::start(&["--db", db_arg]);
+    let (status, devices) = again.request("GET", "/devices", None);
+    assert_eq!(
+        (status, device_ids(&devices)),
+        (
+            200,
+            vec![
+                "meter-1".to_owned(),
+                "sensor-bedroom".into(),
+                "sensor-kitchen".into()
+            ]
+        )
+    );
+    let (_, latest) = again.request("GET", "/devices/meter-1/latest", None);
+    assert_eq!(latest["reading"]["timestamp"], "2026-11-21T01:00:00.000Z");
+    again.stop();
+}
+
+#[test]
+fn serve_on_moto_creates_the_table_and_follows_its_stream() {
+    let dir = temp_dir("moto");
+    let checkpoint = dir.join("stream.json");
+    let table = table_name("local-serve");
+    let server = Server::start(&[
+        "--dynamodb-endpoint",
+        &moto(),
+        "--table",
+        &table,
+        "--create-table",
+        "--stream-checkpoint",
+        checkpoint.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        server.request("POST", "/readings", Some(&batch())),
+        (200, json!({"written": 3}))
+    );
+    let rooms = server.eventually("/rooms", |b| {
+        b["rooms"].as_array().is_some_and(|r| r.len() == 2)
+    });
+    assert_eq!(rooms["rooms"][0]["room_id"], "bedroom");
+    server.stop();
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(&checkpoint).unwrap()).unwrap();
+    assert!(
+        !saved.as_object().unwrap().is_empty(),
+        "the shard position was saved: {saved}"
+    );
+}
+
+fn events(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../events")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn replay_prints_each_answer_and_names_a_bad_file() {
+    let out = Command::new(BIN)
+        .args(["replay", "--memory"])
+        .args(
+            [
+                "post-readings-batch.json",
+                "get-devices.json",
+                "get-room-readings.json",
+                "stream-registry.json",
+            ]
+            .map(events),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(lines[0]["response"]["statusCode"], 200);
+    let devices: Value =
+        serde_json::from_str(lines[1]["response"]["body"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        device_ids(&devices),
+        ["meter-1", "sensor-bedroom", "sensor-kitchen"],
+        "the registry caught up between events"
+    );
+    assert_eq!(lines[3]["response"], json!({"batchItemFailures": []}));
+
+    let dir = temp_dir("replay");
+    let bad = dir.join("not-an-event.json");
+    std::fs::write(&bad, "{\"hello\": 1}").unwrap();
+    let broken = dir.join("broken.json");
+    std::fs::write(&broken, "{\"Records\": [{\"dynamodb\": 5}]}").unwrap();
+    let out = Command::new(BIN)
+        .args(["replay", "--memory", &events("get-rooms.json")])
+        .args([&bad, &broken])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not-an-event.json: neither an API Gateway"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("broken.json: malformed DynamoDB Streams event"),
+        "{stderr}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        1,
+        "the good file still ran"
+    );
+}
