@@ -41,7 +41,7 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         cache_ttl: u64,
         /// How often the registry consumer looks for changes, in milliseconds.
-        #[arg(long, default_value_t = 250)]
+        #[arg(long, default_value_t = 100)]
         poll_ms: u64,
         #[command(flatten)]
         store: StoreArgs,
@@ -161,13 +161,16 @@ async fn shutdown_signal() {
 }
 
 /// The local change-log consumer: the embedded store's stand-in for the stream → Lambda mapping.
-async fn consume_change_log(store: SqliteStore, every: Duration) {
+/// After it changes the registry it marks the server's cache stale, so a new
+/// device is listed at once rather than after the cache's TTL.
+async fn consume_change_log(store: SqliteStore, every: Duration, app: Arc<App<SqliteStore>>) {
     let mut failures_at_same_place = 0;
     loop {
         match store.drain_change_log().await {
             Ok(0) => tokio::time::sleep(every).await,
             Ok(n) => {
                 failures_at_same_place = 0;
+                app.registry.invalidate();
                 tracing::debug!(changes = n, "registry updated");
             }
             Err(err) => {
@@ -201,7 +204,7 @@ async fn poll_stream(mut poller: StreamPoller, store: DynamoStore, every: Durati
 }
 
 async fn serve<S: Store + 'static>(
-    app: App<S>,
+    app: Arc<App<S>>,
     addr: SocketAddr,
     feeder: tokio::task::JoinHandle<()>,
 ) -> Result<(), String> {
@@ -212,7 +215,7 @@ async fn serve<S: Store + 'static>(
         "serving on http://{}",
         listener.local_addr().map_err(|e| e.to_string())?
     );
-    let result = axum::serve(listener, http::router(Arc::new(app)))
+    let result = axum::serve(listener, http::router(app))
         .with_graceful_shutdown(shutdown_signal())
         .await
         .map_err(|e| e.to_string());
@@ -233,14 +236,16 @@ async fn run(cli: Cli) -> Result<bool, String> {
             let every = Duration::from_millis(poll_ms);
             match open(&store).await? {
                 Backend::Embedded(s) => {
-                    let feeder = tokio::spawn(consume_change_log(s.clone(), every));
-                    serve(app(s, token.as_deref(), ttl).await?, addr, feeder).await?;
+                    let app = Arc::new(app(s.clone(), token.as_deref(), ttl).await?);
+                    let feeder = tokio::spawn(consume_change_log(s, every, app.clone()));
+                    serve(app, addr, feeder).await?;
                 }
                 Backend::Dynamo(s, streams, region) => {
                     let poller =
                         StreamPoller::new(streams, region, store.stream_checkpoint.clone());
                     let feeder = tokio::spawn(poll_stream(poller, s.clone(), every));
-                    serve(app(s, token.as_deref(), ttl).await?, addr, feeder).await?;
+                    let app = Arc::new(app(s, token.as_deref(), ttl).await?);
+                    serve(app, addr, feeder).await?;
                 }
             }
             Ok(true)

@@ -240,18 +240,16 @@ fn events(name: &str) -> String {
 }
 
 #[test]
-fn replay_prints_each_answer_and_names_a_bad_file() {
+fn replay_of_every_event_file_prints_the_expected_answers() {
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../events"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+    files.sort(); // as the shell expands events/*.json
     let out = Command::new(BIN)
         .args(["replay", "--memory"])
-        .args(
-            [
-                "post-readings-batch.json",
-                "get-devices.json",
-                "get-room-readings.json",
-                "stream-registry.json",
-            ]
-            .map(events),
-        )
+        .args(&files)
         .output()
         .unwrap();
     assert!(
@@ -264,24 +262,64 @@ fn replay_prints_each_answer_and_names_a_bad_file() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 4);
-    assert_eq!(lines[0]["response"]["statusCode"], 200);
-    let devices: Value =
-        serde_json::from_str(lines[1]["response"]["body"].as_str().unwrap()).unwrap();
+    let statuses: Vec<Value> = lines
+        .iter()
+        .map(|l| l["response"]["statusCode"].clone())
+        .collect();
+    let ok = json!(200);
     assert_eq!(
-        device_ids(&devices),
-        ["meter-1", "sensor-bedroom", "sensor-kitchen"],
-        "the registry caught up between events"
+        statuses,
+        vec![
+            ok.clone(),
+            ok.clone(),
+            json!(400),
+            Value::Null,
+            ok.clone(),
+            ok.clone(),
+            ok.clone(),
+            ok.clone(),
+            ok.clone(),
+            ok.clone(),
+            ok.clone()
+        ]
     );
+    let body = |i: usize| -> Value {
+        serde_json::from_str(lines[i]["response"]["body"].as_str().unwrap()).unwrap()
+    };
+    assert_eq!(body(0), json!({"written": 1}));
+    assert_eq!(body(1), json!({"written": 4}));
+    assert_eq!(body(2)["error"]["details"].as_array().unwrap().len(), 6);
     assert_eq!(lines[3]["response"], json!({"batchItemFailures": []}));
+    assert_eq!(
+        device_ids(&body(4)),
+        ["meter-1", "sensor-bedroom", "sensor-kitchen"]
+    );
+    assert_eq!(body(5)["device"]["latest"]["current_w"], json!(-120.0));
+    assert_eq!(
+        body(6)["readings"][0]["timestamp"],
+        "2026-11-21T01:00:00.000Z"
+    );
+    assert_eq!(body(7)["reading"]["timestamp"], "2026-11-21T01:05:00.000Z");
+    assert_eq!(body(8)["rooms"].as_array().unwrap().len(), 2);
+    assert_eq!(body(9)["room"]["latest"]["temperature"], json!(21.7));
+    let temps: Vec<f64> = body(10)["readings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["temperature"].as_f64().unwrap())
+        .collect();
+    assert_eq!(temps, vec![21.7, 21.5]);
+}
 
+#[test]
+fn replay_names_a_bad_file_and_exits_non_zero() {
     let dir = temp_dir("replay");
     let bad = dir.join("not-an-event.json");
     std::fs::write(&bad, "{\"hello\": 1}").unwrap();
     let broken = dir.join("broken.json");
     std::fs::write(&broken, "{\"Records\": [{\"dynamodb\": 5}]}").unwrap();
     let out = Command::new(BIN)
-        .args(["replay", "--memory", &events("get-rooms.json")])
+        .args(["replay", "--memory", &events("09-get-rooms.json")])
         .args([&bad, &broken])
         .output()
         .unwrap();

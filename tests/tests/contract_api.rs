@@ -527,6 +527,12 @@ async fn the_cached_registry_reloads_only_after_its_ttl<S: TestStore>() {
         stale.current(&store).await.devices.is_empty(),
         "within its TTL the cache is not reloaded"
     );
+    stale.invalidate();
+    assert_eq!(
+        stale.current(&store).await.devices.len(),
+        1,
+        "an invalidated cache reloads at once"
+    );
 }
 
 on_every_store!(

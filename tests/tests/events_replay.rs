@@ -31,17 +31,17 @@ fn stream(name: &str) -> Event {
 
 /// The files this test replays, in order. A new fixture must be added here.
 const ORDER: [&str; 11] = [
-    "post-reading-power.json",
-    "post-readings-batch.json",
-    "post-readings-invalid.json",
-    "stream-registry.json",
-    "get-devices.json",
-    "get-device.json",
-    "get-device-readings.json",
-    "get-device-latest.json",
-    "get-rooms.json",
-    "get-room.json",
-    "get-room-readings.json",
+    "01-post-reading-power.json",
+    "02-post-readings-batch.json",
+    "03-post-readings-invalid.json",
+    "04-stream-registry.json",
+    "05-get-devices.json",
+    "06-get-device.json",
+    "07-get-device-readings.json",
+    "08-get-device-latest.json",
+    "09-get-rooms.json",
+    "10-get-room.json",
+    "11-get-room-readings.json",
 ];
 
 #[test]
@@ -65,14 +65,14 @@ async fn fixtures_replay_through_the_handlers<S: TestStore>() {
         async move { answer(&handle(ingest, api(name)).await) }
     };
     assert_eq!(
-        run("post-reading-power.json").await,
+        run("01-post-reading-power.json").await,
         (200, json!({"written": 1}))
     );
     assert_eq!(
-        run("post-readings-batch.json").await,
+        run("02-post-readings-batch.json").await,
         (200, json!({"written": 4}))
     );
-    let (status, body) = run("post-readings-invalid.json").await;
+    let (status, body) = run("03-post-readings-invalid.json").await;
     assert_eq!(status, 400);
     let fields: Vec<(u64, &str)> = body["error"]["details"]
         .as_array()
@@ -92,7 +92,7 @@ async fn fixtures_replay_through_the_handlers<S: TestStore>() {
         ]
     );
 
-    let response = shared::stream::handle(&store, stream("stream-registry.json")).await;
+    let response = shared::stream::handle(&store, stream("04-stream-registry.json")).await;
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
     let registry = store.load_registry().await.unwrap();
     assert_eq!(
@@ -116,7 +116,7 @@ async fn fixtures_replay_through_the_handlers<S: TestStore>() {
             body
         }
     };
-    let devices = get("get-devices.json").await;
+    let devices = get("05-get-devices.json").await;
     let ids: Vec<&str> = devices["devices"]
         .as_array()
         .unwrap()
@@ -124,29 +124,29 @@ async fn fixtures_replay_through_the_handlers<S: TestStore>() {
         .map(|d| d["device_id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, vec!["meter-1", "sensor-bedroom", "sensor-kitchen"]);
-    let device = get("get-device.json").await;
+    let device = get("06-get-device.json").await;
     assert_eq!(device["device"]["latest"]["current_w"], json!(-120.0));
     assert_eq!(device["device"]["types"], json!(["power"]));
-    let page = get("get-device-readings.json").await;
+    let page = get("07-get-device-readings.json").await;
     assert_eq!(page["readings"][0]["timestamp"], "2026-11-21T01:00:00.000Z");
     assert!(
         page["next_cursor"].is_string(),
         "limit=1 of 2 readings leaves a cursor"
     );
     assert_eq!(
-        get("get-device-latest.json").await["reading"]["timestamp"],
+        get("08-get-device-latest.json").await["reading"]["timestamp"],
         "2026-11-21T01:05:00.000Z"
     );
-    let rooms = get("get-rooms.json").await;
+    let rooms = get("09-get-rooms.json").await;
     assert_eq!(rooms["rooms"].as_array().unwrap().len(), 2);
-    let room = get("get-room.json").await;
+    let room = get("10-get-room.json").await;
     assert_eq!(room["room"]["devices"], json!(["sensor-bedroom"]));
     assert_eq!(
         room["room"]["latest"]["temperature"],
         json!(21.7),
         "the MODIFY's new image"
     );
-    let readings = get("get-room-readings.json").await;
+    let readings = get("11-get-room-readings.json").await;
     let temps: Vec<f64> = readings["readings"]
         .as_array()
         .unwrap()
@@ -158,7 +158,7 @@ async fn fixtures_replay_through_the_handlers<S: TestStore>() {
 
 async fn a_poison_record_is_reported_by_sequence_number_and_the_rest_applied<S: TestStore>() {
     let store = S::fresh("poison").await;
-    let mut event = load("stream-registry.json");
+    let mut event = load("04-stream-registry.json");
     // Record 2 (sensor-bedroom INSERT) gets a temperature that is not a number.
     event["Records"][2]["dynamodb"]["NewImage"]["temperature"] = json!({"S": "warm"});
     let poisoned_seq = event["Records"][2]["dynamodb"]["SequenceNumber"]
@@ -189,14 +189,18 @@ async fn a_poison_record_is_reported_by_sequence_number_and_the_rest_applied<S: 
 
 async fn registry_converges_under_duplicate_and_reversed_delivery<S: TestStore>() {
     use shared::model::{Reading, Timestamp};
-    let body: Vec<Value> =
-        serde_json::from_str(load("post-readings-batch.json")["body"].as_str().unwrap()).unwrap();
+    let body: Vec<Value> = serde_json::from_str(
+        load("02-post-readings-batch.json")["body"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
     let mut readings: Vec<Reading> = body
         .iter()
         .map(|v| Reading::from_json(v, Timestamp::now(), |_| None).unwrap())
         .collect();
     let first: Value =
-        serde_json::from_str(load("post-reading-power.json")["body"].as_str().unwrap()).unwrap();
+        serde_json::from_str(load("01-post-reading-power.json")["body"].as_str().unwrap()).unwrap();
     readings.push(Reading::from_json(&first, Timestamp::now(), |_| None).unwrap());
 
     let forward = S::fresh("converge-a").await;
@@ -240,15 +244,17 @@ async fn answers<S: TestStore>() -> Vec<Value> {
     let ingest = app(store.clone(), None, RouteSet::Ingest).await;
     let mut out = Vec::new();
     for name in [
-        "post-reading-power.json",
-        "post-readings-batch.json",
-        "post-readings-invalid.json",
+        "01-post-reading-power.json",
+        "02-post-readings-batch.json",
+        "03-post-readings-invalid.json",
     ] {
         out.push(answer(&handle(&ingest, api(name)).await).1);
     }
     out.push(
-        serde_json::to_value(shared::stream::handle(&store, stream("stream-registry.json")).await)
-            .unwrap(),
+        serde_json::to_value(
+            shared::stream::handle(&store, stream("04-stream-registry.json")).await,
+        )
+        .unwrap(),
     );
     let query = app(store, None, RouteSet::Query).await;
     for name in &ORDER[4..] {

@@ -24,9 +24,12 @@ async fn the_ingest_binary_writes_the_sample_posts() {
             ("INGEST_TOKEN", "tok"),
         ],
     );
-    let denied = rt.invoke(event("post-reading-power.json")).await.unwrap();
+    let denied = rt
+        .invoke(event("01-post-reading-power.json"))
+        .await
+        .unwrap();
     assert_eq!(denied["statusCode"], 401);
-    let mut with_token = event("post-readings-batch.json");
+    let mut with_token = event("02-post-readings-batch.json");
     with_token["headers"]["authorization"] = json!("Bearer tok");
     let ok = rt.invoke(with_token).await.unwrap();
     assert_eq!(ok["statusCode"], 200);

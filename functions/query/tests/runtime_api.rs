@@ -19,8 +19,12 @@ fn body(answer: &Value) -> Value {
 #[tokio::test]
 async fn the_query_binary_answers_the_sample_events() {
     let store = fresh_store(&dynalite(), "bin-query").await;
-    let posted: Vec<Value> =
-        serde_json::from_str(event("post-readings-batch.json")["body"].as_str().unwrap()).unwrap();
+    let posted: Vec<Value> = serde_json::from_str(
+        event("02-post-readings-batch.json")["body"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
     let readings: Vec<Reading> = posted
         .iter()
         .map(|v| Reading::from_json(v, Timestamp::now(), |_| None).unwrap())
@@ -37,7 +41,7 @@ async fn the_query_binary_answers_the_sample_events() {
             ("AWS_ENDPOINT_URL_DYNAMODB", &dynalite()),
         ],
     );
-    let devices = rt.invoke(event("get-devices.json")).await.unwrap();
+    let devices = rt.invoke(event("05-get-devices.json")).await.unwrap();
     assert_eq!(devices["statusCode"], 200);
     let ids: Vec<String> = body(&devices)["devices"]
         .as_array()
@@ -46,12 +50,15 @@ async fn the_query_binary_answers_the_sample_events() {
         .map(|d| d["device_id"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(ids, vec!["meter-1", "sensor-bedroom", "sensor-kitchen"]);
-    let page = rt.invoke(event("get-device-readings.json")).await.unwrap();
+    let page = rt
+        .invoke(event("07-get-device-readings.json"))
+        .await
+        .unwrap();
     assert_eq!(
         body(&page)["readings"][0]["timestamp"],
         "2026-11-21T01:05:00.000Z"
     );
-    let room = rt.invoke(event("get-room-readings.json")).await.unwrap();
+    let room = rt.invoke(event("11-get-room-readings.json")).await.unwrap();
     let temps: Vec<f64> = body(&room)["readings"]
         .as_array()
         .unwrap()
@@ -60,7 +67,10 @@ async fn the_query_binary_answers_the_sample_events() {
         .collect();
     assert_eq!(temps, vec![21.7, 21.5]);
     // The query function does not serve POST /readings.
-    let post = rt.invoke(event("post-reading-power.json")).await.unwrap();
+    let post = rt
+        .invoke(event("01-post-reading-power.json"))
+        .await
+        .unwrap();
     assert_eq!(
         (
             post["statusCode"].clone(),

@@ -10,7 +10,7 @@ use shared::store::Store;
 async fn the_registry_binary_applies_the_sample_stream_event() {
     let store = fresh_store(&dynalite(), "bin-registry").await;
     let path = format!(
-        "{}/../../events/stream-registry.json",
+        "{}/../../events/04-stream-registry.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let event: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

@@ -1,6 +1,7 @@
 //! The registry as loaded at cold start, reloaded when older than a bound.
 
 use crate::store::{RegistrySnapshot, Store, StoreError};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -9,6 +10,8 @@ pub struct RegistryCache {
     /// Serialises reloads so that a burst of requests triggers one.
     reloading: tokio::sync::Mutex<()>,
     ttl: Duration,
+    /// Set when the registry is known to have changed: reload on next use.
+    stale: AtomicBool,
 }
 
 impl RegistryCache {
@@ -23,6 +26,7 @@ impl RegistryCache {
             state: RwLock::new((Arc::new(snapshot), Instant::now())),
             reloading: tokio::sync::Mutex::new(()),
             ttl,
+            stale: AtomicBool::new(false),
         }
     }
 
@@ -35,24 +39,34 @@ impl RegistryCache {
             .clone()
     }
 
-    fn age(&self) -> Duration {
-        self.state
+    /// Marks the cache stale, so the next use reloads it (for a maintainer in the
+    /// same process that knows when the registry changed).
+    pub fn invalidate(&self) {
+        self.stale.store(true, Ordering::Release);
+    }
+
+    fn fresh_enough(&self) -> bool {
+        let age = self
+            .state
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .1
-            .elapsed()
+            .elapsed();
+        !self.stale.load(Ordering::Acquire) && age < self.ttl
     }
 
     /// The snapshot, reloaded first if it is older than the bound. A failed
     /// reload keeps serving the old snapshot (and is logged).
     pub async fn current<S: Store>(&self, store: &S) -> Arc<RegistrySnapshot> {
-        if self.age() < self.ttl {
+        if self.fresh_enough() {
             return self.snapshot();
         }
         let _guard = self.reloading.lock().await;
-        if self.age() < self.ttl {
+        if self.fresh_enough() {
             return self.snapshot(); // another request reloaded it while we waited
         }
+        // Cleared before loading: a change that lands during the load marks it again.
+        self.stale.store(false, Ordering::Release);
         match store.load_registry().await {
             Ok(fresh) => {
                 let fresh = Arc::new(fresh);
@@ -61,6 +75,7 @@ impl RegistryCache {
                 fresh
             }
             Err(err) => {
+                self.stale.store(true, Ordering::Release);
                 tracing::warn!(error = %err, "registry reload failed; serving the cached registry");
                 self.snapshot()
             }
