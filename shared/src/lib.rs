@@ -35,3 +35,4 @@ pub async fn cold_start(
     })
 }
 pub use aws_lambda_events;
+pub mod aggregate;

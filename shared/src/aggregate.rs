@@ -1,0 +1,546 @@
+//! Aggregation: buckets aligned to UTC (day buckets optionally to local
+//! midnight in an IANA time zone), min/max/mean/count per numeric field, and
+//! energy per bucket from cumulative kWh counters. Pure folds: the query layer
+//! streams pages of readings through them, so memory is bounded by the number
+//! of buckets, never by the number of readings.
+
+use crate::model::{Measurement, Reading, TimeRange, Timestamp};
+use chrono::{DateTime, NaiveDate, TimeZone, Utc};
+use chrono_tz::Tz;
+use std::collections::BTreeMap;
+
+/// Most buckets one request may ask for (a year of days, a month of 15 minutes).
+pub const MAX_BUCKETS: usize = 5000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Width {
+    Minute,
+    FiveMinutes,
+    FifteenMinutes,
+    Hour,
+    Day,
+}
+
+impl Width {
+    pub const NAMES: [&'static str; 5] = ["1m", "5m", "15m", "1h", "1d"];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "1m" => Width::Minute,
+            "5m" => Width::FiveMinutes,
+            "15m" => Width::FifteenMinutes,
+            "1h" => Width::Hour,
+            "1d" => Width::Day,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Width::Minute => "1m",
+            Width::FiveMinutes => "5m",
+            Width::FifteenMinutes => "15m",
+            Width::Hour => "1h",
+            Width::Day => "1d",
+        }
+    }
+
+    fn millis(self) -> i64 {
+        60_000
+            * match self {
+                Width::Minute => 1,
+                Width::FiveMinutes => 5,
+                Width::FifteenMinutes => 15,
+                Width::Hour => 60,
+                Width::Day => 1440,
+            }
+    }
+}
+
+/// How timestamps fall into buckets.
+#[derive(Debug, Clone, Copy)]
+pub struct Bucketing {
+    width: Width,
+    /// Day buckets start at local midnight here; `None` is UTC.
+    tz: Option<Tz>,
+}
+
+impl Bucketing {
+    pub fn new(width: Width, tz: Option<Tz>) -> Self {
+        Self { width, tz }
+    }
+
+    pub fn width(&self) -> Width {
+        self.width
+    }
+
+    pub fn tz_name(&self) -> &'static str {
+        self.tz.map_or("UTC", |t| t.name())
+    }
+
+    fn local_day(&self) -> Option<Tz> {
+        self.tz.filter(|_| self.width == Width::Day)
+    }
+
+    /// Start of the bucket holding `t`.
+    pub fn start_of(&self, t: Timestamp) -> Timestamp {
+        match self.local_day() {
+            Some(tz) => {
+                let date = DateTime::<Utc>::from_timestamp_millis(t.millis())
+                    .expect("a valid timestamp")
+                    .with_timezone(&tz)
+                    .date_naive();
+                local_midnight(tz, date)
+            }
+            None => {
+                let w = self.width.millis();
+                Timestamp::from_millis(t.millis() - t.millis().rem_euclid(w))
+                    .unwrap_or(Timestamp::MIN)
+            }
+        }
+    }
+
+    /// End (exclusive) of the bucket that starts at `start`.
+    pub fn end_of(&self, start: Timestamp) -> Timestamp {
+        match self.local_day() {
+            Some(tz) => {
+                // Noon is safely inside the day, whatever DST does around midnight.
+                let date = DateTime::<Utc>::from_timestamp_millis(start.millis() + 12 * 3_600_000)
+                    .expect("a valid timestamp")
+                    .with_timezone(&tz)
+                    .date_naive();
+                date.succ_opt()
+                    .map_or(Timestamp::MAX, |next| local_midnight(tz, next))
+            }
+            None => start.saturating_add_millis(self.width.millis()),
+        }
+    }
+
+    /// An upper bound of how many buckets overlap `range`.
+    pub fn max_buckets(&self, range: &TimeRange) -> usize {
+        // A local day is at least 23 h long.
+        let shortest = if self.local_day().is_some() {
+            23 * 3_600_000
+        } else {
+            self.width.millis()
+        };
+        ((range.to().millis() - range.from().millis()) / shortest + 2) as usize
+    }
+}
+
+/// The first instant of a local date (DST gaps at midnight start the day later).
+fn local_midnight(tz: Tz, date: NaiveDate) -> Timestamp {
+    let ms = (0..=3)
+        .find_map(|h| {
+            tz.from_local_datetime(&date.and_hms_opt(h, 0, 0)?)
+                .earliest()
+        })
+        .map(|dt| dt.timestamp_millis())
+        .unwrap_or_else(|| {
+            date.and_hms_opt(0, 0, 0)
+                .expect("midnight")
+                .and_utc()
+                .timestamp_millis()
+        });
+    Timestamp::from_millis(ms).unwrap_or(Timestamp::MIN)
+}
+
+/// min / max / mean / count of one field in one bucket.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FieldStats {
+    pub min: f64,
+    pub max: f64,
+    pub sum: f64,
+    pub count: u64,
+}
+
+impl FieldStats {
+    fn new(v: f64) -> Self {
+        Self {
+            min: v,
+            max: v,
+            sum: v,
+            count: 1,
+        }
+    }
+
+    fn add(&mut self, v: f64) {
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.sum += v;
+        self.count += 1;
+    }
+
+    pub fn mean(&self) -> f64 {
+        self.sum / self.count as f64
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BucketStats {
+    pub start: Timestamp,
+    pub end: Timestamp,
+    /// Readings in the bucket.
+    pub count: u64,
+    pub fields: BTreeMap<&'static str, FieldStats>,
+}
+
+/// The numeric fields of a reading, by name.
+pub fn numeric_fields(r: &Reading) -> Vec<(&'static str, f64)> {
+    match &r.measurement {
+        Measurement::Power(p) => vec![
+            ("cumulative_kwh_p", p.cumulative_kwh_p()),
+            ("cumulative_kwh_n", p.cumulative_kwh_n()),
+            ("current_w", p.current_w()),
+        ],
+        Measurement::Climate(c) => {
+            vec![("temperature", c.temperature()), ("humidity", c.humidity())]
+        }
+    }
+}
+
+/// Folds readings (in any order) into per-bucket statistics.
+pub struct StatsFold {
+    bucketing: Bucketing,
+    buckets: BTreeMap<Timestamp, BucketStats>,
+}
+
+impl StatsFold {
+    pub fn new(bucketing: Bucketing) -> Self {
+        Self {
+            bucketing,
+            buckets: BTreeMap::new(),
+        }
+    }
+
+    pub fn add(&mut self, r: &Reading) {
+        let start = self.bucketing.start_of(r.timestamp);
+        let bucket = self.buckets.entry(start).or_insert_with(|| BucketStats {
+            start,
+            end: self.bucketing.end_of(start),
+            count: 0,
+            fields: BTreeMap::new(),
+        });
+        bucket.count += 1;
+        for (name, v) in numeric_fields(r) {
+            bucket
+                .fields
+                .entry(name)
+                .and_modify(|f| f.add(v))
+                .or_insert_with(|| FieldStats::new(v));
+        }
+    }
+
+    /// Buckets that hold readings, oldest first (empty buckets are omitted).
+    pub fn finish(self) -> Vec<BucketStats> {
+        self.buckets.into_values().collect()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnergyBucket {
+    pub start: Timestamp,
+    pub end: Timestamp,
+    /// kWh bought (growth of `cumulative_kwh_p`) in the bucket.
+    pub kwh_bought: f64,
+    /// kWh sold (growth of `cumulative_kwh_n`) in the bucket.
+    pub kwh_sold: f64,
+    /// Counter drops (meter resets or replacements) seen in the bucket.
+    pub resets: u32,
+}
+
+/// Energy per bucket from cumulative counters. Feed power readings in time
+/// order, including the last reading before the range and the first after it:
+///
+/// * Between two consecutive readings a counter grows by `later - earlier`;
+///   that growth is spread over the interval in proportion to time, so a
+///   bucket boundary inside the interval splits it (the counter is read across
+///   the boundary by linear interpolation).
+/// * A drop (`later < earlier`) is a meter reset or replacement: that interval
+///   contributes nothing, the drop is counted in `resets`, and growth restarts
+///   from the new value. Energy is never negative.
+/// * Only the parts of intervals inside the range count. A bucket no interval
+///   overlaps is omitted.
+pub struct EnergyFold {
+    bucketing: Bucketing,
+    range: TimeRange,
+    prev: Option<(Timestamp, f64, f64)>,
+    buckets: BTreeMap<Timestamp, EnergyBucket>,
+}
+
+impl EnergyFold {
+    pub fn new(bucketing: Bucketing, range: TimeRange) -> Self {
+        Self {
+            bucketing,
+            range,
+            prev: None,
+            buckets: BTreeMap::new(),
+        }
+    }
+
+    fn bucket(&mut self, start: Timestamp) -> &mut EnergyBucket {
+        let end = self.bucketing.end_of(start);
+        self.buckets.entry(start).or_insert(EnergyBucket {
+            start,
+            end,
+            kwh_bought: 0.0,
+            kwh_sold: 0.0,
+            resets: 0,
+        })
+    }
+
+    /// Adds the next reading of the counters (readings must come in time order).
+    pub fn add(&mut self, t: Timestamp, kwh_p: f64, kwh_n: f64) {
+        if let Some((t0, p0, n0)) = self.prev {
+            let (dp, reset_p) = growth(p0, kwh_p);
+            let (dn, reset_n) = growth(n0, kwh_n);
+            if (reset_p || reset_n) && self.range.contains(t) {
+                let start = self.bucketing.start_of(t);
+                self.bucket(start).resets += u32::from(reset_p) + u32::from(reset_n);
+            }
+            self.spread(t0, t, dp, dn);
+        }
+        self.prev = Some((t, kwh_p, kwh_n));
+    }
+
+    fn spread(&mut self, t0: Timestamp, t1: Timestamp, dp: f64, dn: f64) {
+        let span = (t1.millis() - t0.millis()) as f64;
+        let a = t0.max(self.range.from());
+        let b = t1.min(self.range.to());
+        if span <= 0.0 || a >= b {
+            return;
+        }
+        let mut start = self.bucketing.start_of(a);
+        while start < b {
+            let end = self.bucketing.end_of(start);
+            let share = (end.min(b).millis() - start.max(a).millis()) as f64 / span;
+            let bucket = self.bucket(start);
+            bucket.kwh_bought += dp * share;
+            bucket.kwh_sold += dn * share;
+            start = end;
+        }
+    }
+
+    /// Buckets overlapped by an interval between readings, oldest first; energies
+    /// rounded to 6 decimals (mWh) so that float noise does not show.
+    pub fn finish(self) -> Vec<EnergyBucket> {
+        self.buckets
+            .into_values()
+            .map(|mut b| {
+                b.kwh_bought = round6(b.kwh_bought);
+                b.kwh_sold = round6(b.kwh_sold);
+                b
+            })
+            .collect()
+    }
+}
+
+fn growth(earlier: f64, later: f64) -> (f64, bool) {
+    if later >= earlier {
+        (later - earlier, false)
+    } else {
+        (0.0, true)
+    }
+}
+
+fn round6(v: f64) -> f64 {
+    (v * 1e6).round() / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    fn hours(from: &str, to: &str) -> (Bucketing, TimeRange) {
+        (
+            Bucketing::new(Width::Hour, None),
+            TimeRange::new(ts(from), ts(to)).unwrap(),
+        )
+    }
+
+    fn energy(
+        b: Bucketing,
+        range: TimeRange,
+        readings: &[(&str, f64, f64)],
+    ) -> Vec<(String, f64, f64, u32)> {
+        let mut fold = EnergyFold::new(b, range);
+        for (t, p, n) in readings {
+            fold.add(ts(t), *p, *n);
+        }
+        fold.finish()
+            .into_iter()
+            .map(|b| {
+                (
+                    b.start.to_string()[11..16].to_owned(),
+                    b.kwh_bought,
+                    b.kwh_sold,
+                    b.resets,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn buckets_align_to_utc_and_day_buckets_to_local_midnight() {
+        let b = Bucketing::new(Width::FifteenMinutes, None);
+        assert_eq!(
+            b.start_of(ts("2026-11-21T10:44:59.999Z")).to_string(),
+            "2026-11-21T10:30:00.000Z"
+        );
+        assert_eq!(
+            b.end_of(ts("2026-11-21T10:30:00Z")).to_string(),
+            "2026-11-21T10:45:00.000Z"
+        );
+        let utc_day = Bucketing::new(Width::Day, None);
+        assert_eq!(
+            utc_day.start_of(ts("2026-11-21T23:30:00Z")).to_string(),
+            "2026-11-21T00:00:00.000Z"
+        );
+        let tokyo = Bucketing::new(Width::Day, Some("Asia/Tokyo".parse().unwrap()));
+        // 23:30 UTC is 08:30 the next day in Tokyo; its day starts at 15:00 UTC.
+        assert_eq!(
+            tokyo.start_of(ts("2026-11-21T23:30:00Z")).to_string(),
+            "2026-11-21T15:00:00.000Z"
+        );
+        assert_eq!(
+            tokyo.end_of(ts("2026-11-21T15:00:00Z")).to_string(),
+            "2026-11-22T15:00:00.000Z"
+        );
+        // A DST day in Berlin is 23 h long.
+        let berlin = Bucketing::new(Width::Day, Some("Europe/Berlin".parse().unwrap()));
+        let start = berlin.start_of(ts("2026-03-29T12:00:00Z"));
+        assert_eq!(start.to_string(), "2026-03-28T23:00:00.000Z");
+        assert_eq!(berlin.end_of(start).to_string(), "2026-03-29T22:00:00.000Z");
+        // Sub-day buckets stay UTC-aligned whatever the zone.
+        let tokyo_hours = Bucketing::new(Width::Hour, Some("Asia/Kolkata".parse().unwrap()));
+        assert_eq!(
+            tokyo_hours.start_of(ts("2026-11-21T10:44:00Z")).to_string(),
+            "2026-11-21T10:00:00.000Z"
+        );
+    }
+
+    #[test]
+    fn bucket_counts_are_bounded_from_above() {
+        let (b, r) = hours("2026-11-21T00:00:00Z", "2026-11-22T00:00:00Z");
+        assert!(b.max_buckets(&r) >= 24 && b.max_buckets(&r) <= 26);
+        let year = TimeRange::new(ts("2026-01-01T00:00:00Z"), ts("2027-01-01T00:00:00Z")).unwrap();
+        assert!(Bucketing::new(Width::Minute, None).max_buckets(&year) > MAX_BUCKETS);
+        assert!(
+            Bucketing::new(Width::Day, Some(chrono_tz::Europe::Berlin)).max_buckets(&year) < 400
+        );
+    }
+
+    #[test]
+    fn stats_give_min_max_mean_count_per_field_and_omit_empty_buckets() {
+        use crate::model::{Climate, DeviceId, RoomId};
+        let r = |t: &str, temp: f64| Reading {
+            device_id: DeviceId::parse("s1").unwrap(),
+            timestamp: ts(t),
+            measurement: Measurement::Climate(
+                Climate::new(RoomId::parse("bed").unwrap(), temp, 50.0).unwrap(),
+            ),
+        };
+        let mut fold = StatsFold::new(Bucketing::new(Width::Hour, None));
+        for x in [
+            r("2026-11-21T00:10:00Z", 20.0),
+            r("2026-11-21T00:50:00Z", 22.0),
+            r("2026-11-21T03:00:00Z", 18.0),
+        ] {
+            fold.add(&x);
+        }
+        let out = fold.finish();
+        assert_eq!(out.len(), 2, "01:00 and 02:00 are empty and omitted");
+        let t = out[0].fields["temperature"];
+        assert_eq!((t.min, t.max, t.mean(), t.count), (20.0, 22.0, 21.0, 2));
+        assert_eq!(out[0].count, 2);
+        assert_eq!(out[1].start.to_string(), "2026-11-21T03:00:00.000Z");
+    }
+
+    #[test]
+    fn energy_is_counter_growth_per_bucket() {
+        let (b, r) = hours("2026-11-21T00:00:00Z", "2026-11-21T02:00:00Z");
+        let got = energy(
+            b,
+            r,
+            &[
+                ("2026-11-21T00:00:00Z", 10.0, 1.0),
+                ("2026-11-21T01:00:00Z", 12.0, 1.5),
+                ("2026-11-21T02:00:00Z", 15.0, 1.5),
+            ],
+        );
+        assert_eq!(
+            got,
+            vec![("00:00".into(), 2.0, 0.5, 0), ("01:00".into(), 3.0, 0.0, 0)]
+        );
+    }
+
+    #[test]
+    fn a_boundary_inside_an_interval_splits_it_and_the_reading_before_from_counts() {
+        let (b, r) = hours("2026-11-21T00:00:00Z", "2026-11-21T02:00:00Z");
+        // 23:30 (before the range) -> 00:30 -> 01:30 -> 02:30 (after it).
+        let got = energy(
+            b,
+            r,
+            &[
+                ("2026-11-20T23:30:00Z", 8.0, 0.0),
+                ("2026-11-21T00:30:00Z", 10.0, 0.0),
+                ("2026-11-21T01:30:00Z", 12.0, 0.0),
+                ("2026-11-21T02:30:00Z", 14.0, 0.0),
+            ],
+        );
+        // 00:00 bucket: half of 8->10 plus half of 10->12; 01:00: the other half plus half of 12->14.
+        assert_eq!(
+            got,
+            vec![("00:00".into(), 2.0, 0.0, 0), ("01:00".into(), 2.0, 0.0, 0)]
+        );
+    }
+
+    #[test]
+    fn a_counter_drop_is_a_reset_and_never_negative_energy() {
+        let (b, r) = hours("2026-11-21T00:00:00Z", "2026-11-21T03:00:00Z");
+        let got = energy(
+            b,
+            r,
+            &[
+                ("2026-11-21T00:00:00Z", 500.0, 20.0),
+                ("2026-11-21T00:59:00Z", 502.0, 20.0),
+                ("2026-11-21T01:10:00Z", 3.0, 0.0), // meter replaced: both counters drop
+                ("2026-11-21T02:00:00Z", 5.0, 0.25),
+                ("2026-11-21T02:30:00Z", 6.0, 0.25),
+            ],
+        );
+        assert_eq!(
+            got,
+            vec![
+                ("00:00".into(), 2.0, 0.0, 0),
+                ("01:00".into(), 2.0, 0.25, 2),
+                ("02:00".into(), 1.0, 0.0, 0)
+            ]
+        );
+        assert!(got.iter().all(|(_, p, n, _)| *p >= 0.0 && *n >= 0.0));
+    }
+
+    #[test]
+    fn a_gap_spreads_growth_evenly_and_a_single_reading_has_no_energy() {
+        let (b, r) = hours("2026-11-21T00:00:00Z", "2026-11-21T05:00:00Z");
+        let got = energy(
+            b,
+            r,
+            &[
+                ("2026-11-21T00:00:00Z", 0.0, 0.0),
+                ("2026-11-21T05:00:00Z", 10.0, 0.0),
+            ],
+        );
+        assert_eq!(got.len(), 5);
+        assert!(
+            got.iter().all(|(_, p, _, _)| (*p - 2.0).abs() < 1e-9),
+            "{got:?}"
+        );
+        let (b, r) = hours("2026-11-21T00:00:00Z", "2026-11-21T05:00:00Z");
+        assert_eq!(energy(b, r, &[("2026-11-21T01:00:00Z", 7.0, 0.0)]), vec![]);
+    }
+}
