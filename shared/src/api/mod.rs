@@ -40,15 +40,18 @@ pub struct App<S> {
 }
 
 /// Every route the API serves, as `template.yaml` must declare them.
-pub const ROUTES: [(&str, &str); 8] = [
+pub const ROUTES: [(&str, &str); 11] = [
     ("POST", "/readings"),
     ("GET", "/devices"),
     ("GET", "/devices/{id}"),
     ("GET", "/devices/{id}/readings"),
     ("GET", "/devices/{id}/latest"),
+    ("GET", "/devices/{id}/stats"),
+    ("GET", "/devices/{id}/energy"),
     ("GET", "/rooms"),
     ("GET", "/rooms/{id}"),
     ("GET", "/rooms/{id}/readings"),
+    ("GET", "/rooms/{id}/stats"),
 ];
 
 enum Route {
@@ -57,9 +60,12 @@ enum Route {
     Device(String),
     DeviceReadings(String),
     DeviceLatest(String),
+    DeviceStats(String),
+    DeviceEnergy(String),
     Rooms,
     Room(String),
     RoomReadings(String),
+    RoomStats(String),
 }
 
 impl Route {
@@ -118,9 +124,12 @@ fn parse_route(path: &str) -> Result<Option<Route>, ApiError> {
         ["devices", id] => Route::Device(id.to_string()),
         ["devices", id, "readings"] => Route::DeviceReadings(id.to_string()),
         ["devices", id, "latest"] => Route::DeviceLatest(id.to_string()),
+        ["devices", id, "stats"] => Route::DeviceStats(id.to_string()),
+        ["devices", id, "energy"] => Route::DeviceEnergy(id.to_string()),
         ["rooms"] => Route::Rooms,
         ["rooms", id] => Route::Room(id.to_string()),
         ["rooms", id, "readings"] => Route::RoomReadings(id.to_string()),
+        ["rooms", id, "stats"] => Route::RoomStats(id.to_string()),
         _ => return Ok(None),
     }))
 }
@@ -230,6 +239,27 @@ async fn dispatch<S: Store>(
                 Some(r) => Ok(json!({ "reading": r })),
                 None => Err(ApiError::NotFound(format!("no readings of device {id}"))),
             }
+        }
+        Route::DeviceStats(id) => {
+            let id = device_id(&id)?;
+            let q = params::stats_query(params, Timestamp::now())
+                .map_err(ApiError::InvalidParameters)?;
+            let buckets = query::stats(store, Partition::Device(&id), &q).await?;
+            Ok(views::stats(("device_id", id.as_str()), &q, &buckets))
+        }
+        Route::DeviceEnergy(id) => {
+            let id = device_id(&id)?;
+            let q = params::stats_query(params, Timestamp::now())
+                .map_err(ApiError::InvalidParameters)?;
+            let buckets = query::energy(store, &id, &q).await?;
+            Ok(views::energy(&id, &q, &buckets))
+        }
+        Route::RoomStats(id) => {
+            let id = room_id(&id)?;
+            let q = params::stats_query(params, Timestamp::now())
+                .map_err(ApiError::InvalidParameters)?;
+            let buckets = query::stats(store, Partition::Room(&id), &q).await?;
+            Ok(views::stats(("room_id", id.as_str()), &q, &buckets))
         }
         Route::Rooms => {
             no_params()?;

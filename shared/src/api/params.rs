@@ -1,9 +1,10 @@
 //! Query-string parameters of the range routes, parsed into a `ReadingsQuery`.
 //! Every bad parameter is reported, by name.
 
+use crate::aggregate::{Bucketing, Width, MAX_BUCKETS};
 use crate::keys::MAX_CURSOR_LEN;
 use crate::model::{TimeRange, Timestamp};
-use crate::query::ReadingsQuery;
+use crate::query::{ReadingsQuery, StatsQuery};
 use crate::store::Order;
 use aws_lambda_events::query_map::QueryMap;
 
@@ -75,6 +76,77 @@ fn time(name: &str, v: &str, problems: &mut Problems) -> Option<Timestamp> {
         .ok()
 }
 
+/// The range from optional `from`/`to` values (`None` inside: already reported).
+fn range(
+    from: Option<Option<Timestamp>>,
+    to: Option<Option<Timestamp>>,
+    now: Timestamp,
+    problems: &mut Problems,
+) -> Option<TimeRange> {
+    match (from, to) {
+        (Some(None), _) | (_, Some(None)) => None,
+        (from, to) => {
+            // Default end: just after now, so a reading stamped "now" is included.
+            let to = to.flatten().unwrap_or_else(|| now.saturating_add_millis(1));
+            let from = from
+                .flatten()
+                .unwrap_or_else(|| to.saturating_add_millis(-DEFAULT_SPAN_MS));
+            TimeRange::new(from, to)
+                .map_err(|m| problems.push(("from".into(), m)))
+                .ok()
+        }
+    }
+}
+
+const STATS_PARAMS: [&str; 4] = ["from", "to", "bucket", "tz"];
+
+/// `from`, `to` (as for ranges), `bucket` (1m, 5m, 15m, 1h, 1d; default 1h) and
+/// `tz` (an IANA zone that aligns day buckets to its midnight; default UTC).
+pub fn stats_query(params: &QueryMap, now: Timestamp) -> Result<StatsQuery, Problems> {
+    reject_unknown(params, &STATS_PARAMS)?;
+    let mut problems = Problems::new();
+    let from = single(params, "from", &mut problems).map(|v| time("from", v, &mut problems));
+    let to = single(params, "to", &mut problems).map(|v| time("to", v, &mut problems));
+    let width = match single(params, "bucket", &mut problems) {
+        None => Some(Width::Hour),
+        Some(v) => Width::parse(v).or_else(|| {
+            problems.push((
+                "bucket".into(),
+                format!("must be one of {}, got {v:?}", Width::NAMES.join(", ")),
+            ));
+            None
+        }),
+    };
+    let tz = match single(params, "tz", &mut problems) {
+        None => Some(None),
+        Some(v) => match v.parse::<chrono_tz::Tz>() {
+            Ok(tz) => Some(Some(tz)),
+            Err(_) => {
+                problems.push((
+                    "tz".into(),
+                    format!("{v:?} is not an IANA time zone name (e.g. Europe/Berlin)"),
+                ));
+                None
+            }
+        },
+    };
+    let range = range(from, to, now, &mut problems);
+    match (range, width, tz) {
+        (Some(range), Some(width), Some(tz)) if problems.is_empty() => {
+            let bucketing = Bucketing::new(width, tz);
+            let n = bucketing.max_buckets(&range);
+            if n > MAX_BUCKETS {
+                return Err(vec![(
+                    "bucket".into(),
+                    format!("{} buckets of {} over this range exceed the limit of {MAX_BUCKETS}: use wider buckets or a shorter range", n, width.as_str()),
+                )]);
+            }
+            Ok(StatsQuery { range, bucketing })
+        }
+        _ => Err(problems),
+    }
+}
+
 /// `from` (inclusive), `to` (exclusive), `limit`, `order`, `cursor`. Defaults:
 /// `to` = now, `from` = `to` - 24 h, `limit` = 100, `order` = asc.
 pub fn readings_query(params: &QueryMap, now: Timestamp) -> Result<ReadingsQuery, Problems> {
@@ -107,20 +179,7 @@ pub fn readings_query(params: &QueryMap, now: Timestamp) -> Result<ReadingsQuery
         }
     };
     let cursor = single(params, "cursor", &mut problems).map(str::to_owned);
-
-    let range = match (from, to) {
-        (Some(None), _) | (_, Some(None)) => None, // already reported
-        (from, to) => {
-            // Default end: just after now, so a reading stamped "now" is included.
-            let to = to.flatten().unwrap_or_else(|| now.saturating_add_millis(1));
-            let from = from
-                .flatten()
-                .unwrap_or_else(|| to.saturating_add_millis(-DEFAULT_SPAN_MS));
-            TimeRange::new(from, to)
-                .map_err(|m| problems.push(("from".into(), m)))
-                .ok()
-        }
-    };
+    let range = range(from, to, now, &mut problems);
     match (range, limit, order) {
         (Some(range), Some(limit), Some(order)) if problems.is_empty() => Ok(ReadingsQuery {
             range,
@@ -205,6 +264,36 @@ mod tests {
         );
         assert_eq!(
             names(readings_query(&q(&[("limit", &"9".repeat(65))]), now()).unwrap_err()),
+            vec!["limit"]
+        );
+    }
+
+    #[test]
+    fn stats_parameters_are_checked_and_bucket_counts_bounded() {
+        let tokyo = stats_query(&q(&[("bucket", "1d"), ("tz", "Asia/Tokyo")]), now()).unwrap();
+        assert_eq!(
+            (tokyo.bucketing.width(), tokyo.bucketing.tz_name()),
+            (Width::Day, "Asia/Tokyo")
+        );
+        assert_eq!(
+            stats_query(&q(&[]), now()).unwrap().bucketing.width(),
+            Width::Hour
+        );
+        let year = [
+            ("from", "2025-01-01T00:00:00Z"),
+            ("to", "2026-01-01T00:00:00Z"),
+        ];
+        assert!(stats_query(&q(&[year[0], year[1], ("bucket", "1d")]), now()).is_ok());
+        assert_eq!(
+            names(stats_query(&q(&[year[0], year[1], ("bucket", "1m")]), now()).unwrap_err()),
+            vec!["bucket"]
+        );
+        assert_eq!(
+            names(stats_query(&q(&[("bucket", "2h"), ("tz", "Mars/Olympus")]), now()).unwrap_err()),
+            vec!["bucket", "tz"]
+        );
+        assert_eq!(
+            names(stats_query(&q(&[("limit", "5")]), now()).unwrap_err()),
             vec!["limit"]
         );
     }

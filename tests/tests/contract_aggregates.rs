@@ -1,0 +1,296 @@
+//! Aggregates and energy through the HTTP handlers, on every engine
+//! (`on_every_store!`): hourly and local-day buckets, rooms pooling devices,
+//! paging through long ranges, counter resets, gaps, a single reading, limits.
+
+use integration_tests::{answer, api_event, app, climate, on_every_store, power, TestStore};
+use serde_json::{json, Value};
+use shared::api::{handle, App, RouteSet};
+use shared::store::Store;
+
+async fn post<S: Store>(app: &App<S>, readings: &[Value]) {
+    for chunk in readings.chunks(1000) {
+        let body = serde_json::to_string(chunk).unwrap();
+        let (status, answer) =
+            answer(&handle(app, api_event("POST", "/readings", &[], Some(&body), &[])).await);
+        assert_eq!(status, 200, "{answer}");
+    }
+}
+
+async fn get<S: Store>(app: &App<S>, path: &str, query: &[(&str, &str)]) -> (u16, Value) {
+    answer(&handle(app, api_event("GET", path, query, None, &[])).await)
+}
+
+fn at(minute: i64) -> String {
+    let t = 1_795_219_200_000i64 + minute * 60_000; // 2026-11-21T00:00:00Z
+    shared::model::Timestamp::from_millis(t)
+        .unwrap()
+        .to_string()
+}
+
+async fn hourly_stats_give_min_max_mean_count_and_omit_empty_buckets<S: TestStore>() {
+    let app = app(S::fresh("stats").await, None, RouteSet::All).await;
+    let readings: Vec<Value> = [(0, 20.0), (20, 22.0), (40, 24.0), (185, 18.0)]
+        .iter()
+        .map(|(m, t)| climate("s-bed", "bedroom", &at(*m), *t, 40.0 + *m as f64 / 10.0))
+        .collect();
+    post(&app, &readings).await;
+    let (status, body) = get(
+        &app,
+        "/devices/s-bed/stats",
+        &[
+            ("from", "2026-11-21T00:00:00Z"),
+            ("to", "2026-11-21T06:00:00Z"),
+            ("bucket", "1h"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["empty_buckets"], "omitted");
+    assert_eq!(
+        (body["bucket"].clone(), body["tz"].clone()),
+        (json!("1h"), json!("UTC"))
+    );
+    let buckets = body["buckets"].as_array().unwrap();
+    assert_eq!(buckets.len(), 2, "01:00 and 02:00 are empty: {body}");
+    assert_eq!(buckets[0]["start"], "2026-11-21T00:00:00.000Z");
+    assert_eq!(buckets[0]["end"], "2026-11-21T01:00:00.000Z");
+    assert_eq!(
+        buckets[0]["fields"]["temperature"],
+        json!({"min": 20.0, "max": 24.0, "mean": 22.0, "count": 3})
+    );
+    assert_eq!(buckets[0]["fields"]["humidity"]["max"], json!(44.0));
+    assert_eq!(buckets[1]["start"], "2026-11-21T03:00:00.000Z");
+    assert_eq!(buckets[1]["count"], 1);
+}
+
+async fn room_stats_pool_every_device_of_the_room<S: TestStore>() {
+    let app = app(S::fresh("roomstats").await, None, RouteSet::All).await;
+    post(
+        &app,
+        &[
+            climate("s-a", "living", &at(0), 20.0, 50.0),
+            climate("s-b", "living", &at(5), 26.0, 40.0),
+            climate("s-c", "kitchen", &at(5), 30.0, 40.0),
+        ],
+    )
+    .await;
+    let (status, body) = get(
+        &app,
+        "/rooms/living/stats",
+        &[
+            ("from", "2026-11-21T00:00:00Z"),
+            ("to", "2026-11-22T00:00:00Z"),
+            ("bucket", "1d"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["room_id"], "living");
+    assert_eq!(
+        body["buckets"][0]["fields"]["temperature"],
+        json!({"min": 20.0, "max": 26.0, "mean": 23.0, "count": 2})
+    );
+}
+
+async fn day_buckets_follow_local_midnight_in_a_time_zone<S: TestStore>() {
+    let app = app(S::fresh("tz").await, None, RouteSet::All).await;
+    // 14:30 and 15:30 UTC are either side of midnight in Tokyo (UTC+9).
+    post(
+        &app,
+        &[
+            climate("s1", "r1", "2026-11-21T14:30:00Z", 10.0, 50.0),
+            climate("s1", "r1", "2026-11-21T15:30:00Z", 30.0, 50.0),
+        ],
+    )
+    .await;
+    let q = [
+        ("from", "2026-11-20T15:00:00Z"),
+        ("to", "2026-11-22T15:00:00Z"),
+        ("bucket", "1d"),
+    ];
+    let (_, utc) = get(&app, "/devices/s1/stats", &q).await;
+    assert_eq!(
+        utc["buckets"].as_array().unwrap().len(),
+        1,
+        "one UTC day: {utc}"
+    );
+    let (_, tokyo) = get(
+        &app,
+        "/devices/s1/stats",
+        &[q[0], q[1], q[2], ("tz", "Asia/Tokyo")],
+    )
+    .await;
+    let starts: Vec<&str> = tokyo["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["start"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        starts,
+        vec!["2026-11-20T15:00:00.000Z", "2026-11-21T15:00:00.000Z"]
+    );
+    assert_eq!(tokyo["tz"], "Asia/Tokyo");
+}
+
+async fn long_ranges_are_aggregated_page_by_page<S: TestStore>() {
+    let app = app(S::fresh("long").await, None, RouteSet::All).await;
+    let readings: Vec<Value> = (0..2500)
+        .map(|m| {
+            power(
+                "meter-1",
+                &at(m),
+                100.0 + m as f64 * 0.01,
+                0.0,
+                (m % 100) as f64,
+            )
+        })
+        .collect();
+    post(&app, &readings).await;
+    let (status, body) = get(
+        &app,
+        "/devices/meter-1/stats",
+        &[
+            ("from", "2026-11-21T00:00:00Z"),
+            ("to", "2026-11-23T00:00:00Z"),
+            ("bucket", "1d"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200);
+    let counts: Vec<u64> = body["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        counts,
+        vec![1440, 1060],
+        "2500 readings over more than two pages of 1000"
+    );
+    assert_eq!(
+        body["buckets"][0]["fields"]["current_w"]["max"],
+        json!(99.0)
+    );
+}
+
+async fn energy_counts_growth_resets_gaps_and_the_reading_before_from<S: TestStore>() {
+    let app = app(S::fresh("energy").await, None, RouteSet::All).await;
+    post(
+        &app,
+        &[
+            power("meter-1", "2026-11-20T23:30:00Z", 98.0, 10.0, 0.0), // before `from`
+            power("meter-1", "2026-11-21T00:30:00Z", 100.0, 10.0, 0.0),
+            power("meter-1", "2026-11-21T01:00:00Z", 101.5, 10.5, 0.0),
+            power("meter-1", "2026-11-21T01:20:00Z", 2.0, 0.0, 0.0), // meter replaced
+            power("meter-1", "2026-11-21T02:00:00Z", 3.0, 0.0, 0.0),
+            // gap: nothing until 05:00
+            power("meter-1", "2026-11-21T05:00:00Z", 6.0, 0.3, 0.0),
+        ],
+    )
+    .await;
+    let (status, body) = get(
+        &app,
+        "/devices/meter-1/energy",
+        &[
+            ("from", "2026-11-21T00:00:00Z"),
+            ("to", "2026-11-21T06:00:00Z"),
+            ("bucket", "1h"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let got: Vec<(String, f64, f64, u64)> = body["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["start"].as_str().unwrap()[11..16].to_owned(),
+                b["kwh_bought"].as_f64().unwrap(),
+                b["kwh_sold"].as_f64().unwrap(),
+                b["resets"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("00:00".into(), 2.5, 0.5, 0), // half of 98->100 (1.0) + all of 100->101.5 (1.5); sold 10->10.5
+            ("01:00".into(), 1.0, 0.0, 2), // reset of both counters, then 2->3 from 01:20
+            ("02:00".into(), 1.0, 0.1, 0), // the 02:00->05:00 gap spreads 3 kWh and 0.3 evenly
+            ("03:00".into(), 1.0, 0.1, 0),
+            ("04:00".into(), 1.0, 0.1, 0),
+        ]
+    );
+    assert_eq!(
+        (body["kwh_bought"].as_f64(), body["resets"].as_u64()),
+        (Some(6.5), Some(2))
+    );
+    assert!(
+        got.iter().all(|(_, p, n, _)| *p >= 0.0 && *n >= 0.0),
+        "never negative"
+    );
+
+    // A single reading in the range (and none around it) has no energy to report.
+    let (_, single) = get(
+        &app,
+        "/devices/other/energy",
+        &[
+            ("from", "2026-11-21T00:00:00Z"),
+            ("to", "2026-11-21T06:00:00Z"),
+        ],
+    )
+    .await;
+    assert_eq!(single["buckets"], json!([]));
+    post(
+        &app,
+        &[power("meter-2", "2026-11-21T03:00:00Z", 5.0, 0.0, 0.0)],
+    )
+    .await;
+    let (_, single) = get(
+        &app,
+        "/devices/meter-2/energy",
+        &[
+            ("from", "2026-11-21T00:00:00Z"),
+            ("to", "2026-11-21T06:00:00Z"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        (single["buckets"].clone(), single["kwh_bought"].clone()),
+        (json!([]), json!(0.0))
+    );
+}
+
+async fn too_many_buckets_and_bad_parameters_get_400<S: TestStore>() {
+    let app = app(S::fresh("statslimits").await, None, RouteSet::All).await;
+    for (path, q, param) in [
+        (
+            "/devices/m/stats",
+            vec![
+                ("from", "2025-01-01T00:00:00Z"),
+                ("to", "2026-01-01T00:00:00Z"),
+                ("bucket", "1m"),
+            ],
+            "bucket",
+        ),
+        ("/devices/m/energy", vec![("bucket", "7m")], "bucket"),
+        ("/rooms/r/stats", vec![("tz", "Nowhere/Land")], "tz"),
+        ("/rooms/r/stats", vec![("order", "desc")], "order"),
+    ] {
+        let (status, body) = get(&app, path, &q).await;
+        assert_eq!(status, 400, "{path} {q:?}: {body}");
+        assert_eq!(body["error"]["details"][0]["parameter"], param, "{body}");
+    }
+}
+
+on_every_store!(
+    hourly_stats_give_min_max_mean_count_and_omit_empty_buckets,
+    room_stats_pool_every_device_of_the_room,
+    day_buckets_follow_local_midnight_in_a_time_zone,
+    long_ranges_are_aggregated_page_by_page,
+    energy_counts_growth_resets_gaps_and_the_reading_before_from,
+    too_many_buckets_and_bad_parameters_get_400,
+);
