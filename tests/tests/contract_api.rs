@@ -535,6 +535,168 @@ async fn the_cached_registry_reloads_only_after_its_ttl<S: TestStore>() {
     );
 }
 
+async fn put<S: Store>(
+    app: &App<S>,
+    path: &str,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> (u16, Value) {
+    answer(&handle(app, api_event("PUT", path, &[], Some(body), headers)).await)
+}
+
+async fn names_are_set_by_users_shown_in_lists_and_never_overwritten<S: TestStore>() {
+    let app = seeded::<S>("names", Some("tok")).await;
+    let auth = [("authorization", "Bearer tok")];
+    let (status, body) = put(
+        &app,
+        "/devices/s-bed",
+        r#"{"name": "  Bedroom sensor ", "room": "bedroom"}"#,
+        &auth,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (
+            body["device"]["name"].clone(),
+            body["device"]["room"].clone()
+        ),
+        (json!("Bedroom sensor"), json!("bedroom"))
+    );
+    assert_eq!(
+        body["device"]["types"],
+        json!(["climate"]),
+        "registry fields are kept"
+    );
+    let (status, body) = put(&app, "/rooms/bedroom", r#"{"name": "寝室"}"#, &auth).await;
+    assert_eq!((status, body["room"]["name"].clone()), (200, json!("寝室")));
+    // A device that has not reported yet can be named ahead of time.
+    let (status, body) = put(
+        &app,
+        "/devices/meter-new",
+        r#"{"name": "New meter"}"#,
+        &auth,
+    )
+    .await;
+    assert_eq!(
+        (
+            status,
+            body["device"]["name"].clone(),
+            body["device"]["last_seen"].clone()
+        ),
+        (200, json!("New meter"), Value::Null)
+    );
+
+    // Names show in the lists at once.
+    let (_, devices) = get(&app, "/devices", &[]).await;
+    let named: Vec<(&str, &str)> = devices["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| Some((d["device_id"].as_str()?, d["name"].as_str()?)))
+        .collect();
+    assert_eq!(
+        named,
+        vec![("meter-new", "New meter"), ("s-bed", "Bedroom sensor")]
+    );
+    assert_eq!(get(&app, "/rooms", &[]).await.1["rooms"][0]["name"], "寝室");
+
+    // Registry maintenance after naming keeps the names.
+    register(
+        &app.store,
+        &[climate(
+            "s-bed",
+            "bedroom",
+            "2026-11-21T09:00:00Z",
+            19.0,
+            50.0,
+        )],
+    )
+    .await;
+    app.registry.invalidate(); // as if the cache's TTL had passed
+    let (_, device) = get(&app, "/devices/s-bed", &[]).await;
+    assert_eq!(device["device"]["name"], "Bedroom sensor");
+    assert_eq!(device["device"]["last_seen"], "2026-11-21T09:00:00.000Z");
+    let room = app
+        .store
+        .room(&"bedroom".parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(room.name.as_deref(), Some("寝室"));
+
+    // null removes a name.
+    let (_, body) = put(&app, "/devices/s-bed", r#"{"name": null}"#, &auth).await;
+    assert_eq!(body["device"]["name"], Value::Null);
+}
+
+async fn bad_names_and_missing_tokens_are_refused<S: TestStore>() {
+    let app = seeded::<S>("badnames", Some("tok")).await;
+    let auth = [("authorization", "Bearer tok")];
+    let resp = handle(
+        &app,
+        api_event("PUT", "/devices/s-bed", &[], Some(r#"{"name": "x"}"#), &[]),
+    )
+    .await;
+    assert_eq!(answer(&resp).0, 401);
+    assert_eq!(resp.headers.get("www-authenticate").unwrap(), "Bearer");
+    for (path, body, status, field) in [
+        ("/devices/s-bed", r#"{"name": ""}"#, 400, "name"),
+        ("/devices/s-bed", r#"{"nmae": "x"}"#, 400, "name"),
+        ("/devices/s-bed", r#"{"name": 5}"#, 400, "name"),
+        (
+            "/devices/s-bed",
+            r#"{"name": "x", "room": "a#b"}"#,
+            400,
+            "room",
+        ),
+        (
+            "/rooms/bedroom",
+            r#"{"name": "x", "room": "kitchen"}"#,
+            400,
+            "room",
+        ),
+        ("/devices/s-bed", "[]", 400, ""),
+    ] {
+        let (got, answer) = put(&app, path, body, &auth).await;
+        assert_eq!(got, status, "{path} {body}: {answer}");
+        assert_eq!(answer["error"]["code"], "invalid_body", "{answer}");
+        assert!(
+            answer["error"]["details"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|d| d["field"] == field),
+            "{answer}"
+        );
+    }
+    let (status, answer) = put(&app, "/devices/s-bed", "{", &auth).await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str().unwrap()),
+        (400, "invalid_json")
+    );
+    let (status, _) = put(&app, "/devices/DEVICE", r#"{"name": "x"}"#, &auth).await;
+    assert_eq!(status, 400);
+    let (status, _) = put(
+        &app,
+        "/devices/s-bed",
+        &format!(r#"{{"name": "{}"}}"#, "x".repeat(5000)),
+        &auth,
+    )
+    .await;
+    assert_eq!(status, 413);
+    let resp = handle(
+        &app,
+        api_event("DELETE", "/devices/s-bed", &[], None, &auth),
+    )
+    .await;
+    assert_eq!(resp.headers.get("allow").unwrap(), "GET, PUT");
+    // Nothing was written by the refused requests.
+    assert_eq!(
+        get(&app, "/devices/s-bed", &[]).await.1["device"]["name"],
+        Value::Null
+    );
+}
+
 on_every_store!(
     post_one_reading_or_a_batch_and_read_them_back,
     lists_and_lookups_come_from_the_registry,
@@ -547,4 +709,6 @@ on_every_store!(
     a_climate_reading_may_omit_the_room_of_a_registered_device,
     each_function_serves_only_its_own_routes,
     the_cached_registry_reloads_only_after_its_ttl,
+    names_are_set_by_users_shown_in_lists_and_never_overwritten,
+    bad_names_and_missing_tokens_are_refused,
 );

@@ -22,6 +22,8 @@ pub enum ApiError {
     MethodNotAllowed { method: String, allow: &'static str },
     #[error("the request body is not valid base64")]
     BadBody,
+    #[error("invalid request body")]
+    InvalidBody(Vec<(String, String)>),
     #[error("storage unavailable, try again")]
     StorageUnavailable(StoreError),
 }
@@ -53,7 +55,8 @@ impl ApiError {
             ApiError::Ingest(_)
             | ApiError::InvalidParameters(_)
             | ApiError::InvalidPath { .. }
-            | ApiError::BadBody => 400,
+            | ApiError::BadBody
+            | ApiError::InvalidBody(_) => 400,
             ApiError::Unauthorized => 401,
             ApiError::NotFound(_) => 404,
             ApiError::MethodNotAllowed { .. } => 405,
@@ -71,6 +74,7 @@ impl ApiError {
             }
             ApiError::InvalidParameters(_) => "invalid_parameter",
             ApiError::InvalidPath { .. } => "invalid_path",
+            ApiError::InvalidBody(_) => "invalid_body",
             ApiError::Unauthorized => "unauthorized",
             ApiError::NotFound(_) => "not_found",
             ApiError::MethodNotAllowed { .. } => "method_not_allowed",
@@ -93,6 +97,12 @@ impl ApiError {
                 error["details"] = ps
                     .iter()
                     .map(|(p, m)| json!({ "parameter": p, "message": m }))
+                    .collect();
+            }
+            ApiError::InvalidBody(ps) => {
+                error["details"] = ps
+                    .iter()
+                    .map(|(f, m)| json!({ "field": f, "message": m }))
                     .collect();
             }
             ApiError::StorageUnavailable(_) => {

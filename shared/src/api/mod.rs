@@ -4,6 +4,7 @@
 mod auth;
 mod error;
 pub mod params;
+mod profile;
 mod views;
 
 pub use auth::BearerToken;
@@ -40,7 +41,7 @@ pub struct App<S> {
 }
 
 /// Every route the API serves, as `template.yaml` must declare them.
-pub const ROUTES: [(&str, &str); 11] = [
+pub const ROUTES: [(&str, &str); 13] = [
     ("POST", "/readings"),
     ("GET", "/devices"),
     ("GET", "/devices/{id}"),
@@ -52,10 +53,14 @@ pub const ROUTES: [(&str, &str); 11] = [
     ("GET", "/rooms/{id}"),
     ("GET", "/rooms/{id}/readings"),
     ("GET", "/rooms/{id}/stats"),
+    ("PUT", "/devices/{id}"),
+    ("PUT", "/rooms/{id}"),
 ];
 
 enum Route {
     PostReadings,
+    PutDevice(String),
+    PutRoom(String),
     Devices,
     Device(String),
     DeviceReadings(String),
@@ -71,15 +76,8 @@ enum Route {
 impl Route {
     fn set(&self) -> RouteSet {
         match self {
-            Route::PostReadings => RouteSet::Ingest,
+            Route::PostReadings | Route::PutDevice(_) | Route::PutRoom(_) => RouteSet::Ingest,
             _ => RouteSet::Query,
-        }
-    }
-
-    fn method(&self) -> Method {
-        match self {
-            Route::PostReadings => Method::POST,
-            _ => Method::GET,
         }
     }
 }
@@ -103,7 +101,8 @@ fn request_path(req: &ApiGatewayV2httpRequest) -> String {
     }
 }
 
-fn parse_route(path: &str) -> Result<Option<Route>, ApiError> {
+/// The route of a request. A known path with another method is a 405 naming the allowed ones.
+fn parse_route(method: &Method, path: &str) -> Result<Option<Route>, ApiError> {
     let segments = path
         .split('/')
         .filter(|s| !s.is_empty())
@@ -118,20 +117,42 @@ fn parse_route(path: &str) -> Result<Option<Route>, ApiError> {
         })
         .collect::<Result<Vec<String>, _>>()?;
     let s: Vec<&str> = segments.iter().map(String::as_str).collect();
-    Ok(Some(match s.as_slice() {
-        ["readings"] => Route::PostReadings,
-        ["devices"] => Route::Devices,
-        ["devices", id] => Route::Device(id.to_string()),
-        ["devices", id, "readings"] => Route::DeviceReadings(id.to_string()),
-        ["devices", id, "latest"] => Route::DeviceLatest(id.to_string()),
-        ["devices", id, "stats"] => Route::DeviceStats(id.to_string()),
-        ["devices", id, "energy"] => Route::DeviceEnergy(id.to_string()),
-        ["rooms"] => Route::Rooms,
-        ["rooms", id] => Route::Room(id.to_string()),
-        ["rooms", id, "readings"] => Route::RoomReadings(id.to_string()),
-        ["rooms", id, "stats"] => Route::RoomStats(id.to_string()),
+    let get = *method == Method::GET;
+    let (allow, route) = match s.as_slice() {
+        ["readings"] => (
+            "POST",
+            (*method == Method::POST).then_some(Route::PostReadings),
+        ),
+        ["devices"] => ("GET", get.then_some(Route::Devices)),
+        ["devices", id] => (
+            "GET, PUT",
+            match *method {
+                Method::GET => Some(Route::Device(id.to_string())),
+                Method::PUT => Some(Route::PutDevice(id.to_string())),
+                _ => None,
+            },
+        ),
+        ["devices", id, "readings"] => ("GET", get.then(|| Route::DeviceReadings(id.to_string()))),
+        ["devices", id, "latest"] => ("GET", get.then(|| Route::DeviceLatest(id.to_string()))),
+        ["devices", id, "stats"] => ("GET", get.then(|| Route::DeviceStats(id.to_string()))),
+        ["devices", id, "energy"] => ("GET", get.then(|| Route::DeviceEnergy(id.to_string()))),
+        ["rooms"] => ("GET", get.then_some(Route::Rooms)),
+        ["rooms", id] => (
+            "GET, PUT",
+            match *method {
+                Method::GET => Some(Route::Room(id.to_string())),
+                Method::PUT => Some(Route::PutRoom(id.to_string())),
+                _ => None,
+            },
+        ),
+        ["rooms", id, "readings"] => ("GET", get.then(|| Route::RoomReadings(id.to_string()))),
+        ["rooms", id, "stats"] => ("GET", get.then(|| Route::RoomStats(id.to_string()))),
         _ => return Ok(None),
-    }))
+    };
+    route.map(Some).ok_or_else(|| ApiError::MethodNotAllowed {
+        method: method.to_string(),
+        allow,
+    })
 }
 
 fn device_id(s: &str) -> Result<DeviceId, ApiError> {
@@ -176,30 +197,22 @@ async fn dispatch<S: Store>(
     method: &Method,
     path: &str,
 ) -> Result<Value, ApiError> {
-    let route = match parse_route(path)? {
+    let route = match parse_route(method, path)? {
         Some(r) if app.routes == RouteSet::All || app.routes == r.set() => r,
-        _ => return Err(ApiError::NotFound(format!("no route {path}"))),
+        _ => return Err(ApiError::NotFound(format!("no route {method} {path}"))),
     };
-    if *method != route.method() {
-        return Err(ApiError::MethodNotAllowed {
-            method: method.to_string(),
-            allow: if route.method() == Method::POST {
-                "POST"
-            } else {
-                "GET"
-            },
-        });
+    if route.set() == RouteSet::Ingest {
+        if let Some(token) = &app.token {
+            if !token.admits(&req.headers) {
+                return Err(ApiError::Unauthorized);
+            }
+        }
     }
     let params = &req.query_string_parameters;
     let no_params = || params::reject_unknown(params, &[]).map_err(ApiError::InvalidParameters);
     let store = &app.store;
     match route {
         Route::PostReadings => {
-            if let Some(token) = &app.token {
-                if !token.admits(&req.headers) {
-                    return Err(ApiError::Unauthorized);
-                }
-            }
             no_params()?;
             let body = body_bytes(req)?;
             let registry = app.registry.current(store).await;
@@ -209,6 +222,32 @@ async fn dispatch<S: Store>(
                 answer["duplicates"] = json!(out.duplicates);
             }
             Ok(answer)
+        }
+        Route::PutDevice(id) => {
+            let id = device_id(&id)?;
+            no_params()?;
+            let profile = profile::parse(&body_bytes(req)?, true)?;
+            store
+                .set_device_profile(&id, profile.name.as_ref(), profile.room.as_ref())
+                .await?;
+            app.registry.invalidate();
+            let device = store
+                .device(&id)
+                .await?
+                .ok_or_else(|| ApiError::NotFound(format!("no device {id}")))?;
+            Ok(json!({ "device": DeviceView::from(&device) }))
+        }
+        Route::PutRoom(id) => {
+            let id = room_id(&id)?;
+            no_params()?;
+            let profile = profile::parse(&body_bytes(req)?, false)?;
+            store.set_room_name(&id, profile.name.as_ref()).await?;
+            app.registry.invalidate();
+            let room = store
+                .room(&id)
+                .await?
+                .ok_or_else(|| ApiError::NotFound(format!("no room {id}")))?;
+            Ok(json!({ "room": RoomView::from(&room) }))
         }
         Route::Devices => {
             no_params()?;

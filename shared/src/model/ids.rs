@@ -146,3 +146,51 @@ mod tests {
         ));
     }
 }
+
+/// A user-given display name of a device or room: 1-100 characters after
+/// trimming, no control characters. The id stays stable; the name may change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Name(String);
+
+impl Name {
+    pub const MAX_LEN: usize = 100;
+
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        if t.is_empty() {
+            return Err("must not be empty (send null to remove the name)".into());
+        }
+        let len = t.chars().count();
+        if len > Self::MAX_LEN {
+            return Err(format!(
+                "must be at most {} characters, got {len}",
+                Self::MAX_LEN
+            ));
+        }
+        if let Some(c) = t.chars().find(|c| c.is_control()) {
+            return Err(format!("must not contain control characters (found {c:?})"));
+        }
+        Ok(Self(t.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::Name;
+
+    #[test]
+    fn names_are_trimmed_bounded_and_printable() {
+        assert_eq!(
+            Name::parse("  Bedroom sensor ").unwrap().as_str(),
+            "Bedroom sensor"
+        );
+        assert_eq!(Name::parse("寝室").unwrap().as_str(), "寝室");
+        assert!(Name::parse("   ").is_err());
+        assert!(Name::parse(&"x".repeat(101)).is_err());
+        assert!(Name::parse("a\u{0}b").is_err());
+    }
+}

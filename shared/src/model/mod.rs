@@ -5,6 +5,6 @@ mod ids;
 mod reading;
 mod timestamp;
 
-pub use ids::{DeviceId, IdError, RoomId};
+pub use ids::{DeviceId, IdError, Name, RoomId};
 pub use reading::{Climate, FieldProblem, Measurement, Power, Reading, ReadingKind, BOUNDS};
 pub use timestamp::{TimeRange, Timestamp, TimestampError};

@@ -11,7 +11,7 @@ use super::{
 use crate::keys::{
     self, attr, Position, DEVICE_PARTITION, READING_PREFIX, ROOM_PARTITION, ROOM_TIME_INDEX,
 };
-use crate::model::{DeviceId, Reading, RoomId, Timestamp};
+use crate::model::{DeviceId, Name, Reading, RoomId, Timestamp};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::batch_write_item::BatchWriteItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, ReturnValue, WriteRequest};
@@ -410,6 +410,49 @@ impl DynamoStore {
     }
 }
 
+impl DynamoStore {
+    /// `SET`s or `REMOVE`s user-set attributes of a registry item.
+    async fn set_user_attributes(
+        &self,
+        pk: &str,
+        sk: &str,
+        name: Option<&Name>,
+        room: Option<&RoomId>,
+    ) -> Result<(), StoreError> {
+        let mut set = Vec::new();
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(pk))
+            .key(attr::SK, s(sk))
+            .expression_attribute_names("#name", "name");
+        if let Some(name) = name {
+            set.push("#name = :name");
+            update = update.expression_attribute_values(":name", s(name.as_str()));
+        }
+        if let Some(room) = room {
+            set.push("#room = :room");
+            update = update
+                .expression_attribute_names("#room", attr::ROOM)
+                .expression_attribute_values(":room", s(room.as_str()));
+        }
+        let mut expression = String::new();
+        if !set.is_empty() {
+            expression = format!("SET {}", set.join(", "));
+        }
+        if name.is_none() {
+            expression.push_str(" REMOVE #name");
+        }
+        update
+            .update_expression(expression.trim())
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+}
+
 struct RegistryWrite<'a> {
     pk: &'a str,
     sk: &'a str,
@@ -643,6 +686,21 @@ impl Store for DynamoStore {
             room: update.room.as_ref(),
         })
         .await
+    }
+
+    async fn set_device_profile(
+        &self,
+        device: &DeviceId,
+        name: Option<&Name>,
+        room: Option<&RoomId>,
+    ) -> Result<(), StoreError> {
+        self.set_user_attributes(DEVICE_PARTITION, device.as_str(), name, room)
+            .await
+    }
+
+    async fn set_room_name(&self, room: &RoomId, name: Option<&Name>) -> Result<(), StoreError> {
+        self.set_user_attributes(ROOM_PARTITION, room.as_str(), name, None)
+            .await
     }
 
     async fn apply_room_update(&self, update: &RoomUpdate) -> Result<(), StoreError> {

@@ -7,7 +7,7 @@ pub mod item;
 pub mod sqlite;
 
 use crate::keys::Position;
-use crate::model::{DeviceId, Reading, ReadingKind, RoomId, TimeRange, Timestamp};
+use crate::model::{DeviceId, Name, Reading, ReadingKind, RoomId, TimeRange, Timestamp};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 
@@ -151,6 +151,20 @@ pub trait Store: Send + Sync {
     fn apply_room_update(
         &self,
         update: &RoomUpdate,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// What a user sets on a device: its name (`None` removes it) and, when given, its room.
+    /// Creates the registry item if the device has not reported yet.
+    fn set_device_profile(
+        &self,
+        device: &DeviceId,
+        name: Option<&Name>,
+        room: Option<&RoomId>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// A room's name (`None` removes it); creates the registry item if needed.
+    fn set_room_name(
+        &self,
+        room: &RoomId,
+        name: Option<&Name>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 

@@ -11,7 +11,7 @@ use super::{
     RoomUpdate, Store, StoreError, WriteReport,
 };
 use crate::keys::{self, attr, Position, DEVICE_PARTITION, ROOM_PARTITION};
-use crate::model::{DeviceId, Reading, RoomId, Timestamp};
+use crate::model::{DeviceId, Name, Reading, RoomId, Timestamp};
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::de::DeserializeOwned;
@@ -176,7 +176,13 @@ impl SqliteStore {
         Ok(Page { readings, next })
     }
 
-    fn registry_write(&self, pk: &str, sk: &str, w: RegistryMerge<'_>) -> Result<(), StoreError> {
+    /// Read-modify-write of one registry item in a transaction.
+    fn update_registry_item(
+        &self,
+        pk: &str,
+        sk: &str,
+        change: impl FnOnce(&mut Item) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(db_err)?;
         let mut item = Self::get_item(&tx, pk, sk)?.unwrap_or_else(|| {
@@ -185,9 +191,32 @@ impl SqliteStore {
                 (attr::SK.to_owned(), AttributeValue::S(sk.to_owned())),
             ]))
         });
-        w.merge_into(&mut item)?;
+        change(&mut item)?;
         Self::put_item(&tx, pk, sk, &item)?;
         tx.commit().map_err(db_err)
+    }
+
+    fn registry_write(&self, pk: &str, sk: &str, w: RegistryMerge<'_>) -> Result<(), StoreError> {
+        self.update_registry_item(pk, sk, |item| w.merge_into(item))
+    }
+
+    fn set_user_attributes(
+        &self,
+        pk: &str,
+        sk: &str,
+        name: Option<&Name>,
+        room: Option<&RoomId>,
+    ) -> Result<(), StoreError> {
+        self.update_registry_item(pk, sk, |item| {
+            match name {
+                Some(n) => item.insert("name".into(), AttributeValue::S(n.as_str().to_owned())),
+                None => item.remove("name"),
+            };
+            if let Some(room) = room {
+                item.insert(attr::ROOM.into(), AttributeValue::S(room.to_string()));
+            }
+            Ok(())
+        })
     }
 
     /// Feeds the next batch of the change log to the registry handler (the same
@@ -569,6 +598,19 @@ impl Store for SqliteStore {
                 room: update.room.as_ref(),
             },
         )
+    }
+
+    async fn set_device_profile(
+        &self,
+        device: &DeviceId,
+        name: Option<&Name>,
+        room: Option<&RoomId>,
+    ) -> Result<(), StoreError> {
+        self.set_user_attributes(DEVICE_PARTITION, device.as_str(), name, room)
+    }
+
+    async fn set_room_name(&self, room: &RoomId, name: Option<&Name>) -> Result<(), StoreError> {
+        self.set_user_attributes(ROOM_PARTITION, room.as_str(), name, None)
     }
 
     async fn apply_room_update(&self, update: &RoomUpdate) -> Result<(), StoreError> {
