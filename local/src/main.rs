@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use ingester_local::{http, replay, stream_poller::StreamPoller};
 use shared::api::{App, BearerToken, RouteSet};
 use shared::registry::RegistryCache;
-use shared::store::{DynamoStore, SqliteStore, Store};
+use shared::store::{now_epoch_seconds, DynamoStore, Retention, SqliteStore, Store};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -73,6 +73,9 @@ struct StoreArgs {
     /// Create the table as template.yaml defines it (keys, room-time index, stream, TTL).
     #[arg(long, requires = "table")]
     create_table: bool,
+    /// Keep readings this many days (0: forever); expired ones are hidden and, on the embedded store, deleted.
+    #[arg(long, env = "RETENTION_DAYS", default_value_t = 0)]
+    retention_days: u32,
     /// File that keeps the stream position across restarts (DynamoDB only).
     #[arg(long, requires = "table")]
     stream_checkpoint: Option<PathBuf>,
@@ -91,7 +94,9 @@ async fn open(args: &StoreArgs) -> Result<Backend, String> {
             SqliteStore::open(&args.db)
         }
         .map_err(|e| format!("opening {}: {e}", args.db.display()))?;
-        return Ok(Backend::Embedded(store));
+        return Ok(Backend::Embedded(
+            store.with_retention(Retention::days(args.retention_days)),
+        ));
     };
     let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
     if let Some(url) = &args.dynamodb_endpoint {
@@ -124,7 +129,7 @@ async fn open(args: &StoreArgs) -> Result<Backend, String> {
             .region(region.clone())
             .build(),
     );
-    let store = DynamoStore::new(ddb, table);
+    let store = DynamoStore::new(ddb, table).with_retention(Retention::days(args.retention_days));
     if args.create_table {
         store
             .create_table()
@@ -192,6 +197,18 @@ async fn consume_change_log(store: SqliteStore, every: Duration, app: Arc<App<Sq
     }
 }
 
+/// The embedded store's TTL: deletes expired readings now and then every minute.
+async fn purge_expired(store: SqliteStore) {
+    loop {
+        match store.delete_expired(now_epoch_seconds()) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(readings = n, "deleted expired readings"),
+            Err(err) => tracing::warn!(error = %err, "deleting expired readings failed"),
+        }
+        tokio::time::sleep(Duration::from_secs(60)).await;
+    }
+}
+
 async fn poll_stream(mut poller: StreamPoller, store: DynamoStore, every: Duration) {
     loop {
         match poller.poll_once(&store).await {
@@ -237,7 +254,16 @@ async fn run(cli: Cli) -> Result<bool, String> {
             match open(&store).await? {
                 Backend::Embedded(s) => {
                     let app = Arc::new(app(s.clone(), token.as_deref(), ttl).await?);
-                    let feeder = tokio::spawn(consume_change_log(s, every, app.clone()));
+                    // One task for both, so that stopping it stops both.
+                    let feeder = tokio::spawn({
+                        let app = app.clone();
+                        async move {
+                            tokio::join!(
+                                consume_change_log(s.clone(), every, app),
+                                purge_expired(s)
+                            );
+                        }
+                    });
                     serve(app, addr, feeder).await?;
                 }
                 Backend::Dynamo(s, streams, region) => {

@@ -1,6 +1,7 @@
 //! Configuration from the environment (DESIGN §6).
 
 use crate::api::BearerToken;
+use crate::store::Retention;
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
@@ -11,6 +12,8 @@ pub struct Config {
     pub ingest_token: Option<BearerToken>,
     /// `REGISTRY_CACHE_TTL_SECONDS` (default 30): how old the cached registry may get.
     pub registry_cache_ttl: Duration,
+    /// `RETENTION_DAYS` (default 0: keep forever): readings get `expires_at`.
+    pub retention: Option<Retention>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -45,10 +48,19 @@ impl Config {
                 value: v.clone(),
             })?),
         };
+        let retention = match get("RETENTION_DAYS") {
+            None => None,
+            Some(v) => Retention::days(v.trim().parse().map_err(|_| ConfigError::Invalid {
+                name: "RETENTION_DAYS",
+                expected: "a whole number of days (0 keeps readings forever)",
+                value: v.clone(),
+            })?),
+        };
         Ok(Self {
             table_name,
             ingest_token,
             registry_cache_ttl,
+            retention,
         })
     }
 }

@@ -25,7 +25,9 @@ pub async fn cold_start(
     config: &Config,
     routes: RouteSet,
 ) -> Result<App<DynamoStore>, store::StoreError> {
-    let store = DynamoStore::from_env(&config.table_name).await;
+    let store = DynamoStore::from_env(&config.table_name)
+        .await
+        .with_retention(config.retention);
     let registry = RegistryCache::load(&store, config.registry_cache_ttl).await?;
     Ok(App {
         store,

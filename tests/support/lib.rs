@@ -256,6 +256,8 @@ pub trait TestStore: shared::store::Store + Clone + Send + Sync + 'static {
         pk: &str,
         sk: &str,
     ) -> impl std::future::Future<Output = Option<serde_dynamo::Item>> + Send;
+    /// The same store, writing readings with a retention of `days`.
+    fn retaining(self, days: u32) -> Self;
     /// Sets an attribute as a user (not registry maintenance) would.
     fn set_string(
         &self,
@@ -271,6 +273,10 @@ impl TestStore for DynamoStore {
         fresh_store(&dynalite(), hint)
             .await
             .with_registry_page_limit(3)
+    }
+
+    fn retaining(self, days: u32) -> Self {
+        self.with_retention(shared::store::Retention::days(days))
     }
 
     async fn raw_item(&self, pk: &str, sk: &str) -> Option<serde_dynamo::Item> {
@@ -306,6 +312,10 @@ impl TestStore for DynamoStore {
 impl TestStore for shared::store::SqliteStore {
     async fn fresh(_hint: &str) -> Self {
         shared::store::SqliteStore::in_memory().unwrap()
+    }
+
+    fn retaining(self, days: u32) -> Self {
+        self.with_retention(shared::store::Retention::days(days))
     }
 
     async fn raw_item(&self, pk: &str, sk: &str) -> Option<serde_dynamo::Item> {

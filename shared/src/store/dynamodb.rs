@@ -5,8 +5,8 @@
 
 use super::item::{DeviceItem, ReadingItem, RoomItem, SnapshotItem};
 use super::{
-    Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest, RegistrySnapshot, RoomRecord,
-    RoomUpdate, Store, StoreError, WriteReport,
+    now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
+    RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport,
 };
 use crate::keys::{
     self, attr, Position, DEVICE_PARTITION, READING_PREFIX, ROOM_PARTITION, ROOM_TIME_INDEX,
@@ -65,6 +65,7 @@ pub struct DynamoStore {
     policy: WritePolicy,
     /// Page size of registry loads; `None` lets DynamoDB fill 1 MB pages.
     registry_page_limit: Option<i32>,
+    retention: Option<Retention>,
 }
 
 impl DynamoStore {
@@ -74,6 +75,7 @@ impl DynamoStore {
             table: table.into(),
             policy: WritePolicy::default(),
             registry_page_limit: None,
+            retention: None,
         }
     }
 
@@ -121,6 +123,7 @@ impl DynamoStore {
                     .projection_type(ProjectionType::Include)
                     .non_key_attributes("temperature")
                     .non_key_attributes("humidity")
+                    .non_key_attributes("expires_at")
                     .build(),
             )
             .build()
@@ -177,6 +180,12 @@ impl DynamoStore {
             tracing::warn!(error = %DisplayErrorContext(&err), "TTL not enabled");
         }
         Ok(())
+    }
+
+    /// Writes readings with `expires_at` (`RETENTION_DAYS`).
+    pub fn with_retention(mut self, retention: Option<Retention>) -> Self {
+        self.retention = retention;
+        self
     }
 
     /// Smaller registry pages (tests use it to prove that every page is read).
@@ -463,6 +472,16 @@ struct RegistryWrite<'a> {
     room: Option<&'a RoomId>,
 }
 
+/// Hides readings past `expires_at` that TTL has not deleted yet.
+fn unexpired(
+    query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+    query
+        .filter_expression("attribute_not_exists(#expires_at) OR #expires_at > :now")
+        .expression_attribute_names("#expires_at", "expires_at")
+        .expression_attribute_values(":now", AttributeValue::N(now_epoch_seconds().to_string()))
+}
+
 fn s(v: &str) -> AttributeValue {
     AttributeValue::S(v.to_owned())
 }
@@ -541,7 +560,7 @@ impl Store for DynamoStore {
         let mut items: Vec<(usize, Item)> = Vec::with_capacity(deduped.winners.len());
         let mut failed = Vec::new();
         for (slot, &i) in deduped.winners.iter().enumerate() {
-            match serde_dynamo::to_item(ReadingItem::from_reading(&readings[i])) {
+            match serde_dynamo::to_item(ReadingItem::with_retention(&readings[i], self.retention)) {
                 Ok(item) => items.push((slot, item)),
                 Err(e) => {
                     tracing::error!(error = %e, "reading does not encode");
@@ -590,7 +609,7 @@ impl Store for DynamoStore {
                     ),
                 ])
             }));
-        let (items, more) = self.query_pages(query, request.limit).await?;
+        let (items, more) = self.query_pages(unexpired(query), request.limit).await?;
         page_of(items, more)
     }
 
@@ -622,12 +641,12 @@ impl Store for DynamoStore {
                     (attr::PK.to_owned(), s(keys::reading_pk(&p.device_id))),
                 ])
             }));
-        let (items, more) = self.query_pages(query, request.limit).await?;
+        let (items, more) = self.query_pages(unexpired(query), request.limit).await?;
         page_of(items, more)
     }
 
     async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
-        let out = self
+        let query = self
             .client
             .query()
             .table_name(&self.table)
@@ -636,12 +655,10 @@ impl Store for DynamoStore {
             .expression_attribute_names("#sk", attr::SK)
             .expression_attribute_values(":pk", s(keys::reading_pk(device)))
             .expression_attribute_values(":prefix", s(READING_PREFIX))
-            .scan_index_forward(false)
-            .limit(1)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        out.items().first().map(decode_reading).transpose()
+            .scan_index_forward(false);
+        // With a filter, Limit counts items read before filtering: keep reading pages until one passes.
+        let (items, _) = self.query_pages(unexpired(query), 1).await?;
+        items.first().map(decode_reading).transpose()
     }
 
     async fn load_registry(&self) -> Result<RegistrySnapshot, StoreError> {

@@ -28,9 +28,19 @@ pub struct ReadingItem {
     pub temperature: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub humidity: Option<f64>,
+    /// Epoch seconds after which the reading is expired (TTL attribute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
 }
 
 impl ReadingItem {
+    /// The item of a reading, with `expires_at` when a retention is set.
+    pub fn with_retention(r: &Reading, retention: Option<super::Retention>) -> Self {
+        let mut item = Self::from_reading(r);
+        item.expires_at = retention.map(|k| k.expires_at(r.timestamp));
+        item
+    }
+
     pub fn from_reading(r: &Reading) -> Self {
         let mut item = ReadingItem {
             pk: keys::reading_pk(&r.device_id).to_owned(),
@@ -42,6 +52,7 @@ impl ReadingItem {
             room: None,
             temperature: None,
             humidity: None,
+            expires_at: None,
         };
         match &r.measurement {
             Measurement::Power(p) => {
@@ -170,6 +181,7 @@ impl SnapshotItem {
             room: self.room,
             temperature: self.temperature,
             humidity: self.humidity,
+            expires_at: None,
         }
         .into_reading()
     }

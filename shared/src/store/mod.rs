@@ -15,6 +15,30 @@ pub use dynamodb::DynamoStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 
+/// How long readings are kept: each is written with `expires_at` = its
+/// timestamp + this many days (epoch seconds). DynamoDB's TTL deletes it some
+/// time after that; until then reads hide it. The registry is never expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    days: u32,
+}
+
+impl Retention {
+    /// `None` for 0 days: keep forever.
+    pub fn days(days: u32) -> Option<Self> {
+        (days > 0).then_some(Self { days })
+    }
+
+    pub fn expires_at(&self, t: Timestamp) -> i64 {
+        t.millis().div_euclid(1000) + i64::from(self.days) * 86_400
+    }
+}
+
+/// Now, as epoch seconds: what `expires_at` is compared with.
+pub fn now_epoch_seconds() -> i64 {
+    Timestamp::now().millis().div_euclid(1000)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
     Asc,

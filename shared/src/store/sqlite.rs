@@ -7,8 +7,8 @@
 
 use super::item::{DeviceItem, ReadingItem, RoomItem, SnapshotItem};
 use super::{
-    Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest, RegistrySnapshot, RoomRecord,
-    RoomUpdate, Store, StoreError, WriteReport,
+    now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
+    RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport,
 };
 use crate::keys::{self, attr, Position, DEVICE_PARTITION, ROOM_PARTITION};
 use crate::model::{DeviceId, Name, Reading, RoomId, Timestamp};
@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS items (
     sk   TEXT NOT NULL,
     room TEXT,            -- the item's `room` attribute: key of the room-time index
     item TEXT NOT NULL,   -- the whole item as DynamoDB JSON
+    expires_at INTEGER,   -- the item's `expires_at` (epoch seconds), for retention
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS room_time ON items (room, sk, pk) WHERE room IS NOT NULL;
@@ -44,6 +45,24 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 );
 ";
 
+/// Brings a database made by an earlier version up to the current schema.
+fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    let has_expiry: bool = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('items') WHERE name = 'expires_at'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(db_err)?
+        > 0;
+    if !has_expiry {
+        conn.execute_batch("ALTER TABLE items ADD COLUMN expires_at INTEGER")
+            .map_err(db_err)?;
+    }
+    conn.execute_batch("CREATE INDEX IF NOT EXISTS items_expiry ON items (expires_at) WHERE expires_at IS NOT NULL")
+        .map_err(db_err)
+}
+
 /// The change-log consumer that maintains the registry.
 const REGISTRY_CONSUMER: &str = "registry";
 /// Records per change-log batch, as the Lambda event source mapping's BatchSize.
@@ -52,6 +71,7 @@ pub const CHANGE_BATCH: usize = 100;
 #[derive(Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
+    retention: Option<Retention>,
 }
 
 fn db_err(e: rusqlite::Error) -> StoreError {
@@ -84,9 +104,51 @@ impl SqliteStore {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(db_err)?;
         conn.execute_batch(SCHEMA).map_err(db_err)?;
+        migrate(&conn)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
+            retention: None,
         })
+    }
+
+    /// Writes readings with `expires_at` (`RETENTION_DAYS`); see [`Self::delete_expired`].
+    pub fn with_retention(mut self, retention: Option<Retention>) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Deletes readings past `expires_at`, as DynamoDB's TTL does, logging each
+    /// as a REMOVE by the service (which the registry ignores). Returns how many.
+    pub fn delete_expired(&self, now_epoch_seconds: i64) -> Result<usize, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(db_err)?;
+        let expired: Vec<(String, String, String)> = {
+            let mut stmt = tx
+                .prepare("SELECT pk, sk, item FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1")
+                .map_err(db_err)?;
+            let rows = stmt
+                .query_map(params![now_epoch_seconds], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .map_err(db_err)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(db_err)?;
+            rows
+        };
+        for (pk, sk, old) in &expired {
+            tx.execute(
+                "DELETE FROM items WHERE pk = ?1 AND sk = ?2",
+                params![pk, sk],
+            )
+            .map_err(db_err)?;
+            tx.execute(
+                "INSERT INTO change_log (event_name, pk, sk, new_image, old_image, at_ms) VALUES ('REMOVE', ?1, ?2, NULL, ?3, ?4)",
+                params![pk, sk, old, Timestamp::now().millis()],
+            )
+            .map_err(db_err)?;
+        }
+        tx.commit().map_err(db_err)?;
+        Ok(expired.len())
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -128,10 +190,14 @@ impl SqliteStore {
             Some(AttributeValue::S(r)) => Some(r.as_str()),
             _ => None,
         };
+        let expires_at = match item.get("expires_at") {
+            Some(AttributeValue::N(n)) => n.parse::<i64>().ok(),
+            _ => None,
+        };
         conn.execute(
-            "INSERT INTO items (pk, sk, room, item) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (pk, sk) DO UPDATE SET room = excluded.room, item = excluded.item",
-            params![pk, sk, room, new_text],
+            "INSERT INTO items (pk, sk, room, item, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (pk, sk) DO UPDATE SET room = excluded.room, item = excluded.item, expires_at = excluded.expires_at",
+            params![pk, sk, room, new_text, expires_at],
         )
         .map_err(db_err)?;
         conn.execute(
@@ -421,8 +487,11 @@ impl Store for SqliteStore {
             let mut conn = self.lock();
             let tx = conn.transaction().map_err(db_err)?;
             for &i in &deduped.winners {
-                let item: Item = serde_dynamo::to_item(ReadingItem::from_reading(&readings[i]))
-                    .map_err(corrupt)?;
+                let item: Item = serde_dynamo::to_item(ReadingItem::with_retention(
+                    &readings[i],
+                    self.retention,
+                ))
+                .map_err(corrupt)?;
                 let r = &readings[i];
                 Self::put_item(
                     &tx,
@@ -454,8 +523,8 @@ impl Store for SqliteStore {
             .as_ref()
             .map(|p| keys::reading_sk(p.timestamp));
         let sql = match request.order {
-            Order::Asc => "SELECT item FROM items WHERE pk = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR sk > ?4) ORDER BY sk ASC LIMIT ?5",
-            Order::Desc => "SELECT item FROM items WHERE pk = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR sk < ?4) ORDER BY sk DESC LIMIT ?5",
+            Order::Asc => "SELECT item FROM items WHERE pk = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR sk > ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY sk ASC LIMIT ?5",
+            Order::Desc => "SELECT item FROM items WHERE pk = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR sk < ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY sk DESC LIMIT ?5",
         };
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
@@ -466,7 +535,8 @@ impl Store for SqliteStore {
                     lo,
                     hi,
                     after,
-                    (request.limit + 1) as i64
+                    (request.limit + 1) as i64,
+                    now_epoch_seconds()
                 ],
                 |r| r.get(0),
             )
@@ -490,8 +560,8 @@ impl Store for SqliteStore {
             None => (None, None),
         };
         let sql = match request.order {
-            Order::Asc => "SELECT item FROM items WHERE room = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR (sk, pk) > (?4, ?5)) ORDER BY sk ASC, pk ASC LIMIT ?6",
-            Order::Desc => "SELECT item FROM items WHERE room = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR (sk, pk) < (?4, ?5)) ORDER BY sk DESC, pk DESC LIMIT ?6",
+            Order::Asc => "SELECT item FROM items WHERE room = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR (sk, pk) > (?4, ?5)) AND (expires_at IS NULL OR expires_at > ?7) ORDER BY sk ASC, pk ASC LIMIT ?6",
+            Order::Desc => "SELECT item FROM items WHERE room = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR (sk, pk) < (?4, ?5)) AND (expires_at IS NULL OR expires_at > ?7) ORDER BY sk DESC, pk DESC LIMIT ?6",
         };
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
@@ -503,7 +573,8 @@ impl Store for SqliteStore {
                     hi,
                     after_sk,
                     after_pk,
-                    (request.limit + 1) as i64
+                    (request.limit + 1) as i64,
+                    now_epoch_seconds()
                 ],
                 |r| r.get(0),
             )
@@ -521,8 +592,9 @@ impl Store for SqliteStore {
         let text: Option<String> = self
             .lock()
             .query_row(
-                "SELECT item FROM items WHERE pk = ?1 AND sk BETWEEN ?2 AND ?3 ORDER BY sk DESC LIMIT 1",
-                params![keys::reading_pk(device), lo, hi],
+                "SELECT item FROM items WHERE pk = ?1 AND sk BETWEEN ?2 AND ?3 AND (expires_at IS NULL OR expires_at > ?4)
+                 ORDER BY sk DESC LIMIT 1",
+                params![keys::reading_pk(device), lo, hi, now_epoch_seconds()],
                 |r| r.get(0),
             )
             .optional()
