@@ -31,7 +31,8 @@ pub fn stats(owner: (&str, &str), q: &StatsQuery, buckets: &[BucketStats]) -> Va
                 .map(|(name, f)| {
                     (
                         name.to_string(),
-                        json!({"min": f.min, "max": f.max, "mean": f.mean(), "count": f.count}),
+                        // Means are rounded to 6 decimals so float noise does not show.
+                        json!({"min": f.min, "max": f.max, "mean": (f.mean() * 1e6).round() / 1e6, "count": f.count}),
                     )
                 })
                 .collect();
