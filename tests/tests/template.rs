@@ -153,3 +153,79 @@ async fn the_template_routes_are_the_router_routes() {
         );
     }
 }
+
+/// A statement as `(effect, actions, resources, condition)`, with CloudFormation
+/// tags written out (`!GetAtt ReadingsTable.Arn`) and lists sorted.
+fn statements(t: &Yaml, function: &str) -> Vec<(String, Vec<String>, Vec<String>, String)> {
+    fn text(v: &Yaml) -> String {
+        match v {
+            Yaml::String(s) => s.clone(),
+            Yaml::Tagged(t) => format!("{} {}", t.tag, text(&t.value)),
+            other => serde_yaml_ng::to_string(other).unwrap().trim().to_owned(),
+        }
+    }
+    fn list(v: &Yaml) -> Vec<String> {
+        let mut out: Vec<String> = match v.as_sequence() {
+            Some(items) => items.iter().map(text).collect(),
+            None => vec![text(v)],
+        };
+        out.sort();
+        out
+    }
+    let policies = t["Resources"][function]["Properties"]["Policies"].as_sequence().expect("inline policies only");
+    let mut out = Vec::new();
+    for policy in policies {
+        let stmts = policy["Statement"].as_sequence().unwrap_or_else(|| panic!("{function}: only inline Statement policies, no policy templates"));
+        for s in stmts {
+            let condition = if s["Condition"].is_null() { String::new() } else { serde_json::to_string(&serde_yaml_ng::from_value::<serde_json::Value>(s["Condition"].clone()).unwrap()).unwrap() };
+            out.push((text(&s["Effect"]), list(&s["Action"]), list(&s["Resource"]), condition));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn stmt(actions: &[&str], resources: &[&str], condition: &str) -> (String, Vec<String>, Vec<String>, String) {
+    let mut a: Vec<String> = actions.iter().map(|s| s.to_string()).collect();
+    a.sort();
+    let mut r: Vec<String> = resources.iter().map(|s| s.to_string()).collect();
+    r.sort();
+    ("Allow".into(), a, r, condition.into())
+}
+
+#[test]
+fn each_function_has_exactly_its_least_privileges() {
+    let t = template();
+    let table = "!GetAtt ReadingsTable.Arn";
+    let registry_only = r#"{"ForAllValues:StringEquals":{"dynamodb:LeadingKeys":["DEVICE","ROOM"]}}"#;
+    let readings_only = r#"{"ForAllValues:StringNotEquals":{"dynamodb:LeadingKeys":["DEVICE","ROOM"]}}"#;
+    let mut expected = vec![
+        // Writes readings, never registry items; reads and names the registry only.
+        stmt(&["dynamodb:BatchWriteItem"], &[table], readings_only),
+        stmt(&["dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem"], &[table], registry_only),
+    ];
+    expected.sort();
+    assert_eq!(statements(&t, "IngestFunction"), expected, "ingest");
+
+    // Only reads, of the table and its index.
+    let expected = vec![stmt(&["dynamodb:Query", "dynamodb:GetItem"], &[table, "!Sub ${ReadingsTable.Arn}/index/room-time"], "")];
+    assert_eq!(statements(&t, "QueryFunction"), expected, "query");
+
+    let mut expected = vec![
+        stmt(&["dynamodb:UpdateItem"], &[table], registry_only),
+        stmt(&["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"], &["!GetAtt ReadingsTable.StreamArn"], ""),
+        stmt(&["dynamodb:ListStreams"], &["*"], ""),
+        stmt(&["sqs:SendMessage"], &["!GetAtt RegistryFailures.Arn"], ""),
+    ];
+    expected.sort();
+    assert_eq!(statements(&t, "RegistryFunction"), expected, "registry");
+
+    // No wildcard action anywhere, and no function without a role of its own.
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    assert!(!text.contains("dynamodb:*") && !text.contains("Action: \"*\"") && !text.contains("Action: '*'"));
+    for (name, resource) in t["Resources"].as_mapping().unwrap() {
+        if resource["Type"].as_str() == Some("AWS::Serverless::Function") {
+            assert!(resource["Properties"]["Policies"].is_sequence(), "{name:?} has its own policies");
+        }
+    }
+}
