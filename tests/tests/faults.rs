@@ -210,3 +210,114 @@ async fn throttling_past_the_budget_is_a_503_naming_every_reading() {
         "engine errors stay in the logs"
     );
 }
+
+#[tokio::test]
+async fn server_errors_are_retried_and_reported_when_they_persist() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    // The first two answers are 500/503, then the table is back.
+    let recovering =
+        mock!(aws_sdk_dynamodb::Client::batch_write_item).then_compute_response(move |_req| {
+            match counter.fetch_add(1, Ordering::SeqCst) {
+                0 => MockResponse::Http(http_response(500)),
+                1 => MockResponse::Http(http_response(503)),
+                _ => MockResponse::Output(BatchWriteItemOutput::builder().build()),
+            }
+        });
+    let app = app_on(mock_client!(
+        aws_sdk_dynamodb,
+        RuleMode::MatchAny,
+        &[&recovering],
+        |c| c.retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
+    ));
+    let one = power("meter-1", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0).to_string();
+    let (status, body) =
+        answer(&handle(&app, api_event("POST", "/readings", &[], Some(&one), &[])).await);
+    assert_eq!((status, body), (200, json!({"written": 1})));
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        3,
+        "two 5xx retried by our own loop"
+    );
+
+    let down =
+        mock!(aws_sdk_dynamodb::Client::batch_write_item).then_http_response(|| http_response(503));
+    let app = app_on(mock_client!(
+        aws_sdk_dynamodb,
+        RuleMode::MatchAny,
+        &[&down],
+        |c| c.retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
+    ));
+    let two = json!([
+        power("a", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0),
+        power("b", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0)
+    ]);
+    let (status, body) = answer(
+        &handle(
+            &app,
+            api_event("POST", "/readings", &[], Some(&two.to_string()), &[]),
+        )
+        .await,
+    );
+    assert_eq!(
+        (status, body["error"]["unwritten"].clone()),
+        (503, json!([0, 1]))
+    );
+}
+
+fn http_response(status: u16) -> aws_smithy_runtime_api::http::Response {
+    aws_smithy_runtime_api::http::Response::new(
+        aws_smithy_runtime_api::http::StatusCode::try_from(status).unwrap(),
+        aws_smithy_types::body::SdkBody::from(
+            r#"{"__type":"com.amazonaws.dynamodb#InternalServerError","message":"injected"}"#,
+        ),
+    )
+}
+
+#[tokio::test]
+async fn timeouts_are_retried_within_the_budget_then_reported() {
+    // A server on loopback that accepts connections and never answers.
+    let hole = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = hole.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = hole.accept().await {
+            held.push(socket);
+        }
+    });
+    let config = integration_tests::sdk_config(&format!("http://{addr}"))
+        .to_builder()
+        .timeout_config(
+            aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
+                .operation_attempt_timeout(Duration::from_millis(100))
+                .build(),
+        )
+        .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
+        .build();
+    let app = app_on(aws_sdk_dynamodb::Client::from_conf(config));
+    let started = std::time::Instant::now();
+    let two = json!([
+        power("a", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0),
+        power("b", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0)
+    ]);
+    let (status, body) = answer(
+        &handle(
+            &app,
+            api_event("POST", "/readings", &[], Some(&two.to_string()), &[]),
+        )
+        .await,
+    );
+    assert_eq!(
+        (status, body["error"]["unwritten"].clone()),
+        (503, json!([0, 1]))
+    );
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(200),
+        "timed-out attempts were retried ({took:?})"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "but only within the budget ({took:?})"
+    );
+}

@@ -172,20 +172,41 @@ fn statements(t: &Yaml, function: &str) -> Vec<(String, Vec<String>, Vec<String>
         out.sort();
         out
     }
-    let policies = t["Resources"][function]["Properties"]["Policies"].as_sequence().expect("inline policies only");
+    let policies = t["Resources"][function]["Properties"]["Policies"]
+        .as_sequence()
+        .expect("inline policies only");
     let mut out = Vec::new();
     for policy in policies {
-        let stmts = policy["Statement"].as_sequence().unwrap_or_else(|| panic!("{function}: only inline Statement policies, no policy templates"));
+        let stmts = policy["Statement"].as_sequence().unwrap_or_else(|| {
+            panic!("{function}: only inline Statement policies, no policy templates")
+        });
         for s in stmts {
-            let condition = if s["Condition"].is_null() { String::new() } else { serde_json::to_string(&serde_yaml_ng::from_value::<serde_json::Value>(s["Condition"].clone()).unwrap()).unwrap() };
-            out.push((text(&s["Effect"]), list(&s["Action"]), list(&s["Resource"]), condition));
+            let condition = if s["Condition"].is_null() {
+                String::new()
+            } else {
+                serde_json::to_string(
+                    &serde_yaml_ng::from_value::<serde_json::Value>(s["Condition"].clone())
+                        .unwrap(),
+                )
+                .unwrap()
+            };
+            out.push((
+                text(&s["Effect"]),
+                list(&s["Action"]),
+                list(&s["Resource"]),
+                condition,
+            ));
         }
     }
     out.sort();
     out
 }
 
-fn stmt(actions: &[&str], resources: &[&str], condition: &str) -> (String, Vec<String>, Vec<String>, String) {
+fn stmt(
+    actions: &[&str],
+    resources: &[&str],
+    condition: &str,
+) -> (String, Vec<String>, Vec<String>, String) {
     let mut a: Vec<String> = actions.iter().map(|s| s.to_string()).collect();
     a.sort();
     let mut r: Vec<String> = resources.iter().map(|s| s.to_string()).collect();
@@ -197,23 +218,41 @@ fn stmt(actions: &[&str], resources: &[&str], condition: &str) -> (String, Vec<S
 fn each_function_has_exactly_its_least_privileges() {
     let t = template();
     let table = "!GetAtt ReadingsTable.Arn";
-    let registry_only = r#"{"ForAllValues:StringEquals":{"dynamodb:LeadingKeys":["DEVICE","ROOM"]}}"#;
-    let readings_only = r#"{"ForAllValues:StringNotEquals":{"dynamodb:LeadingKeys":["DEVICE","ROOM"]}}"#;
+    let registry_only =
+        r#"{"ForAllValues:StringEquals":{"dynamodb:LeadingKeys":["DEVICE","ROOM"]}}"#;
+    let readings_only =
+        r#"{"ForAllValues:StringNotEquals":{"dynamodb:LeadingKeys":["DEVICE","ROOM"]}}"#;
     let mut expected = vec![
         // Writes readings, never registry items; reads and names the registry only.
         stmt(&["dynamodb:BatchWriteItem"], &[table], readings_only),
-        stmt(&["dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem"], &[table], registry_only),
+        stmt(
+            &["dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem"],
+            &[table],
+            registry_only,
+        ),
     ];
     expected.sort();
     assert_eq!(statements(&t, "IngestFunction"), expected, "ingest");
 
     // Only reads, of the table and its index.
-    let expected = vec![stmt(&["dynamodb:Query", "dynamodb:GetItem"], &[table, "!Sub ${ReadingsTable.Arn}/index/room-time"], "")];
+    let expected = vec![stmt(
+        &["dynamodb:Query", "dynamodb:GetItem"],
+        &[table, "!Sub ${ReadingsTable.Arn}/index/room-time"],
+        "",
+    )];
     assert_eq!(statements(&t, "QueryFunction"), expected, "query");
 
     let mut expected = vec![
         stmt(&["dynamodb:UpdateItem"], &[table], registry_only),
-        stmt(&["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"], &["!GetAtt ReadingsTable.StreamArn"], ""),
+        stmt(
+            &[
+                "dynamodb:DescribeStream",
+                "dynamodb:GetRecords",
+                "dynamodb:GetShardIterator",
+            ],
+            &["!GetAtt ReadingsTable.StreamArn"],
+            "",
+        ),
         stmt(&["dynamodb:ListStreams"], &["*"], ""),
         stmt(&["sqs:SendMessage"], &["!GetAtt RegistryFailures.Arn"], ""),
     ];
@@ -221,11 +260,19 @@ fn each_function_has_exactly_its_least_privileges() {
     assert_eq!(statements(&t, "RegistryFunction"), expected, "registry");
 
     // No wildcard action anywhere, and no function without a role of its own.
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
-    assert!(!text.contains("dynamodb:*") && !text.contains("Action: \"*\"") && !text.contains("Action: '*'"));
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    assert!(
+        !text.contains("dynamodb:*")
+            && !text.contains("Action: \"*\"")
+            && !text.contains("Action: '*'")
+    );
     for (name, resource) in t["Resources"].as_mapping().unwrap() {
         if resource["Type"].as_str() == Some("AWS::Serverless::Function") {
-            assert!(resource["Properties"]["Policies"].is_sequence(), "{name:?} has its own policies");
+            assert!(
+                resource["Properties"]["Policies"].is_sequence(),
+                "{name:?} has its own policies"
+            );
         }
     }
 }

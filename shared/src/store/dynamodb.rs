@@ -495,11 +495,14 @@ fn request_key(w: &WriteRequest) -> Option<(String, String)> {
 }
 
 /// Errors worth another try: timeouts, connection failures, throttling, 5xx.
-fn is_transient<R>(err: &SdkError<BatchWriteItemError, R>) -> bool {
+fn is_transient(
+    err: &SdkError<BatchWriteItemError, aws_sdk_dynamodb::config::http::HttpResponse>,
+) -> bool {
     match err {
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
             true
         }
+        SdkError::ServiceError(ctx) if ctx.raw().status().is_server_error() => true,
         SdkError::ServiceError(e) => {
             let e = e.err();
             e.is_provisioned_throughput_exceeded_exception()
