@@ -7,7 +7,7 @@
 use aws_sdk_dynamodb::config::{Credentials, Region};
 use clap::{Args, Parser, Subcommand};
 use ingester_local::{http, replay, stream_poller::StreamPoller};
-use shared::api::{App, BearerToken, RouteSet};
+use shared::api::{App, BearerToken, ReadAccess, RouteSet};
 use shared::registry::RegistryCache;
 use shared::store::{now_epoch_seconds, DynamoStore, Retention, SqliteStore, Store};
 use std::net::SocketAddr;
@@ -37,6 +37,9 @@ enum Command {
         /// Bearer token required by POST /readings (none: open).
         #[arg(long, env = "INGEST_TOKEN", hide_env_values = true)]
         token: Option<String>,
+        /// Let anyone read (GET) even when a token is set; by default reads need it too.
+        #[arg(long)]
+        open_reads: bool,
         /// How old the cached registry may get, in seconds.
         #[arg(long, default_value_t = 1)]
         cache_ttl: u64,
@@ -140,7 +143,12 @@ async fn open(args: &StoreArgs) -> Result<Backend, String> {
     Ok(Backend::Dynamo(store, streams, region.to_string()))
 }
 
-async fn app<S: Store>(store: S, token: Option<&str>, ttl: Duration) -> Result<App<S>, String> {
+async fn app<S: Store>(
+    store: S,
+    token: Option<&str>,
+    ttl: Duration,
+    open_reads: bool,
+) -> Result<App<S>, String> {
     let registry = RegistryCache::load(&store, ttl)
         .await
         .map_err(|e| format!("loading the registry: {e}"))?;
@@ -148,6 +156,11 @@ async fn app<S: Store>(store: S, token: Option<&str>, ttl: Duration) -> Result<A
         store,
         registry,
         token: token.and_then(BearerToken::new),
+        read_access: if open_reads {
+            ReadAccess::Open
+        } else {
+            ReadAccess::Token
+        },
         routes: RouteSet::All,
     })
 }
@@ -245,6 +258,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
         Command::Serve {
             addr,
             token,
+            open_reads,
             cache_ttl,
             poll_ms,
             store,
@@ -253,7 +267,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             let every = Duration::from_millis(poll_ms);
             match open(&store).await? {
                 Backend::Embedded(s) => {
-                    let app = Arc::new(app(s.clone(), token.as_deref(), ttl).await?);
+                    let app = Arc::new(app(s.clone(), token.as_deref(), ttl, open_reads).await?);
                     // One task for both, so that stopping it stops both.
                     let feeder = tokio::spawn({
                         let app = app.clone();
@@ -270,7 +284,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
                     let poller =
                         StreamPoller::new(streams, region, store.stream_checkpoint.clone());
                     let feeder = tokio::spawn(poll_stream(poller, s.clone(), every));
-                    let app = Arc::new(app(s, token.as_deref(), ttl).await?);
+                    let app = Arc::new(app(s, token.as_deref(), ttl, open_reads).await?);
                     serve(app, addr, feeder).await?;
                 }
             }
@@ -278,7 +292,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
         }
         Command::Replay { files, store } => match open(&store).await? {
             Backend::Embedded(s) => {
-                let app = app(s.clone(), None, Duration::ZERO).await?;
+                let app = app(s.clone(), None, Duration::ZERO, true).await?;
                 Ok(replay_files(&app, &files, || async {
                     // The local stream: let the registry catch up before the next event.
                     while s.drain_change_log().await.map_err(|e| e.to_string())? > 0 {}
@@ -287,7 +301,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
                 .await)
             }
             Backend::Dynamo(s, streams, region) => {
-                let app = app(s.clone(), None, Duration::ZERO).await?;
+                let app = app(s.clone(), None, Duration::ZERO, true).await?;
                 let poller = std::sync::Mutex::new(Some(StreamPoller::new(
                     streams,
                     region,

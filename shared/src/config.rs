@@ -1,6 +1,6 @@
 //! Configuration from the environment (DESIGN §6).
 
-use crate::api::BearerToken;
+use crate::api::{BearerToken, ReadAccess};
 use crate::store::Retention;
 use std::time::Duration;
 
@@ -14,6 +14,8 @@ pub struct Config {
     pub registry_cache_ttl: Duration,
     /// `RETENTION_DAYS` (default 0: keep forever): readings get `expires_at`.
     pub retention: Option<Retention>,
+    /// `READS_REQUIRE_TOKEN` (default `true`): the GET routes need the token too, when one is set.
+    pub read_access: ReadAccess,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -56,11 +58,23 @@ impl Config {
                 value: v.clone(),
             })?),
         };
+        let read_access = match get("READS_REQUIRE_TOKEN").as_deref().map(str::trim) {
+            None | Some("true") => ReadAccess::Token,
+            Some("false") => ReadAccess::Open,
+            Some(v) => {
+                return Err(ConfigError::Invalid {
+                    name: "READS_REQUIRE_TOKEN",
+                    expected: "true or false",
+                    value: v.to_owned(),
+                })
+            }
+        };
         Ok(Self {
             table_name,
             ingest_token,
             registry_cache_ttl,
             retention,
+            read_access,
         })
     }
 }

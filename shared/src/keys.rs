@@ -155,7 +155,12 @@ impl CursorScope<'_> {
         if version != CURSOR_VERSION {
             return Err(CursorError::Malformed);
         }
+        let ms_text = ms;
         let ms: i64 = ms.parse().map_err(|_| CursorError::Malformed)?;
+        // Only the canonical spelling: `0001…` or `+1…` would give one position many cursors.
+        if ms.to_string() != ms_text {
+            return Err(CursorError::Malformed);
+        }
         let timestamp = Timestamp::from_millis(ms).map_err(|_| CursorError::Malformed)?;
         let device_id = DeviceId::parse(device).map_err(|_| CursorError::Malformed)?;
         if tag != self.tag(ms, device) {

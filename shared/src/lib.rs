@@ -33,6 +33,7 @@ pub async fn cold_start(
         store,
         registry,
         token: config.ingest_token.clone(),
+        read_access: config.read_access,
         routes,
     })
 }

@@ -75,6 +75,7 @@ pub async fn app<S: shared::store::Store>(
         store,
         registry,
         token: token.and_then(BearerToken::new),
+        read_access: shared::api::ReadAccess::Token,
         routes,
     }
 }

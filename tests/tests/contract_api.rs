@@ -440,7 +440,8 @@ async fn oversized_requests_get_413<S: TestStore>() {
 }
 
 async fn a_configured_token_is_required_to_post<S: TestStore>() {
-    let app = app(S::fresh("auth").await, Some("s3cret"), RouteSet::All).await;
+    let mut app = app(S::fresh("auth").await, Some("s3cret"), RouteSet::All).await;
+    app.read_access = shared::api::ReadAccess::Open; // this test is about writes
     let body = power("meter-1", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0).to_string();
     for headers in [
         vec![],
@@ -545,7 +546,8 @@ async fn put<S: Store>(
 }
 
 async fn names_are_set_by_users_shown_in_lists_and_never_overwritten<S: TestStore>() {
-    let app = seeded::<S>("names", Some("tok")).await;
+    let mut app = seeded::<S>("names", Some("tok")).await;
+    app.read_access = shared::api::ReadAccess::Open; // this test is about writes
     let auth = [("authorization", "Bearer tok")];
     let (status, body) = put(
         &app,
@@ -630,7 +632,8 @@ async fn names_are_set_by_users_shown_in_lists_and_never_overwritten<S: TestStor
 }
 
 async fn bad_names_and_missing_tokens_are_refused<S: TestStore>() {
-    let app = seeded::<S>("badnames", Some("tok")).await;
+    let mut app = seeded::<S>("badnames", Some("tok")).await;
+    app.read_access = shared::api::ReadAccess::Open; // this test is about writes
     let auth = [("authorization", "Bearer tok")];
     let resp = handle(
         &app,
@@ -697,6 +700,34 @@ async fn bad_names_and_missing_tokens_are_refused<S: TestStore>() {
     );
 }
 
+async fn reads_need_the_token_when_one_is_set_unless_configured_open<S: TestStore>() {
+    let mut app = seeded::<S>("readaccess", Some("tok")).await;
+    let resp = handle(&app, api_event("GET", "/devices", &[], None, &[])).await;
+    assert_eq!(answer(&resp).0, 401);
+    assert_eq!(resp.headers.get("www-authenticate").unwrap(), "Bearer");
+    let (status, body) = answer(
+        &handle(
+            &app,
+            api_event(
+                "GET",
+                "/devices",
+                &[],
+                None,
+                &[("authorization", "Bearer tok")],
+            ),
+        )
+        .await,
+    );
+    assert_eq!(
+        (status, body["devices"].as_array().unwrap().len()),
+        (200, 3)
+    );
+    app.read_access = shared::api::ReadAccess::Open;
+    assert_eq!(get(&app, "/devices", &[]).await.0, 200);
+    let body = power("m", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0).to_string();
+    assert_eq!(post(&app, &body, &[]).await.0, 401, "writes still need it");
+}
+
 on_every_store!(
     post_one_reading_or_a_batch_and_read_them_back,
     lists_and_lookups_come_from_the_registry,
@@ -711,4 +742,5 @@ on_every_store!(
     the_cached_registry_reloads_only_after_its_ttl,
     names_are_set_by_users_shown_in_lists_and_never_overwritten,
     bad_names_and_missing_tokens_are_refused,
+    reads_need_the_token_when_one_is_set_unless_configured_open,
 );

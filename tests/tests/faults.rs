@@ -41,6 +41,7 @@ fn app_on(client: aws_sdk_dynamodb::Client) -> App<DynamoStore> {
             Duration::from_secs(3600),
         ),
         token: None,
+        read_access: shared::api::ReadAccess::Token,
         routes: RouteSet::All,
     }
 }

@@ -31,12 +31,22 @@ pub enum RouteSet {
     All,
 }
 
+/// Whether the read routes need the token too (they always do without a token set: then nothing does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadAccess {
+    /// Reads need the bearer token whenever one is set (the default).
+    Token,
+    /// Reads are open to anyone who can reach the API.
+    Open,
+}
+
 /// Everything a handler needs, built once per cold start.
 pub struct App<S> {
     pub store: S,
     pub registry: RegistryCache,
-    /// When set, `POST /readings` needs `Authorization: Bearer <token>`.
+    /// When set, the write routes need `Authorization: Bearer <token>` (and the reads, per `read_access`).
     pub token: Option<BearerToken>,
+    pub read_access: ReadAccess,
     pub routes: RouteSet,
 }
 
@@ -201,7 +211,7 @@ async fn dispatch<S: Store>(
         Some(r) if app.routes == RouteSet::All || app.routes == r.set() => r,
         _ => return Err(ApiError::NotFound(format!("no route {method} {path}"))),
     };
-    if route.set() == RouteSet::Ingest {
+    if route.set() == RouteSet::Ingest || app.read_access == ReadAccess::Token {
         if let Some(token) = &app.token {
             if !token.admits(&req.headers) {
                 return Err(ApiError::Unauthorized);
