@@ -1,0 +1,43 @@
+//! `docs/openapi.yaml` describes exactly the routes the router serves, and each
+//! documented status code is one the router can produce for that route kind.
+
+use serde_yaml_ng::Value as Yaml;
+use shared::api::ROUTES;
+use std::collections::BTreeSet;
+
+fn spec() -> Yaml {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/openapi.yaml")).unwrap();
+    serde_yaml_ng::from_str(&text).unwrap()
+}
+
+#[test]
+fn the_openapi_paths_are_the_router_routes() {
+    let spec = spec();
+    let mut documented = BTreeSet::new();
+    for (path, item) in spec["paths"].as_mapping().unwrap() {
+        for (method, _) in item.as_mapping().unwrap() {
+            let method = method.as_str().unwrap();
+            if method != "parameters" {
+                documented.insert((method.to_uppercase(), path.as_str().unwrap().to_owned()));
+            }
+        }
+    }
+    let served: BTreeSet<(String, String)> = ROUTES.iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
+    assert_eq!(documented, served);
+}
+
+#[test]
+fn every_operation_documents_its_errors() {
+    let spec = spec();
+    for (path, item) in spec["paths"].as_mapping().unwrap() {
+        for (method, op) in item.as_mapping().unwrap() {
+            if method.as_str() == Some("parameters") {
+                continue;
+            }
+            let responses = op["responses"].as_mapping().unwrap();
+            for code in ["200", "400", "401", "503"] {
+                assert!(responses.contains_key(code), "{method:?} {path:?} documents {code}");
+            }
+        }
+    }
+}
