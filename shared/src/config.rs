@@ -8,8 +8,12 @@ use std::time::Duration;
 pub struct Config {
     /// `TABLE_NAME` (required).
     pub table_name: String,
-    /// `INGEST_TOKEN`: when set and not empty, `POST /readings` needs it as a bearer token.
+    /// `INGEST_TOKEN`: when set and not empty, the write routes need it as a bearer token
+    /// (for local use; on AWS the token comes from SSM, see `ingest_token_parameter`).
     pub ingest_token: Option<BearerToken>,
+    /// `INGEST_TOKEN_PARAMETER`: the name of an SSM Parameter Store SecureString that
+    /// holds the token, read once at cold start. Takes precedence over `INGEST_TOKEN`.
+    pub ingest_token_parameter: Option<String>,
     /// `REGISTRY_CACHE_TTL_SECONDS` (default 30): how old the cached registry may get.
     pub registry_cache_ttl: Duration,
     /// `RETENTION_DAYS` (default 0: keep forever): readings get `expires_at`.
@@ -32,6 +36,30 @@ pub enum ConfigError {
 
 pub const DEFAULT_CACHE_TTL_SECONDS: u64 = 30;
 
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    #[error("SSM parameter {name}: {reason}")]
+    Parameter { name: String, reason: String },
+}
+
+/// Reads the token from an SSM SecureString (decrypted). The value never
+/// appears in an error: only the parameter's name does.
+pub async fn fetch_token(ssm: &aws_sdk_ssm::Client, name: &str) -> Result<BearerToken, TokenError> {
+    let fail = |reason: String| TokenError::Parameter {
+        name: name.to_owned(),
+        reason,
+    };
+    let out = ssm
+        .get_parameter()
+        .name(name)
+        .with_decryption(true)
+        .send()
+        .await
+        .map_err(|e| fail(aws_sdk_ssm::error::DisplayErrorContext(&e).to_string()))?;
+    let value = out.parameter().and_then(|p| p.value()).unwrap_or_default();
+    BearerToken::new(value).ok_or_else(|| fail("is empty".into()))
+}
+
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|k| std::env::var(k).ok())
@@ -42,6 +70,7 @@ impl Config {
             .filter(|t| !t.is_empty())
             .ok_or(ConfigError::Missing("TABLE_NAME"))?;
         let ingest_token = get("INGEST_TOKEN").and_then(|t| BearerToken::new(&t));
+        let ingest_token_parameter = get("INGEST_TOKEN_PARAMETER").filter(|p| !p.trim().is_empty());
         let registry_cache_ttl = match get("REGISTRY_CACHE_TTL_SECONDS") {
             None => Duration::from_secs(DEFAULT_CACHE_TTL_SECONDS),
             Some(v) => Duration::from_secs(v.trim().parse().map_err(|_| ConfigError::Invalid {
@@ -72,6 +101,7 @@ impl Config {
         Ok(Self {
             table_name,
             ingest_token,
+            ingest_token_parameter,
             registry_cache_ttl,
             retention,
             read_access,

@@ -4,6 +4,7 @@
 //! (use cases) → `store` (trait + adapters); `keys` is the one place that
 //! formats keys and cursors; `model` holds the validated domain types.
 
+pub mod aggregate;
 pub mod api;
 pub mod config;
 pub mod ingest;
@@ -20,22 +21,28 @@ use config::Config;
 use registry::RegistryCache;
 use store::DynamoStore;
 
-/// Cold start of an HTTP function: the SDK client and the registry, loaded once.
+/// Cold start of an HTTP function: one SDK configuration, the DynamoDB client,
+/// the token (from SSM when `INGEST_TOKEN_PARAMETER` is set) and the registry,
+/// loaded once. Fails fast, so a misconfigured function never serves.
 pub async fn cold_start(
     config: &Config,
     routes: RouteSet,
-) -> Result<App<DynamoStore>, store::StoreError> {
-    let store = DynamoStore::from_env(&config.table_name)
-        .await
+) -> Result<App<DynamoStore>, Box<dyn std::error::Error + Send + Sync>> {
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), &config.table_name)
         .with_retention(config.retention);
+    let token = match &config.ingest_token_parameter {
+        Some(name) => Some(config::fetch_token(&aws_sdk_ssm::Client::new(&sdk), name).await?),
+        None => config.ingest_token.clone(),
+    };
     let registry = RegistryCache::load(&store, config.registry_cache_ttl).await?;
     Ok(App {
         store,
         registry,
-        token: config.ingest_token.clone(),
+        token,
         read_access: config.read_access,
         routes,
     })
 }
+
 pub use aws_lambda_events;
-pub mod aggregate;

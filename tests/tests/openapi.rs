@@ -6,7 +6,9 @@ use shared::api::ROUTES;
 use std::collections::BTreeSet;
 
 fn spec() -> Yaml {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/openapi.yaml")).unwrap();
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/openapi.yaml"))
+            .unwrap();
     serde_yaml_ng::from_str(&text).unwrap()
 }
 
@@ -22,7 +24,10 @@ fn the_openapi_paths_are_the_router_routes() {
             }
         }
     }
-    let served: BTreeSet<(String, String)> = ROUTES.iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
+    let served: BTreeSet<(String, String)> = ROUTES
+        .iter()
+        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .collect();
     assert_eq!(documented, served);
 }
 
@@ -36,7 +41,10 @@ fn every_operation_documents_its_errors() {
             }
             let responses = op["responses"].as_mapping().unwrap();
             for code in ["200", "400", "401", "503"] {
-                assert!(responses.contains_key(code), "{method:?} {path:?} documents {code}");
+                assert!(
+                    responses.contains_key(code),
+                    "{method:?} {path:?} documents {code}"
+                );
             }
         }
     }

@@ -181,6 +181,11 @@ fn statements(t: &Yaml, function: &str) -> Vec<(String, Vec<String>, Vec<String>
             panic!("{function}: only inline Statement policies, no policy templates")
         });
         for s in stmts {
+            // `!If [HasToken, statement, !Ref AWS::NoValue]`: the statement as deployed with a token.
+            let s = match s {
+                Yaml::Tagged(t) if t.tag == "!If" => &t.value[1],
+                s => s,
+            };
             let condition = if s["Condition"].is_null() {
                 String::new()
             } else {
@@ -222,7 +227,13 @@ fn each_function_has_exactly_its_least_privileges() {
         r#"{"ForAllValues:StringEquals":{"dynamodb:LeadingKeys":["DEVICE","ROOM"]}}"#;
     let readings_only =
         r#"{"ForAllValues:StringNotEquals":{"dynamodb:LeadingKeys":["DEVICE","ROOM"]}}"#;
+    let token = stmt(
+        &["ssm:GetParameter"],
+        &["!Sub arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${IngestTokenParameter}"],
+        "",
+    );
     let mut expected = vec![
+        token.clone(),
         // Writes readings, never registry items; reads and names the registry only.
         stmt(&["dynamodb:BatchWriteItem"], &[table], readings_only),
         stmt(
@@ -234,12 +245,16 @@ fn each_function_has_exactly_its_least_privileges() {
     expected.sort();
     assert_eq!(statements(&t, "IngestFunction"), expected, "ingest");
 
-    // Only reads, of the table and its index.
-    let expected = vec![stmt(
-        &["dynamodb:Query", "dynamodb:GetItem"],
-        &[table, "!Sub ${ReadingsTable.Arn}/index/room-time"],
-        "",
-    )];
+    // Only reads, of the table and its index (and the token).
+    let mut expected = vec![
+        token,
+        stmt(
+            &["dynamodb:Query", "dynamodb:GetItem"],
+            &[table, "!Sub ${ReadingsTable.Arn}/index/room-time"],
+            "",
+        ),
+    ];
+    expected.sort();
     assert_eq!(statements(&t, "QueryFunction"), expected, "query");
 
     let mut expected = vec![

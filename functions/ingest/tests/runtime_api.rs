@@ -54,3 +54,41 @@ async fn the_ingest_binary_writes_the_sample_posts() {
         .unwrap();
     assert_eq!(page.readings.len(), 2);
 }
+
+#[tokio::test]
+async fn the_ingest_binary_takes_its_token_from_ssm_at_cold_start() {
+    use integration_tests::moto;
+    let store = fresh_store(&dynalite(), "bin-ssm").await;
+    let conf = aws_sdk_ssm::Config::builder()
+        .behavior_version(aws_sdk_ssm::config::BehaviorVersion::latest())
+        .region(aws_sdk_ssm::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_ssm::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ))
+        .endpoint_url(moto())
+        .build();
+    let name = format!("/iot-ingester/bin-{}/token", std::process::id());
+    aws_sdk_ssm::Client::from_conf(conf)
+        .put_parameter()
+        .name(&name)
+        .value("from-ssm")
+        .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+        .overwrite(true)
+        .send()
+        .await
+        .unwrap();
+    let mut rt = Runtime::start().await;
+    rt.spawn(
+        env!("CARGO_BIN_EXE_ingest"),
+        &[
+            ("TABLE_NAME", store.table()),
+            ("AWS_ENDPOINT_URL_DYNAMODB", &dynalite()),
+            ("AWS_ENDPOINT_URL_SSM", &moto()),
+            ("INGEST_TOKEN_PARAMETER", &name),
+        ],
+    );
+    let mut post = event("02-post-readings-batch.json");
+    assert_eq!(rt.invoke(post.clone()).await.unwrap()["statusCode"], 401);
+    post["headers"]["authorization"] = json!("Bearer from-ssm");
+    assert_eq!(rt.invoke(post).await.unwrap()["statusCode"], 200);
+}

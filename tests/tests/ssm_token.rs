@@ -1,0 +1,62 @@
+//! The token comes from an SSM Parameter Store SecureString (moto has SSM): read
+//! and decrypted once, never shown in an error.
+
+use integration_tests::moto;
+use shared::aws_lambda_events::http::HeaderMap;
+
+fn ssm() -> aws_sdk_ssm::Client {
+    let conf = aws_sdk_ssm::Config::builder()
+        .behavior_version(aws_sdk_ssm::config::BehaviorVersion::latest())
+        .region(aws_sdk_ssm::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_ssm::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ))
+        .endpoint_url(moto())
+        .build();
+    aws_sdk_ssm::Client::from_conf(conf)
+}
+
+fn bearer(value: &str) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert("authorization", format!("Bearer {value}").parse().unwrap());
+    h
+}
+
+#[tokio::test]
+async fn the_token_is_read_from_a_secure_string_and_never_shown() {
+    let client = ssm();
+    let name = format!("/iot-ingester/test-{}/ingest-token", std::process::id());
+    client
+        .put_parameter()
+        .name(&name)
+        .value("ssm-s3cret-Zq9")
+        .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+        .overwrite(true)
+        .send()
+        .await
+        .unwrap();
+    let token = shared::config::fetch_token(&client, &name).await.unwrap();
+    assert!(token.admits(&bearer("ssm-s3cret-Zq9")));
+    assert!(!token.admits(&bearer("ssm-s3cret-Zq")));
+
+    let missing = shared::config::fetch_token(&client, "/iot-ingester/nope")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(missing.contains("/iot-ingester/nope"), "{missing}");
+    let empty_name = format!("{name}-empty");
+    client
+        .put_parameter()
+        .name(&empty_name)
+        .value(" ")
+        .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+        .send()
+        .await
+        .unwrap();
+    let empty = shared::config::fetch_token(&client, &empty_name)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(empty.contains("is empty"), "{empty}");
+    assert!(!format!("{token:?}").contains("ssm-s3cret"));
+}
