@@ -2,6 +2,7 @@
 //! starts on 127.0.0.1, a fresh table per test, and builders for the real
 //! Lambda event shapes.
 
+pub mod fault_proxy;
 pub mod runtime_api;
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
