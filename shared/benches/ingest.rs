@@ -1,0 +1,87 @@
+//! CPU per reading in ingest: parse + validate a `POST /readings` body and build
+//! the DynamoDB items, for batches of 1, 100 and 1000, against the baseline of
+//! `serde_json` parsing the same body into a `serde_json::Value`, in the same run.
+//! Run: `cargo bench -p shared --bench ingest`; CI runs it once as a test.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use shared::model::Timestamp;
+use shared::store::item::ReadingItem;
+use shared::store::RegistrySnapshot;
+use std::hint::black_box;
+
+fn body(n: usize) -> Vec<u8> {
+    let readings: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let ts = Timestamp::from_millis(1_795_219_200_000 + i as i64 * 60_000).unwrap().to_string();
+            if i % 2 == 0 {
+                serde_json::json!({"device_id": "meter-1", "timestamp": ts, "type": "power",
+                    "cumulative_kwh_p": 5210.125 + i as f64 * 0.01, "cumulative_kwh_n": 812.5, "current_w": 350.0 + i as f64})
+            } else {
+                serde_json::json!({"device_id": "sensor-bedroom", "timestamp": ts, "type": "climate",
+                    "room": "bedroom", "temperature": 21.25, "humidity": 45.5})
+            }
+        })
+        .collect();
+    serde_json::to_vec(&readings).unwrap()
+}
+
+fn ingest_cpu(c: &mut Criterion) {
+    let now = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
+    let registry = RegistrySnapshot::default();
+    let mut group = c.benchmark_group("ingest_cpu");
+    for n in [1usize, 100, 1000] {
+        let body = body(n);
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(
+            BenchmarkId::new("baseline_serde_json_value", n),
+            &body,
+            |b, body| {
+                b.iter(|| {
+                    black_box(serde_json::from_slice::<serde_json::Value>(black_box(body)).unwrap())
+                })
+            },
+        );
+        group.bench_with_input(BenchmarkId::new("parse_validate", n), &body, |b, body| {
+            b.iter(|| {
+                black_box(shared::ingest::parse_batch(black_box(body), now, &registry).unwrap())
+            })
+        });
+        group.bench_with_input(
+            BenchmarkId::new("parse_validate_build_items_via_serde_dynamo", n),
+            &body,
+            |b, body| {
+                b.iter(|| {
+                    let readings =
+                        shared::ingest::parse_batch(black_box(body), now, &registry).unwrap();
+                    let items: Vec<
+                        std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+                    > = readings
+                        .iter()
+                        .map(|r| serde_dynamo::to_item(ReadingItem::from_reading(r)).unwrap())
+                        .collect();
+                    black_box(items)
+                })
+            },
+        );
+        group.bench_with_input(
+            BenchmarkId::new("parse_validate_build_items", n),
+            &body,
+            |b, body| {
+                b.iter(|| {
+                    let readings =
+                        shared::ingest::parse_batch(black_box(body), now, &registry).unwrap();
+                    // What the DynamoDB adapter does for each reading before BatchWriteItem.
+                    let items: Vec<_> = readings
+                        .iter()
+                        .map(|r| shared::store::dynamodb::reading_item(r, None))
+                        .collect();
+                    black_box(items)
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, ingest_cpu);
+criterion_main!(benches);
