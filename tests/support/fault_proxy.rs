@@ -27,6 +27,8 @@ pub struct Seen {
     /// `(pk, sk)` of every item the server answered 200 for and did not leave unprocessed.
     pub acknowledged: BTreeSet<(String, String)>,
     pub batch_calls: usize,
+    /// Requests passed on, by operation (`UpdateItem`, `Query`, ...).
+    pub calls: std::collections::BTreeMap<String, usize>,
 }
 
 struct ProxyState {
@@ -69,11 +71,20 @@ fn key(w: &Value) -> (String, String) {
 async fn proxy(State(s): State<Arc<ProxyState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let bytes = to_bytes(body, 64 << 20).await.unwrap();
-    let is_batch = parts
+    let operation = parts
         .headers
         .get("x-amz-target")
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| t.ends_with(".BatchWriteItem"));
+        .and_then(|t| t.rsplit('.').next())
+        .unwrap_or("")
+        .to_owned();
+    *s.seen
+        .lock()
+        .unwrap()
+        .calls
+        .entry(operation.clone())
+        .or_default() += 1;
+    let is_batch = operation == "BatchWriteItem";
     let (forward, held, table) = if is_batch {
         let mut json: Value = serde_json::from_slice(&bytes).unwrap();
         let table = json["RequestItems"]
