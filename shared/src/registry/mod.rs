@@ -79,7 +79,7 @@ pub fn plan<'a>(changes: impl IntoIterator<Item = (usize, &'a Reading)>) -> Regi
                 .and_modify(|p| {
                     let u = &mut p.update;
                     u.first_seen = u.first_seen.min(reading.timestamp);
-                    if reading.timestamp >= u.latest.timestamp {
+                    if newer_or_same(reading, &u.latest) {
                         u.latest = reading.clone();
                     }
                     u.devices.insert(reading.device_id.clone());
@@ -105,6 +105,13 @@ pub fn plan<'a>(changes: impl IntoIterator<Item = (usize, &'a Reading)>) -> Regi
         devices: devices.into_values().collect(),
         rooms: rooms.into_values().collect(),
     }
+}
+
+/// Snapshot order: by timestamp, then device id, so that two devices of one room
+/// reporting at the same millisecond resolve the same way in any delivery order.
+/// For the same device and timestamp (the same item) the later write wins.
+pub fn newer_or_same(reading: &Reading, current: &Reading) -> bool {
+    (reading.timestamp, &reading.device_id) >= (current.timestamp, &current.device_id)
 }
 
 /// How many registry writes run at once.
@@ -227,6 +234,19 @@ mod tests {
             "room follows the latest climate reading"
         );
         assert_eq!(p.rooms.len(), 2);
+    }
+
+    #[test]
+    fn a_room_s_latest_at_equal_timestamps_does_not_depend_on_delivery_order() {
+        let a = climate("s-a", "kitchen", "2026-11-01T02:00:00Z", 22.0);
+        let b = climate("s-b", "kitchen", "2026-11-01T02:00:00Z", 24.0);
+        let forward = plan([(0, &a), (1, &b)]);
+        let backward = plan([(0, &b), (1, &a)]);
+        assert_eq!(forward.rooms[0].update.latest, b);
+        assert_eq!(
+            backward.rooms[0].update.latest, b,
+            "the greater device id wins a tie"
+        );
     }
 
     #[test]

@@ -359,7 +359,13 @@ impl DynamoStore {
             .expression_attribute_values(":snap", snapshot)
             .expression_attribute_values(":first", s(&first))
             .expression_attribute_values(":members", members.clone())
-            .condition_expression("attribute_not_exists(#last_seen) OR #last_seen <= :last")
+            // Newer, or as new and from the same or a greater device id (registry::newer_or_same).
+            .condition_expression(
+                "attribute_not_exists(#last_seen) OR #last_seen < :last \
+                 OR (#last_seen = :last AND #latest.#device_id <= :device)",
+            )
+            .expression_attribute_names("#device_id", "device_id")
+            .expression_attribute_values(":device", s(update.latest.device_id.as_str()))
             .return_values(ReturnValue::UpdatedOld);
         if let Some(room) = update.room {
             set.push_str(", #room = :room");

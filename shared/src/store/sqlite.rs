@@ -453,8 +453,23 @@ impl RegistryMerge<'_> {
         };
         let last = self.latest.timestamp.to_string();
         let first = self.first_seen.to_string();
-        // `last_seen <= :last` (or absent): this change is the newest seen.
-        if text(item, "last_seen").is_none_or(|old| old <= last) {
+        // The same rule as the DynamoDB condition: newer, or as new and from the
+        // same or a greater device id (registry::newer_or_same).
+        let latest_device = match item.get("latest") {
+            Some(AttributeValue::M(m)) => match m.get("device_id") {
+                Some(AttributeValue::S(d)) => Some(d.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let device = self.latest.device_id.as_str();
+        let newest = match text(item, "last_seen") {
+            None => true,
+            Some(old) => {
+                old < last || (old == last && latest_device.as_deref().is_none_or(|d| d <= device))
+            }
+        };
+        if newest {
             item.insert("last_seen".into(), AttributeValue::S(last));
             let snapshot =
                 serde_dynamo::to_attribute_value(SnapshotItem::from_reading(self.latest))
