@@ -8,9 +8,7 @@ use super::{
     now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
     RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport,
 };
-use crate::keys::{
-    self, attr, Position, DEVICE_PARTITION, READING_PREFIX, ROOM_PARTITION, ROOM_TIME_INDEX,
-};
+use crate::keys::{self, attr, DEVICE_PARTITION, READING_PREFIX, ROOM_PARTITION, ROOM_TIME_INDEX};
 use crate::model::{DeviceId, Name, Reading, RoomId, Timestamp};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::batch_write_item::BatchWriteItemError;
@@ -586,15 +584,7 @@ fn page_of(items: Vec<Item>, more: bool) -> Result<Page, StoreError> {
         .iter()
         .map(decode_reading)
         .collect::<Result<Vec<_>, _>>()?;
-    let next = if more {
-        readings.last().map(|r| Position {
-            timestamp: r.timestamp,
-            device_id: r.device_id.clone(),
-        })
-    } else {
-        None
-    };
-    Ok(Page { readings, next })
+    Ok(Page::of(readings, more))
 }
 
 impl Store for DynamoStore {

@@ -63,6 +63,22 @@ pub struct Page {
     pub next: Option<Position>,
 }
 
+impl Page {
+    /// A page of readings; when the query stopped before the end of its range,
+    /// the next page starts after the last reading here.
+    pub fn of(readings: Vec<Reading>, more: bool) -> Self {
+        let next = if more {
+            readings.last().map(|r| Position {
+                timestamp: r.timestamp,
+                device_id: r.device_id.clone(),
+            })
+        } else {
+            None
+        };
+        Page { readings, next }
+    }
+}
+
 /// What a batch write did. Indices refer to the slice given to `write_readings`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriteReport {

@@ -10,7 +10,7 @@ use super::{
     now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
     RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport,
 };
-use crate::keys::{self, attr, Position, DEVICE_PARTITION, ROOM_PARTITION};
+use crate::keys::{self, attr, DEVICE_PARTITION, ROOM_PARTITION};
 use crate::model::{DeviceId, Name, Reading, RoomId, Timestamp};
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -231,15 +231,7 @@ impl SqliteStore {
                     .map_err(StoreError::Corrupt)
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let next = if more {
-            readings.last().map(|r| Position {
-                timestamp: r.timestamp,
-                device_id: r.device_id.clone(),
-            })
-        } else {
-            None
-        };
-        Ok(Page { readings, next })
+        Ok(Page::of(readings, more))
     }
 
     /// Read-modify-write of one registry item in a transaction.
