@@ -41,6 +41,19 @@ pub fn sdk_config(endpoint: &str) -> aws_sdk_dynamodb::Config {
         .build()
 }
 
+/// An SSM client for a local server (moto has SSM), with the same dummy credentials.
+pub fn ssm_client(endpoint: &str) -> aws_sdk_ssm::Client {
+    let conf = aws_sdk_ssm::Config::builder()
+        .behavior_version(aws_sdk_ssm::config::BehaviorVersion::latest())
+        .region(aws_sdk_ssm::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_ssm::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ))
+        .endpoint_url(endpoint)
+        .build();
+    aws_sdk_ssm::Client::from_conf(conf)
+}
+
 pub fn client(endpoint: &str) -> aws_sdk_dynamodb::Client {
     aws_sdk_dynamodb::Client::from_conf(sdk_config(endpoint))
 }

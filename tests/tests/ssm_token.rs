@@ -5,15 +5,7 @@ use integration_tests::moto;
 use shared::aws_lambda_events::http::HeaderMap;
 
 fn ssm() -> aws_sdk_ssm::Client {
-    let conf = aws_sdk_ssm::Config::builder()
-        .behavior_version(aws_sdk_ssm::config::BehaviorVersion::latest())
-        .region(aws_sdk_ssm::config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_ssm::config::Credentials::new(
-            "test", "test", None, None, "tests",
-        ))
-        .endpoint_url(moto())
-        .build();
-    aws_sdk_ssm::Client::from_conf(conf)
+    integration_tests::ssm_client(&moto())
 }
 
 fn bearer(value: &str) -> HeaderMap {

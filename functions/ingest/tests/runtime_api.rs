@@ -59,16 +59,9 @@ async fn the_ingest_binary_writes_the_sample_posts() {
 async fn the_ingest_binary_takes_its_token_from_ssm_at_cold_start() {
     use integration_tests::moto;
     let store = fresh_store(&dynalite(), "bin-ssm").await;
-    let conf = aws_sdk_ssm::Config::builder()
-        .behavior_version(aws_sdk_ssm::config::BehaviorVersion::latest())
-        .region(aws_sdk_ssm::config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_ssm::config::Credentials::new(
-            "test", "test", None, None, "tests",
-        ))
-        .endpoint_url(moto())
-        .build();
+
     let name = format!("/iot-ingester/bin-{}/token", std::process::id());
-    aws_sdk_ssm::Client::from_conf(conf)
+    integration_tests::ssm_client(&moto())
         .put_parameter()
         .name(&name)
         .value("from-ssm")

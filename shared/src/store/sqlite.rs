@@ -298,7 +298,9 @@ impl SqliteStore {
             .first()
             .and_then(|f| f.item_identifier.as_deref())
         {
-            Some(seq) => seq.parse::<i64>().map(|s| s - 1).unwrap_or(last_seq),
+            // An identifier that does not parse must not mark the batch done: keep the
+            // checkpoint where it is (the upsert below keeps the larger value).
+            Some(seq) => seq.parse::<i64>().map(|s| s - 1).unwrap_or(0),
             None => last_seq,
         };
         self.lock()
