@@ -16,6 +16,8 @@ use tokio::sync::{mpsc, Notify};
 struct Shared {
     answers: Mutex<HashMap<String, Result<Value, Value>>>,
     answered: Notify,
+    /// When the function first asked for an event: its initialisation is over.
+    first_poll: Mutex<Option<Instant>>,
 }
 
 struct Emulator {
@@ -83,6 +85,32 @@ impl Runtime {
         self.child = Some(cmd.spawn().expect("function binary starts"));
     }
 
+    /// The function process's id (for reading its memory use).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("a function was spawned").id()
+    }
+
+    /// Waits until the function first polls for an event, i.e. has finished its
+    /// initialisation, and returns when that happened.
+    pub async fn ready(&self) -> Instant {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let notified = self.shared.answered.notified();
+            if let Some(at) = *self.shared.first_poll.lock().unwrap() {
+                return at;
+            }
+            if let Some(init) = self.shared.answers.lock().unwrap().get("init") {
+                panic!("the function failed to initialise: {init:?}");
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "the function did not initialise within 30 s"
+            );
+            let _ = tokio::time::timeout(left, notified).await;
+        }
+    }
+
     /// Invokes the function with `event` and waits for its answer (Err for an error answer).
     pub async fn invoke(&mut self, event: Value) -> Result<Value, Value> {
         self.next_id += 1;
@@ -114,6 +142,13 @@ impl Drop for Runtime {
 }
 
 async fn next(State(s): State<Arc<Emulator>>) -> (HeaderMap, String) {
+    {
+        let mut first = s.shared.first_poll.lock().unwrap();
+        if first.is_none() {
+            *first = Some(Instant::now());
+            s.shared.answered.notify_waiters();
+        }
+    }
     let (id, event) = s.events.lock().await.recv().await.expect("emulator open");
     let mut h = HeaderMap::new();
     h.insert(

@@ -1,4 +1,10 @@
-//! The registry as loaded at cold start, reloaded when older than a bound.
+//! The registry as loaded at cold start, refreshed when older than a bound.
+//!
+//! A refresh that is only due to age runs in the background: the request that
+//! notices it is served the snapshot it has (at most one TTL old, as before),
+//! so no request waits for a registry load. A cache marked stale by
+//! [`RegistryCache::invalidate`] (a change known to this process) reloads
+//! before answering, so a writer reads its own change.
 
 use crate::store::{RegistrySnapshot, Store, StoreError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -6,9 +12,13 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 pub struct RegistryCache {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     state: RwLock<(Arc<RegistrySnapshot>, Instant)>,
     /// Serialises reloads so that a burst of requests triggers one.
-    reloading: tokio::sync::Mutex<()>,
+    reloading: Arc<tokio::sync::Mutex<()>>,
     ttl: Duration,
     /// Set when the registry is known to have changed: reload on next use.
     stale: AtomicBool,
@@ -23,15 +33,56 @@ impl RegistryCache {
 
     pub fn with_snapshot(snapshot: RegistrySnapshot, ttl: Duration) -> Self {
         Self {
-            state: RwLock::new((Arc::new(snapshot), Instant::now())),
-            reloading: tokio::sync::Mutex::new(()),
-            ttl,
-            stale: AtomicBool::new(false),
+            inner: Arc::new(Inner {
+                state: RwLock::new((Arc::new(snapshot), Instant::now())),
+                reloading: Arc::new(tokio::sync::Mutex::new(())),
+                ttl,
+                stale: AtomicBool::new(false),
+            }),
         }
     }
 
     /// The snapshot as it is, without reloading.
     pub fn snapshot(&self) -> Arc<RegistrySnapshot> {
+        self.inner.snapshot()
+    }
+
+    /// Marks the cache stale, so the next use reloads it before answering (for a
+    /// maintainer in the same process that knows when the registry changed).
+    pub fn invalidate(&self) {
+        self.inner.stale.store(true, Ordering::Release);
+    }
+
+    /// The snapshot. Past its TTL, a background refresh is started and the
+    /// current snapshot is returned; when invalidated, it is reloaded first. A
+    /// failed reload keeps serving the old snapshot (and is logged).
+    pub async fn current<S: Store>(&self, store: &S) -> Arc<RegistrySnapshot> {
+        let inner = &self.inner;
+        if inner.stale.load(Ordering::Acquire) {
+            let _guard = inner.reloading.lock().await;
+            if inner.stale.load(Ordering::Acquire) {
+                inner.reload(store, true).await;
+            }
+            return inner.snapshot();
+        }
+        if inner.age() >= inner.ttl {
+            // One refresh at a time; a request that finds one running does not wait.
+            if let Ok(guard) = inner.reloading.clone().try_lock_owned() {
+                if inner.age() >= inner.ttl {
+                    let (inner, store) = (inner.clone(), store.clone());
+                    tokio::spawn(async move {
+                        inner.reload(&store, false).await;
+                        drop(guard);
+                    });
+                }
+            }
+        }
+        inner.snapshot()
+    }
+}
+
+impl Inner {
+    fn snapshot(&self) -> Arc<RegistrySnapshot> {
         self.state
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -39,45 +90,30 @@ impl RegistryCache {
             .clone()
     }
 
-    /// Marks the cache stale, so the next use reloads it (for a maintainer in the
-    /// same process that knows when the registry changed).
-    pub fn invalidate(&self) {
-        self.stale.store(true, Ordering::Release);
-    }
-
-    fn fresh_enough(&self) -> bool {
-        let age = self
-            .state
+    fn age(&self) -> Duration {
+        self.state
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .1
-            .elapsed();
-        !self.stale.load(Ordering::Acquire) && age < self.ttl
+            .elapsed()
     }
 
-    /// The snapshot, reloaded first if it is older than the bound. A failed
-    /// reload keeps serving the old snapshot (and is logged).
-    pub async fn current<S: Store>(&self, store: &S) -> Arc<RegistrySnapshot> {
-        if self.fresh_enough() {
-            return self.snapshot();
-        }
-        let _guard = self.reloading.lock().await;
-        if self.fresh_enough() {
-            return self.snapshot(); // another request reloaded it while we waited
-        }
+    /// Loads the registry. On failure, an invalidated cache stays marked (the
+    /// next request tries again); an aged one keeps its age, so a later request
+    /// starts another background try.
+    async fn reload<S: Store>(&self, store: &S, invalidated: bool) {
         // Cleared before loading: a change that lands during the load marks it again.
         self.stale.store(false, Ordering::Release);
         match store.load_registry().await {
             Ok(fresh) => {
-                let fresh = Arc::new(fresh);
                 *self.state.write().unwrap_or_else(|p| p.into_inner()) =
-                    (fresh.clone(), Instant::now());
-                fresh
+                    (Arc::new(fresh), Instant::now());
             }
             Err(err) => {
-                self.stale.store(true, Ordering::Release);
+                if invalidated {
+                    self.stale.store(true, Ordering::Release);
+                }
                 tracing::warn!(error = %err, "registry reload failed; serving the cached registry");
-                self.snapshot()
             }
         }
     }

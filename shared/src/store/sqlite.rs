@@ -172,20 +172,6 @@ impl SqliteStore {
     /// unchanged item logs nothing, as DynamoDB Streams writes no record then.
     fn put_item(conn: &Connection, pk: &str, sk: &str, item: &Item) -> Result<(), StoreError> {
         let new_text = serde_json::to_string(item).map_err(corrupt)?;
-        let old_text: Option<String> = conn
-            .query_row(
-                "SELECT item FROM items WHERE pk = ?1 AND sk = ?2",
-                params![pk, sk],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(db_err)?;
-        if let Some(old) = &old_text {
-            let old_item: Item = serde_json::from_str(old).map_err(corrupt)?;
-            if &old_item == item {
-                return Ok(());
-            }
-        }
         let room = match item.get(attr::ROOM) {
             Some(AttributeValue::S(r)) => Some(r.as_str()),
             _ => None,
@@ -194,23 +180,47 @@ impl SqliteStore {
             Some(AttributeValue::N(n)) => n.parse::<i64>().ok(),
             _ => None,
         };
-        conn.execute(
-            "INSERT INTO items (pk, sk, room, item, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (pk, sk) DO UPDATE SET room = excluded.room, item = excluded.item, expires_at = excluded.expires_at",
-            params![pk, sk, room, new_text, expires_at],
-        )
-        .map_err(db_err)?;
-        conn.execute(
+        // Most writes are new keys: try the insert first, so only a repeated key
+        // pays for reading the old image (which the change log needs).
+        let inserted = conn
+            .prepare_cached(
+                "INSERT INTO items (pk, sk, room, item, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (pk, sk) DO NOTHING",
+            )
+            .and_then(|mut insert| insert.execute(params![pk, sk, room, new_text, expires_at]))
+            .map_err(db_err)?
+            == 1;
+        let old_text: Option<String> = if inserted {
+            None
+        } else {
+            let old: String = conn
+                .prepare_cached("SELECT item FROM items WHERE pk = ?1 AND sk = ?2")
+                .and_then(|mut select| select.query_row(params![pk, sk], |r| r.get(0)))
+                .map_err(db_err)?;
+            let old_item: Item = serde_json::from_str(&old).map_err(corrupt)?;
+            if &old_item == item {
+                return Ok(()); // DynamoDB streams record no change either
+            }
+            conn.prepare_cached(
+                "UPDATE items SET room = ?3, item = ?4, expires_at = ?5 WHERE pk = ?1 AND sk = ?2",
+            )
+            .and_then(|mut update| update.execute(params![pk, sk, room, new_text, expires_at]))
+            .map_err(db_err)?;
+            Some(old)
+        };
+        conn.prepare_cached(
             "INSERT INTO change_log (event_name, pk, sk, new_image, old_image, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
+        )
+        .and_then(|mut log| {
+            log.execute(params![
                 if old_text.is_some() { "MODIFY" } else { "INSERT" },
                 pk,
                 sk,
                 new_text,
                 old_text,
                 Timestamp::now().millis()
-            ],
-        )
+            ])
+        })
         .map_err(db_err)?;
         Ok(())
     }
@@ -303,13 +313,21 @@ impl SqliteStore {
             Some(seq) => seq.parse::<i64>().map(|s| s - 1).unwrap_or(0),
             None => last_seq,
         };
-        self.lock()
-            .execute(
+        {
+            let conn = self.lock();
+            conn.prepare_cached(
                 "INSERT INTO checkpoints (consumer, seq) VALUES (?1, ?2)
                  ON CONFLICT (consumer) DO UPDATE SET seq = max(seq, excluded.seq)",
-                params![REGISTRY_CONSUMER, done],
             )
+            .and_then(|mut s| s.execute(params![REGISTRY_CONSUMER, done]))
             .map_err(db_err)?;
+            // Consumed changes are not kept (DynamoDB keeps a stream for 24 h; here
+            // the log would otherwise double the database). AUTOINCREMENT keeps
+            // sequence numbers rising after the delete.
+            conn.prepare_cached("DELETE FROM change_log WHERE seq <= ?1")
+                .and_then(|mut s| s.execute(params![done]))
+                .map_err(db_err)?;
+        }
         if !response.batch_item_failures.is_empty() {
             return Err(StoreError::Unavailable(format!(
                 "registry update failed after change {done}"
@@ -342,6 +360,8 @@ impl SqliteStore {
 
     /// Changes after the checkpoint, shaped as DynamoDB Streams records.
     fn next_changes(&self, max: usize) -> Result<(Vec<EventRecord>, i64), StoreError> {
+        // The lock covers the read only; shaping the records (JSON work) happens
+        // after it is released, so writers are not held up by it.
         let conn = self.lock();
         let mut stmt = conn
             .prepare_cached(
@@ -365,6 +385,8 @@ impl SqliteStore {
             .map_err(db_err)?
             .collect::<Result<Vec<_>, _>>()
             .map_err(db_err)?;
+        drop(stmt);
+        drop(conn);
         let mut last = 0;
         let mut records = Vec::with_capacity(rows.len());
         for (seq, name, pk, sk, new_image, old_image, at_ms) in rows {
