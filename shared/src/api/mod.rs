@@ -14,7 +14,7 @@ use crate::ingest;
 use crate::model::{DeviceId, RoomId, Timestamp};
 use crate::query::{self, Partition};
 use crate::registry::RegistryCache;
-use crate::store::Store;
+use crate::store::{Store, ZIndex};
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
 use aws_lambda_events::http::{HeaderMap, HeaderValue, Method};
@@ -51,7 +51,7 @@ pub struct App<S> {
 }
 
 /// Every route the API serves, as `template.yaml` must declare them.
-pub const ROUTES: [(&str, &str); 13] = [
+pub const ROUTES: [(&str, &str); 15] = [
     ("POST", "/readings"),
     ("GET", "/devices"),
     ("GET", "/devices/{id}"),
@@ -59,10 +59,12 @@ pub const ROUTES: [(&str, &str); 13] = [
     ("GET", "/devices/{id}/latest"),
     ("GET", "/devices/{id}/stats"),
     ("GET", "/devices/{id}/energy"),
+    ("GET", "/devices/{id}/search"),
     ("GET", "/rooms"),
     ("GET", "/rooms/{id}"),
     ("GET", "/rooms/{id}/readings"),
     ("GET", "/rooms/{id}/stats"),
+    ("GET", "/rooms/{id}/search"),
     ("PUT", "/devices/{id}"),
     ("PUT", "/rooms/{id}"),
 ];
@@ -77,10 +79,12 @@ enum Route {
     DeviceLatest(String),
     DeviceStats(String),
     DeviceEnergy(String),
+    DeviceSearch(String),
     Rooms,
     Room(String),
     RoomReadings(String),
     RoomStats(String),
+    RoomSearch(String),
 }
 
 impl Route {
@@ -146,6 +150,7 @@ fn parse_route(method: &Method, path: &str) -> Result<Option<Route>, ApiError> {
         ["devices", id, "latest"] => ("GET", get.then(|| Route::DeviceLatest(id.to_string()))),
         ["devices", id, "stats"] => ("GET", get.then(|| Route::DeviceStats(id.to_string()))),
         ["devices", id, "energy"] => ("GET", get.then(|| Route::DeviceEnergy(id.to_string()))),
+        ["devices", id, "search"] => ("GET", get.then(|| Route::DeviceSearch(id.to_string()))),
         ["rooms"] => ("GET", get.then_some(Route::Rooms)),
         ["rooms", id] => (
             "GET, PUT",
@@ -157,6 +162,7 @@ fn parse_route(method: &Method, path: &str) -> Result<Option<Route>, ApiError> {
         ),
         ["rooms", id, "readings"] => ("GET", get.then(|| Route::RoomReadings(id.to_string()))),
         ["rooms", id, "stats"] => ("GET", get.then(|| Route::RoomStats(id.to_string()))),
+        ["rooms", id, "search"] => ("GET", get.then(|| Route::RoomSearch(id.to_string()))),
         _ => return Ok(None),
     };
     route.map(Some).ok_or_else(|| ApiError::MethodNotAllowed {
@@ -336,6 +342,20 @@ async fn dispatch<S: Store>(
             let q = params::readings_query(params, Timestamp::now())
                 .map_err(ApiError::InvalidParameters)?;
             let page = query::readings(store, Partition::Room(&id), &q).await?;
+            Ok(serde_json::to_value(page).expect("readings serialise"))
+        }
+        Route::RoomSearch(id) => {
+            let id = room_id(&id)?;
+            let q = params::search_query(params, Timestamp::now())
+                .map_err(ApiError::InvalidParameters)?;
+            let page = query::search(store, ZIndex::Room(&id), &q).await?;
+            Ok(serde_json::to_value(page).expect("readings serialise"))
+        }
+        Route::DeviceSearch(id) => {
+            let id = device_id(&id)?;
+            let q = params::search_query(params, Timestamp::now())
+                .map_err(ApiError::InvalidParameters)?;
+            let page = query::search(store, ZIndex::Device(&id), &q).await?;
             Ok(serde_json::to_value(page).expect("readings serialise"))
         }
     }

@@ -3,8 +3,9 @@
 
 use crate::aggregate::{Bucketing, Width, MAX_BUCKETS};
 use crate::keys::MAX_CURSOR_LEN;
+use crate::model::BOUNDS;
 use crate::model::{TimeRange, Timestamp};
-use crate::query::{ReadingsQuery, StatsQuery};
+use crate::query::{ReadingsQuery, SearchQuery, StatsQuery};
 use crate::store::Order;
 use aws_lambda_events::query_map::QueryMap;
 
@@ -187,6 +188,83 @@ pub fn readings_query(params: &QueryMap, now: Timestamp) -> Result<ReadingsQuery
             limit,
             cursor,
         }),
+        _ => Err(problems),
+    }
+}
+
+const SEARCH_PARAMS: [&str; 8] = [
+    "from", "to", "tmin", "tmax", "hmin", "hmax", "limit", "cursor",
+];
+
+/// An inclusive bound: a finite number inside the accepted range of readings.
+fn bound(
+    params: &QueryMap,
+    name: &str,
+    default: f64,
+    (lo, hi): (f64, f64),
+    problems: &mut Problems,
+) -> Option<f64> {
+    match single(params, name, problems) {
+        None => Some(default),
+        Some(v) => match v.trim().parse::<f64>() {
+            Ok(x) if x.is_finite() && (lo..=hi).contains(&x) => Some(x),
+            _ => {
+                problems.push((
+                    name.into(),
+                    format!("must be a number from {lo} to {hi}, got {v:?}"),
+                ));
+                None
+            }
+        },
+    }
+}
+
+/// `from`, `to` (as for ranges), `tmin`/`tmax` (°C) and `hmin`/`hmax` (%RH),
+/// inclusive, each defaulting to the accepted range; `limit`, `cursor`.
+pub fn search_query(params: &QueryMap, now: Timestamp) -> Result<SearchQuery, Problems> {
+    reject_unknown(params, &SEARCH_PARAMS)?;
+    let mut problems = Problems::new();
+    let from = single(params, "from", &mut problems).map(|v| time("from", v, &mut problems));
+    let to = single(params, "to", &mut problems).map(|v| time("to", v, &mut problems));
+    let (t, h) = (BOUNDS.temperature, BOUNDS.humidity);
+    let tmin = bound(params, "tmin", t.0, t, &mut problems);
+    let tmax = bound(params, "tmax", t.1, t, &mut problems);
+    let hmin = bound(params, "hmin", h.0, h, &mut problems);
+    let hmax = bound(params, "hmax", h.1, h, &mut problems);
+    for (lo, hi, lo_name, hi_name) in [(tmin, tmax, "tmin", "tmax"), (hmin, hmax, "hmin", "hmax")] {
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            if lo > hi {
+                problems.push((lo_name.into(), format!("must not be above {hi_name}")));
+            }
+        }
+    }
+    let limit = match single(params, "limit", &mut problems) {
+        None => Some(DEFAULT_LIMIT),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=MAX_LIMIT).contains(&n) => Some(n),
+            _ => {
+                problems.push((
+                    "limit".into(),
+                    format!("must be an integer from 1 to {MAX_LIMIT}, got {v:?}"),
+                ));
+                None
+            }
+        },
+    };
+    let cursor = single(params, "cursor", &mut problems).map(str::to_owned);
+    let range = range(from, to, now, &mut problems);
+    match (range, tmin, tmax, hmin, hmax, limit) {
+        (Some(range), Some(tmin), Some(tmax), Some(hmin), Some(hmax), Some(limit))
+            if problems.is_empty() =>
+        {
+            Ok(SearchQuery {
+                range,
+                temperature: (tmin, tmax),
+                humidity: (hmin, hmax),
+                limit,
+                cursor,
+            })
+        }
         _ => Err(problems),
     }
 }

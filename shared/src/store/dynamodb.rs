@@ -6,9 +6,14 @@
 use super::item::{DeviceItem, ReadingItem, RoomItem, SnapshotItem};
 use super::{
     now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
-    RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport,
+    RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport, ZIndex,
+    ZPage, ZRangeRequest,
 };
-use crate::keys::{self, attr, DEVICE_PARTITION, READING_PREFIX, ROOM_PARTITION, ROOM_TIME_INDEX};
+use crate::keys::zorder::ZKey;
+use crate::keys::{
+    self, attr, DEVICE_PARTITION, DEVICE_Z_INDEX, READING_PREFIX, ROOM_PARTITION, ROOM_TIME_INDEX,
+    ROOM_Z_INDEX,
+};
 use crate::model::{DeviceId, Name, Reading, RoomId, Timestamp};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::batch_write_item::BatchWriteItemError;
@@ -112,29 +117,36 @@ impl DynamoStore {
                 .build()
                 .expect("complete")
         };
-        let index = GlobalSecondaryIndex::builder()
-            .index_name(ROOM_TIME_INDEX)
-            .key_schema(key(attr::ROOM, KeyType::Hash))
-            .key_schema(key(attr::SK, KeyType::Range))
-            .projection(
-                Projection::builder()
-                    .projection_type(ProjectionType::Include)
-                    .non_key_attributes("temperature")
-                    .non_key_attributes("humidity")
-                    .non_key_attributes("expires_at")
-                    .build(),
-            )
-            .build()
-            .expect("complete");
+        // Every index holds climate readings only; they project what a reading needs.
+        let index = |name: &str, part: &str, sort: &str, extra: &[&str]| {
+            let mut projection = Projection::builder()
+                .projection_type(ProjectionType::Include)
+                .non_key_attributes("temperature")
+                .non_key_attributes("humidity")
+                .non_key_attributes("expires_at");
+            for a in extra {
+                projection = projection.non_key_attributes(*a);
+            }
+            GlobalSecondaryIndex::builder()
+                .index_name(name)
+                .key_schema(key(part, KeyType::Hash))
+                .key_schema(key(sort, KeyType::Range))
+                .projection(projection.build())
+                .build()
+                .expect("complete")
+        };
         self.client
             .create_table()
             .table_name(&self.table)
             .attribute_definitions(string_attr(attr::PK))
             .attribute_definitions(string_attr(attr::SK))
             .attribute_definitions(string_attr(attr::ROOM))
+            .attribute_definitions(string_attr(attr::Z))
             .key_schema(key(attr::PK, KeyType::Hash))
             .key_schema(key(attr::SK, KeyType::Range))
-            .global_secondary_indexes(index)
+            .global_secondary_indexes(index(ROOM_TIME_INDEX, attr::ROOM, attr::SK, &[]))
+            .global_secondary_indexes(index(ROOM_Z_INDEX, attr::ROOM, attr::Z, &[]))
+            .global_secondary_indexes(index(DEVICE_Z_INDEX, attr::PK, attr::Z, &[attr::ROOM]))
             .billing_mode(BillingMode::PayPerRequest)
             .stream_specification(
                 StreamSpecification::builder()
@@ -545,7 +557,7 @@ fn unavailable<
 pub fn reading_item(r: &Reading, retention: Option<Retention>) -> Item {
     use crate::model::Measurement;
     let n = |v: f64| AttributeValue::N(v.to_string());
-    let mut item = Item::with_capacity(7);
+    let mut item = Item::with_capacity(8);
     item.insert(attr::PK.to_owned(), s(keys::reading_pk(&r.device_id)));
     item.insert(
         attr::SK.to_owned(),
@@ -562,6 +574,9 @@ pub fn reading_item(r: &Reading, retention: Option<Retention>) -> Item {
             item.insert(attr::ROOM.to_owned(), s(c.room().as_str()));
             item.insert("temperature".to_owned(), n(c.temperature()));
             item.insert("humidity".to_owned(), n(c.humidity()));
+            let z =
+                keys::zorder::ZKey::of(&r.device_id, r.timestamp, c.temperature(), c.humidity());
+            item.insert(attr::Z.to_owned(), s(z.as_str()));
         }
     }
     if let Some(k) = retention {
@@ -671,6 +686,62 @@ impl Store for DynamoStore {
             }));
         let (items, more) = self.query_pages(unexpired(query), request.limit).await?;
         page_of(items, more)
+    }
+
+    async fn z_range(
+        &self,
+        index: ZIndex<'_>,
+        request: &ZRangeRequest<'_>,
+    ) -> Result<ZPage, StoreError> {
+        let (index_name, part_attr, part_value) = match index {
+            ZIndex::Room(room) => (ROOM_Z_INDEX, attr::ROOM, room.as_str()),
+            ZIndex::Device(device) => (DEVICE_Z_INDEX, attr::PK, keys::reading_pk(device)),
+        };
+        let start = match request.after {
+            None => None,
+            Some(after) => {
+                // An index's start key is its own key plus the table's.
+                let (device, t) = after
+                    .parts()
+                    .ok_or_else(|| StoreError::Corrupt(format!("z key {:?}", after.as_str())))?;
+                let mut key = Item::with_capacity(4);
+                key.insert(attr::PK.to_owned(), s(keys::reading_pk(&device)));
+                key.insert(attr::SK.to_owned(), AttributeValue::S(keys::reading_sk(t)));
+                key.insert(attr::Z.to_owned(), s(after.as_str()));
+                key.insert(part_attr.to_owned(), s(part_value));
+                Some(key)
+            }
+        };
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(index_name)
+            .key_condition_expression("#part = :part AND #z BETWEEN :from AND :to")
+            .expression_attribute_names("#part", part_attr)
+            .expression_attribute_names("#z", attr::Z)
+            .expression_attribute_values(":part", s(part_value))
+            .expression_attribute_values(":from", s(request.from.as_str()))
+            .expression_attribute_values(":to", s(request.to.as_str()))
+            .set_exclusive_start_key(start)
+            .limit(request.limit.min(i32::MAX as usize) as i32);
+        let out = unexpired(query).send().await.map_err(unavailable)?;
+        let z_of = |item: &Item| -> Result<ZKey, StoreError> {
+            item.get(attr::Z)
+                .and_then(|v| v.as_s().ok())
+                .and_then(|z| ZKey::parse(z))
+                .ok_or_else(|| StoreError::Corrupt("index item without a valid z".into()))
+        };
+        let items = out
+            .items()
+            .iter()
+            .map(|item| Ok((z_of(item)?, decode_reading(item)?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(ZPage {
+            items,
+            scanned: out.scanned_count().max(0) as usize,
+            last_read: out.last_evaluated_key().map(z_of).transpose()?,
+        })
     }
 
     async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {

@@ -31,6 +31,10 @@ pub struct ReadingItem {
     /// Epoch seconds after which the reading is expired (TTL attribute).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<i64>,
+    /// Climate readings only: the Z-order key of the `room-z` and `device-z`
+    /// indexes. Derived from the other attributes; never read back into a reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub z: Option<String>,
 }
 
 impl ReadingItem {
@@ -53,6 +57,7 @@ impl ReadingItem {
             temperature: None,
             humidity: None,
             expires_at: None,
+            z: None,
         };
         match &r.measurement {
             Measurement::Power(p) => {
@@ -64,6 +69,16 @@ impl ReadingItem {
                 item.room = Some(c.room().as_str().to_owned());
                 item.temperature = Some(c.temperature());
                 item.humidity = Some(c.humidity());
+                item.z = Some(
+                    keys::zorder::ZKey::of(
+                        &r.device_id,
+                        r.timestamp,
+                        c.temperature(),
+                        c.humidity(),
+                    )
+                    .as_str()
+                    .to_owned(),
+                );
             }
         }
         item
@@ -182,6 +197,7 @@ impl SnapshotItem {
             temperature: self.temperature,
             humidity: self.humidity,
             expires_at: None,
+            z: None,
         }
         .into_reading()
     }

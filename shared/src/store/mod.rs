@@ -6,6 +6,7 @@ pub mod item;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
+use crate::keys::zorder::ZKey;
 use crate::keys::Position;
 use crate::model::{DeviceId, Name, Reading, ReadingKind, RoomId, TimeRange, Timestamp};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -43,6 +44,32 @@ pub fn now_epoch_seconds() -> i64 {
 pub enum Order {
     Asc,
     Desc,
+}
+
+/// A Z-order index partition: one room's or one device's climate readings.
+#[derive(Debug, Clone, Copy)]
+pub enum ZIndex<'a> {
+    Room(&'a RoomId),
+    Device(&'a DeviceId),
+}
+
+/// Keys `from..=to` of a Z-order index, after `after` when set, at most `limit` items read.
+#[derive(Debug, Clone, Copy)]
+pub struct ZRangeRequest<'a> {
+    pub from: &'a ZKey,
+    pub to: &'a ZKey,
+    pub after: Option<&'a ZKey>,
+    pub limit: usize,
+}
+
+/// What one index read returned, in key order.
+#[derive(Debug, Clone, Default)]
+pub struct ZPage {
+    pub items: Vec<(ZKey, Reading)>,
+    /// Items the engine read, including expired ones it then filtered out.
+    pub scanned: usize,
+    /// The last key read, when more may follow.
+    pub last_read: Option<ZKey>,
 }
 
 /// One page of a time-range query.
@@ -170,6 +197,12 @@ pub trait Store: Clone + Send + Sync + 'static {
         room: &RoomId,
         request: &RangeRequest,
     ) -> impl Future<Output = Result<Page, StoreError>> + Send;
+    /// One read of a Z-order index, as DynamoDB's Query with `Limit` reads.
+    fn z_range(
+        &self,
+        index: ZIndex<'_>,
+        request: &ZRangeRequest<'_>,
+    ) -> impl Future<Output = Result<ZPage, StoreError>> + Send;
     fn latest_reading(
         &self,
         device: &DeviceId,

@@ -8,8 +8,10 @@
 use super::item::{DeviceItem, ReadingItem, RoomItem, SnapshotItem};
 use super::{
     now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
-    RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport,
+    RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport, ZIndex,
+    ZPage, ZRangeRequest,
 };
+use crate::keys::zorder::ZKey;
 use crate::keys::{self, attr, DEVICE_PARTITION, ROOM_PARTITION};
 use crate::model::{DeviceId, Name, Reading, RoomId, Timestamp};
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
@@ -27,6 +29,7 @@ CREATE TABLE IF NOT EXISTS items (
     room TEXT,            -- the item's `room` attribute: key of the room-time index
     item TEXT NOT NULL,   -- the whole item as DynamoDB JSON
     expires_at INTEGER,   -- the item's `expires_at` (epoch seconds), for retention
+    z    TEXT,            -- the item's `z` (climate readings): key of room-z and device-z
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS room_time ON items (room, sk, pk) WHERE room IS NOT NULL;
@@ -60,7 +63,72 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
             .map_err(db_err)?;
     }
     conn.execute_batch("CREATE INDEX IF NOT EXISTS items_expiry ON items (expires_at) WHERE expires_at IS NOT NULL")
-        .map_err(db_err)
+        .map_err(db_err)?;
+    let has_z: bool = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('items') WHERE name = 'z'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(db_err)?
+        > 0;
+    if !has_z {
+        conn.execute_batch("ALTER TABLE items ADD COLUMN z TEXT")
+            .map_err(db_err)?;
+        backfill_z(conn)?;
+    }
+    conn.execute_batch(
+        "CREATE INDEX IF NOT EXISTS room_z ON items (room, z) WHERE z IS NOT NULL;
+         CREATE INDEX IF NOT EXISTS device_z ON items (pk, z) WHERE z IS NOT NULL;",
+    )
+    .map_err(db_err)
+}
+
+/// Gives the climate readings of a database made before Z-order search their
+/// `z` (in the item and the column), so that they are searchable too.
+fn backfill_z(conn: &Connection) -> Result<(), StoreError> {
+    let rows: Vec<(String, String, String)> = {
+        let mut stmt = conn
+            .prepare("SELECT pk, sk, item FROM items WHERE room IS NOT NULL AND pk NOT IN (?1, ?2)")
+            .map_err(db_err)?;
+        let rows = stmt
+            .query_map(params![DEVICE_PARTITION, ROOM_PARTITION], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(db_err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(db_err)?;
+        rows
+    };
+    for (pk, sk, text) in rows {
+        let Ok(reading) = SqliteStore::decode::<ReadingItem>(&text)
+            .and_then(|i| i.into_reading().map_err(StoreError::Corrupt))
+        else {
+            continue; // not a reading: nothing to index
+        };
+        let mut item: Item = serde_json::from_str(&text).map_err(corrupt)?;
+        let fresh: Item =
+            serde_dynamo::to_item(ReadingItem::from_reading(&reading)).map_err(corrupt)?;
+        let Some(z) = fresh.get(attr::Z).cloned() else {
+            continue;
+        };
+        let z_text = match &z {
+            AttributeValue::S(s) => s.clone(),
+            _ => continue,
+        };
+        item.insert(attr::Z.to_owned(), z);
+        conn.execute(
+            "UPDATE items SET item = ?3, z = ?4 WHERE pk = ?1 AND sk = ?2",
+            params![
+                pk,
+                sk,
+                serde_json::to_string(&item).map_err(corrupt)?,
+                z_text
+            ],
+        )
+        .map_err(db_err)?;
+    }
+    Ok(())
 }
 
 /// The change-log consumer that maintains the registry.
@@ -180,14 +248,18 @@ impl SqliteStore {
             Some(AttributeValue::N(n)) => n.parse::<i64>().ok(),
             _ => None,
         };
+        let z = match item.get(attr::Z) {
+            Some(AttributeValue::S(z)) => Some(z.as_str()),
+            _ => None,
+        };
         // Most writes are new keys: try the insert first, so only a repeated key
         // pays for reading the old image (which the change log needs).
         let inserted = conn
             .prepare_cached(
-                "INSERT INTO items (pk, sk, room, item, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                "INSERT INTO items (pk, sk, room, item, expires_at, z) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                  ON CONFLICT (pk, sk) DO NOTHING",
             )
-            .and_then(|mut insert| insert.execute(params![pk, sk, room, new_text, expires_at]))
+            .and_then(|mut insert| insert.execute(params![pk, sk, room, new_text, expires_at, z]))
             .map_err(db_err)?
             == 1;
         let old_text: Option<String> = if inserted {
@@ -202,9 +274,9 @@ impl SqliteStore {
                 return Ok(()); // DynamoDB streams record no change either
             }
             conn.prepare_cached(
-                "UPDATE items SET room = ?3, item = ?4, expires_at = ?5 WHERE pk = ?1 AND sk = ?2",
+                "UPDATE items SET room = ?3, item = ?4, expires_at = ?5, z = ?6 WHERE pk = ?1 AND sk = ?2",
             )
-            .and_then(|mut update| update.execute(params![pk, sk, room, new_text, expires_at]))
+            .and_then(|mut update| update.execute(params![pk, sk, room, new_text, expires_at, z]))
             .map_err(db_err)?;
             Some(old)
         };
@@ -613,6 +685,67 @@ impl Store for SqliteStore {
             .collect::<Result<Vec<String>, _>>()
             .map_err(db_err)?;
         Self::readings_page(rows, request.limit)
+    }
+
+    async fn z_range(
+        &self,
+        index: ZIndex<'_>,
+        request: &ZRangeRequest<'_>,
+    ) -> Result<ZPage, StoreError> {
+        let (sql, part) = match index {
+            ZIndex::Room(room) => (
+                "SELECT z, item, expires_at FROM items WHERE room = ?1 AND z BETWEEN ?2 AND ?3 AND (?4 IS NULL OR z > ?4) ORDER BY z LIMIT ?5",
+                room.as_str(),
+            ),
+            ZIndex::Device(device) => (
+                "SELECT z, item, expires_at FROM items WHERE pk = ?1 AND z BETWEEN ?2 AND ?3 AND (?4 IS NULL OR z > ?4) ORDER BY z LIMIT ?5",
+                keys::reading_pk(device),
+            ),
+        };
+        let rows = {
+            let conn = self.lock();
+            let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
+            let rows = stmt
+                .query_map(
+                    params![
+                        part,
+                        request.from.as_str(),
+                        request.to.as_str(),
+                        request.after.map(|a| a.as_str()),
+                        (request.limit + 1) as i64
+                    ],
+                    |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, Option<i64>>(2)?,
+                        ))
+                    },
+                )
+                .map_err(db_err)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(db_err)?;
+            rows
+        };
+        // As DynamoDB does: read `limit` items, then drop the expired ones.
+        let more = rows.len() > request.limit;
+        let now = now_epoch_seconds();
+        let mut page = ZPage::default();
+        for (z, text, expires_at) in rows.into_iter().take(request.limit) {
+            let key = ZKey::parse(&z).ok_or_else(|| StoreError::Corrupt(format!("z {z:?}")))?;
+            page.scanned += 1;
+            if more {
+                page.last_read = Some(key.clone());
+            }
+            if expires_at.is_some_and(|e| e <= now) {
+                continue;
+            }
+            let reading = Self::decode::<ReadingItem>(&text)?
+                .into_reading()
+                .map_err(StoreError::Corrupt)?;
+            page.items.push((key, reading));
+        }
+        Ok(page)
     }
 
     async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {

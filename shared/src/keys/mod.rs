@@ -1,6 +1,9 @@
 //! Key encoding: the one place that formats or parses a key. Readings are
 //! `pk=<device id>, sk=TS#<timestamp>`; the registry lives in the `DEVICE` and
-//! `ROOM` partitions; cursors are opaque strings bound to one query.
+//! `ROOM` partitions; cursors are opaque strings bound to one query; climate
+//! readings carry a Z-order key ([`zorder`]) for box search.
+
+pub mod zorder;
 
 use crate::model::{DeviceId, RoomId, TimeRange, Timestamp};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -16,12 +19,18 @@ pub const ROOM_PARTITION: &str = "ROOM";
 pub const READING_PREFIX: &str = "TS#";
 /// Name of the index partitioned by room and sorted by `sk`.
 pub const ROOM_TIME_INDEX: &str = "room-time";
+/// Index of climate readings partitioned by room, sorted by Z-order key.
+pub const ROOM_Z_INDEX: &str = "room-z";
+/// Index of climate readings partitioned by device (`pk`), sorted by Z-order key.
+pub const DEVICE_Z_INDEX: &str = "device-z";
 
 /// Attribute names of the table.
 pub mod attr {
     pub const PK: &str = "pk";
     pub const SK: &str = "sk";
     pub const ROOM: &str = "room";
+    /// The Z-order key of a climate reading ([`super::zorder::ZKey`]).
+    pub const Z: &str = "z";
 }
 
 /// `pk` of a device's readings.
@@ -178,6 +187,52 @@ impl CursorScope<'_> {
             device_id,
         })
     }
+}
+
+const SEARCH_CURSOR_VERSION: &str = "z1";
+
+fn search_tag(scope: &str, key: &str) -> String {
+    let mut h = Sha256::new();
+    for part in [SEARCH_CURSOR_VERSION, scope, key] {
+        h.update(part.as_bytes());
+        h.update([0u8]);
+    }
+    h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// An opaque cursor for a box search: the Z key of the last reading returned,
+/// bound to `scope` (the partition and the box, spelled canonically by the caller).
+pub fn encode_search_cursor(scope: &str, after: &zorder::ZKey) -> String {
+    let key = after.as_str();
+    URL_SAFE_NO_PAD.encode(format!(
+        "{SEARCH_CURSOR_VERSION}.{}.{key}",
+        search_tag(scope, key)
+    ))
+}
+
+/// Decodes a box-search cursor, rejecting one altered or made for another search.
+pub fn decode_search_cursor(scope: &str, cursor: &str) -> Result<zorder::ZKey, CursorError> {
+    if cursor.len() > MAX_CURSOR_LEN {
+        return Err(CursorError::TooLong);
+    }
+    let bytes = URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| CursorError::Malformed)?;
+    let text = String::from_utf8(bytes).map_err(|_| CursorError::Malformed)?;
+    let mut parts = text.splitn(3, '.');
+    let (Some(SEARCH_CURSOR_VERSION), Some(tag), Some(key)) =
+        (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(CursorError::Malformed);
+    };
+    let parsed = zorder::ZKey::parse(key).ok_or(CursorError::Malformed)?;
+    if tag != search_tag(scope, key) {
+        return Err(CursorError::WrongScope);
+    }
+    Ok(parsed)
 }
 
 #[cfg(test)]
