@@ -93,6 +93,17 @@ async fn ingest_stream_registry_query() {
             ("room".into(), s("bedroom")),
             ("temperature".into(), n("21.5")),
             ("humidity".into(), n("45")),
+            // The Z-order key of the room-z and device-z indexes (docs/search.md).
+            (
+                "z".into(),
+                s(shared::keys::zorder::ZKey::of(
+                    &shared::model::DeviceId::parse("s-bed").unwrap(),
+                    shared::model::Timestamp::parse("2026-11-21T01:00:00Z").unwrap(),
+                    21.5,
+                    45.0
+                )
+                .as_str())
+            ),
         ])
     );
 
