@@ -228,7 +228,7 @@ pub struct SearchPage {
 
 /// First read of a run, and the most one read may take: small after a jump,
 /// since a run in Z order may leave the box soon; doubling while it stays in.
-const FIRST_READ: usize = 8;
+const FIRST_READ: usize = 1;
 const MAX_READ: usize = 1000;
 
 impl SearchQuery {
