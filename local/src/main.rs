@@ -79,6 +79,10 @@ struct StoreArgs {
     /// Keep readings this many days (0: forever); expired ones are hidden and, on the embedded store, deleted.
     #[arg(long, env = "RETENTION_DAYS", default_value_t = 0)]
     retention_days: u32,
+    /// Shards of the all-devices time index (odd, 1-63). The embedded store re-indexes when it changes.
+    #[arg(long, env = "ALL_DEVICES_SHARDS", default_value_t = shared::keys::DEFAULT_SHARDS,
+          value_parser = |v: &str| shared::config::parse_shards(v).map_err(|e| e.to_string()))]
+    shards: u32,
     /// File that keeps the stream position across restarts (DynamoDB only).
     #[arg(long, requires = "table")]
     stream_checkpoint: Option<PathBuf>,
@@ -97,9 +101,11 @@ async fn open(args: &StoreArgs) -> Result<Backend, String> {
             SqliteStore::open(&args.db)
         }
         .map_err(|e| format!("opening {}: {e}", args.db.display()))?;
-        return Ok(Backend::Embedded(
-            store.with_retention(Retention::days(args.retention_days)),
-        ));
+        let store = store
+            .with_retention(Retention::days(args.retention_days))
+            .with_shards(args.shards)
+            .map_err(|e| format!("re-indexing {}: {e}", args.db.display()))?;
+        return Ok(Backend::Embedded(store));
     };
     let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
     if let Some(url) = &args.dynamodb_endpoint {
@@ -132,7 +138,9 @@ async fn open(args: &StoreArgs) -> Result<Backend, String> {
             .region(region.clone())
             .build(),
     );
-    let store = DynamoStore::new(ddb, table).with_retention(Retention::days(args.retention_days));
+    let store = DynamoStore::new(ddb, table)
+        .with_retention(Retention::days(args.retention_days))
+        .with_shards(args.shards);
     if args.create_table {
         store
             .create_table()

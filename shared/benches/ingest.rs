@@ -73,7 +73,13 @@ fn ingest_cpu(c: &mut Criterion) {
                     // What the DynamoDB adapter does for each reading before BatchWriteItem.
                     let items: Vec<_> = readings
                         .iter()
-                        .map(|r| shared::store::dynamodb::reading_item(r, None))
+                        .map(|r| {
+                            shared::store::dynamodb::reading_item(
+                                r,
+                                None,
+                                shared::keys::DEFAULT_SHARDS,
+                            )
+                        })
                         .collect();
                     black_box(items)
                 })

@@ -20,6 +20,22 @@ pub struct Config {
     pub retention: Option<Retention>,
     /// `READS_REQUIRE_TOKEN` (default `true`): the GET routes need the token too, when one is set.
     pub read_access: ReadAccess,
+    /// `ALL_DEVICES_SHARDS` (default 11): `all-time` shards, an odd number from 1
+    /// to 63; every function of a deployment must agree (`docs/all-devices.md`).
+    pub shards: u32,
+}
+
+/// An odd shard count from 1 to `MAX_SHARDS`: with an even count the
+/// calculated suffix crowds into few shards (see `keys::shard_of`).
+pub fn parse_shards(v: &str) -> Result<u32, ConfigError> {
+    match v.trim().parse::<u32>() {
+        Ok(n) if n % 2 == 1 && n <= crate::keys::MAX_SHARDS => Ok(n),
+        _ => Err(ConfigError::Invalid {
+            name: "ALL_DEVICES_SHARDS",
+            expected: "an odd number from 1 to 63",
+            value: v.to_owned(),
+        }),
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +114,10 @@ impl Config {
                 })
             }
         };
+        let shards = match get("ALL_DEVICES_SHARDS") {
+            None => crate::keys::DEFAULT_SHARDS,
+            Some(v) => parse_shards(&v)?,
+        };
         Ok(Self {
             table_name,
             ingest_token,
@@ -105,6 +125,7 @@ impl Config {
             registry_cache_ttl,
             retention,
             read_access,
+            shards,
         })
     }
 }
@@ -127,6 +148,19 @@ mod tests {
         assert!(matches!(cfg(&[]), Err(ConfigError::Missing("TABLE_NAME"))));
         let c = cfg(&[("TABLE_NAME", "readings")]).unwrap();
         assert_eq!(c.registry_cache_ttl, Duration::from_secs(30));
+        assert_eq!(c.shards, 11);
+        assert_eq!(
+            cfg(&[("TABLE_NAME", "t"), ("ALL_DEVICES_SHARDS", "7")])
+                .unwrap()
+                .shards,
+            7
+        );
+        for bad in ["8", "0", "65", "x"] {
+            assert!(
+                cfg(&[("TABLE_NAME", "t"), ("ALL_DEVICES_SHARDS", bad)]).is_err(),
+                "{bad}"
+            );
+        }
         assert!(c.ingest_token.is_none());
         let c = cfg(&[
             ("TABLE_NAME", "t"),

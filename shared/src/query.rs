@@ -346,3 +346,51 @@ pub async fn search<S: Store>(
     page.items_returned = page.readings.len();
     Ok(page)
 }
+
+/// One page of every device's readings in the range, in time order (then
+/// device), merged from all `all-time` shards, which are read concurrently.
+///
+/// Each shard reads at most `limit` readings after the cursor's position, which
+/// is enough: the first `limit` of the merge are among them. One position in
+/// the merged order is every shard's position, so the cursor holds just that.
+pub async fn all_readings<S: Store>(
+    store: &S,
+    q: &ReadingsQuery,
+) -> Result<ReadingsPage, QueryError> {
+    let descending = q.order == Order::Desc;
+    let scope = CursorScope::All { range: &q.range };
+    let after = q.cursor.as_deref().map(|c| scope.decode(c)).transpose()?;
+    let request = RangeRequest {
+        range: q.range,
+        order: q.order,
+        limit: q.limit,
+        after,
+    };
+    let pages = futures_util::future::try_join_all(
+        (1..=store.shards()).map(|shard| store.all_time_readings(shard, &request)),
+    )
+    .await?;
+    let more_in_a_shard = pages.iter().any(|p| p.next.is_some());
+    let mut readings: Vec<Reading> = pages.into_iter().flat_map(|p| p.readings).collect();
+    readings.sort_by(|a, b| {
+        let order = (a.timestamp, &a.device_id).cmp(&(b.timestamp, &b.device_id));
+        if descending {
+            order.reverse()
+        } else {
+            order
+        }
+    });
+    let more = more_in_a_shard || readings.len() > q.limit;
+    readings.truncate(q.limit);
+    let next_cursor = match readings.last() {
+        Some(last) if more => Some(scope.encode(&Position {
+            timestamp: last.timestamp,
+            device_id: last.device_id.clone(),
+        })),
+        _ => None,
+    };
+    Ok(ReadingsPage {
+        readings,
+        next_cursor,
+    })
+}

@@ -319,7 +319,7 @@ async fn bad_paths_unknown_routes_and_missing_things_get_4xx<S: TestStore>() {
         ("GET", "/rooms/attic", 404, "not_found"),
         ("GET", "/nothing/here", 404, "not_found"),
         ("DELETE", "/devices", 405, "method_not_allowed"),
-        ("GET", "/readings", 405, "method_not_allowed"),
+        ("DELETE", "/readings", 405, "method_not_allowed"),
     ] {
         let resp = handle(&app, api_event(method, path, &[], None, &[])).await;
         let (got, body) = answer(&resp);

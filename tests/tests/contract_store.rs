@@ -74,6 +74,18 @@ async fn writes_store_the_exact_items_of_the_design<S: TestStore>() {
             ("cumulative_kwh_p".into(), N("1234.5".into())),
             ("cumulative_kwh_n".into(), N("0.5".into())),
             ("current_w".into(), N("300".into())),
+            // The all-devices index keys (docs/all-devices.md): shard of "meter-1" among 11.
+            (
+                "shard".into(),
+                Str(format!(
+                    "ALL#{}",
+                    shared::keys::shard_of(&dev("meter-1"), shared::keys::DEFAULT_SHARDS)
+                ))
+            ),
+            (
+                "ats".into(),
+                Str("TS#2026-11-01T00:00:00.000Z#meter-1".into())
+            ),
         ]))
     );
     let c = store

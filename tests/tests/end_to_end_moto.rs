@@ -71,8 +71,21 @@ async fn ingest_stream_registry_query() {
     assert_eq!((status, body), (200, json!({"written": 5})));
 
     // Exactly the items of DESIGN §3.
-    let items = scan(&store).await;
+    let mut items = scan(&store).await;
     assert_eq!(items.len(), 5);
+    // Every reading carries its all-devices index keys (docs/all-devices.md);
+    // checked here, then set aside to compare the rest with DESIGN §3.
+    for item in &mut items {
+        let (Some(AttributeValue::S(pk)), Some(AttributeValue::S(sk))) =
+            (item.get("pk").cloned(), item.get("sk").cloned())
+        else {
+            panic!("an item without keys: {item:?}");
+        };
+        let device = shared::model::DeviceId::parse(&pk).unwrap();
+        let shard = shared::keys::shard_of(&device, shared::keys::DEFAULT_SHARDS);
+        assert_eq!(item.remove("shard"), Some(s(&format!("ALL#{shard}"))));
+        assert_eq!(item.remove("ats"), Some(s(&format!("{sk}#{pk}"))));
+    }
     assert_eq!(
         items[0],
         HashMap::from([

@@ -261,6 +261,7 @@ fn each_function_has_exactly_its_least_privileges() {
                 "!Sub ${ReadingsTable.Arn}/index/room-time",
                 "!Sub ${ReadingsTable.Arn}/index/room-z",
                 "!Sub ${ReadingsTable.Arn}/index/device-z",
+                "!Sub ${ReadingsTable.Arn}/index/all-time",
             ],
             "",
         ),

@@ -51,8 +51,9 @@ pub struct App<S> {
 }
 
 /// Every route the API serves, as `template.yaml` must declare them.
-pub const ROUTES: [(&str, &str); 15] = [
+pub const ROUTES: [(&str, &str); 16] = [
     ("POST", "/readings"),
+    ("GET", "/readings"),
     ("GET", "/devices"),
     ("GET", "/devices/{id}"),
     ("GET", "/devices/{id}/readings"),
@@ -71,6 +72,7 @@ pub const ROUTES: [(&str, &str); 15] = [
 
 enum Route {
     PostReadings,
+    AllReadings,
     PutDevice(String),
     PutRoom(String),
     Devices,
@@ -134,8 +136,12 @@ fn parse_route(method: &Method, path: &str) -> Result<Option<Route>, ApiError> {
     let get = *method == Method::GET;
     let (allow, route) = match s.as_slice() {
         ["readings"] => (
-            "POST",
-            (*method == Method::POST).then_some(Route::PostReadings),
+            "GET, POST",
+            match *method {
+                Method::POST => Some(Route::PostReadings),
+                Method::GET => Some(Route::AllReadings),
+                _ => None,
+            },
         ),
         ["devices"] => ("GET", get.then_some(Route::Devices)),
         ["devices", id] => (
@@ -342,6 +348,12 @@ async fn dispatch<S: Store>(
             let q = params::readings_query(params, Timestamp::now())
                 .map_err(ApiError::InvalidParameters)?;
             let page = query::readings(store, Partition::Room(&id), &q).await?;
+            Ok(serde_json::to_value(page).expect("readings serialise"))
+        }
+        Route::AllReadings => {
+            let q = params::readings_query(params, Timestamp::now())
+                .map_err(ApiError::InvalidParameters)?;
+            let page = query::all_readings(store, &q).await?;
             Ok(serde_json::to_value(page).expect("readings serialise"))
         }
         Route::RoomSearch(id) => {

@@ -24,6 +24,56 @@ pub const ROOM_Z_INDEX: &str = "room-z";
 /// Index of climate readings partitioned by device (`pk`), sorted by Z-order key.
 pub const DEVICE_Z_INDEX: &str = "device-z";
 
+/// Index of every reading, sharded over `ALL#1..=ALL#N`, sorted by time then device.
+pub const ALL_TIME_INDEX: &str = "all-time";
+/// Default number of `all-time` shards: a prime above every code point an id
+/// may use would spread perfectly but fan out too far; 11 spreads realistic
+/// ids within 1.5x of uniform (see `shard_of`).
+pub const DEFAULT_SHARDS: u32 = 11;
+/// Most shards a deployment may configure (a page reads every shard).
+pub const MAX_SHARDS: u32 = 64;
+
+/// The `all-time` shard of a device, seed 000's calculated suffix: the product
+/// of the id's code points, mod `shards`, plus 1.
+///
+/// The product is computed with **wrapping** 64-bit arithmetic. For the short
+/// ids where it does not overflow this equals the big-integer result
+/// (`"Terui"` with 200 shards is 161, as in the seed). For longer ids, the
+/// big-integer product is divisible by every small factor of the code points
+/// (`'0'` = 48 = 2^4·3, `'-'` = 45 = 3^2·5), so with a composite or small
+/// `shards` it lands on shard 1 almost always. Wrapping keeps the low bits
+/// mixed, and an **odd** shard count is then close to uniform. An even count
+/// is refused by the configuration.
+pub fn shard_of(device: &DeviceId, shards: u32) -> u32 {
+    let product = device
+        .as_str()
+        .chars()
+        .fold(1u64, |p, c| p.wrapping_mul(c as u64));
+    (product % shards.max(1) as u64) as u32 + 1
+}
+
+/// `shard` attribute of a reading in the `all-time` index.
+pub fn all_time_pk(shard: u32) -> String {
+    format!("ALL#{shard}")
+}
+
+/// `ats` attribute: the reading's `sk`, then `#` and the device, so the index
+/// orders by time, then device.
+pub fn all_time_sk(ts: Timestamp, device: &DeviceId) -> String {
+    let mut out = reading_sk(ts);
+    out.push('#');
+    out.push_str(device.as_str());
+    out
+}
+
+/// Bounds of a time range in `ats` (`~` sorts after every id character).
+pub fn all_time_sk_bounds(range: &TimeRange) -> (String, String) {
+    (
+        reading_sk(range.from()),
+        format!("{}#~", reading_sk(range.last())),
+    )
+}
+
 /// Attribute names of the table.
 pub mod attr {
     pub const PK: &str = "pk";
@@ -31,6 +81,10 @@ pub mod attr {
     pub const ROOM: &str = "room";
     /// The Z-order key of a climate reading ([`super::zorder::ZKey`]).
     pub const Z: &str = "z";
+    /// `ALL#<n>`: the reading's `all-time` shard.
+    pub const SHARD: &str = "shard";
+    /// The reading's `all-time` sort key ([`super::all_time_sk`]).
+    pub const ATS: &str = "ats";
 }
 
 /// `pk` of a device's readings.
@@ -84,6 +138,9 @@ pub enum CursorScope<'a> {
         range: &'a TimeRange,
         descending: bool,
     },
+    /// Every device, merged over the `all-time` shards: one position in the
+    /// merged order (time, device) is every shard's position.
+    All { range: &'a TimeRange },
 }
 
 /// Longest cursor accepted; real ones are under 250 characters.
@@ -115,6 +172,7 @@ impl CursorScope<'_> {
                 range,
                 descending,
             } => ("room", room.as_str(), range, descending),
+            CursorScope::All { range } => ("all", "", range, &false),
         };
         for part in [
             CURSOR_VERSION,
@@ -177,7 +235,7 @@ impl CursorScope<'_> {
         }
         let (range, same_device) = match self {
             CursorScope::Device { device, range, .. } => (range, *device == &device_id),
-            CursorScope::Room { range, .. } => (range, true),
+            CursorScope::Room { range, .. } | CursorScope::All { range } => (range, true),
         };
         if !same_device || !range.contains(timestamp) {
             return Err(CursorError::WrongScope);
@@ -238,6 +296,18 @@ pub fn decode_search_cursor(scope: &str, cursor: &str) -> Result<zorder::ZKey, C
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shard_is_seed_000_s_suffix() {
+        // functools.reduce(lambda x,y:x*y, [ord(x) for x in 'Terui']) % 200 + 1 == 161
+        assert_eq!(shard_of(&DeviceId::parse("Terui").unwrap(), 200), 161);
+        let d = DeviceId::parse("meter-0001").unwrap();
+        assert!((1..=11).contains(&shard_of(&d, 11)));
+        assert_eq!(shard_of(&d, 1), 1);
+        let t = Timestamp::parse("2026-11-22T01:02:03.004Z").unwrap();
+        assert_eq!(all_time_sk(t, &d), "TS#2026-11-22T01:02:03.004Z#meter-0001");
+        assert_eq!(all_time_pk(3), "ALL#3");
+    }
 
     fn ts(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()

@@ -11,8 +11,8 @@ use super::{
 };
 use crate::keys::zorder::ZKey;
 use crate::keys::{
-    self, attr, DEVICE_PARTITION, DEVICE_Z_INDEX, READING_PREFIX, ROOM_PARTITION, ROOM_TIME_INDEX,
-    ROOM_Z_INDEX,
+    self, attr, ALL_TIME_INDEX, DEVICE_PARTITION, DEVICE_Z_INDEX, READING_PREFIX, ROOM_PARTITION,
+    ROOM_TIME_INDEX, ROOM_Z_INDEX,
 };
 use crate::model::{DeviceId, Name, Reading, RoomId, Timestamp};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
@@ -69,6 +69,7 @@ pub struct DynamoStore {
     /// Page size of registry loads; `None` lets DynamoDB fill 1 MB pages.
     registry_page_limit: Option<i32>,
     retention: Option<Retention>,
+    shards: u32,
 }
 
 impl DynamoStore {
@@ -79,6 +80,7 @@ impl DynamoStore {
             policy: WritePolicy::default(),
             registry_page_limit: None,
             retention: None,
+            shards: keys::DEFAULT_SHARDS,
         }
     }
 
@@ -142,11 +144,25 @@ impl DynamoStore {
             .attribute_definitions(string_attr(attr::SK))
             .attribute_definitions(string_attr(attr::ROOM))
             .attribute_definitions(string_attr(attr::Z))
+            .attribute_definitions(string_attr(attr::SHARD))
+            .attribute_definitions(string_attr(attr::ATS))
             .key_schema(key(attr::PK, KeyType::Hash))
             .key_schema(key(attr::SK, KeyType::Range))
             .global_secondary_indexes(index(ROOM_TIME_INDEX, attr::ROOM, attr::SK, &[]))
             .global_secondary_indexes(index(ROOM_Z_INDEX, attr::ROOM, attr::Z, &[]))
             .global_secondary_indexes(index(DEVICE_Z_INDEX, attr::PK, attr::Z, &[attr::ROOM]))
+            .global_secondary_indexes(index(
+                ALL_TIME_INDEX,
+                attr::SHARD,
+                attr::ATS,
+                &[
+                    "type",
+                    "cumulative_kwh_p",
+                    "cumulative_kwh_n",
+                    "current_w",
+                    attr::ROOM,
+                ],
+            ))
             .billing_mode(BillingMode::PayPerRequest)
             .stream_specification(
                 StreamSpecification::builder()
@@ -195,6 +211,13 @@ impl DynamoStore {
     /// Writes readings with `expires_at` (`RETENTION_DAYS`).
     pub fn with_retention(mut self, retention: Option<Retention>) -> Self {
         self.retention = retention;
+        self
+    }
+
+    /// Writes readings to `shards` `all-time` shards and reads all of them
+    /// (`ALL_DEVICES_SHARDS`; changing it needs the re-index of `docs/all-devices.md`).
+    pub fn with_shards(mut self, shards: u32) -> Self {
+        self.shards = shards.max(1);
         self
     }
 
@@ -554,10 +577,18 @@ fn unavailable<
 /// The item of a reading, built straight into `AttributeValue`s: the hot path of
 /// every write. It is the same item as `serde_dynamo::to_item(ReadingItem::…)`
 /// (a unit test holds them equal), at well under half the CPU (docs/BENCHMARKS.md).
-pub fn reading_item(r: &Reading, retention: Option<Retention>) -> Item {
+pub fn reading_item(r: &Reading, retention: Option<Retention>, shards: u32) -> Item {
     use crate::model::Measurement;
     let n = |v: f64| AttributeValue::N(v.to_string());
-    let mut item = Item::with_capacity(8);
+    let mut item = Item::with_capacity(10);
+    item.insert(
+        attr::SHARD.to_owned(),
+        AttributeValue::S(keys::all_time_pk(keys::shard_of(&r.device_id, shards))),
+    );
+    item.insert(
+        attr::ATS.to_owned(),
+        AttributeValue::S(keys::all_time_sk(r.timestamp, &r.device_id)),
+    );
     item.insert(attr::PK.to_owned(), s(keys::reading_pk(&r.device_id)));
     item.insert(
         attr::SK.to_owned(),
@@ -609,7 +640,12 @@ impl Store for DynamoStore {
             .winners
             .iter()
             .enumerate()
-            .map(|(slot, &i)| (slot, reading_item(&readings[i], self.retention)))
+            .map(|(slot, &i)| {
+                (
+                    slot,
+                    reading_item(&readings[i], self.retention, self.shards),
+                )
+            })
             .collect();
         let mut chunks = Vec::with_capacity(items.len().div_ceil(BATCH_WRITE_MAX));
         let mut iter = items.into_iter().peekable();
@@ -682,6 +718,47 @@ impl Store for DynamoStore {
                         AttributeValue::S(keys::reading_sk(p.timestamp)),
                     ),
                     (attr::PK.to_owned(), s(keys::reading_pk(&p.device_id))),
+                ])
+            }));
+        let (items, more) = self.query_pages(unexpired(query), request.limit).await?;
+        page_of(items, more)
+    }
+
+    fn shards(&self) -> u32 {
+        self.shards
+    }
+
+    async fn all_time_readings(
+        &self,
+        shard: u32,
+        request: &RangeRequest,
+    ) -> Result<Page, StoreError> {
+        let (lo, hi) = keys::all_time_sk_bounds(&request.range);
+        let pk = keys::all_time_pk(shard);
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(ALL_TIME_INDEX)
+            .key_condition_expression("#shard = :shard AND #ats BETWEEN :lo AND :hi")
+            .expression_attribute_names("#shard", attr::SHARD)
+            .expression_attribute_names("#ats", attr::ATS)
+            .expression_attribute_values(":shard", s(&pk))
+            .expression_attribute_values(":lo", s(&lo))
+            .expression_attribute_values(":hi", s(&hi))
+            .scan_index_forward(request.order == Order::Asc)
+            .set_exclusive_start_key(request.after.as_ref().map(|p| {
+                HashMap::from([
+                    (attr::SHARD.to_owned(), s(&pk)),
+                    (
+                        attr::ATS.to_owned(),
+                        AttributeValue::S(keys::all_time_sk(p.timestamp, &p.device_id)),
+                    ),
+                    (attr::PK.to_owned(), s(keys::reading_pk(&p.device_id))),
+                    (
+                        attr::SK.to_owned(),
+                        AttributeValue::S(keys::reading_sk(p.timestamp)),
+                    ),
                 ])
             }));
         let (items, more) = self.query_pages(unexpired(query), request.limit).await?;
@@ -856,8 +933,12 @@ mod tests {
         for r in [&power, &climate] {
             for retention in [None, Retention::days(30)] {
                 let via_codec: Item =
-                    serde_dynamo::to_item(ReadingItem::with_retention(r, retention)).unwrap();
-                assert_eq!(reading_item(r, retention), via_codec, "{r:?} {retention:?}");
+                    serde_dynamo::to_item(ReadingItem::stored(r, retention, 7)).unwrap();
+                assert_eq!(
+                    reading_item(r, retention, 7),
+                    via_codec,
+                    "{r:?} {retention:?}"
+                );
             }
         }
     }

@@ -35,13 +35,21 @@ pub struct ReadingItem {
     /// indexes. Derived from the other attributes; never read back into a reading.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub z: Option<String>,
+    /// The `all-time` index keys (`ALL#<n>`, `TS#<ts>#<device>`); derived, never read back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ats: Option<String>,
 }
 
 impl ReadingItem {
-    /// The item of a reading, with `expires_at` when a retention is set.
-    pub fn with_retention(r: &Reading, retention: Option<super::Retention>) -> Self {
+    /// The item of a reading as stored: with `expires_at` when a retention is
+    /// set, and its `all-time` shard among `shards`.
+    pub fn stored(r: &Reading, retention: Option<super::Retention>, shards: u32) -> Self {
         let mut item = Self::from_reading(r);
         item.expires_at = retention.map(|k| k.expires_at(r.timestamp));
+        item.shard = Some(keys::all_time_pk(keys::shard_of(&r.device_id, shards)));
+        item.ats = Some(keys::all_time_sk(r.timestamp, &r.device_id));
         item
     }
 
@@ -58,6 +66,8 @@ impl ReadingItem {
             humidity: None,
             expires_at: None,
             z: None,
+            shard: None,
+            ats: None,
         };
         match &r.measurement {
             Measurement::Power(p) => {
@@ -198,6 +208,8 @@ impl SnapshotItem {
             humidity: self.humidity,
             expires_at: None,
             z: None,
+            shard: None,
+            ats: None,
         }
         .into_reading()
     }

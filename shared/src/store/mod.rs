@@ -197,6 +197,15 @@ pub trait Store: Clone + Send + Sync + 'static {
         room: &RoomId,
         request: &RangeRequest,
     ) -> impl Future<Output = Result<Page, StoreError>> + Send;
+    /// How many `all-time` shards readings are written to.
+    fn shards(&self) -> u32;
+    /// One page of one `all-time` shard: readings of any device in the range,
+    /// ordered by (time, device), after `request.after`.
+    fn all_time_readings(
+        &self,
+        shard: u32,
+        request: &RangeRequest,
+    ) -> impl Future<Output = Result<Page, StoreError>> + Send;
     /// One read of a Z-order index, as DynamoDB's Query with `Limit` reads.
     fn z_range(
         &self,

@@ -29,6 +29,8 @@ CREATE TABLE IF NOT EXISTS items (
     room TEXT,            -- the item's `room` attribute: key of the room-time index
     item TEXT NOT NULL,   -- the whole item as DynamoDB JSON
     expires_at INTEGER,   -- the item's `expires_at` (epoch seconds), for retention
+    shard TEXT,           -- the item's `shard` (readings): key of all-time
+    ats  TEXT,            -- the item's `ats` (readings): sort key of all-time
     z    TEXT,            -- the item's `z` (climate readings): key of room-z and device-z
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID;
@@ -41,6 +43,10 @@ CREATE TABLE IF NOT EXISTS change_log (
     new_image  TEXT,
     old_image  TEXT,
     at_ms      INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS settings (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS checkpoints (
     consumer TEXT PRIMARY KEY,
@@ -72,13 +78,29 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
         )
         .map_err(db_err)?
         > 0;
+    let has_shard: bool = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('items') WHERE name = 'shard'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(db_err)?
+        > 0;
+    if !has_shard {
+        // Filled by the all-time re-index that runs when the store opens.
+        conn.execute_batch(
+            "ALTER TABLE items ADD COLUMN shard TEXT; ALTER TABLE items ADD COLUMN ats TEXT;",
+        )
+        .map_err(db_err)?;
+    }
     if !has_z {
         conn.execute_batch("ALTER TABLE items ADD COLUMN z TEXT")
             .map_err(db_err)?;
         backfill_z(conn)?;
     }
     conn.execute_batch(
-        "CREATE INDEX IF NOT EXISTS room_z ON items (room, z) WHERE z IS NOT NULL;
+        "CREATE INDEX IF NOT EXISTS all_time ON items (shard, ats) WHERE shard IS NOT NULL;
+         CREATE INDEX IF NOT EXISTS room_z ON items (room, z) WHERE z IS NOT NULL;
          CREATE INDEX IF NOT EXISTS device_z ON items (pk, z) WHERE z IS NOT NULL;",
     )
     .map_err(db_err)
@@ -140,6 +162,7 @@ pub const CHANGE_BATCH: usize = 100;
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     retention: Option<Retention>,
+    shards: u32,
 }
 
 fn db_err(e: rusqlite::Error) -> StoreError {
@@ -173,10 +196,87 @@ impl SqliteStore {
             .map_err(db_err)?;
         conn.execute_batch(SCHEMA).map_err(db_err)?;
         migrate(&conn)?;
-        Ok(Self {
+        let store = Self {
             conn: Arc::new(Mutex::new(conn)),
             retention: None,
-        })
+            shards: keys::DEFAULT_SHARDS,
+        };
+        store.reindex_all_time()?;
+        Ok(store)
+    }
+
+    /// Writes readings to `shards` `all-time` shards. A database indexed with
+    /// another count is re-indexed here, once (`docs/all-devices.md`).
+    pub fn with_shards(mut self, shards: u32) -> Result<Self, StoreError> {
+        self.shards = shards.max(1);
+        self.reindex_all_time()?;
+        Ok(self)
+    }
+
+    /// Gives every reading its `all-time` keys for the current shard count,
+    /// when the count changed or readings from an older version lack them.
+    fn reindex_all_time(&self) -> Result<(), StoreError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(db_err)?;
+        let stored: Option<String> = tx
+            .query_row(
+                "SELECT value FROM settings WHERE name = 'all_time_shards'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db_err)?;
+        let unindexed: bool = tx
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM items WHERE shard IS NULL AND pk NOT IN (?1, ?2))",
+                params![DEVICE_PARTITION, ROOM_PARTITION],
+                |r| r.get(0),
+            )
+            .map_err(db_err)?;
+        if stored.as_deref() == Some(self.shards.to_string().as_str()) && !unindexed {
+            return Ok(());
+        }
+        let rows: Vec<(String, String, String)> = {
+            let mut stmt = tx
+                .prepare("SELECT pk, sk, item FROM items WHERE pk NOT IN (?1, ?2)")
+                .map_err(db_err)?;
+            let rows = stmt
+                .query_map(params![DEVICE_PARTITION, ROOM_PARTITION], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .map_err(db_err)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(db_err)?;
+            rows
+        };
+        for (pk, sk, text) in rows {
+            let (Ok(device), Some(ts)) = (DeviceId::parse(&pk), keys::parse_reading_sk(&sk)) else {
+                continue; // not a reading
+            };
+            let shard = keys::all_time_pk(keys::shard_of(&device, self.shards));
+            let ats = keys::all_time_sk(ts, &device);
+            let mut item: Item = serde_json::from_str(&text).map_err(corrupt)?;
+            item.insert(attr::SHARD.to_owned(), AttributeValue::S(shard.clone()));
+            item.insert(attr::ATS.to_owned(), AttributeValue::S(ats.clone()));
+            tx.execute(
+                "UPDATE items SET item = ?3, shard = ?4, ats = ?5 WHERE pk = ?1 AND sk = ?2",
+                params![
+                    pk,
+                    sk,
+                    serde_json::to_string(&item).map_err(corrupt)?,
+                    shard,
+                    ats
+                ],
+            )
+            .map_err(db_err)?;
+        }
+        tx.execute(
+            "INSERT INTO settings (name, value) VALUES ('all_time_shards', ?1)
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            params![self.shards.to_string()],
+        )
+        .map_err(db_err)?;
+        tx.commit().map_err(db_err)
     }
 
     /// Writes readings with `expires_at` (`RETENTION_DAYS`); see [`Self::delete_expired`].
@@ -248,18 +348,25 @@ impl SqliteStore {
             Some(AttributeValue::N(n)) => n.parse::<i64>().ok(),
             _ => None,
         };
-        let z = match item.get(attr::Z) {
-            Some(AttributeValue::S(z)) => Some(z.as_str()),
+        let text_attr = |name: &str| match item.get(name) {
+            Some(AttributeValue::S(v)) => Some(v.as_str()),
             _ => None,
         };
+        let (z, shard, ats) = (
+            text_attr(attr::Z),
+            text_attr(attr::SHARD),
+            text_attr(attr::ATS),
+        );
         // Most writes are new keys: try the insert first, so only a repeated key
         // pays for reading the old image (which the change log needs).
         let inserted = conn
             .prepare_cached(
-                "INSERT INTO items (pk, sk, room, item, expires_at, z) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                "INSERT INTO items (pk, sk, room, item, expires_at, z, shard, ats) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                  ON CONFLICT (pk, sk) DO NOTHING",
             )
-            .and_then(|mut insert| insert.execute(params![pk, sk, room, new_text, expires_at, z]))
+            .and_then(|mut insert| {
+                insert.execute(params![pk, sk, room, new_text, expires_at, z, shard, ats])
+            })
             .map_err(db_err)?
             == 1;
         let old_text: Option<String> = if inserted {
@@ -274,9 +381,11 @@ impl SqliteStore {
                 return Ok(()); // DynamoDB streams record no change either
             }
             conn.prepare_cached(
-                "UPDATE items SET room = ?3, item = ?4, expires_at = ?5, z = ?6 WHERE pk = ?1 AND sk = ?2",
+                "UPDATE items SET room = ?3, item = ?4, expires_at = ?5, z = ?6, shard = ?7, ats = ?8 WHERE pk = ?1 AND sk = ?2",
             )
-            .and_then(|mut update| update.execute(params![pk, sk, room, new_text, expires_at, z]))
+            .and_then(|mut update| {
+                update.execute(params![pk, sk, room, new_text, expires_at, z, shard, ats])
+            })
             .map_err(db_err)?;
             Some(old)
         };
@@ -590,9 +699,10 @@ impl Store for SqliteStore {
             let mut conn = self.lock();
             let tx = conn.transaction().map_err(db_err)?;
             for &i in &deduped.winners {
-                let item: Item = serde_dynamo::to_item(ReadingItem::with_retention(
+                let item: Item = serde_dynamo::to_item(ReadingItem::stored(
                     &readings[i],
                     self.retention,
+                    self.shards,
                 ))
                 .map_err(corrupt)?;
                 let r = &readings[i];
@@ -676,6 +786,44 @@ impl Store for SqliteStore {
                     hi,
                     after_sk,
                     after_pk,
+                    (request.limit + 1) as i64,
+                    now_epoch_seconds()
+                ],
+                |r| r.get(0),
+            )
+            .map_err(db_err)?
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(db_err)?;
+        Self::readings_page(rows, request.limit)
+    }
+
+    fn shards(&self) -> u32 {
+        self.shards
+    }
+
+    async fn all_time_readings(
+        &self,
+        shard: u32,
+        request: &RangeRequest,
+    ) -> Result<Page, StoreError> {
+        let (lo, hi) = keys::all_time_sk_bounds(&request.range);
+        let after = request
+            .after
+            .as_ref()
+            .map(|p| keys::all_time_sk(p.timestamp, &p.device_id));
+        let sql = match request.order {
+            Order::Asc => "SELECT item FROM items WHERE shard = ?1 AND ats BETWEEN ?2 AND ?3 AND (?4 IS NULL OR ats > ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY ats ASC LIMIT ?5",
+            Order::Desc => "SELECT item FROM items WHERE shard = ?1 AND ats BETWEEN ?2 AND ?3 AND (?4 IS NULL OR ats < ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY ats DESC LIMIT ?5",
+        };
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
+        let rows = stmt
+            .query_map(
+                params![
+                    keys::all_time_pk(shard),
+                    lo,
+                    hi,
+                    after,
                     (request.limit + 1) as i64,
                     now_epoch_seconds()
                 ],
