@@ -60,7 +60,13 @@ pub fn all_time_pk(shard: u32) -> String {
 /// `ats` attribute: the reading's `sk`, then `#` and the device, so the index
 /// orders by time, then device.
 pub fn all_time_sk(ts: Timestamp, device: &DeviceId) -> String {
-    let mut out = reading_sk(ts);
+    all_time_sk_of(&reading_sk(ts), device)
+}
+
+/// `ats` from the reading's `sk` when it is already formatted (the write path).
+pub fn all_time_sk_of(reading_sk: &str, device: &DeviceId) -> String {
+    let mut out = String::with_capacity(reading_sk.len() + 1 + device.as_str().len());
+    out.push_str(reading_sk);
     out.push('#');
     out.push_str(device.as_str());
     out

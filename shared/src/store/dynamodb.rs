@@ -581,19 +581,17 @@ pub fn reading_item(r: &Reading, retention: Option<Retention>, shards: u32) -> I
     use crate::model::Measurement;
     let n = |v: f64| AttributeValue::N(v.to_string());
     let mut item = Item::with_capacity(10);
+    let sk = keys::reading_sk(r.timestamp);
     item.insert(
         attr::SHARD.to_owned(),
         AttributeValue::S(keys::all_time_pk(keys::shard_of(&r.device_id, shards))),
     );
     item.insert(
         attr::ATS.to_owned(),
-        AttributeValue::S(keys::all_time_sk(r.timestamp, &r.device_id)),
+        AttributeValue::S(keys::all_time_sk_of(&sk, &r.device_id)),
     );
     item.insert(attr::PK.to_owned(), s(keys::reading_pk(&r.device_id)));
-    item.insert(
-        attr::SK.to_owned(),
-        AttributeValue::S(keys::reading_sk(r.timestamp)),
-    );
+    item.insert(attr::SK.to_owned(), AttributeValue::S(sk));
     item.insert("type".to_owned(), s(r.kind().as_str()));
     match &r.measurement {
         Measurement::Power(p) => {
@@ -607,7 +605,7 @@ pub fn reading_item(r: &Reading, retention: Option<Retention>, shards: u32) -> I
             item.insert("humidity".to_owned(), n(c.humidity()));
             let z =
                 keys::zorder::ZKey::of(&r.device_id, r.timestamp, c.temperature(), c.humidity());
-            item.insert(attr::Z.to_owned(), s(z.as_str()));
+            item.insert(attr::Z.to_owned(), AttributeValue::S(z.into_string()));
         }
     }
     if let Some(k) = retention {

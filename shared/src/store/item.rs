@@ -49,7 +49,7 @@ impl ReadingItem {
         let mut item = Self::from_reading(r);
         item.expires_at = retention.map(|k| k.expires_at(r.timestamp));
         item.shard = Some(keys::all_time_pk(keys::shard_of(&r.device_id, shards)));
-        item.ats = Some(keys::all_time_sk(r.timestamp, &r.device_id));
+        item.ats = Some(keys::all_time_sk_of(&item.sk, &r.device_id));
         item
     }
 
