@@ -86,8 +86,7 @@ impl ReadingItem {
                         c.temperature(),
                         c.humidity(),
                     )
-                    .as_str()
-                    .to_owned(),
+                    .into_string(),
                 );
             }
         }
