@@ -73,7 +73,7 @@ struct StoreArgs {
     /// Use this DynamoDB table instead of the embedded store.
     #[arg(long, conflicts_with = "db")]
     table: Option<String>,
-    /// Create the table as template.yaml defines it (keys, room-time index, stream, TTL).
+    /// Create the table as template.yaml defines it (keys, the room-time, room-z, device-z and all-time indexes, stream, TTL).
     #[arg(long, requires = "table")]
     create_table: bool,
     /// Keep readings this many days (0: forever); expired ones are hidden and, on the embedded store, deleted.
