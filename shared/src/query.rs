@@ -358,7 +358,10 @@ pub async fn all_readings<S: Store>(
     q: &ReadingsQuery,
 ) -> Result<ReadingsPage, QueryError> {
     let descending = q.order == Order::Desc;
-    let scope = CursorScope::All { range: &q.range };
+    let scope = CursorScope::All {
+        range: &q.range,
+        descending,
+    };
     let after = q.cursor.as_deref().map(|c| scope.decode(c)).transpose()?;
     let request = RangeRequest {
         range: q.range,

@@ -134,6 +134,18 @@ async fn every_device_in_time_order_across_shards<S: TestStore>() {
     )
     .await;
     assert_eq!(status, 400, "another range");
+    let (status, _) = get(
+        &app,
+        &[
+            ("from", &from),
+            ("to", &to),
+            ("limit", "5"),
+            ("order", "desc"),
+            ("cursor", &cursor),
+        ],
+    )
+    .await;
+    assert_eq!(status, 400, "another order");
     let (status, body) = get(&app, &[("from", &from), ("to", &to), ("cursor", "AAAA")]).await;
     assert_eq!(
         (status, body["error"]["details"][0]["parameter"].as_str()),
@@ -178,6 +190,13 @@ async fn the_embedded_store_reindexes_when_the_shard_count_changes() {
     let mut app = app(store, None, RouteSet::Query).await;
     app.read_access = shared::api::ReadAccess::Open;
     check(&app, &data, BASE_MS, BASE_MS + 3 * 60_000).await;
+    drop(app);
+    // Reopened without a count, the database keeps the one it was indexed with.
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.shards(), 5);
+    let mut reopened = integration_tests::app(store, None, RouteSet::Query).await;
+    reopened.read_access = shared::api::ReadAccess::Open;
+    check(&reopened, &data, BASE_MS, BASE_MS + 3 * 60_000).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 

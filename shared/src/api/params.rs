@@ -77,6 +77,23 @@ fn time(name: &str, v: &str, problems: &mut Problems) -> Option<Timestamp> {
         .ok()
 }
 
+/// `limit`: 1 to `MAX_LIMIT`, default `DEFAULT_LIMIT` (`None` inside: already reported).
+fn limit(params: &QueryMap, problems: &mut Problems) -> Option<usize> {
+    match single(params, "limit", problems) {
+        None => Some(DEFAULT_LIMIT),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=MAX_LIMIT).contains(&n) => Some(n),
+            _ => {
+                problems.push((
+                    "limit".into(),
+                    format!("must be an integer from 1 to {MAX_LIMIT}, got {v:?}"),
+                ));
+                None
+            }
+        },
+    }
+}
+
 /// The range from optional `from`/`to` values (`None` inside: already reported).
 fn range(
     from: Option<Option<Timestamp>>,
@@ -155,19 +172,7 @@ pub fn readings_query(params: &QueryMap, now: Timestamp) -> Result<ReadingsQuery
     let mut problems = Problems::new();
     let from = single(params, "from", &mut problems).map(|v| time("from", v, &mut problems));
     let to = single(params, "to", &mut problems).map(|v| time("to", v, &mut problems));
-    let limit = match single(params, "limit", &mut problems) {
-        None => Some(DEFAULT_LIMIT),
-        Some(v) => match v.parse::<usize>() {
-            Ok(n) if (1..=MAX_LIMIT).contains(&n) => Some(n),
-            _ => {
-                problems.push((
-                    "limit".into(),
-                    format!("must be an integer from 1 to {MAX_LIMIT}, got {v:?}"),
-                ));
-                None
-            }
-        },
-    };
+    let limit = limit(params, &mut problems);
     let order = match single(params, "order", &mut problems) {
         None | Some("asc") => Some(Order::Asc),
         Some("desc") => Some(Order::Desc),
@@ -238,19 +243,7 @@ pub fn search_query(params: &QueryMap, now: Timestamp) -> Result<SearchQuery, Pr
             }
         }
     }
-    let limit = match single(params, "limit", &mut problems) {
-        None => Some(DEFAULT_LIMIT),
-        Some(v) => match v.parse::<usize>() {
-            Ok(n) if (1..=MAX_LIMIT).contains(&n) => Some(n),
-            _ => {
-                problems.push((
-                    "limit".into(),
-                    format!("must be an integer from 1 to {MAX_LIMIT}, got {v:?}"),
-                ));
-                None
-            }
-        },
-    };
+    let limit = limit(params, &mut problems);
     let cursor = single(params, "cursor", &mut problems).map(str::to_owned);
     let range = range(from, to, now, &mut problems);
     match (range, tmin, tmax, hmin, hmax, limit) {

@@ -146,7 +146,10 @@ pub enum CursorScope<'a> {
     },
     /// Every device, merged over the `all-time` shards: one position in the
     /// merged order (time, device) is every shard's position.
-    All { range: &'a TimeRange },
+    All {
+        range: &'a TimeRange,
+        descending: bool,
+    },
 }
 
 /// Longest cursor accepted; real ones are under 250 characters.
@@ -178,7 +181,7 @@ impl CursorScope<'_> {
                 range,
                 descending,
             } => ("room", room.as_str(), range, descending),
-            CursorScope::All { range } => ("all", "", range, &false),
+            CursorScope::All { range, descending } => ("all", "", range, descending),
         };
         for part in [
             CURSOR_VERSION,
@@ -241,7 +244,7 @@ impl CursorScope<'_> {
         }
         let (range, same_device) = match self {
             CursorScope::Device { device, range, .. } => (range, *device == &device_id),
-            CursorScope::Room { range, .. } | CursorScope::All { range } => (range, true),
+            CursorScope::Room { range, .. } | CursorScope::All { range, .. } => (range, true),
         };
         if !same_device || !range.contains(timestamp) {
             return Err(CursorError::WrongScope);

@@ -196,10 +196,21 @@ impl SqliteStore {
             .map_err(db_err)?;
         conn.execute_batch(SCHEMA).map_err(db_err)?;
         migrate(&conn)?;
+        // The count the database was indexed with, so that opening it and then
+        // asking for that same count (`with_shards`) rewrites nothing.
+        let indexed: Option<u32> = conn
+            .query_row(
+                "SELECT value FROM settings WHERE name = 'all_time_shards'",
+                [],
+                |r| r.get::<_, String>(0),
+            )
+            .optional()
+            .map_err(db_err)?
+            .and_then(|v| v.parse().ok());
         let store = Self {
             conn: Arc::new(Mutex::new(conn)),
             retention: None,
-            shards: keys::DEFAULT_SHARDS,
+            shards: indexed.unwrap_or(keys::DEFAULT_SHARDS),
         };
         store.reindex_all_time()?;
         Ok(store)
@@ -213,8 +224,8 @@ impl SqliteStore {
         Ok(self)
     }
 
-    /// Gives every reading its `all-time` keys for the current shard count,
-    /// when the count changed or readings from an older version lack them.
+    /// Gives every reading its `all-time` keys for the current shard count, when
+    /// the count changed or the database predates the index (no recorded count).
     fn reindex_all_time(&self) -> Result<(), StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(db_err)?;
@@ -226,14 +237,9 @@ impl SqliteStore {
             )
             .optional()
             .map_err(db_err)?;
-        let unindexed: bool = tx
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM items WHERE shard IS NULL AND pk NOT IN (?1, ?2))",
-                params![DEVICE_PARTITION, ROOM_PARTITION],
-                |r| r.get(0),
-            )
-            .map_err(db_err)?;
-        if stored.as_deref() == Some(self.shards.to_string().as_str()) && !unindexed {
+        // Every write sets `shard`, so only a count change or a database from before
+        // the index (no setting yet) needs the rewrite; opening never scans otherwise.
+        if stored.as_deref() == Some(self.shards.to_string().as_str()) {
             return Ok(());
         }
         let rows: Vec<(String, String, String)> = {
@@ -404,6 +410,39 @@ impl SqliteStore {
         })
         .map_err(db_err)?;
         Ok(())
+    }
+
+    /// One page of a partition read in sort-key order: `sql` is the ascending and
+    /// the descending query, over (partition, lo, hi, after, limit + 1, now).
+    fn sorted_range(
+        &self,
+        sql: [&str; 2],
+        partition: &str,
+        (lo, hi, after): (String, String, Option<String>),
+        request: &RangeRequest,
+    ) -> Result<Page, StoreError> {
+        let sql = match request.order {
+            Order::Asc => sql[0],
+            Order::Desc => sql[1],
+        };
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
+        let rows = stmt
+            .query_map(
+                params![
+                    partition,
+                    lo,
+                    hi,
+                    after,
+                    (request.limit + 1) as i64,
+                    now_epoch_seconds()
+                ],
+                |r| r.get(0),
+            )
+            .map_err(db_err)?
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(db_err)?;
+        Self::readings_page(rows, request.limit)
     }
 
     fn decode<T: DeserializeOwned>(text: &str) -> Result<T, StoreError> {
@@ -735,28 +774,15 @@ impl Store for SqliteStore {
             .after
             .as_ref()
             .map(|p| keys::reading_sk(p.timestamp));
-        let sql = match request.order {
-            Order::Asc => "SELECT item FROM items WHERE pk = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR sk > ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY sk ASC LIMIT ?5",
-            Order::Desc => "SELECT item FROM items WHERE pk = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR sk < ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY sk DESC LIMIT ?5",
-        };
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
-        let rows = stmt
-            .query_map(
-                params![
-                    keys::reading_pk(device),
-                    lo,
-                    hi,
-                    after,
-                    (request.limit + 1) as i64,
-                    now_epoch_seconds()
-                ],
-                |r| r.get(0),
-            )
-            .map_err(db_err)?
-            .collect::<Result<Vec<String>, _>>()
-            .map_err(db_err)?;
-        Self::readings_page(rows, request.limit)
+        self.sorted_range(
+            [
+                "SELECT item FROM items WHERE pk = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR sk > ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY sk ASC LIMIT ?5",
+                "SELECT item FROM items WHERE pk = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR sk < ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY sk DESC LIMIT ?5",
+            ],
+            keys::reading_pk(device),
+            (lo, hi, after),
+            request,
+        )
     }
 
     async fn room_readings(
@@ -811,28 +837,15 @@ impl Store for SqliteStore {
             .after
             .as_ref()
             .map(|p| keys::all_time_sk(p.timestamp, &p.device_id));
-        let sql = match request.order {
-            Order::Asc => "SELECT item FROM items WHERE shard = ?1 AND ats BETWEEN ?2 AND ?3 AND (?4 IS NULL OR ats > ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY ats ASC LIMIT ?5",
-            Order::Desc => "SELECT item FROM items WHERE shard = ?1 AND ats BETWEEN ?2 AND ?3 AND (?4 IS NULL OR ats < ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY ats DESC LIMIT ?5",
-        };
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
-        let rows = stmt
-            .query_map(
-                params![
-                    keys::all_time_pk(shard),
-                    lo,
-                    hi,
-                    after,
-                    (request.limit + 1) as i64,
-                    now_epoch_seconds()
-                ],
-                |r| r.get(0),
-            )
-            .map_err(db_err)?
-            .collect::<Result<Vec<String>, _>>()
-            .map_err(db_err)?;
-        Self::readings_page(rows, request.limit)
+        self.sorted_range(
+            [
+                "SELECT item FROM items WHERE shard = ?1 AND ats BETWEEN ?2 AND ?3 AND (?4 IS NULL OR ats > ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY ats ASC LIMIT ?5",
+                "SELECT item FROM items WHERE shard = ?1 AND ats BETWEEN ?2 AND ?3 AND (?4 IS NULL OR ats < ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY ats DESC LIMIT ?5",
+            ],
+            &keys::all_time_pk(shard),
+            (lo, hi, after),
+            request,
+        )
     }
 
     async fn z_range(
