@@ -12,11 +12,9 @@
 //! server first: `cargo build --release -p ingester-local`, as `scripts/bench`
 //! does). Under `cargo test` it runs once, small, against the debug server.
 
+use integration_tests::local_server::LocalServer;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 fn server_binary() -> PathBuf {
@@ -33,57 +31,6 @@ fn server_binary() -> PathBuf {
         path.display()
     );
     path
-}
-
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Server {
-    fn start(db: &Path) -> Server {
-        let mut child = Command::new(server_binary())
-            .args(["serve", "--addr", "127.0.0.1:0", "--db"])
-            .arg(db)
-            .env("RUST_LOG", "warn,ingester_local=info")
-            .env_remove("INGEST_TOKEN")
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("ingester-local starts");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let addr = loop {
-            let line = lines.next().expect("the server says where").unwrap();
-            if let Some(i) = line.find("serving on http://") {
-                break line[i + "serving on http://".len()..].trim().to_owned();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        Server { child, addr }
-    }
-
-    fn request(&self, method: &str, path: &str, body: &str) -> (u16, String) {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        let mut raw = String::new();
-        stream.read_to_string(&mut raw).unwrap();
-        let status = raw.split_whitespace().nth(1).unwrap().parse().unwrap();
-        let body = raw.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-        (status, body.to_owned())
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 const BASE_MS: i64 = 1_790_000_000_000; // 2026-09-21, inside the accepted window
@@ -185,10 +132,15 @@ fn main() {
     let baseline = sqlite_loop(&dir.join("baseline.db"), &bodies);
     let direct = store_direct(&dir.join("direct.db"), &bodies);
 
-    let server = Server::start(&dir.join("served.db"));
+    let db = dir.join("served.db");
+    let server = LocalServer::start(
+        &server_binary(),
+        &["--db", db.to_str().unwrap()],
+        "warn,ingester_local=info",
+    );
     let started = Instant::now();
     for text in &texts {
-        let (status, body) = server.request("POST", "/readings", text);
+        let (status, body) = server.request("POST", "/readings", Some(text));
         assert_eq!(status, 200, "{body:.300}");
     }
     let ours = (batches * 1000) as f64 / started.elapsed().as_secs_f64();
@@ -207,7 +159,7 @@ fn main() {
                 path.push_str(&format!("&cursor={c}"));
             }
             let page_started = Instant::now();
-            let (status, body) = server.request("GET", &path, "");
+            let (status, body) = server.request("GET", &path, None);
             pages.push(page_started.elapsed().as_secs_f64() * 1000.0);
             assert_eq!(status, 200, "{body:.300}");
             let body: Value = serde_json::from_str(&body).unwrap();

@@ -2,67 +2,29 @@
 //! 127.0.0.1 (embedded store, and a DynamoDB endpoint with its stream), a
 //! restart that keeps the data, Ctrl-C, and `replay`.
 
+use integration_tests::local_server::LocalServer;
 use integration_tests::{climate, moto, power, table_name};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ingester-local");
 
-struct Server {
-    child: Child,
-    addr: String,
-}
+/// The server under test, with what these tests add: JSON answers, waiting for
+/// the registry, and a Ctrl-C stop.
+struct Server(LocalServer);
 
 impl Server {
     /// Starts `serve` on a free port and waits for its "serving on" line.
     fn start(args: &[&str]) -> Server {
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .args(["--addr", "127.0.0.1:0"])
-            .args(args)
-            .env("RUST_LOG", "info")
-            .env_remove("INGEST_TOKEN")
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("ingester-local starts");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let addr = loop {
-            let line = lines
-                .next()
-                .expect("the server said where it serves")
-                .unwrap();
-            if let Some(i) = line.find("serving on http://") {
-                break line[i + "serving on http://".len()..].trim().to_owned();
-            }
-        };
-        // Keep draining its log so it never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Server { child, addr }
+        Server(LocalServer::start(Path::new(BIN), args, "info"))
     }
 
     fn request(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
-        let body = body.unwrap_or("");
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        let mut raw = String::new();
-        stream.read_to_string(&mut raw).unwrap();
-        let status: u16 = raw.split_whitespace().nth(1).unwrap().parse().unwrap();
-        let json_body = raw.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-        (
-            status,
-            serde_json::from_str(json_body).unwrap_or(Value::Null),
-        )
+        let (status, text) = self.0.request(method, path, body);
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
     /// GETs `path` until `done` holds for its answer (the registry is maintained asynchronously).
@@ -83,27 +45,21 @@ impl Server {
 
     /// Ctrl-C, and a clean exit.
     fn stop(mut self) {
+        let child = &mut self.0.child;
         let ok = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
+            .args(["-INT", &child.id().to_string()])
             .status()
             .unwrap();
         assert!(ok.success());
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
+            if let Some(status) = child.try_wait().unwrap() {
                 assert!(status.success(), "exit status {status}");
                 return;
             }
             assert!(Instant::now() < deadline, "did not stop on Ctrl-C");
             std::thread::sleep(Duration::from_millis(50));
         }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

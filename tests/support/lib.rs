@@ -3,6 +3,7 @@
 //! Lambda event shapes.
 
 pub mod fault_proxy;
+pub mod local_server;
 pub mod runtime_api;
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};

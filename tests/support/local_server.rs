@@ -1,0 +1,67 @@
+//! `ingester-local serve` as a child process on a free loopback port, and a
+//! plain HTTP/1.1 client for it (the CLI tests and the embedded-store bench).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+pub struct LocalServer {
+    pub child: Child,
+    pub addr: String,
+}
+
+impl LocalServer {
+    /// Starts `binary serve --addr 127.0.0.1:0 ARGS` with `RUST_LOG=log` (which must
+    /// let through its "serving on" line) and waits for that line.
+    pub fn start(binary: &Path, args: &[&str], log: &str) -> LocalServer {
+        let mut child = Command::new(binary)
+            .arg("serve")
+            .args(["--addr", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", log)
+            .env_remove("INGEST_TOKEN")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("ingester-local starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("the server said where it serves")
+                .unwrap();
+            if let Some(i) = line.find("serving on http://") {
+                break line[i + "serving on http://".len()..].trim().to_owned();
+            }
+        };
+        // Keep draining its log so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        LocalServer { child, addr }
+    }
+
+    /// One request on its own connection: the status and the body text.
+    pub fn request(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        let body = body.unwrap_or("");
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        let mut raw = String::new();
+        stream.read_to_string(&mut raw).unwrap();
+        let status = raw.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let text = raw.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+        (status, text.to_owned())
+    }
+}
+
+impl Drop for LocalServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
