@@ -55,37 +55,41 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 ";
 
 /// Brings a database made by an earlier version up to the current schema.
-fn migrate(conn: &Connection) -> Result<(), StoreError> {
-    let has_expiry: bool = conn
-        .query_row(
-            "SELECT count(*) FROM pragma_table_info('items') WHERE name = 'expires_at'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
+fn has_column(conn: &Connection, name: &str) -> Result<bool, StoreError> {
+    conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('items') WHERE name = ?1",
+        params![name],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+    .map_err(db_err)
+}
+
+/// `(pk, sk, item)` of every row a query selects.
+fn item_rows(
+    conn: &Connection,
+    sql: &str,
+    args: impl rusqlite::Params,
+) -> Result<Vec<(String, String, String)>, StoreError> {
+    let mut stmt = conn.prepare(sql).map_err(db_err)?;
+    let rows = stmt
+        .query_map(args, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .map_err(db_err)?
-        > 0;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(db_err);
+    rows
+}
+
+fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    let has_expiry = has_column(conn, "expires_at")?;
     if !has_expiry {
         conn.execute_batch("ALTER TABLE items ADD COLUMN expires_at INTEGER")
             .map_err(db_err)?;
     }
     conn.execute_batch("CREATE INDEX IF NOT EXISTS items_expiry ON items (expires_at) WHERE expires_at IS NOT NULL")
         .map_err(db_err)?;
-    let has_z: bool = conn
-        .query_row(
-            "SELECT count(*) FROM pragma_table_info('items') WHERE name = 'z'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .map_err(db_err)?
-        > 0;
-    let has_shard: bool = conn
-        .query_row(
-            "SELECT count(*) FROM pragma_table_info('items') WHERE name = 'shard'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .map_err(db_err)?
-        > 0;
+    let has_z = has_column(conn, "z")?;
+    let has_shard = has_column(conn, "shard")?;
     if !has_shard {
         // Filled by the all-time re-index that runs when the store opens.
         conn.execute_batch(
@@ -109,19 +113,11 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
 /// Gives the climate readings of a database made before Z-order search their
 /// `z` (in the item and the column), so that they are searchable too.
 fn backfill_z(conn: &Connection) -> Result<(), StoreError> {
-    let rows: Vec<(String, String, String)> = {
-        let mut stmt = conn
-            .prepare("SELECT pk, sk, item FROM items WHERE room IS NOT NULL AND pk NOT IN (?1, ?2)")
-            .map_err(db_err)?;
-        let rows = stmt
-            .query_map(params![DEVICE_PARTITION, ROOM_PARTITION], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
-            .map_err(db_err)?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(db_err)?;
-        rows
-    };
+    let rows = item_rows(
+        conn,
+        "SELECT pk, sk, item FROM items WHERE room IS NOT NULL AND pk NOT IN (?1, ?2)",
+        params![DEVICE_PARTITION, ROOM_PARTITION],
+    )?;
     for (pk, sk, text) in rows {
         let Ok(reading) = SqliteStore::decode::<ReadingItem>(&text)
             .and_then(|i| i.into_reading().map_err(StoreError::Corrupt))
@@ -242,19 +238,11 @@ impl SqliteStore {
         if stored.as_deref() == Some(self.shards.to_string().as_str()) {
             return Ok(());
         }
-        let rows: Vec<(String, String, String)> = {
-            let mut stmt = tx
-                .prepare("SELECT pk, sk, item FROM items WHERE pk NOT IN (?1, ?2)")
-                .map_err(db_err)?;
-            let rows = stmt
-                .query_map(params![DEVICE_PARTITION, ROOM_PARTITION], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })
-                .map_err(db_err)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(db_err)?;
-            rows
-        };
+        let rows = item_rows(
+            &tx,
+            "SELECT pk, sk, item FROM items WHERE pk NOT IN (?1, ?2)",
+            params![DEVICE_PARTITION, ROOM_PARTITION],
+        )?;
         for (pk, sk, text) in rows {
             let (Ok(device), Some(ts)) = (DeviceId::parse(&pk), keys::parse_reading_sk(&sk)) else {
                 continue; // not a reading
@@ -296,19 +284,11 @@ impl SqliteStore {
     pub fn delete_expired(&self, now_epoch_seconds: i64) -> Result<usize, StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(db_err)?;
-        let expired: Vec<(String, String, String)> = {
-            let mut stmt = tx
-                .prepare("SELECT pk, sk, item FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1")
-                .map_err(db_err)?;
-            let rows = stmt
-                .query_map(params![now_epoch_seconds], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })
-                .map_err(db_err)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(db_err)?;
-            rows
-        };
+        let expired = item_rows(
+            &tx,
+            "SELECT pk, sk, item FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1",
+            params![now_epoch_seconds],
+        )?;
         for (pk, sk, old) in &expired {
             tx.execute(
                 "DELETE FROM items WHERE pk = ?1 AND sk = ?2",
