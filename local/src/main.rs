@@ -1,26 +1,26 @@
 //! `ingester-local`: the ingester's HTTP API on this machine, no AWS needed.
 //!
-//! `serve` answers DESIGN §5 on 127.0.0.1:3000 through the Lambda handlers, on an
-//! embedded SQLite store (default) or a DynamoDB-compatible endpoint; `replay`
-//! runs Lambda event files through the same handlers.
+//! `serve` answers DESIGN §5 on 127.0.0.1:3000 with the Lambdas' own Router
+//! (`shared::api::router`), on an embedded SQLite store (default) or a
+//! DynamoDB-compatible endpoint; `replay` runs Lambda event files through the
+//! same Router and the registry handler.
 
 use aws_sdk_dynamodb::config::{Credentials, Region};
 use clap::{Args, Parser, Subcommand};
-use ingester_local::{http, replay, stream_poller::StreamPoller};
-use shared::api::{App, BearerToken, ReadAccess, RouteSet};
+use ingester_local::{replay, stream_poller::StreamPoller};
+use shared::api::{Access, App, BearerToken, ReadAccess, RouteSet};
 use shared::registry::RegistryCache;
 use shared::store::{now_epoch_seconds, DynamoStore, Retention, SqliteStore, Store};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
     name = "ingester-local",
     version,
-    about = "Run the IoT reading ingester locally: the Lambda handlers behind a local HTTP server, or replaying Lambda events"
+    about = "Run the IoT reading ingester locally: the Lambdas' HTTP application on a local server, or replaying Lambda events"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -29,7 +29,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the HTTP API (DESIGN §5) through the Lambda handlers.
+    /// Serve the HTTP API (DESIGN §5): the Lambdas' Router on a local address.
     Serve {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:3000")]
@@ -49,7 +49,7 @@ enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
-    /// Run Lambda event files (API Gateway v2, DynamoDB Streams) through the handlers and print each answer.
+    /// Run Lambda event files (API Gateway v2, DynamoDB Streams) through the Router and the registry handler, and print each answer.
     Replay {
         /// Event files, run in the order given.
         #[arg(required = true)]
@@ -157,20 +157,17 @@ async fn app<S: Store>(
     ttl: Duration,
     open_reads: bool,
 ) -> Result<App<S>, String> {
-    let registry = RegistryCache::load(&store, ttl)
-        .await
-        .map_err(|e| format!("loading the registry: {e}"))?;
-    Ok(App {
-        store,
-        registry,
+    let access = Access {
         token: token.and_then(BearerToken::new),
-        read_access: if open_reads {
+        reads: if open_reads {
             ReadAccess::Open
         } else {
             ReadAccess::Token
         },
-        routes: RouteSet::All,
-    })
+    };
+    App::new(store, access, RouteSet::All, ttl)
+        .await
+        .map_err(|e| format!("loading the registry: {e}"))
 }
 
 async fn shutdown_signal() {
@@ -189,14 +186,14 @@ async fn shutdown_signal() {
 /// The local change-log consumer: the embedded store's stand-in for the stream → Lambda mapping.
 /// After it changes the registry it marks the server's cache stale, so a new
 /// device is listed at once rather than after the cache's TTL.
-async fn consume_change_log(store: SqliteStore, every: Duration, app: Arc<App<SqliteStore>>) {
+async fn consume_change_log(store: SqliteStore, every: Duration, registry: RegistryCache) {
     let mut failures_at_same_place = 0;
     loop {
         match store.drain_change_log().await {
             Ok(0) => tokio::time::sleep(every).await,
             Ok(n) => {
                 failures_at_same_place = 0;
-                app.registry.invalidate();
+                registry.invalidate();
                 tracing::debug!(changes = n, "registry updated");
             }
             Err(err) => {
@@ -241,8 +238,8 @@ async fn poll_stream(mut poller: StreamPoller, store: DynamoStore, every: Durati
     }
 }
 
-async fn serve<S: Store + 'static>(
-    app: Arc<App<S>>,
+async fn serve<S: Store>(
+    app: App<S>,
     addr: SocketAddr,
     feeder: tokio::task::JoinHandle<()>,
 ) -> Result<(), String> {
@@ -253,7 +250,7 @@ async fn serve<S: Store + 'static>(
         "serving on http://{}",
         listener.local_addr().map_err(|e| e.to_string())?
     );
-    let result = axum::serve(listener, http::router(app))
+    let result = axum::serve(listener, shared::api::router(app))
         .with_graceful_shutdown(shutdown_signal())
         .await
         .map_err(|e| e.to_string());
@@ -275,13 +272,13 @@ async fn run(cli: Cli) -> Result<bool, String> {
             let every = Duration::from_millis(poll_ms);
             match open(&store).await? {
                 Backend::Embedded(s) => {
-                    let app = Arc::new(app(s.clone(), token.as_deref(), ttl, open_reads).await?);
+                    let app = app(s.clone(), token.as_deref(), ttl, open_reads).await?;
                     // One task for both, so that stopping it stops both.
                     let feeder = tokio::spawn({
-                        let app = app.clone();
+                        let registry = app.registry.clone();
                         async move {
                             tokio::join!(
-                                consume_change_log(s.clone(), every, app),
+                                consume_change_log(s.clone(), every, registry),
                                 purge_expired(s)
                             );
                         }
@@ -292,7 +289,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
                     let poller =
                         StreamPoller::new(streams, region, store.stream_checkpoint.clone());
                     let feeder = tokio::spawn(poll_stream(poller, s.clone(), every));
-                    let app = Arc::new(app(s, token.as_deref(), ttl, open_reads).await?);
+                    let app = app(s, token.as_deref(), ttl, open_reads).await?;
                     serve(app, addr, feeder).await?;
                 }
             }

@@ -1,5 +1,6 @@
 //! Replays Lambda event files through the real handlers: API Gateway HTTP API
-//! v2 events to the HTTP handler, DynamoDB Streams events to the registry handler.
+//! v2 events through the Router (converted by `lambda_http`, as on Lambda),
+//! DynamoDB Streams events to the registry handler.
 
 use serde_json::Value;
 use shared::api::{self, App};
@@ -48,7 +49,8 @@ pub fn recognise(text: &str) -> Result<LambdaEvent, String> {
 pub async fn run<S: Store>(app: &App<S>, event: LambdaEvent) -> Value {
     match event {
         LambdaEvent::Http(request) => {
-            serde_json::to_value(api::handle(app, *request).await).unwrap_or(Value::Null)
+            let router = api::router(app.clone());
+            serde_json::to_value(api::lambda::invoke(router, *request).await).unwrap_or(Value::Null)
         }
         LambdaEvent::Stream(event) => {
             serde_json::to_value(shared::stream::handle(&app.store, event).await)

@@ -5,7 +5,7 @@ use crate::model::{DeviceId, Reading, RoomId, Timestamp};
 use crate::store::{RegistrySnapshot, Store, WriteReport};
 use serde_json::Value;
 
-/// Largest body accepted (DESIGN §5).
+/// Largest body accepted (DESIGN §5), enforced by the route's body limit layer.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Most readings in one request (DESIGN §5).
 pub const MAX_READINGS: usize = 1000;
@@ -50,12 +50,6 @@ pub fn parse_batch(
     now: Timestamp,
     registry: &RegistrySnapshot,
 ) -> Result<Vec<Reading>, IngestError> {
-    if body.len() > MAX_BODY_BYTES {
-        return Err(IngestError::TooLarge(format!(
-            "body is {} bytes; the limit is {MAX_BODY_BYTES}",
-            body.len()
-        )));
-    }
     let value: Value = serde_json::from_slice(body).map_err(|e| IngestError::InvalidJson {
         message: e.to_string(),
         line: e.line(),

@@ -16,9 +16,8 @@ pub mod store;
 pub mod stream;
 pub mod telemetry;
 
-use api::{App, RouteSet};
+use api::{Access, App, RouteSet};
 use config::Config;
-use registry::RegistryCache;
 use store::DynamoStore;
 
 /// Cold start of an HTTP function: one SDK configuration, the DynamoDB client,
@@ -36,14 +35,11 @@ pub async fn cold_start(
         Some(name) => Some(config::fetch_token(&aws_sdk_ssm::Client::new(&sdk), name).await?),
         None => config.ingest_token.clone(),
     };
-    let registry = RegistryCache::load(&store, config.registry_cache_ttl).await?;
-    Ok(App {
-        store,
-        registry,
+    let access = Access {
         token,
-        read_access: config.read_access,
-        routes,
-    })
+        reads: config.read_access,
+    };
+    Ok(App::new(store, access, routes, config.registry_cache_ttl).await?)
 }
 
 pub use aws_lambda_events;

@@ -8,10 +8,9 @@ pub mod runtime_api;
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use serde_json::{json, Value};
-use shared::api::{App, BearerToken, RouteSet};
+use shared::api::{Access, App, BearerToken, RouteSet};
 use shared::aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use shared::aws_lambda_events::encodings::Body;
-use shared::registry::RegistryCache;
 use shared::store::DynamoStore;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -78,21 +77,29 @@ pub async fn fresh_store(endpoint: &str, hint: &str) -> DynamoStore {
     store
 }
 
+/// The application state, built by the one constructor the Lambdas and the
+/// local server use; reads need the token whenever one is given.
 pub async fn app<S: shared::store::Store>(
     store: S,
     token: Option<&str>,
     routes: RouteSet,
 ) -> App<S> {
-    let registry = RegistryCache::load(&store, Duration::from_secs(30))
-        .await
-        .expect("registry loads");
-    App {
-        store,
-        registry,
+    let access = Access {
         token: token.and_then(BearerToken::new),
-        read_access: shared::api::ReadAccess::Token,
-        routes,
-    }
+        reads: shared::api::ReadAccess::Token,
+    };
+    App::new(store, access, routes, Duration::from_secs(30))
+        .await
+        .expect("registry loads")
+}
+
+/// An API Gateway v2 event through the Router, as the Lambda runs it
+/// (`lambda_http`'s own conversion both ways).
+pub async fn handle<S: shared::store::Store>(
+    app: &App<S>,
+    event: ApiGatewayV2httpRequest,
+) -> ApiGatewayV2httpResponse {
+    shared::api::lambda::invoke(shared::api::router(app.clone()), event).await
 }
 
 /// An API Gateway HTTP API (payload 2.0) event, as API Gateway sends it.

@@ -2,9 +2,10 @@
 //! (`on_every_store!`): hourly and local-day buckets, rooms pooling devices,
 //! paging through long ranges, counter resets, gaps, a single reading, limits.
 
+use integration_tests::handle;
 use integration_tests::{answer, api_event, app, climate, on_every_store, power, TestStore};
 use serde_json::{json, Value};
-use shared::api::{handle, App, RouteSet};
+use shared::api::{App, RouteSet};
 use shared::store::Store;
 
 async fn post<S: Store>(app: &App<S>, readings: &[Value]) {

@@ -3,9 +3,10 @@
 //! shards, and paging never repeats or skips a reading. The shard spread of
 //! 1000 realistic device ids is within the bound `docs/all-devices.md` states.
 
+use integration_tests::handle;
 use integration_tests::{answer, api_event, app, moto, on_every_store, table_name, TestStore};
 use serde_json::Value;
-use shared::api::{handle, App, RouteSet};
+use shared::api::{App, RouteSet};
 use shared::keys::{shard_of, DEFAULT_SHARDS};
 use shared::model::{Climate, DeviceId, Measurement, Power, Reading, RoomId, Timestamp};
 use shared::store::{DynamoStore, SqliteStore, Store};
@@ -116,7 +117,7 @@ async fn every_device_in_time_order_across_shards<S: TestStore>() {
         .collect();
     assert!(used.len() >= 8, "{used:?}");
     let mut app = app(store, None, RouteSet::Query).await;
-    app.read_access = shared::api::ReadAccess::Open;
+    app.access.reads = shared::api::ReadAccess::Open;
     check(&app, &data, BASE_MS + 60_000, BASE_MS + 7 * 60_000 + 1).await;
 
     // A cursor is bound to its range; an altered one is refused.
@@ -162,7 +163,7 @@ async fn every_device_in_time_order_on_moto() {
     let data = data(4);
     assert!(store.write_readings(&data).await.unwritten.is_empty());
     let mut app = app(store, None, RouteSet::Query).await;
-    app.read_access = shared::api::ReadAccess::Open;
+    app.access.reads = shared::api::ReadAccess::Open;
     check(&app, &data, BASE_MS, BASE_MS + 4 * 60_000).await;
 }
 
@@ -188,14 +189,14 @@ async fn the_embedded_store_reindexes_when_the_shard_count_changes() {
         Some(&serde_dynamo::AttributeValue::S(want))
     );
     let mut app = app(store, None, RouteSet::Query).await;
-    app.read_access = shared::api::ReadAccess::Open;
+    app.access.reads = shared::api::ReadAccess::Open;
     check(&app, &data, BASE_MS, BASE_MS + 3 * 60_000).await;
     drop(app);
     // Reopened without a count, the database keeps the one it was indexed with.
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(store.shards(), 5);
     let mut reopened = integration_tests::app(store, None, RouteSet::Query).await;
-    reopened.read_access = shared::api::ReadAccess::Open;
+    reopened.access.reads = shared::api::ReadAccess::Open;
     check(&reopened, &data, BASE_MS, BASE_MS + 3 * 60_000).await;
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,9 +2,10 @@
 //! (`on_every_store!`): every route, and every error status with a JSON body
 //! that says what is wrong.
 
+use integration_tests::handle;
 use integration_tests::{answer, api_event, app, climate, on_every_store, power, TestStore};
 use serde_json::{json, Value};
-use shared::api::{handle, App, RouteSet};
+use shared::api::{App, RouteSet};
 use shared::model::{Reading, Timestamp};
 use shared::store::Store;
 
@@ -441,7 +442,7 @@ async fn oversized_requests_get_413<S: TestStore>() {
 
 async fn a_configured_token_is_required_to_post<S: TestStore>() {
     let mut app = app(S::fresh("auth").await, Some("s3cret"), RouteSet::All).await;
-    app.read_access = shared::api::ReadAccess::Open; // this test is about writes
+    app.access.reads = shared::api::ReadAccess::Open; // this test is about writes
     let body = power("meter-1", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0).to_string();
     for headers in [
         vec![],
@@ -557,7 +558,7 @@ async fn put<S: Store>(
 
 async fn names_are_set_by_users_shown_in_lists_and_never_overwritten<S: TestStore>() {
     let mut app = seeded::<S>("names", Some("tok")).await;
-    app.read_access = shared::api::ReadAccess::Open; // this test is about writes
+    app.access.reads = shared::api::ReadAccess::Open; // this test is about writes
     let auth = [("authorization", "Bearer tok")];
     let (status, body) = put(
         &app,
@@ -643,7 +644,7 @@ async fn names_are_set_by_users_shown_in_lists_and_never_overwritten<S: TestStor
 
 async fn bad_names_and_missing_tokens_are_refused<S: TestStore>() {
     let mut app = seeded::<S>("badnames", Some("tok")).await;
-    app.read_access = shared::api::ReadAccess::Open; // this test is about writes
+    app.access.reads = shared::api::ReadAccess::Open; // this test is about writes
     let auth = [("authorization", "Bearer tok")];
     let resp = handle(
         &app,
@@ -702,7 +703,7 @@ async fn bad_names_and_missing_tokens_are_refused<S: TestStore>() {
         api_event("DELETE", "/devices/s-bed", &[], None, &auth),
     )
     .await;
-    assert_eq!(resp.headers.get("allow").unwrap(), "GET, PUT");
+    assert_eq!(resp.headers.get("allow").unwrap(), "GET,HEAD,PUT");
     // Nothing was written by the refused requests.
     assert_eq!(
         get(&app, "/devices/s-bed", &[]).await.1["device"]["name"],
@@ -732,7 +733,7 @@ async fn reads_need_the_token_when_one_is_set_unless_configured_open<S: TestStor
         (status, body["devices"].as_array().unwrap().len()),
         (200, 3)
     );
-    app.read_access = shared::api::ReadAccess::Open;
+    app.access.reads = shared::api::ReadAccess::Open;
     assert_eq!(get(&app, "/devices", &[]).await.0, 200);
     let body = power("m", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0).to_string();
     assert_eq!(post(&app, &body, &[]).await.0, 401, "writes still need it");

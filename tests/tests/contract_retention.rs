@@ -3,12 +3,13 @@
 //! never forgets a device because its readings expired. The embedded store also
 //! deletes expired readings itself.
 
+use integration_tests::handle;
 use integration_tests::{
     answer, api_event, app, climate, on_every_store, power, stream_event_for, TestStore,
 };
 use serde_dynamo::AttributeValue;
 use serde_json::{json, Value};
-use shared::api::{handle, App, RouteSet};
+use shared::api::{App, RouteSet};
 use shared::model::{Reading, Timestamp};
 use shared::store::{now_epoch_seconds, SqliteStore, Store};
 

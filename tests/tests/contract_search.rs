@@ -3,10 +3,11 @@
 //! moto: every page together is exactly a brute-force filter of the same data,
 //! the cursor never repeats or skips, and bad parameters or cursors get a 400.
 
+use integration_tests::handle;
 use integration_tests::{answer, api_event, app, moto, on_every_store, table_name, TestStore};
 use proptest::prelude::*;
 use serde_json::Value;
-use shared::api::{handle, App, RouteSet};
+use shared::api::{App, RouteSet};
 use shared::model::{Climate, DeviceId, Measurement, Power, Reading, RoomId, Timestamp};
 use shared::store::{DynamoStore, SqliteStore, Store};
 use std::collections::BTreeSet;
@@ -215,7 +216,7 @@ async fn search_returns_exactly_the_box_in_pages<S: TestStore>() {
     let data = data();
     assert!(store.write_readings(&data).await.unwritten.is_empty());
     let mut app = app(store, None, RouteSet::Query).await;
-    app.read_access = shared::api::ReadAccess::Open;
+    app.access.reads = shared::api::ReadAccess::Open;
     for b in &BOXES {
         check_box(&app, &data, b).await;
     }
@@ -232,7 +233,7 @@ async fn bad_search_parameters_and_cursors_get_400<S: TestStore>() {
     let store = S::fresh("search-bad").await;
     assert!(store.write_readings(&data()).await.unwritten.is_empty());
     let mut app = app(store, None, RouteSet::Query).await;
-    app.read_access = shared::api::ReadAccess::Open;
+    app.access.reads = shared::api::ReadAccess::Open;
     let b = BOXES[0];
     let params = b.params();
     let base: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -306,7 +307,7 @@ async fn search_on_moto() {
         .collect();
     assert!(store.write_readings(&data).await.unwritten.is_empty());
     let mut app = app(store, None, RouteSet::Query).await;
-    app.read_access = shared::api::ReadAccess::Open;
+    app.access.reads = shared::api::ReadAccess::Open;
     for b in &BOXES[..2] {
         let b = Box3 {
             to_min: b.to_min.min(100),
@@ -345,7 +346,7 @@ proptest! {
             let data: Vec<Reading> = data().into_iter().filter(|r| r.timestamp.millis() < BASE_MS + 240 * 60_000).collect();
             assert!(store.write_readings(&data).await.unwritten.is_empty());
             let mut app = app(store, None, RouteSet::Query).await;
-            app.read_access = shared::api::ReadAccess::Open;
+            app.access.reads = shared::api::ReadAccess::Open;
             let want = expected(&data, &b, |r| room_of(r) == Some("lab"));
             let (got, _, _) = search_all(&app, "/rooms/lab/search", &b, limit).await;
             let set: BTreeSet<_> = got.iter().cloned().collect();

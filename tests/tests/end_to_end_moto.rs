@@ -4,11 +4,12 @@
 //! and in reverse leaves the same registry.
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use integration_tests::handle;
 use integration_tests::{
     answer, api_event, app, client, climate, fresh_store, moto, power, stream_event, stream_records,
 };
 use serde_json::{json, Value};
-use shared::api::{handle, App, RouteSet};
+use shared::api::{App, RouteSet};
 use shared::store::{DynamoStore, Store};
 use std::collections::HashMap;
 

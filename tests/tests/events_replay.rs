@@ -2,9 +2,10 @@
 //! (`on_every_store!`), in an order that makes each answer meaningful, with the
 //! answers checked; and the two engines give identical answers.
 
+use integration_tests::handle;
 use integration_tests::{answer, app, on_every_store, stream_event_for, TestStore};
 use serde_json::{json, Value};
-use shared::api::{handle, RouteSet};
+use shared::api::RouteSet;
 use shared::aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 use shared::aws_lambda_events::event::dynamodb::Event;
 use std::path::PathBuf;

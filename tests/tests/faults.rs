@@ -6,9 +6,10 @@ use aws_sdk_dynamodb::operation::batch_write_item::{BatchWriteItemError, BatchWr
 use aws_sdk_dynamodb::types::error::ProvisionedThroughputExceededException;
 use aws_sdk_dynamodb::types::WriteRequest;
 use aws_smithy_mocks::{mock, mock_client, MockResponse, RuleMode};
+use integration_tests::handle;
 use integration_tests::{answer, api_event, power};
 use serde_json::json;
-use shared::api::{handle, App, RouteSet};
+use shared::api::{Access, App, RouteSet};
 use shared::registry::RegistryCache;
 use shared::store::dynamodb::WritePolicy;
 use shared::store::{DynamoStore, RegistrySnapshot};
@@ -40,8 +41,8 @@ fn app_on(client: aws_sdk_dynamodb::Client) -> App<DynamoStore> {
             RegistrySnapshot::default(),
             Duration::from_secs(3600),
         ),
-        token: None,
-        read_access: shared::api::ReadAccess::Token,
+        // The mocked client answers writes only, so the registry is given, not loaded.
+        access: Access::open(),
         routes: RouteSet::All,
     }
 }

@@ -1,9 +1,10 @@
 //! Every input limit, checked at the limit and one past it: the limit is
 //! accepted, one past is a clear 4xx naming what is wrong.
 
+use integration_tests::handle;
 use integration_tests::{answer, api_event, app, power};
 use serde_json::{json, Value};
-use shared::api::{handle, App, RouteSet};
+use shared::api::{App, RouteSet};
 use shared::store::SqliteStore;
 
 async fn call(

@@ -2,9 +2,10 @@
 //! our code and the libraries, is captured while requests with right, wrong and
 //! missing tokens go through every kind of answer.
 
+use integration_tests::handle;
 use integration_tests::{answer, api_event, app, power};
 use serde_json::json;
-use shared::api::{handle, RouteSet};
+use shared::api::RouteSet;
 use shared::store::SqliteStore;
 use std::io::Write;
 use std::sync::{Arc, Mutex};

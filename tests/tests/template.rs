@@ -2,9 +2,10 @@
 //! `DynamoStore::create_table` makes (checked on moto, which keeps stream and
 //! TTL settings), and its HTTP routes are the router's routes.
 
+use integration_tests::handle;
 use integration_tests::{answer, api_event, app, client, dynalite, fresh_store, moto};
 use serde_yaml_ng::Value as Yaml;
-use shared::api::{handle, RouteSet, ROUTES};
+use shared::api::{RouteSet, ROUTES};
 use std::collections::BTreeSet;
 
 fn template() -> Yaml {

@@ -1,7 +1,7 @@
-//! Bearer-token check for write routes. The token never appears in a log line,
+//! The bearer token. The token never appears in a log line,
 //! an error or a response, and the comparison takes constant time.
 
-use aws_lambda_events::http::HeaderMap;
+use axum::http::HeaderMap;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 

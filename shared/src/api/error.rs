@@ -1,9 +1,12 @@
-//! API errors: one type, mapped once to a status and the JSON body
-//! `{"error": {"code", "message", "details"}}` (DESIGN §5).
+//! API errors: one type, mapped once to a status, headers and the JSON body
+//! `{"error": {"code", "message", "details"}}` (DESIGN §5). Every error answer
+//! is built here, including those of the tower layers (see `layers::json_errors`).
 
 use crate::ingest::IngestError;
 use crate::query::QueryError;
 use crate::store::StoreError;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 #[derive(Debug, thiserror::Error)]
@@ -18,14 +21,22 @@ pub enum ApiError {
     Unauthorized,
     #[error("{0}")]
     NotFound(String),
-    #[error("method {method} is not allowed here")]
-    MethodNotAllowed { method: String, allow: &'static str },
-    #[error("the request body is not valid base64")]
-    BadBody,
+    /// The `Allow` header comes with the router's own 405.
+    #[error("method {0} is not allowed here")]
+    MethodNotAllowed(String),
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("{0}")]
+    UnsupportedEncoding(String),
+    #[error("the request body could not be read: {0}")]
+    UnreadableBody(String),
     #[error("invalid request body")]
     InvalidBody(Vec<(String, String)>),
     #[error("storage unavailable, try again")]
     StorageUnavailable(StoreError),
+    /// A status some layer answered without a body of ours (kept as it is).
+    #[error("{1}")]
+    Other(StatusCode, String),
 }
 
 impl From<StoreError> for ApiError {
@@ -46,27 +57,33 @@ impl From<QueryError> for ApiError {
 }
 
 impl ApiError {
-    pub fn status(&self) -> u16 {
+    pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::Ingest(IngestError::TooLarge(_)) => 413,
+            ApiError::Ingest(IngestError::TooLarge(_)) | ApiError::TooLarge(_) => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
             ApiError::Ingest(IngestError::Unavailable { .. }) | ApiError::StorageUnavailable(_) => {
-                503
+                StatusCode::SERVICE_UNAVAILABLE
             }
             ApiError::Ingest(_)
             | ApiError::InvalidParameters(_)
             | ApiError::InvalidPath { .. }
-            | ApiError::BadBody
-            | ApiError::InvalidBody(_) => 400,
-            ApiError::Unauthorized => 401,
-            ApiError::NotFound(_) => 404,
-            ApiError::MethodNotAllowed { .. } => 405,
+            | ApiError::UnreadableBody(_)
+            | ApiError::InvalidBody(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::UnsupportedEncoding(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Other(status, _) => *status,
         }
     }
 
     pub fn code(&self) -> &'static str {
         match self {
-            ApiError::Ingest(IngestError::TooLarge(_)) => "payload_too_large",
-            ApiError::Ingest(IngestError::InvalidJson { .. }) | ApiError::BadBody => "invalid_json",
+            ApiError::Ingest(IngestError::TooLarge(_)) | ApiError::TooLarge(_) => {
+                "payload_too_large"
+            }
+            ApiError::Ingest(IngestError::InvalidJson { .. }) => "invalid_json",
             ApiError::Ingest(IngestError::NotReadings)
             | ApiError::Ingest(IngestError::Invalid(_)) => "invalid_readings",
             ApiError::Ingest(IngestError::Unavailable { .. }) | ApiError::StorageUnavailable(_) => {
@@ -74,10 +91,13 @@ impl ApiError {
             }
             ApiError::InvalidParameters(_) => "invalid_parameter",
             ApiError::InvalidPath { .. } => "invalid_path",
-            ApiError::InvalidBody(_) => "invalid_body",
+            ApiError::InvalidBody(_) | ApiError::UnreadableBody(_) => "invalid_body",
             ApiError::Unauthorized => "unauthorized",
             ApiError::NotFound(_) => "not_found",
-            ApiError::MethodNotAllowed { .. } => "method_not_allowed",
+            ApiError::MethodNotAllowed(_) => "method_not_allowed",
+            ApiError::UnsupportedEncoding(_) => "unsupported_encoding",
+            ApiError::Other(status, _) if status.is_server_error() => "internal",
+            ApiError::Other(..) => "bad_request",
         }
     }
 
@@ -105,11 +125,31 @@ impl ApiError {
                     .map(|(f, m)| json!({ "field": f, "message": m }))
                     .collect();
             }
-            ApiError::StorageUnavailable(_) => {
-                error["message"] = json!("storage unavailable, try again")
-            }
             _ => {}
         }
         json!({ "error": error })
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::StorageUnavailable(e) = &self {
+            tracing::error!(error = %e, "storage unavailable");
+        }
+        if let ApiError::Ingest(IngestError::Unavailable { unwritten, total }) = &self {
+            tracing::error!(unwritten = unwritten.len(), total, "readings not stored");
+        }
+        let mut response = (
+            self.status(),
+            [(header::CONTENT_TYPE, "application/json")],
+            self.body().to_string(),
+        )
+            .into_response();
+        if let ApiError::Unauthorized = self {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
     }
 }

@@ -1,5 +1,6 @@
-//! Query-string parameters of the range routes, parsed into a `ReadingsQuery`.
-//! Every bad parameter is reported, by name.
+//! Query-string parameters: the serde structs the routes extract (unknown or
+//! repeated parameters are refused by name), then parsed into the use cases'
+//! queries. Every bad value is reported, by name.
 
 use crate::aggregate::{Bucketing, Width, MAX_BUCKETS};
 use crate::keys::MAX_CURSOR_LEN;
@@ -7,7 +8,8 @@ use crate::model::BOUNDS;
 use crate::model::{TimeRange, Timestamp};
 use crate::query::{ReadingsQuery, SearchQuery, StatsQuery};
 use crate::store::Order;
-use aws_lambda_events::query_map::QueryMap;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
 pub const DEFAULT_LIMIT: usize = 100;
 pub const MAX_LIMIT: usize = 1000;
@@ -16,40 +18,75 @@ pub const DEFAULT_SPAN_MS: i64 = 24 * 3600 * 1000;
 /// Longest value accepted for any parameter but `cursor`.
 pub const MAX_PARAM_LEN: usize = 64;
 
-const RANGE_PARAMS: [&str; 5] = ["from", "to", "limit", "order", "cursor"];
+pub type Problems = Vec<(String, String)>;
 
-type Problems = Vec<(String, String)>;
+/// Routes that take no parameters.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
 
-/// Rejects parameters a route does not know (a typo such as `form=` would otherwise be ignored).
-pub fn reject_unknown(params: &QueryMap, known: &[&str]) -> Result<(), Problems> {
-    let mut problems: Problems = Vec::new();
-    for (name, _) in params.iter() {
-        if !known.contains(&name) && !problems.iter().any(|(p, _)| p == name) {
-            let known = if known.is_empty() {
-                "none".to_owned()
-            } else {
-                known.join(", ")
-            };
-            problems.push((
-                name.to_owned(),
-                format!("unknown parameter (known: {known})"),
-            ));
-        }
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems)
-    }
+/// `from`, `to`, `limit`, `order`, `cursor`: the range routes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RangeParams {
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub limit: Option<String>,
+    pub order: Option<String>,
+    pub cursor: Option<String>,
 }
 
-fn single<'a>(params: &'a QueryMap, name: &str, problems: &mut Problems) -> Option<&'a str> {
-    let values = params.all(name)?;
-    if values.len() > 1 {
-        problems.push((name.into(), "given more than once".into()));
-        return None;
-    }
-    let v = values[0];
+/// `from`, `to`, `bucket`, `tz`: the aggregate routes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatsParams {
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub bucket: Option<String>,
+    pub tz: Option<String>,
+}
+
+/// `from`, `to`, the box (`tmin`, `tmax`, `hmin`, `hmax`), `limit`, `cursor`: box search.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub tmin: Option<String>,
+    pub tmax: Option<String>,
+    pub hmin: Option<String>,
+    pub hmax: Option<String>,
+    pub limit: Option<String>,
+    pub cursor: Option<String>,
+}
+
+/// A query string into one of the structs above. serde names the offending
+/// field between backticks ("unknown field `form`, expected one of `from`, ...",
+/// "duplicate field `order`"); the problem says it of a parameter.
+pub fn parse<T: DeserializeOwned>(query: &str) -> Result<T, Problems> {
+    serde_urlencoded::from_str(query).map_err(|e| {
+        let message = e.to_string();
+        let name = message.split('`').nth(1).unwrap_or("").to_owned();
+        let said = if message.starts_with("duplicate field") {
+            "given more than once".to_owned()
+        } else if message.starts_with("unknown field") {
+            match message.split_once(", ").map(|(_, rest)| rest) {
+                Some(rest) if rest.starts_with("there are no fields") => {
+                    "unknown parameter (this route takes none)".to_owned()
+                }
+                Some(rest) => format!("unknown parameter ({rest})"),
+                None => "unknown parameter".to_owned(),
+            }
+        } else {
+            message
+        };
+        vec![(name, said)]
+    })
+}
+
+/// A value within its length limit (`None` inside: already reported).
+fn value<'a>(name: &str, v: &'a Option<String>, problems: &mut Problems) -> Option<&'a str> {
+    let v = v.as_deref()?;
     let max = if name == "cursor" {
         MAX_CURSOR_LEN
     } else {
@@ -78,8 +115,8 @@ fn time(name: &str, v: &str, problems: &mut Problems) -> Option<Timestamp> {
 }
 
 /// `limit`: 1 to `MAX_LIMIT`, default `DEFAULT_LIMIT` (`None` inside: already reported).
-fn limit(params: &QueryMap, problems: &mut Problems) -> Option<usize> {
-    match single(params, "limit", problems) {
+fn limit(v: &Option<String>, problems: &mut Problems) -> Option<usize> {
+    match value("limit", v, problems) {
         None => Some(DEFAULT_LIMIT),
         Some(v) => match v.parse::<usize>() {
             Ok(n) if (1..=MAX_LIMIT).contains(&n) => Some(n),
@@ -116,16 +153,13 @@ fn range(
     }
 }
 
-const STATS_PARAMS: [&str; 4] = ["from", "to", "bucket", "tz"];
-
 /// `from`, `to` (as for ranges), `bucket` (1m, 5m, 15m, 1h, 1d; default 1h) and
 /// `tz` (an IANA zone that aligns day buckets to its midnight; default UTC).
-pub fn stats_query(params: &QueryMap, now: Timestamp) -> Result<StatsQuery, Problems> {
-    reject_unknown(params, &STATS_PARAMS)?;
+pub fn stats_query(params: &StatsParams, now: Timestamp) -> Result<StatsQuery, Problems> {
     let mut problems = Problems::new();
-    let from = single(params, "from", &mut problems).map(|v| time("from", v, &mut problems));
-    let to = single(params, "to", &mut problems).map(|v| time("to", v, &mut problems));
-    let width = match single(params, "bucket", &mut problems) {
+    let from = value("from", &params.from, &mut problems).map(|v| time("from", v, &mut problems));
+    let to = value("to", &params.to, &mut problems).map(|v| time("to", v, &mut problems));
+    let width = match value("bucket", &params.bucket, &mut problems) {
         None => Some(Width::Hour),
         Some(v) => Width::parse(v).or_else(|| {
             problems.push((
@@ -135,7 +169,7 @@ pub fn stats_query(params: &QueryMap, now: Timestamp) -> Result<StatsQuery, Prob
             None
         }),
     };
-    let tz = match single(params, "tz", &mut problems) {
+    let tz = match value("tz", &params.tz, &mut problems) {
         None => Some(None),
         Some(v) => match v.parse::<chrono_tz::Tz>() {
             Ok(tz) => Some(Some(tz)),
@@ -167,13 +201,12 @@ pub fn stats_query(params: &QueryMap, now: Timestamp) -> Result<StatsQuery, Prob
 
 /// `from` (inclusive), `to` (exclusive), `limit`, `order`, `cursor`. Defaults:
 /// `to` = now, `from` = `to` - 24 h, `limit` = 100, `order` = asc.
-pub fn readings_query(params: &QueryMap, now: Timestamp) -> Result<ReadingsQuery, Problems> {
-    reject_unknown(params, &RANGE_PARAMS)?;
+pub fn readings_query(params: &RangeParams, now: Timestamp) -> Result<ReadingsQuery, Problems> {
     let mut problems = Problems::new();
-    let from = single(params, "from", &mut problems).map(|v| time("from", v, &mut problems));
-    let to = single(params, "to", &mut problems).map(|v| time("to", v, &mut problems));
-    let limit = limit(params, &mut problems);
-    let order = match single(params, "order", &mut problems) {
+    let from = value("from", &params.from, &mut problems).map(|v| time("from", v, &mut problems));
+    let to = value("to", &params.to, &mut problems).map(|v| time("to", v, &mut problems));
+    let limit = limit(&params.limit, &mut problems);
+    let order = match value("order", &params.order, &mut problems) {
         None | Some("asc") => Some(Order::Asc),
         Some("desc") => Some(Order::Desc),
         Some(v) => {
@@ -184,7 +217,7 @@ pub fn readings_query(params: &QueryMap, now: Timestamp) -> Result<ReadingsQuery
             None
         }
     };
-    let cursor = single(params, "cursor", &mut problems).map(str::to_owned);
+    let cursor = value("cursor", &params.cursor, &mut problems).map(str::to_owned);
     let range = range(from, to, now, &mut problems);
     match (range, limit, order) {
         (Some(range), Some(limit), Some(order)) if problems.is_empty() => Ok(ReadingsQuery {
@@ -197,19 +230,15 @@ pub fn readings_query(params: &QueryMap, now: Timestamp) -> Result<ReadingsQuery
     }
 }
 
-const SEARCH_PARAMS: [&str; 8] = [
-    "from", "to", "tmin", "tmax", "hmin", "hmax", "limit", "cursor",
-];
-
 /// An inclusive bound: a finite number inside the accepted range of readings.
 fn bound(
-    params: &QueryMap,
+    v: &Option<String>,
     name: &str,
     default: f64,
     (lo, hi): (f64, f64),
     problems: &mut Problems,
 ) -> Option<f64> {
-    match single(params, name, problems) {
+    match value(name, v, problems) {
         None => Some(default),
         Some(v) => match v.trim().parse::<f64>() {
             Ok(x) if x.is_finite() && (lo..=hi).contains(&x) => Some(x),
@@ -226,16 +255,15 @@ fn bound(
 
 /// `from`, `to` (as for ranges), `tmin`/`tmax` (°C) and `hmin`/`hmax` (%RH),
 /// inclusive, each defaulting to the accepted range; `limit`, `cursor`.
-pub fn search_query(params: &QueryMap, now: Timestamp) -> Result<SearchQuery, Problems> {
-    reject_unknown(params, &SEARCH_PARAMS)?;
+pub fn search_query(params: &SearchParams, now: Timestamp) -> Result<SearchQuery, Problems> {
     let mut problems = Problems::new();
-    let from = single(params, "from", &mut problems).map(|v| time("from", v, &mut problems));
-    let to = single(params, "to", &mut problems).map(|v| time("to", v, &mut problems));
+    let from = value("from", &params.from, &mut problems).map(|v| time("from", v, &mut problems));
+    let to = value("to", &params.to, &mut problems).map(|v| time("to", v, &mut problems));
     let (t, h) = (BOUNDS.temperature, BOUNDS.humidity);
-    let tmin = bound(params, "tmin", t.0, t, &mut problems);
-    let tmax = bound(params, "tmax", t.1, t, &mut problems);
-    let hmin = bound(params, "hmin", h.0, h, &mut problems);
-    let hmax = bound(params, "hmax", h.1, h, &mut problems);
+    let tmin = bound(&params.tmin, "tmin", t.0, t, &mut problems);
+    let tmax = bound(&params.tmax, "tmax", t.1, t, &mut problems);
+    let hmin = bound(&params.hmin, "hmin", h.0, h, &mut problems);
+    let hmax = bound(&params.hmax, "hmax", h.1, h, &mut problems);
     for (lo, hi, lo_name, hi_name) in [(tmin, tmax, "tmin", "tmax"), (hmin, hmax, "hmin", "hmax")] {
         if let (Some(lo), Some(hi)) = (lo, hi) {
             if lo > hi {
@@ -243,8 +271,8 @@ pub fn search_query(params: &QueryMap, now: Timestamp) -> Result<SearchQuery, Pr
             }
         }
     }
-    let limit = limit(params, &mut problems);
-    let cursor = single(params, "cursor", &mut problems).map(str::to_owned);
+    let limit = limit(&params.limit, &mut problems);
+    let cursor = value("cursor", &params.cursor, &mut problems).map(str::to_owned);
     let range = range(from, to, now, &mut problems);
     match (range, tmin, tmax, hmin, hmax, limit) {
         (Some(range), Some(tmin), Some(tmax), Some(hmin), Some(hmax), Some(limit))
@@ -265,14 +293,24 @@ pub fn search_query(params: &QueryMap, now: Timestamp) -> Result<SearchQuery, Pr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
-    fn q(pairs: &[(&str, &str)]) -> QueryMap {
-        let mut m: HashMap<String, Vec<String>> = HashMap::new();
-        for (k, v) in pairs {
-            m.entry(k.to_string()).or_default().push(v.to_string());
-        }
-        QueryMap::from(m)
+    type Pairs<'a> = [(&'a str, &'a str)];
+
+    /// The pairs as a query string, through the same parsing as the routes.
+    fn q<'a>(pairs: &'a Pairs<'a>) -> &'a Pairs<'a> {
+        pairs
+    }
+
+    fn query<T: DeserializeOwned>(pairs: &Pairs) -> Result<T, Problems> {
+        parse(&serde_urlencoded::to_string(pairs).unwrap())
+    }
+
+    fn readings_query(pairs: &Pairs, now: Timestamp) -> Result<ReadingsQuery, Problems> {
+        super::readings_query(&query(pairs)?, now)
+    }
+
+    fn stats_query(pairs: &Pairs, now: Timestamp) -> Result<StatsQuery, Problems> {
+        super::stats_query(&query(pairs)?, now)
     }
 
     fn now() -> Timestamp {

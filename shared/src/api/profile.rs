@@ -5,7 +5,7 @@ use crate::ingest::IngestError;
 use crate::model::{Name, RoomId};
 use serde_json::Value;
 
-/// Largest body accepted by a PUT.
+/// Largest body accepted by a PUT (the route's `layers::body_limit`).
 pub const MAX_PROFILE_BYTES: usize = 4096;
 
 pub struct Profile {
@@ -18,12 +18,6 @@ pub struct Profile {
 /// `{"name": string | null}` plus, for a device, an optional `"room"`.
 /// `name` is required (a PUT states the whole user-set profile); other fields are rejected.
 pub fn parse(body: &[u8], device: bool) -> Result<Profile, ApiError> {
-    if body.len() > MAX_PROFILE_BYTES {
-        return Err(ApiError::Ingest(IngestError::TooLarge(format!(
-            "body is {} bytes; the limit is {MAX_PROFILE_BYTES}",
-            body.len()
-        ))));
-    }
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         ApiError::Ingest(IngestError::InvalidJson {
             message: e.to_string(),

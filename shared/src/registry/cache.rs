@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+/// Clones share one cache.
+#[derive(Clone)]
 pub struct RegistryCache {
     inner: Arc<Inner>,
 }

@@ -1,0 +1,91 @@
+//! Typed extractors: ids in the path, query parameters into serde structs and
+//! the body under the route's size limit. Each rejection is an [`ApiError`]
+//! that names what is wrong, so no handler re-checks its input.
+
+use super::{params, ApiError};
+use crate::model::{DeviceId, RoomId};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+/// A device id from the path, parsed (percent-decoded first).
+pub struct DevicePath(pub DeviceId);
+/// A room id from the path, parsed (percent-decoded first).
+pub struct RoomPath(pub RoomId);
+
+async fn path_segment<S: Send + Sync>(parts: &mut Parts, state: &S) -> Result<String, ApiError> {
+    Path::<String>::from_request_parts(parts, state)
+        .await
+        .map(|Path(s)| s)
+        .map_err(|_| ApiError::InvalidPath {
+            what: "segment",
+            message: "not valid UTF-8 after percent-decoding".into(),
+        })
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for DevicePath {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let raw = path_segment(parts, state).await?;
+        DeviceId::parse(&raw)
+            .map(DevicePath)
+            .map_err(|e| ApiError::InvalidPath {
+                what: "device id",
+                message: e.to_string(),
+            })
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for RoomPath {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let raw = path_segment(parts, state).await?;
+        RoomId::parse(&raw)
+            .map(RoomPath)
+            .map_err(|e| ApiError::InvalidPath {
+                what: "room id",
+                message: e.to_string(),
+            })
+    }
+}
+
+/// The query string as a serde struct. The structs deny unknown fields, so a
+/// typo such as `form=` is a 400 naming it, as is a parameter given twice.
+pub struct Params<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        params::parse(parts.uri.query().unwrap_or(""))
+            .map(Params)
+            .map_err(ApiError::InvalidParameters)
+    }
+}
+
+/// The request body, read under the limit that `layers::body_limit` set for its route.
+pub struct Body(pub Bytes);
+
+/// The limit of the route, put in the request by `layers::body_limit` for the message.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit(pub usize);
+
+impl<S: Send + Sync> FromRequest<S> for Body {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let limit = req.extensions().get::<BodyLimit>().copied();
+        Bytes::from_request(req, state)
+            .await
+            .map(Body)
+            .map_err(|rejection| {
+                if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::TooLarge(match limit {
+                        Some(BodyLimit(n)) => format!("the body is over the limit of {n} bytes"),
+                        None => "the body is too large".to_owned(),
+                    })
+                } else {
+                    ApiError::UnreadableBody(rejection.body_text())
+                }
+            })
+    }
+}

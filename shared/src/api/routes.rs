@@ -1,0 +1,205 @@
+//! One handler per route: typed input in (the extractors have checked it),
+//! a use case, a typed answer out. Errors are `ApiError`s.
+
+use super::extract::{Body, DevicePath, Params, RoomPath};
+use super::params::{self, NoParams, RangeParams, SearchParams, StatsParams};
+use super::views::{self, DeviceView, RoomView};
+use super::{profile, ApiError, App};
+use crate::ingest;
+use crate::model::Timestamp;
+use crate::query::{self, Partition};
+use crate::store::{Store, ZIndex};
+use axum::extract::State;
+use axum::http::{Method, Uri};
+use axum::Json;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+type AppState<S> = State<Arc<App<S>>>;
+type Answer = Result<Json<Value>, ApiError>;
+
+fn to_json<T: serde::Serialize>(v: T) -> Answer {
+    // Our answer types are plain data: serialising them cannot fail.
+    Ok(Json(serde_json::to_value(v).expect("answers serialise")))
+}
+
+pub async fn post_readings<S: Store>(
+    State(app): AppState<S>,
+    _: Params<NoParams>,
+    Body(body): Body,
+) -> Answer {
+    let registry = app.registry.current(&app.store).await;
+    let out = ingest::ingest(&app.store, &registry, &body, Timestamp::now()).await?;
+    let mut answer = json!({ "written": out.written });
+    if out.duplicates > 0 {
+        answer["duplicates"] = json!(out.duplicates);
+    }
+    Ok(Json(answer))
+}
+
+pub async fn put_device<S: Store>(
+    State(app): AppState<S>,
+    DevicePath(id): DevicePath,
+    _: Params<NoParams>,
+    Body(body): Body,
+) -> Answer {
+    let profile = profile::parse(&body, true)?;
+    app.store
+        .set_device_profile(&id, profile.name.as_ref(), profile.room.as_ref())
+        .await?;
+    app.registry.invalidate();
+    let device = app
+        .store
+        .device(&id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no device {id}")))?;
+    to_json(json!({ "device": DeviceView::from(&device) }))
+}
+
+pub async fn put_room<S: Store>(
+    State(app): AppState<S>,
+    RoomPath(id): RoomPath,
+    _: Params<NoParams>,
+    Body(body): Body,
+) -> Answer {
+    let profile = profile::parse(&body, false)?;
+    app.store.set_room_name(&id, profile.name.as_ref()).await?;
+    app.registry.invalidate();
+    let room = app
+        .store
+        .room(&id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no room {id}")))?;
+    to_json(json!({ "room": RoomView::from(&room) }))
+}
+
+pub async fn devices<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> Answer {
+    let registry = app.registry.current(&app.store).await;
+    let devices: Vec<DeviceView> = registry.devices.values().map(DeviceView::from).collect();
+    to_json(json!({ "devices": devices }))
+}
+
+pub async fn device<S: Store>(
+    State(app): AppState<S>,
+    DevicePath(id): DevicePath,
+    _: Params<NoParams>,
+) -> Answer {
+    match query::device(&app.store, &app.registry, &id).await? {
+        Some(d) => to_json(json!({ "device": DeviceView::from(&d) })),
+        None => Err(ApiError::NotFound(format!("no device {id}"))),
+    }
+}
+
+pub async fn device_readings<S: Store>(
+    State(app): AppState<S>,
+    DevicePath(id): DevicePath,
+    Params(p): Params<RangeParams>,
+) -> Answer {
+    let q = params::readings_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
+    to_json(query::readings(&app.store, Partition::Device(&id), &q).await?)
+}
+
+pub async fn device_latest<S: Store>(
+    State(app): AppState<S>,
+    DevicePath(id): DevicePath,
+    _: Params<NoParams>,
+) -> Answer {
+    match app.store.latest_reading(&id).await? {
+        Some(r) => to_json(json!({ "reading": r })),
+        None => Err(ApiError::NotFound(format!("no readings of device {id}"))),
+    }
+}
+
+pub async fn device_stats<S: Store>(
+    State(app): AppState<S>,
+    DevicePath(id): DevicePath,
+    Params(p): Params<StatsParams>,
+) -> Answer {
+    let q = params::stats_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
+    let buckets = query::stats(&app.store, Partition::Device(&id), &q).await?;
+    Ok(Json(views::stats(("device_id", id.as_str()), &q, &buckets)))
+}
+
+pub async fn device_energy<S: Store>(
+    State(app): AppState<S>,
+    DevicePath(id): DevicePath,
+    Params(p): Params<StatsParams>,
+) -> Answer {
+    let q = params::stats_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
+    let buckets = query::energy(&app.store, &id, &q).await?;
+    Ok(Json(views::energy(&id, &q, &buckets)))
+}
+
+pub async fn device_search<S: Store>(
+    State(app): AppState<S>,
+    DevicePath(id): DevicePath,
+    Params(p): Params<SearchParams>,
+) -> Answer {
+    let q = params::search_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
+    to_json(query::search(&app.store, ZIndex::Device(&id), &q).await?)
+}
+
+pub async fn rooms<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> Answer {
+    let registry = app.registry.current(&app.store).await;
+    let rooms: Vec<RoomView> = registry.rooms.values().map(RoomView::from).collect();
+    to_json(json!({ "rooms": rooms }))
+}
+
+pub async fn room<S: Store>(
+    State(app): AppState<S>,
+    RoomPath(id): RoomPath,
+    _: Params<NoParams>,
+) -> Answer {
+    let Some(room) = query::room(&app.store, &app.registry, &id).await? else {
+        return Err(ApiError::NotFound(format!("no room {id}")));
+    };
+    let registry = app.registry.current(&app.store).await;
+    let devices: Vec<DeviceView> = room
+        .devices
+        .iter()
+        .filter_map(|d| registry.devices.get(d))
+        .map(DeviceView::from)
+        .collect();
+    to_json(json!({ "room": RoomView::from(&room), "devices": devices }))
+}
+
+pub async fn room_readings<S: Store>(
+    State(app): AppState<S>,
+    RoomPath(id): RoomPath,
+    Params(p): Params<RangeParams>,
+) -> Answer {
+    let q = params::readings_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
+    to_json(query::readings(&app.store, Partition::Room(&id), &q).await?)
+}
+
+pub async fn room_stats<S: Store>(
+    State(app): AppState<S>,
+    RoomPath(id): RoomPath,
+    Params(p): Params<StatsParams>,
+) -> Answer {
+    let q = params::stats_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
+    let buckets = query::stats(&app.store, Partition::Room(&id), &q).await?;
+    Ok(Json(views::stats(("room_id", id.as_str()), &q, &buckets)))
+}
+
+pub async fn room_search<S: Store>(
+    State(app): AppState<S>,
+    RoomPath(id): RoomPath,
+    Params(p): Params<SearchParams>,
+) -> Answer {
+    let q = params::search_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
+    to_json(query::search(&app.store, ZIndex::Room(&id), &q).await?)
+}
+
+pub async fn all_readings<S: Store>(
+    State(app): AppState<S>,
+    Params(p): Params<RangeParams>,
+) -> Answer {
+    let q = params::readings_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
+    to_json(query::all_readings(&app.store, &q).await?)
+}
+
+/// A path the API does not have, or a route another function serves.
+pub async fn not_found(method: Method, uri: Uri) -> ApiError {
+    ApiError::NotFound(format!("no route {method} {}", uri.path()))
+}

@@ -1,0 +1,79 @@
+//! The application state every route shares, built once per process by
+//! [`App::new`]: the Lambdas' cold start, `ingester-local serve` and the tests.
+
+use super::BearerToken;
+use crate::registry::RegistryCache;
+use crate::store::{Store, StoreError};
+use std::time::Duration;
+
+/// Which routes a process serves: each Lambda its own, the local server all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteSet {
+    /// `POST /readings` and the renames (`PUT`): the ingest function.
+    Ingest,
+    /// Every `GET`: the query function.
+    Query,
+    /// Both: `ingester-local serve`.
+    All,
+}
+
+impl RouteSet {
+    /// Whether this set serves a route of the given kind.
+    pub fn serves(self, kind: RouteSet) -> bool {
+        self == RouteSet::All || self == kind
+    }
+}
+
+/// Whether the read routes need the token too (without a token set, nothing does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadAccess {
+    /// Reads need the bearer token whenever one is set (the default).
+    Token,
+    /// Reads are open to anyone who can reach the API.
+    Open,
+}
+
+/// Who may call the API: the token (when set) and whether reads need it.
+#[derive(Debug, Clone)]
+pub struct Access {
+    pub token: Option<BearerToken>,
+    pub reads: ReadAccess,
+}
+
+impl Access {
+    /// No token: everything is open.
+    pub fn open() -> Self {
+        Self {
+            token: None,
+            reads: ReadAccess::Open,
+        }
+    }
+}
+
+/// Everything a route needs, built once.
+#[derive(Clone)]
+pub struct App<S> {
+    pub store: S,
+    pub registry: RegistryCache,
+    pub access: Access,
+    pub routes: RouteSet,
+}
+
+impl<S: Store> App<S> {
+    /// The one constructor: loads the registry (every page) into the cache, which
+    /// also warms the store's connection, so the first request pays no set-up.
+    pub async fn new(
+        store: S,
+        access: Access,
+        routes: RouteSet,
+        registry_ttl: Duration,
+    ) -> Result<Self, StoreError> {
+        let registry = RegistryCache::load(&store, registry_ttl).await?;
+        Ok(Self {
+            store,
+            registry,
+            access,
+            routes,
+        })
+    }
+}
