@@ -323,7 +323,7 @@ mod tests {
 
     #[test]
     fn defaults_cover_the_last_24_hours() {
-        let r = readings_query(&q(&[]), now()).unwrap();
+        let r = readings_query(q(&[]), now()).unwrap();
         assert_eq!(r.range.from().to_string(), "2026-11-21T00:00:00.001Z");
         assert_eq!(r.range.last().to_string(), "2026-11-22T00:00:00.000Z");
         assert_eq!((r.limit, r.order, r.cursor), (100, Order::Asc, None));
@@ -332,7 +332,7 @@ mod tests {
     #[test]
     fn offsets_whose_plus_became_a_space_still_parse() {
         let r = readings_query(
-            &q(&[
+            q(&[
                 ("from", "2026-11-21T09:00:00 09:00"),
                 ("to", "2026-11-21T01:00:00Z"),
             ]),
@@ -345,7 +345,7 @@ mod tests {
     #[test]
     fn every_bad_parameter_is_named() {
         let p = readings_query(
-            &q(&[
+            q(&[
                 ("from", "nope"),
                 ("limit", "0"),
                 ("order", "up"),
@@ -356,53 +356,53 @@ mod tests {
         .unwrap_err();
         assert_eq!(names(p), vec!["from", "limit", "order"]);
         assert_eq!(
-            names(readings_query(&q(&[("limit", "1001")]), now()).unwrap_err()),
+            names(readings_query(q(&[("limit", "1001")]), now()).unwrap_err()),
             vec!["limit"]
         );
         assert_eq!(
-            names(readings_query(&q(&[("limit", "-1")]), now()).unwrap_err()),
+            names(readings_query(q(&[("limit", "-1")]), now()).unwrap_err()),
             vec!["limit"]
         );
         assert_eq!(
-            names(readings_query(&q(&[("form", "x")]), now()).unwrap_err()),
+            names(readings_query(q(&[("form", "x")]), now()).unwrap_err()),
             vec!["form"]
         );
         assert_eq!(
-            names(readings_query(&q(&[("order", "asc"), ("order", "desc")]), now()).unwrap_err()),
+            names(readings_query(q(&[("order", "asc"), ("order", "desc")]), now()).unwrap_err()),
             vec!["order"]
         );
         assert_eq!(
-            names(readings_query(&q(&[("limit", &"9".repeat(65))]), now()).unwrap_err()),
+            names(readings_query(q(&[("limit", &"9".repeat(65))]), now()).unwrap_err()),
             vec!["limit"]
         );
     }
 
     #[test]
     fn stats_parameters_are_checked_and_bucket_counts_bounded() {
-        let tokyo = stats_query(&q(&[("bucket", "1d"), ("tz", "Asia/Tokyo")]), now()).unwrap();
+        let tokyo = stats_query(q(&[("bucket", "1d"), ("tz", "Asia/Tokyo")]), now()).unwrap();
         assert_eq!(
             (tokyo.bucketing.width(), tokyo.bucketing.tz_name()),
             (Width::Day, "Asia/Tokyo")
         );
         assert_eq!(
-            stats_query(&q(&[]), now()).unwrap().bucketing.width(),
+            stats_query(q(&[]), now()).unwrap().bucketing.width(),
             Width::Hour
         );
         let year = [
             ("from", "2025-01-01T00:00:00Z"),
             ("to", "2026-01-01T00:00:00Z"),
         ];
-        assert!(stats_query(&q(&[year[0], year[1], ("bucket", "1d")]), now()).is_ok());
+        assert!(stats_query(q(&[year[0], year[1], ("bucket", "1d")]), now()).is_ok());
         assert_eq!(
-            names(stats_query(&q(&[year[0], year[1], ("bucket", "1m")]), now()).unwrap_err()),
+            names(stats_query(q(&[year[0], year[1], ("bucket", "1m")]), now()).unwrap_err()),
             vec!["bucket"]
         );
         assert_eq!(
-            names(stats_query(&q(&[("bucket", "2h"), ("tz", "Mars/Olympus")]), now()).unwrap_err()),
+            names(stats_query(q(&[("bucket", "2h"), ("tz", "Mars/Olympus")]), now()).unwrap_err()),
             vec!["bucket", "tz"]
         );
         assert_eq!(
-            names(stats_query(&q(&[("limit", "5")]), now()).unwrap_err()),
+            names(stats_query(q(&[("limit", "5")]), now()).unwrap_err()),
             vec!["limit"]
         );
     }
@@ -410,7 +410,7 @@ mod tests {
     #[test]
     fn from_must_be_before_to() {
         let p = readings_query(
-            &q(&[
+            q(&[
                 ("from", "2026-11-21T00:00:00Z"),
                 ("to", "2026-11-21T00:00:00Z"),
             ]),
