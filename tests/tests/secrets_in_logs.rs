@@ -104,6 +104,7 @@ async fn the_token_never_appears_in_a_log_line() {
             200,
         ),
     ];
+    let requests = cases.len();
     for (method, path, body, headers, status) in cases {
         let resp = handle(&app, api_event(method, path, &[], body, &headers)).await;
         let (got, json) = answer(&resp);
@@ -118,6 +119,21 @@ async fn the_token_never_appears_in_a_log_line() {
     assert!(
         lines >= 8,
         "one line per request at least, got {lines}:\n{text}"
+    );
+    let request_lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("\"message\":\"request\""))
+        .collect();
+    assert_eq!(
+        request_lines.len(),
+        requests,
+        "exactly one line per request:\n{text}"
+    );
+    assert!(
+        request_lines
+            .iter()
+            .all(|l| l.contains("\"method\"") && l.contains("\"path\"") && l.contains("\"ms\"")),
+        "each names its method, path, status and duration:\n{text}"
     );
     assert!(
         text.contains("\"status\":401"),
