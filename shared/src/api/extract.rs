@@ -9,43 +9,43 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-/// A device id from the path, parsed (percent-decoded first).
-pub struct DevicePath(pub DeviceId);
-/// A room id from the path, parsed (percent-decoded first).
-pub struct RoomPath(pub RoomId);
-
-async fn path_segment<S: Send + Sync>(parts: &mut Parts, state: &S) -> Result<String, ApiError> {
-    Path::<String>::from_request_parts(parts, state)
-        .await
-        .map(|Path(s)| s)
-        .map_err(|_| ApiError::InvalidPath {
-            what: "segment",
-            message: "not valid UTF-8 after percent-decoding".into(),
-        })
+/// An id that may stand in a path: a device's or a room's.
+pub trait PathId: Sized + Send + Sync + 'static {
+    /// What it is, for the 400 (`invalid device id in the path: ...`).
+    const WHAT: &'static str;
+    fn parse_path(s: &str) -> Result<Self, String>;
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for DevicePath {
-    type Rejection = ApiError;
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let raw = path_segment(parts, state).await?;
-        DeviceId::parse(&raw)
-            .map(DevicePath)
-            .map_err(|e| ApiError::InvalidPath {
-                what: "device id",
-                message: e.to_string(),
-            })
-    }
+macro_rules! path_id {
+    ($ty:ty, $what:literal) => {
+        impl PathId for $ty {
+            const WHAT: &'static str = $what;
+            fn parse_path(s: &str) -> Result<Self, String> {
+                <$ty>::parse(s).map_err(|e| e.to_string())
+            }
+        }
+    };
 }
+path_id!(DeviceId, "device id");
+path_id!(RoomId, "room id");
 
-impl<S: Send + Sync> FromRequestParts<S> for RoomPath {
+/// The `{id}` of the path, percent-decoded and parsed.
+pub struct Id<T>(pub T);
+
+impl<T: PathId, S: Send + Sync> FromRequestParts<S> for Id<T> {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let raw = path_segment(parts, state).await?;
-        RoomId::parse(&raw)
-            .map(RoomPath)
-            .map_err(|e| ApiError::InvalidPath {
-                what: "room id",
-                message: e.to_string(),
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::InvalidPath {
+                what: "segment",
+                message: "not valid UTF-8 after percent-decoding".into(),
+            })?;
+        T::parse_path(&raw)
+            .map(Id)
+            .map_err(|message| ApiError::InvalidPath {
+                what: T::WHAT,
+                message,
             })
     }
 }

@@ -19,8 +19,10 @@ pub use error::ApiError;
 pub use state::{Access, App, ReadAccess, RouteSet};
 
 use crate::ingest::MAX_BODY_BYTES;
+use crate::model::{DeviceId, RoomId};
 use crate::store::Store;
-use axum::routing::{get, on, MethodFilter, MethodRouter};
+use axum::handler::Handler;
+use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::{middleware, Router};
 use std::sync::Arc;
 use tower::ServiceBuilder;
@@ -48,79 +50,39 @@ pub const ROUTES: [(&str, &str); 16] = [
 /// The application: every route, with the layers. A route of a set the process
 /// does not serve answers 404, as API Gateway would never send it there.
 pub fn router<S: Store>(app: App<S>) -> Router {
-    let served = app.routes;
+    let set = Served(app.routes);
     let access = app.access.clone();
-    let app = Arc::new(app);
-    // `serves` the kind: the handler; otherwise a 404 in its place.
-    let route = |kind: RouteSet, filter: MethodFilter, handler: MethodRouter<Arc<App<S>>>| {
-        if served.serves(kind) {
-            handler
-        } else {
-            on(filter, routes::not_found)
-        }
-    };
-    let read = |h| route(RouteSet::Query, MethodFilter::GET, h);
-    let write = |filter, limit, h: MethodRouter<Arc<App<S>>>| {
-        route(RouteSet::Ingest, filter, h.layer(layers::body_limit(limit)))
-    };
     Router::new()
         .route(
             "/readings",
-            write(
+            set.write(
                 MethodFilter::POST,
                 MAX_BODY_BYTES,
-                on(MethodFilter::POST, routes::post_readings::<S>),
+                routes::post_readings::<S>,
             )
-            .merge(read(get(routes::all_readings::<S>))),
+            .merge(set.read(routes::all_readings::<S>)),
         )
-        .route("/devices", read(get(routes::devices::<S>)))
+        .route("/devices", set.read(routes::devices::<S>))
         .route(
             "/devices/{id}",
-            read(get(routes::device::<S>)).merge(write(
-                MethodFilter::PUT,
-                profile::MAX_PROFILE_BYTES,
-                on(MethodFilter::PUT, routes::put_device::<S>),
-            )),
+            set.get_put(routes::device::<S>, routes::put_device::<S>),
         )
-        .route(
-            "/devices/{id}/readings",
-            read(get(routes::device_readings::<S>)),
-        )
-        .route(
-            "/devices/{id}/latest",
-            read(get(routes::device_latest::<S>)),
-        )
-        .route("/devices/{id}/stats", read(get(routes::device_stats::<S>)))
-        .route(
-            "/devices/{id}/energy",
-            read(get(routes::device_energy::<S>)),
-        )
-        .route(
-            "/devices/{id}/search",
-            read(get(routes::device_search::<S>)),
-        )
-        .route("/rooms", read(get(routes::rooms::<S>)))
+        .route("/devices/{id}/latest", set.read(routes::device_latest::<S>))
+        .route("/devices/{id}/energy", set.read(routes::device_energy::<S>))
+        .merge(owner_routes::<S, DeviceId>(set))
+        .route("/rooms", set.read(routes::rooms::<S>))
         .route(
             "/rooms/{id}",
-            read(get(routes::room::<S>)).merge(write(
-                MethodFilter::PUT,
-                profile::MAX_PROFILE_BYTES,
-                on(MethodFilter::PUT, routes::put_room::<S>),
-            )),
+            set.get_put(routes::room::<S>, routes::put_room::<S>),
         )
-        .route(
-            "/rooms/{id}/readings",
-            read(get(routes::room_readings::<S>)),
-        )
-        .route("/rooms/{id}/stats", read(get(routes::room_stats::<S>)))
-        .route("/rooms/{id}/search", read(get(routes::room_search::<S>)))
+        .merge(owner_routes::<S, RoomId>(set))
         // Only matched routes ask for the token: an unknown path is a 404, a wrong method a 405.
         .route_layer(middleware::from_fn_with_state(
             access,
             layers::require_token,
         ))
         .fallback(routes::not_found)
-        .with_state(app)
+        .with_state(Arc::new(app))
         .layer(
             ServiceBuilder::new()
                 .layer(layers::trace())
@@ -128,4 +90,74 @@ pub fn router<S: Store>(app: App<S>) -> Router {
                 .layer(middleware::from_fn(layers::json_errors))
                 .layer(layers::decompression()),
         )
+}
+
+/// The routes a device and a room both have.
+fn owner_routes<S: Store, O: routes::Owner>(set: Served) -> Router<Arc<App<S>>> {
+    Router::new()
+        .route(
+            &format!("{}/readings", O::PATH),
+            set.read(routes::readings::<S, O>),
+        )
+        .route(
+            &format!("{}/stats", O::PATH),
+            set.read(routes::stats::<S, O>),
+        )
+        .route(
+            &format!("{}/search", O::PATH),
+            set.read(routes::search::<S, O>),
+        )
+}
+
+/// The route set this process serves; another set's route becomes a 404.
+#[derive(Clone, Copy)]
+struct Served(RouteSet);
+
+impl Served {
+    fn route<S, H, T>(self, kind: RouteSet, filter: MethodFilter, handler: H) -> MethodRouter<S>
+    where
+        S: Clone + Send + Sync + 'static,
+        H: Handler<T, S>,
+        T: 'static,
+    {
+        if self.0.serves(kind) {
+            on(filter, handler)
+        } else {
+            on(filter, routes::not_found)
+        }
+    }
+
+    /// A `GET` route (the query function's).
+    fn read<S, H, T>(self, handler: H) -> MethodRouter<S>
+    where
+        S: Clone + Send + Sync + 'static,
+        H: Handler<T, S>,
+        T: 'static,
+    {
+        self.route(RouteSet::Query, MethodFilter::GET, handler)
+    }
+
+    /// A record read with `GET` and renamed with `PUT`.
+    fn get_put<S, G, TG, P, TP>(self, get: G, put: P) -> MethodRouter<S>
+    where
+        S: Clone + Send + Sync + 'static,
+        G: Handler<TG, S>,
+        P: Handler<TP, S>,
+        TG: 'static,
+        TP: 'static,
+    {
+        self.read(get)
+            .merge(self.write(MethodFilter::PUT, profile::MAX_PROFILE_BYTES, put))
+    }
+
+    /// A write route (the ingest function's), reading a body of at most `limit` bytes.
+    fn write<S, H, T>(self, filter: MethodFilter, limit: usize, handler: H) -> MethodRouter<S>
+    where
+        S: Clone + Send + Sync + 'static,
+        H: Handler<T, S>,
+        T: 'static,
+    {
+        self.route(RouteSet::Ingest, filter, handler)
+            .layer(layers::body_limit(limit))
+    }
 }

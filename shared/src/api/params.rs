@@ -20,45 +20,35 @@ pub const MAX_PARAM_LEN: usize = 64;
 
 pub type Problems = Vec<(String, String)>;
 
-/// Routes that take no parameters.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NoParams {}
-
-/// `from`, `to`, `limit`, `order`, `cursor`: the range routes.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RangeParams {
-    pub from: Option<String>,
-    pub to: Option<String>,
-    pub limit: Option<String>,
-    pub order: Option<String>,
-    pub cursor: Option<String>,
+/// A route's parameters: a struct of optional strings that denies unknown
+/// fields, so that a typo (`form=`) or a repeated parameter is a 400 naming it.
+macro_rules! route_params {
+    ($(#[$doc:meta])* $name:ident { $($field:ident),* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Default, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $(pub $field: Option<String>,)*
+        }
+    };
 }
 
-/// `from`, `to`, `bucket`, `tz`: the aggregate routes.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StatsParams {
-    pub from: Option<String>,
-    pub to: Option<String>,
-    pub bucket: Option<String>,
-    pub tz: Option<String>,
-}
-
-/// `from`, `to`, the box (`tmin`, `tmax`, `hmin`, `hmax`), `limit`, `cursor`: box search.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SearchParams {
-    pub from: Option<String>,
-    pub to: Option<String>,
-    pub tmin: Option<String>,
-    pub tmax: Option<String>,
-    pub hmin: Option<String>,
-    pub hmax: Option<String>,
-    pub limit: Option<String>,
-    pub cursor: Option<String>,
-}
+route_params!(
+    /// Routes that take no parameters.
+    NoParams {}
+);
+route_params!(
+    /// The range routes.
+    RangeParams { from, to, limit, order, cursor }
+);
+route_params!(
+    /// The aggregate routes.
+    StatsParams { from, to, bucket, tz }
+);
+route_params!(
+    /// Box search: the range and the box, inclusive.
+    SearchParams { from, to, tmin, tmax, hmin, hmax, limit, cursor }
+);
 
 /// A query string into one of the structs above. serde names the offending
 /// field between backticks ("unknown field `form`, expected one of `from`, ...",

@@ -1,12 +1,12 @@
 //! One handler per route: typed input in (the extractors have checked it),
 //! a use case, a typed answer out. Errors are `ApiError`s.
 
-use super::extract::{Body, DevicePath, Params, RoomPath};
+use super::extract::{Body, Id, Params, PathId};
 use super::params::{self, NoParams, RangeParams, SearchParams, StatsParams};
 use super::views::{self, DeviceView, RoomView};
 use super::{profile, ApiError, App};
 use crate::ingest;
-use crate::model::Timestamp;
+use crate::model::{DeviceId, RoomId, Timestamp};
 use crate::query::{self, Partition};
 use crate::store::{Store, ZIndex};
 use axum::extract::State;
@@ -16,6 +16,68 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 type AppState<S> = State<Arc<App<S>>>;
+
+/// What has readings of its own: a device, or a room (through its devices).
+pub trait Owner: PathId {
+    /// Its path, with `{id}`.
+    const PATH: &'static str;
+    /// The key naming it in an aggregate answer.
+    const KEY: &'static str;
+    fn partition(&self) -> Partition<'_>;
+    fn z_index(&self) -> ZIndex<'_>;
+    fn name(&self) -> &str;
+}
+
+macro_rules! owner {
+    ($ty:ty, $path:literal, $key:literal, $variant:ident) => {
+        impl Owner for $ty {
+            const PATH: &'static str = $path;
+            const KEY: &'static str = $key;
+            fn partition(&self) -> Partition<'_> {
+                Partition::$variant(self)
+            }
+            fn z_index(&self) -> ZIndex<'_> {
+                ZIndex::$variant(self)
+            }
+            fn name(&self) -> &str {
+                self.as_str()
+            }
+        }
+    };
+}
+owner!(DeviceId, "/devices/{id}", "device_id", Device);
+owner!(RoomId, "/rooms/{id}", "room_id", Room);
+
+/// `GET {owner}/readings`: a page of its readings.
+pub async fn readings<S: Store, O: Owner>(
+    State(app): AppState<S>,
+    Id(id): Id<O>,
+    Params(p): Params<RangeParams>,
+) -> Answer {
+    let q = params::readings_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
+    to_json(query::readings(&app.store, id.partition(), &q).await?)
+}
+
+/// `GET {owner}/stats`: min/max/mean/count per bucket.
+pub async fn stats<S: Store, O: Owner>(
+    State(app): AppState<S>,
+    Id(id): Id<O>,
+    Params(p): Params<StatsParams>,
+) -> Answer {
+    let q = params::stats_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
+    let buckets = query::stats(&app.store, id.partition(), &q).await?;
+    Ok(Json(views::stats((O::KEY, id.name()), &q, &buckets)))
+}
+
+/// `GET {owner}/search`: readings inside a time × temperature × humidity box.
+pub async fn search<S: Store, O: Owner>(
+    State(app): AppState<S>,
+    Id(id): Id<O>,
+    Params(p): Params<SearchParams>,
+) -> Answer {
+    let q = params::search_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
+    to_json(query::search(&app.store, id.z_index(), &q).await?)
+}
 type Answer = Result<Json<Value>, ApiError>;
 
 fn to_json<T: serde::Serialize>(v: T) -> Answer {
@@ -39,7 +101,7 @@ pub async fn post_readings<S: Store>(
 
 pub async fn put_device<S: Store>(
     State(app): AppState<S>,
-    DevicePath(id): DevicePath,
+    Id(id): Id<DeviceId>,
     _: Params<NoParams>,
     Body(body): Body,
 ) -> Answer {
@@ -58,7 +120,7 @@ pub async fn put_device<S: Store>(
 
 pub async fn put_room<S: Store>(
     State(app): AppState<S>,
-    RoomPath(id): RoomPath,
+    Id(id): Id<RoomId>,
     _: Params<NoParams>,
     Body(body): Body,
 ) -> Answer {
@@ -81,7 +143,7 @@ pub async fn devices<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> 
 
 pub async fn device<S: Store>(
     State(app): AppState<S>,
-    DevicePath(id): DevicePath,
+    Id(id): Id<DeviceId>,
     _: Params<NoParams>,
 ) -> Answer {
     match query::device(&app.store, &app.registry, &id).await? {
@@ -90,18 +152,9 @@ pub async fn device<S: Store>(
     }
 }
 
-pub async fn device_readings<S: Store>(
-    State(app): AppState<S>,
-    DevicePath(id): DevicePath,
-    Params(p): Params<RangeParams>,
-) -> Answer {
-    let q = params::readings_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    to_json(query::readings(&app.store, Partition::Device(&id), &q).await?)
-}
-
 pub async fn device_latest<S: Store>(
     State(app): AppState<S>,
-    DevicePath(id): DevicePath,
+    Id(id): Id<DeviceId>,
     _: Params<NoParams>,
 ) -> Answer {
     match app.store.latest_reading(&id).await? {
@@ -110,33 +163,14 @@ pub async fn device_latest<S: Store>(
     }
 }
 
-pub async fn device_stats<S: Store>(
-    State(app): AppState<S>,
-    DevicePath(id): DevicePath,
-    Params(p): Params<StatsParams>,
-) -> Answer {
-    let q = params::stats_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    let buckets = query::stats(&app.store, Partition::Device(&id), &q).await?;
-    Ok(Json(views::stats(("device_id", id.as_str()), &q, &buckets)))
-}
-
 pub async fn device_energy<S: Store>(
     State(app): AppState<S>,
-    DevicePath(id): DevicePath,
+    Id(id): Id<DeviceId>,
     Params(p): Params<StatsParams>,
 ) -> Answer {
     let q = params::stats_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
     let buckets = query::energy(&app.store, &id, &q).await?;
     Ok(Json(views::energy(&id, &q, &buckets)))
-}
-
-pub async fn device_search<S: Store>(
-    State(app): AppState<S>,
-    DevicePath(id): DevicePath,
-    Params(p): Params<SearchParams>,
-) -> Answer {
-    let q = params::search_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    to_json(query::search(&app.store, ZIndex::Device(&id), &q).await?)
 }
 
 pub async fn rooms<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> Answer {
@@ -147,7 +181,7 @@ pub async fn rooms<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> An
 
 pub async fn room<S: Store>(
     State(app): AppState<S>,
-    RoomPath(id): RoomPath,
+    Id(id): Id<RoomId>,
     _: Params<NoParams>,
 ) -> Answer {
     let Some(room) = query::room(&app.store, &app.registry, &id).await? else {
@@ -161,34 +195,6 @@ pub async fn room<S: Store>(
         .map(DeviceView::from)
         .collect();
     to_json(json!({ "room": RoomView::from(&room), "devices": devices }))
-}
-
-pub async fn room_readings<S: Store>(
-    State(app): AppState<S>,
-    RoomPath(id): RoomPath,
-    Params(p): Params<RangeParams>,
-) -> Answer {
-    let q = params::readings_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    to_json(query::readings(&app.store, Partition::Room(&id), &q).await?)
-}
-
-pub async fn room_stats<S: Store>(
-    State(app): AppState<S>,
-    RoomPath(id): RoomPath,
-    Params(p): Params<StatsParams>,
-) -> Answer {
-    let q = params::stats_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    let buckets = query::stats(&app.store, Partition::Room(&id), &q).await?;
-    Ok(Json(views::stats(("room_id", id.as_str()), &q, &buckets)))
-}
-
-pub async fn room_search<S: Store>(
-    State(app): AppState<S>,
-    RoomPath(id): RoomPath,
-    Params(p): Params<SearchParams>,
-) -> Answer {
-    let q = params::search_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    to_json(query::search(&app.store, ZIndex::Room(&id), &q).await?)
 }
 
 pub async fn all_readings<S: Store>(
