@@ -30,6 +30,8 @@ pub enum IngestError {
     },
     #[error("body must be a reading object or an array of readings")]
     NotReadings,
+    #[error("the batch is empty: send one reading, or an array of 1 to {MAX_READINGS}")]
+    Empty,
     #[error("{} problem(s) in the readings; nothing was written", .0.len())]
     Invalid(Vec<ReadingProblem>),
     #[error("{} of {total} readings could not be stored; retrying the whole request is safe", unwritten.len())]
@@ -60,6 +62,9 @@ pub fn parse_batch(
         obj @ Value::Object(_) => vec![obj],
         _ => return Err(IngestError::NotReadings),
     };
+    if items.is_empty() {
+        return Err(IngestError::Empty);
+    }
     if items.len() > MAX_READINGS {
         return Err(IngestError::TooLarge(format!(
             "{} readings in one request; the limit is {MAX_READINGS}",
@@ -96,12 +101,6 @@ pub async fn ingest<S: Store>(
     now: Timestamp,
 ) -> Result<Ingested, IngestError> {
     let readings = parse_batch(body, now, registry)?;
-    if readings.is_empty() {
-        return Ok(Ingested {
-            written: 0,
-            duplicates: 0,
-        });
-    }
     let WriteReport {
         unwritten,
         items_written,

@@ -739,7 +739,61 @@ async fn reads_need_the_token_when_one_is_set_unless_configured_open<S: TestStor
     assert_eq!(post(&app, &body, &[]).await.0, 401, "writes still need it");
 }
 
+async fn epoch_times_and_readings_without_a_time_are_stored_and_an_empty_batch_is_refused<
+    S: TestStore,
+>() {
+    let app = app(S::fresh("times").await, None, RouteSet::All).await;
+    let mut seconds = power("meter-1", "", 1.0, 0.0, 10.0);
+    seconds["timestamp"] = json!(1_795_222_923); // 2026-11-21T01:02:03Z
+    let mut millis = power("meter-1", "", 2.0, 0.0, 20.0);
+    millis["timestamp"] = json!(1_795_222_983_250i64);
+    let (status, body) = post(&app, &json!([seconds, millis]).to_string(), &[]).await;
+    assert_eq!((status, body), (200, json!({"written": 2})));
+    let (_, read) = get(&app, "/devices/meter-1/readings", &DAY).await;
+    let times: Vec<&str> = read["readings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["timestamp"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        times,
+        ["2026-11-21T01:02:03.000Z", "2026-11-21T01:03:03.250Z"]
+    );
+
+    // No time: the time the server received it, so it is the device's latest.
+    let before = Timestamp::now();
+    let mut untimed = power("meter-1", "", 3.0, 0.0, 30.0);
+    untimed.as_object_mut().unwrap().remove("timestamp");
+    assert_eq!(
+        post(&app, &untimed.to_string(), &[]).await,
+        (200, json!({"written": 1}))
+    );
+    let (_, latest) = get(&app, "/devices/meter-1/latest", &[]).await;
+    let stamped = Timestamp::parse(latest["reading"]["timestamp"].as_str().unwrap()).unwrap();
+    assert!(before <= stamped && stamped <= Timestamp::now(), "{latest}");
+    assert_eq!(latest["reading"]["cumulative_kwh_p"], 3.0);
+
+    let (status, body) = post(&app, "[]", &[]).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str().unwrap()),
+        (400, "invalid_readings")
+    );
+    assert!(body["error"]["message"].as_str().unwrap().contains("empty"));
+    let mut ambiguous = power("meter-2", "", 1.0, 0.0, 1.0);
+    ambiguous["timestamp"] = json!(50_000_000_000i64);
+    let (status, body) = post(&app, &ambiguous.to_string(), &[]).await;
+    assert_eq!(
+        (
+            status,
+            body["error"]["details"][0]["field"].as_str().unwrap()
+        ),
+        (400, "timestamp")
+    );
+}
+
 on_every_store!(
+    epoch_times_and_readings_without_a_time_are_stored_and_an_empty_batch_is_refused,
     post_one_reading_or_a_batch_and_read_them_back,
     lists_and_lookups_come_from_the_registry,
     ranges_page_with_opaque_cursors_in_both_orders,

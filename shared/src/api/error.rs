@@ -85,6 +85,7 @@ impl ApiError {
             }
             ApiError::Ingest(IngestError::InvalidJson { .. }) => "invalid_json",
             ApiError::Ingest(IngestError::NotReadings)
+            | ApiError::Ingest(IngestError::Empty)
             | ApiError::Ingest(IngestError::Invalid(_)) => "invalid_readings",
             ApiError::Ingest(IngestError::Unavailable { .. }) | ApiError::StorageUnavailable(_) => {
                 "storage_unavailable"

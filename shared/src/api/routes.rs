@@ -11,8 +11,11 @@ use crate::query::{self, Partition};
 use crate::store::{Store, ZIndex};
 use axum::extract::State;
 use axum::http::{Method, Uri};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Value};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::json;
 use std::sync::Arc;
 
 type AppState<S> = State<Arc<App<S>>>;
@@ -55,7 +58,7 @@ pub async fn readings<S: Store, O: Owner>(
     Params(p): Params<RangeParams>,
 ) -> Answer {
     let q = params::readings_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    to_json(query::readings(&app.store, id.partition(), &q).await?)
+    ok(query::readings(&app.store, id.partition(), &q).await?)
 }
 
 /// `GET {owner}/stats`: min/max/mean/count per bucket.
@@ -66,7 +69,7 @@ pub async fn stats<S: Store, O: Owner>(
 ) -> Answer {
     let q = params::stats_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
     let buckets = query::stats(&app.store, id.partition(), &q).await?;
-    Ok(Json(views::stats((O::KEY, id.name()), &q, &buckets)))
+    ok(views::stats((O::KEY, id.name()), &q, &buckets))
 }
 
 /// `GET {owner}/search`: readings inside a time × temperature × humidity box.
@@ -76,13 +79,25 @@ pub async fn search<S: Store, O: Owner>(
     Params(p): Params<SearchParams>,
 ) -> Answer {
     let q = params::search_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    to_json(query::search(&app.store, id.z_index(), &q).await?)
+    ok(query::search(&app.store, id.z_index(), &q).await?)
 }
-type Answer = Result<Json<Value>, ApiError>;
+type Answer = Result<Response, ApiError>;
 
-fn to_json<T: serde::Serialize>(v: T) -> Answer {
-    // Our answer types are plain data: serialising them cannot fail.
-    Ok(Json(serde_json::to_value(v).expect("answers serialise")))
+/// A 200 with `v` as JSON, serialised straight into the body (no JSON tree).
+fn ok<T: Serialize>(v: T) -> Answer {
+    Ok(Json(v).into_response())
+}
+
+/// `{"<key>": value}`, serialised without building a JSON tree of the value
+/// (the device list of a big home is hundreds of KB).
+struct Keyed<'a, T>(&'static str, &'a T);
+
+impl<T: Serialize> Serialize for Keyed<'_, T> {
+    fn serialize<Se: Serializer>(&self, serializer: Se) -> Result<Se::Ok, Se::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry(self.0, self.1)?;
+        map.end()
+    }
 }
 
 pub async fn post_readings<S: Store>(
@@ -96,7 +111,7 @@ pub async fn post_readings<S: Store>(
     if out.duplicates > 0 {
         answer["duplicates"] = json!(out.duplicates);
     }
-    Ok(Json(answer))
+    ok(answer)
 }
 
 pub async fn put_device<S: Store>(
@@ -115,7 +130,7 @@ pub async fn put_device<S: Store>(
         .device(&id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no device {id}")))?;
-    to_json(json!({ "device": DeviceView::from(&device) }))
+    ok(Keyed("device", &DeviceView::from(&device)))
 }
 
 pub async fn put_room<S: Store>(
@@ -132,13 +147,13 @@ pub async fn put_room<S: Store>(
         .room(&id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no room {id}")))?;
-    to_json(json!({ "room": RoomView::from(&room) }))
+    ok(Keyed("room", &RoomView::from(&room)))
 }
 
 pub async fn devices<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> Answer {
     let registry = app.registry.current(&app.store).await;
     let devices: Vec<DeviceView> = registry.devices.values().map(DeviceView::from).collect();
-    to_json(json!({ "devices": devices }))
+    ok(Keyed("devices", &devices))
 }
 
 pub async fn device<S: Store>(
@@ -147,7 +162,7 @@ pub async fn device<S: Store>(
     _: Params<NoParams>,
 ) -> Answer {
     match query::device(&app.store, &app.registry, &id).await? {
-        Some(d) => to_json(json!({ "device": DeviceView::from(&d) })),
+        Some(d) => ok(Keyed("device", &DeviceView::from(&d))),
         None => Err(ApiError::NotFound(format!("no device {id}"))),
     }
 }
@@ -158,7 +173,7 @@ pub async fn device_latest<S: Store>(
     _: Params<NoParams>,
 ) -> Answer {
     match app.store.latest_reading(&id).await? {
-        Some(r) => to_json(json!({ "reading": r })),
+        Some(r) => ok(Keyed("reading", &r)),
         None => Err(ApiError::NotFound(format!("no readings of device {id}"))),
     }
 }
@@ -170,13 +185,13 @@ pub async fn device_energy<S: Store>(
 ) -> Answer {
     let q = params::stats_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
     let buckets = query::energy(&app.store, &id, &q).await?;
-    Ok(Json(views::energy(&id, &q, &buckets)))
+    ok(views::energy(&id, &q, &buckets))
 }
 
 pub async fn rooms<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> Answer {
     let registry = app.registry.current(&app.store).await;
     let rooms: Vec<RoomView> = registry.rooms.values().map(RoomView::from).collect();
-    to_json(json!({ "rooms": rooms }))
+    ok(Keyed("rooms", &rooms))
 }
 
 pub async fn room<S: Store>(
@@ -194,7 +209,7 @@ pub async fn room<S: Store>(
         .filter_map(|d| registry.devices.get(d))
         .map(DeviceView::from)
         .collect();
-    to_json(json!({ "room": RoomView::from(&room), "devices": devices }))
+    ok(json!({ "room": RoomView::from(&room), "devices": devices }))
 }
 
 pub async fn all_readings<S: Store>(
@@ -202,7 +217,7 @@ pub async fn all_readings<S: Store>(
     Params(p): Params<RangeParams>,
 ) -> Answer {
     let q = params::readings_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    to_json(query::all_readings(&app.store, &q).await?)
+    ok(query::all_readings(&app.store, &q).await?)
 }
 
 /// A path the API does not have, or a route another function serves.

@@ -201,11 +201,9 @@ impl Reading {
                 .map_err(|e| problems.push(FieldProblem::new("device_id", e.to_string())))
                 .ok()
         });
-        let timestamp = required_str(obj, "timestamp", &mut problems).and_then(|s| {
-            parse_reading_time(s, now)
-                .map_err(|m| problems.push(FieldProblem::new("timestamp", m)))
-                .ok()
-        });
+        let timestamp = reading_time(obj.get("timestamp"), now)
+            .map_err(|m| problems.push(FieldProblem::new("timestamp", m)))
+            .ok();
         let kind = required_str(obj, "type", &mut problems).and_then(|s| {
             ReadingKind::parse(s)
                 .ok_or_else(|| {
@@ -311,8 +309,61 @@ impl Reading {
     }
 }
 
-fn parse_reading_time(s: &str, now: Timestamp) -> Result<Timestamp, String> {
-    let t = Timestamp::parse(s).map_err(|e| e.to_string())?;
+/// Epoch numbers below this are seconds, from it milliseconds. 1e11 s is the
+/// year 5138 and 1e11 ms is 1973: inside the accepted window (2000 to 24 h from
+/// now) a number is only ever one of the two, so the unit is never a guess.
+const EPOCH_MILLIS_FROM: f64 = 1e11;
+/// The largest epoch-seconds value taken as seconds: 2100-01-01T00:00:00Z.
+const EPOCH_SECONDS_UNTIL: f64 = 4_102_444_800.0;
+
+/// A reading's time: RFC 3339 text, epoch seconds or milliseconds (a number),
+/// or, when absent, `now`: the time the server received it.
+fn reading_time(value: Option<&Value>, now: Timestamp) -> Result<Timestamp, String> {
+    let t = match value {
+        None | Some(Value::Null) => return Ok(now),
+        Some(Value::String(s)) => Timestamp::parse(s).map_err(|e| e.to_string())?,
+        Some(Value::Number(n)) => epoch_time(n.as_f64().unwrap_or(f64::NAN))?,
+        Some(other) => {
+            return Err(format!(
+                "must be an RFC 3339 string or a number of epoch seconds or milliseconds, got {}",
+                json_type(other)
+            ))
+        }
+    };
+    plausible_time(t, now)
+}
+
+/// Epoch seconds (a fraction keeps its milliseconds) or whole milliseconds,
+/// told apart by size (see `EPOCH_MILLIS_FROM`).
+fn epoch_time(v: f64) -> Result<Timestamp, String> {
+    if !v.is_finite() {
+        return Err("must be a finite number".into());
+    }
+    let ms = if v < EPOCH_MILLIS_FROM {
+        if v > EPOCH_SECONDS_UNTIL {
+            return Err(format!(
+                "{v} is neither epoch seconds (up to {EPOCH_SECONDS_UNTIL}, the year 2100) nor epoch milliseconds (from {}, the year 2000)",
+                BOUNDS.earliest_timestamp_ms
+            ));
+        }
+        (v * 1000.0).floor()
+    } else if v >= 1e14 {
+        return Err(format!(
+            "{v} looks like epoch microseconds or nanoseconds: send seconds or milliseconds"
+        ));
+    } else if v.fract() != 0.0 {
+        return Err(format!(
+            "{v} has a fraction of a millisecond: send whole milliseconds, or seconds"
+        ));
+    } else {
+        v
+    };
+    // Below 1e14, so the conversion is exact; anything before 1970 is as
+    // implausible as 1970 itself, which `plausible_time` refuses.
+    Timestamp::from_millis(ms.max(0.0) as i64).map_err(|e| e.to_string())
+}
+
+fn plausible_time(t: Timestamp, now: Timestamp) -> Result<Timestamp, String> {
     if t.millis() < BOUNDS.earliest_timestamp_ms {
         return Err("is before 2000-01-01T00:00:00Z: is the device clock set?".into());
     }
@@ -441,6 +492,82 @@ mod tests {
 
     fn fields(problems: &[FieldProblem]) -> Vec<&str> {
         problems.iter().map(|p| p.field.as_str()).collect()
+    }
+
+    fn time_of(timestamp: Value) -> Result<String, String> {
+        let mut v = json!({"device_id":"t-1","type":"climate","room":"hall","temperature":20.0,"humidity":50.0});
+        if !timestamp.is_null() {
+            v["timestamp"] = timestamp;
+        }
+        Reading::from_json(&v, now(), no_room)
+            .map(|r| r.timestamp.to_string())
+            .map_err(|ps| {
+                assert_eq!(fields(&ps), ["timestamp"]);
+                ps[0].message.clone()
+            })
+    }
+
+    #[test]
+    fn epoch_seconds_and_milliseconds_are_told_apart_by_size() {
+        let t = "2026-11-21T01:02:03.000Z";
+        assert_eq!(time_of(json!(1_795_222_923)).unwrap(), t);
+        assert_eq!(time_of(json!(1_795_222_923_000i64)).unwrap(), t);
+        assert_eq!(
+            time_of(json!(1_795_222_923.25)).unwrap(),
+            "2026-11-21T01:02:03.250Z"
+        );
+        // A float of seconds keeps its milliseconds and drops what is below them.
+        assert_eq!(
+            time_of(json!(1_795_222_923.2509)).unwrap(),
+            "2026-11-21T01:02:03.250Z"
+        );
+        assert_eq!(time_of(json!("2026-11-21T01:02:03Z")).unwrap(), t);
+        // The earliest accepted time in either unit.
+        assert_eq!(
+            time_of(json!(946_684_800)).unwrap(),
+            "2000-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            time_of(json!(946_684_800_000i64)).unwrap(),
+            "2000-01-01T00:00:00.000Z"
+        );
+    }
+
+    #[test]
+    fn epoch_numbers_that_are_neither_unit_or_implausible_are_refused() {
+        for (v, says) in [
+            (json!(5_000_000_000i64), "neither epoch seconds"),
+            (json!(50_000_000_000i64), "neither epoch seconds"),
+            (
+                json!(1_795_222_923_000_000i64),
+                "microseconds or nanoseconds",
+            ),
+            (
+                json!(1_795_222_923_000_000_000i64),
+                "microseconds or nanoseconds",
+            ),
+            (json!(1_795_222_923_000.5), "fraction of a millisecond"),
+            (json!(0), "before 2000"),
+            (json!(946_684_799), "before 2000"),
+            (json!(-1), "before 2000"),
+            (json!(1_795_400_000), "ahead of the server clock"),
+            (json!(true), "RFC 3339 string or a number"),
+            (json!([1]), "RFC 3339 string or a number"),
+        ] {
+            let message = time_of(v.clone()).unwrap_err();
+            assert!(message.contains(says), "{v}: {message}");
+        }
+    }
+
+    #[test]
+    fn a_reading_without_a_time_is_stamped_with_the_time_it_was_received() {
+        assert_eq!(time_of(Value::Null).unwrap(), now().to_string());
+        let mut v = json!({"device_id":"t-1","type":"power","cumulative_kwh_p":1.0,"cumulative_kwh_n":0.0,"current_w":5.0});
+        v["timestamp"] = Value::Null;
+        assert_eq!(
+            Reading::from_json(&v, now(), no_room).unwrap().timestamp,
+            now()
+        );
     }
 
     #[test]
