@@ -518,7 +518,7 @@ mod tests {
         );
         // A float of seconds keeps its milliseconds and drops what is below them.
         assert_eq!(
-            time_of(json!(1_795_222_923.2509)).unwrap(),
+            time_of(json!(1_795_222_923.250_9)).unwrap(),
             "2026-11-21T01:02:03.250Z"
         );
         assert_eq!(time_of(json!("2026-11-21T01:02:03Z")).unwrap(), t);
