@@ -10,7 +10,7 @@
 use integration_tests::runtime_api::Runtime;
 use integration_tests::{api_event, fresh_store, moto};
 use serde_json::{json, Value};
-use shared::model::{DeviceId, Measurement, Power, Reading, Timestamp};
+use shared::model::{DeviceId, Measurement, Reading, Timestamp};
 use shared::store::Store;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -36,7 +36,7 @@ fn reading(device: usize, minute: i64) -> Reading {
     Reading {
         device_id: DeviceId::parse(&format!("meter-{device:04}")).unwrap(),
         timestamp: Timestamp::from_millis(1_795_219_200_000 + minute * 60_000).unwrap(),
-        measurement: Measurement::Power(Power::new(1000.0 + minute as f64, 0.0, 300.0).unwrap()),
+        measurement: Measurement::power(1000.0 + minute as f64, 0.0, 300.0).unwrap(),
     }
 }
 

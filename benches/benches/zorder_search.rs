@@ -12,7 +12,7 @@
 //! `cargo bench -p system-benches --bench zorder_search`; under `cargo test` it
 //! runs on 3 days of data as a smoke test.
 
-use shared::model::{Climate, DeviceId, Measurement, Reading, RoomId, TimeRange, Timestamp};
+use shared::model::{DeviceId, Measurement, Quantity, Reading, RoomId, TimeRange, Timestamp};
 use shared::query::{self, Partition, ReadingsQuery, SearchQuery};
 use shared::store::{Order, SqliteStore, Store, ZIndex};
 use std::f64::consts::TAU;
@@ -58,14 +58,12 @@ fn readings(minutes: i64) -> Vec<Reading> {
             out.push(Reading {
                 device_id: DeviceId::parse(&format!("sensor-{i}")).unwrap(),
                 timestamp: Timestamp::from_millis(YEAR_START_MS + m * MINUTE_MS).unwrap(),
-                measurement: Measurement::Climate(
-                    Climate::new(
-                        RoomId::parse(room).unwrap(),
-                        (t * 100.0).round() / 100.0,
-                        (h * 10.0).round() / 10.0,
-                    )
-                    .unwrap(),
-                ),
+                measurement: Measurement::climate(
+                    RoomId::parse(room).unwrap(),
+                    (t * 100.0).round() / 100.0,
+                    (h * 10.0).round() / 10.0,
+                )
+                .unwrap(),
             });
         }
     }
@@ -73,10 +71,10 @@ fn readings(minutes: i64) -> Vec<Reading> {
 }
 
 fn climate(r: &Reading) -> (f64, f64) {
-    match &r.measurement {
-        Measurement::Climate(c) => (c.temperature(), c.humidity()),
-        Measurement::Power(_) => unreachable!(),
-    }
+    (
+        r.get(Quantity::Temperature).expect("a climate reading"),
+        r.get(Quantity::Humidity).expect("a climate reading"),
+    )
 }
 
 /// Thresholds (t, h) such that about `share` of `in_range` has both at least t and h.

@@ -4,7 +4,7 @@
 //! streams pages of readings through them, so memory is bounded by the number
 //! of buckets, never by the number of readings.
 
-use crate::model::{Measurement, Reading, TimeRange, Timestamp};
+use crate::model::{Reading, TimeRange, Timestamp};
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use chrono_tz::Tz;
 use std::collections::BTreeMap;
@@ -187,16 +187,11 @@ pub struct BucketStats {
 
 /// The numeric fields of a reading, by name.
 pub fn numeric_fields(r: &Reading) -> Vec<(&'static str, f64)> {
-    match &r.measurement {
-        Measurement::Power(p) => vec![
-            ("cumulative_kwh_p", p.cumulative_kwh_p()),
-            ("cumulative_kwh_n", p.cumulative_kwh_n()),
-            ("current_w", p.current_w()),
-        ],
-        Measurement::Climate(c) => {
-            vec![("temperature", c.temperature()), ("humidity", c.humidity())]
-        }
-    }
+    r.measurement
+        .values()
+        .iter()
+        .map(|(q, v)| (q.name(), *v))
+        .collect()
 }
 
 /// Folds readings (in any order) into per-bucket statistics.
@@ -436,13 +431,11 @@ mod tests {
 
     #[test]
     fn stats_give_min_max_mean_count_per_field_and_omit_empty_buckets() {
-        use crate::model::{Climate, DeviceId, RoomId};
+        use crate::model::{DeviceId, Measurement, RoomId};
         let r = |t: &str, temp: f64| Reading {
             device_id: DeviceId::parse("s1").unwrap(),
             timestamp: ts(t),
-            measurement: Measurement::Climate(
-                Climate::new(RoomId::parse("bed").unwrap(), temp, 50.0).unwrap(),
-            ),
+            measurement: Measurement::climate(RoomId::parse("bed").unwrap(), temp, 50.0).unwrap(),
         };
         let mut fold = StatsFold::new(Bucketing::new(Width::Hour, None));
         for x in [

@@ -4,7 +4,7 @@
 use crate::aggregate::{BucketStats, Bucketing, EnergyBucket, EnergyFold, StatsFold};
 use crate::keys::zorder::{self, ZKey};
 use crate::keys::{self, CursorError, CursorScope, Position};
-use crate::model::{DeviceId, Measurement, Reading, RoomId, TimeRange, Timestamp};
+use crate::model::{DeviceId, Quantity, Reading, RoomId, TimeRange, Timestamp};
 use crate::registry::RegistryCache;
 use crate::store::{
     DeviceRecord, Order, RangeRequest, RoomRecord, Store, StoreError, ZIndex, ZRangeRequest,
@@ -154,11 +154,9 @@ pub async fn stats<S: Store>(
     Ok(fold.finish())
 }
 
+/// kWh bought and sold, when the reading has both counters.
 fn counters(r: &Reading) -> Option<(f64, f64)> {
-    match &r.measurement {
-        Measurement::Power(p) => Some((p.cumulative_kwh_p(), p.cumulative_kwh_n())),
-        Measurement::Climate(_) => None,
-    }
+    Some((r.get(Quantity::EnergyBought)?, r.get(Quantity::EnergySold)?))
 }
 
 /// The nearest power reading outside the range, on one side.
@@ -234,13 +232,13 @@ const MAX_READ: usize = 1000;
 impl SearchQuery {
     fn contains(&self, r: &Reading) -> bool {
         let within = |v: f64, (lo, hi): (f64, f64)| lo <= v && v <= hi;
-        match &r.measurement {
-            Measurement::Climate(c) => {
+        match (r.get(Quantity::Temperature), r.get(Quantity::Humidity)) {
+            (Some(t), Some(h)) => {
                 self.range.contains(r.timestamp)
-                    && within(c.temperature(), self.temperature)
-                    && within(c.humidity(), self.humidity)
+                    && within(t, self.temperature)
+                    && within(h, self.humidity)
             }
-            Measurement::Power(_) => false,
+            _ => false,
         }
     }
 

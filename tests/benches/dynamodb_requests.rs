@@ -6,7 +6,7 @@
 
 use integration_tests::fault_proxy::{Fault, FaultProxy};
 use integration_tests::{client, moto, table_name};
-use shared::model::{DeviceId, Measurement, Power, Reading, Timestamp};
+use shared::model::{DeviceId, Measurement, Reading, Timestamp};
 use shared::store::{DynamoStore, Store};
 use std::time::Instant;
 
@@ -16,7 +16,7 @@ fn readings(n: usize, offset: i64) -> Vec<Reading> {
             device_id: DeviceId::parse(&format!("meter-{}", i % 10)).unwrap(),
             timestamp: Timestamp::from_millis(1_795_219_200_000 + (offset + i as i64) * 60_000)
                 .unwrap(),
-            measurement: Measurement::Power(Power::new(1000.0 + i as f64, 0.0, 300.0).unwrap()),
+            measurement: Measurement::power(1000.0 + i as f64, 0.0, 300.0).unwrap(),
         })
         .collect()
 }
@@ -73,14 +73,12 @@ async fn main() {
         .map(|i| Reading {
             device_id: DeviceId::parse(&format!("sensor-{}", i % 10)).unwrap(),
             timestamp: Timestamp::from_millis(1_795_219_200_000 + i as i64 * 60_000).unwrap(),
-            measurement: Measurement::Climate(
-                shared::model::Climate::new(
-                    shared::model::RoomId::parse(&format!("room-{}", (i % 10) % 3)).unwrap(),
-                    20.0,
-                    50.0,
-                )
-                .unwrap(),
-            ),
+            measurement: Measurement::climate(
+                shared::model::RoomId::parse(&format!("room-{}", (i % 10) % 3)).unwrap(),
+                20.0,
+                50.0,
+            )
+            .unwrap(),
         })
         .collect();
     let before = proxy

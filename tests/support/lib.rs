@@ -281,6 +281,8 @@ pub trait TestStore: shared::store::Store + Clone + Send + Sync + 'static {
     ) -> impl std::future::Future<Output = Option<serde_dynamo::Item>> + Send;
     /// The same store, writing readings with a retention of `days`.
     fn retaining(self, days: u32) -> Self;
+    /// Puts an item as it is (DynamoDB JSON), past the codec: data in an older shape.
+    fn put_raw(&self, item: serde_dynamo::Item) -> impl std::future::Future<Output = ()> + Send;
     /// Sets an attribute as a user (not registry maintenance) would.
     fn set_string(
         &self,
@@ -300,6 +302,18 @@ impl TestStore for DynamoStore {
 
     fn retaining(self, days: u32) -> Self {
         self.with_retention(shared::store::Retention::days(days))
+    }
+
+    async fn put_raw(&self, item: serde_dynamo::Item) {
+        let item: std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> =
+            item.into();
+        self.client()
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item))
+            .send()
+            .await
+            .unwrap();
     }
 
     async fn raw_item(&self, pk: &str, sk: &str) -> Option<serde_dynamo::Item> {
@@ -343,6 +357,10 @@ impl TestStore for shared::store::SqliteStore {
 
     async fn raw_item(&self, pk: &str, sk: &str) -> Option<serde_dynamo::Item> {
         shared::store::SqliteStore::raw_item(self, pk, sk).unwrap()
+    }
+
+    async fn put_raw(&self, item: serde_dynamo::Item) {
+        self.put_raw_item(&item).unwrap();
     }
 
     async fn set_string(&self, pk: &str, sk: &str, name: &str, value: &str) {

@@ -8,7 +8,7 @@ use integration_tests::{answer, api_event, app, moto, on_every_store, table_name
 use serde_json::Value;
 use shared::api::{App, RouteSet};
 use shared::keys::{shard_of, DEFAULT_SHARDS};
-use shared::model::{Climate, DeviceId, Measurement, Power, Reading, RoomId, Timestamp};
+use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
 use shared::store::{DynamoStore, SqliteStore, Store};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,11 +23,9 @@ fn data(minutes: i64) -> Vec<Reading> {
         for k in 0..minutes * 2 {
             let ms = BASE_MS + k * 30_000 + if d % 3 == 0 { 0 } else { d * 997 };
             let measurement = if d % 2 == 0 {
-                Measurement::Power(Power::new(k as f64, 0.0, 100.0).unwrap())
+                Measurement::power(k as f64, 0.0, 100.0).unwrap()
             } else {
-                Measurement::Climate(
-                    Climate::new(RoomId::parse("hall").unwrap(), 20.0, 50.0).unwrap(),
-                )
+                Measurement::climate(RoomId::parse("hall").unwrap(), 20.0, 50.0).unwrap()
             };
             out.push(Reading {
                 device_id: device.clone(),

@@ -792,7 +792,79 @@ async fn epoch_times_and_readings_without_a_time_are_stored_and_an_empty_batch_i
     );
 }
 
+/// The devices of issue 12, as they post: a temperature-only sensor, a plug
+/// that reports watts, a CO2 sensor, a light sensor and a gas meter.
+async fn readings_of_any_quantities_are_stored_listed_aggregated_and_registered<S: TestStore>() {
+    let app = app(S::fresh("quantities").await, None, RouteSet::All).await;
+    let batch = json!([
+        {"device_id":"ds18b20-1","timestamp":"2026-11-21T01:00:00Z","type":"climate","room":"garage","temperature":8.5},
+        {"device_id":"plug-1","timestamp":"2026-11-21T01:00:00Z","type":"power","current_w":35.5},
+        {"device_id":"plug-1","timestamp":"2026-11-21T01:30:00Z","current_w":40.5},
+        {"device_id":"co2-1","timestamp":"2026-11-21T01:00:00Z","room":"office","co2_ppm":612,"temperature":21.0},
+        {"device_id":"lux-1","timestamp":"2026-11-21T01:00:00Z","room":"office","illuminance_lx":320},
+        {"device_id":"gas-1","timestamp":"2026-11-21T01:00:00Z","gas_m3":1234.5}
+    ]);
+    assert_eq!(
+        post(&app, &batch.to_string(), &[]).await,
+        (200, json!({"written": 6}))
+    );
+    register(&app.store, batch.as_array().unwrap()).await;
+    app.registry.invalidate();
+
+    let (_, garage) = get(&app, "/devices/ds18b20-1/readings", &DAY).await;
+    assert_eq!(
+        garage["readings"],
+        json!([{"device_id":"ds18b20-1","timestamp":"2026-11-21T01:00:00.000Z","type":"climate","room":"garage","temperature":8.5}])
+    );
+    let (_, gas) = get(&app, "/devices/gas-1/latest", &[]).await;
+    assert_eq!(
+        gas["reading"],
+        json!({"device_id":"gas-1","timestamp":"2026-11-21T01:00:00.000Z","type":"meter","gas_m3":1234.5})
+    );
+    // The registry keeps which quantities each device reports.
+    let (_, co2) = get(&app, "/devices/co2-1", &[]).await;
+    assert_eq!(
+        co2["device"]["quantities"],
+        json!(["temperature", "co2_ppm"])
+    );
+    assert_eq!(co2["device"]["types"], json!(["climate"]));
+    assert_eq!(co2["device"]["room"], "office");
+    let (_, devices) = get(&app, "/devices", &[]).await;
+    assert_eq!(devices["devices"].as_array().unwrap().len(), 5);
+
+    // A room's readings are its temperature and humidity (the room-time index's
+    // projection): the CO2 sensor's temperature, not its CO2; not the light sensor.
+    let (_, office) = get(&app, "/rooms/office/readings", &DAY).await;
+    assert_eq!(
+        office["readings"],
+        json!([{"device_id":"co2-1","timestamp":"2026-11-21T01:00:00.000Z","type":"climate","room":"office","temperature":21.0}])
+    );
+    let (_, room) = get(&app, "/rooms/office", &[]).await;
+    assert_eq!(room["room"]["devices"], json!(["co2-1", "lux-1"]));
+
+    // Aggregates cover whatever quantities there are.
+    let stats_q = [DAY[0], DAY[1], ("bucket", "1d")];
+    let (_, plug) = get(&app, "/devices/plug-1/stats", &stats_q).await;
+    assert_eq!(
+        plug["buckets"][0]["fields"],
+        json!({"current_w": {"min": 35.5, "max": 40.5, "mean": 38.0, "count": 2}})
+    );
+    let (_, co2) = get(&app, "/devices/co2-1/stats", &stats_q).await;
+    let fields: Vec<&String> = co2["buckets"][0]["fields"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(fields, ["co2_ppm", "temperature"]);
+    // No counters, no energy; no humidity, not in a box search.
+    let (status, energy) = get(&app, "/devices/plug-1/energy", &stats_q).await;
+    assert_eq!((status, energy["buckets"].clone()), (200, json!([])));
+    let (status, found) = get(&app, "/rooms/office/search", &DAY).await;
+    assert_eq!((status, found["readings"].clone()), (200, json!([])));
+}
+
 on_every_store!(
+    readings_of_any_quantities_are_stored_listed_aggregated_and_registered,
     epoch_times_and_readings_without_a_time_are_stored_and_an_empty_batch_is_refused,
     post_one_reading_or_a_batch_and_read_them_back,
     lists_and_lookups_come_from_the_registry,

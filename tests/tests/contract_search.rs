@@ -8,7 +8,7 @@ use integration_tests::{answer, api_event, app, moto, on_every_store, table_name
 use proptest::prelude::*;
 use serde_json::Value;
 use shared::api::{App, RouteSet};
-use shared::model::{Climate, DeviceId, Measurement, Power, Reading, RoomId, Timestamp};
+use shared::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
 use shared::store::{DynamoStore, SqliteStore, Store};
 use std::collections::BTreeSet;
 
@@ -18,9 +18,7 @@ fn climate(device: &str, room: &str, minute: i64, t: f64, h: f64) -> Reading {
     Reading {
         device_id: DeviceId::parse(device).unwrap(),
         timestamp: Timestamp::from_millis(BASE_MS + minute * 60_000 + minute % 7).unwrap(),
-        measurement: Measurement::Climate(
-            Climate::new(RoomId::parse(room).unwrap(), t, h).unwrap(),
-        ),
+        measurement: Measurement::climate(RoomId::parse(room).unwrap(), t, h).unwrap(),
     }
 }
 
@@ -46,7 +44,7 @@ fn data() -> Vec<Reading> {
         out.push(Reading {
             device_id: DeviceId::parse("meter-1").unwrap(),
             timestamp: Timestamp::from_millis(BASE_MS + m * 60_000).unwrap(),
-            measurement: Measurement::Power(Power::new(100.0 + x, 0.0, 200.0).unwrap()),
+            measurement: Measurement::power(100.0 + x, 0.0, 200.0).unwrap(),
         });
     }
     out
@@ -62,7 +60,7 @@ struct Box3 {
 
 impl Box3 {
     fn contains(&self, r: &Reading) -> bool {
-        let Measurement::Climate(c) = &r.measurement else {
+        let (Some(t), Some(h)) = (r.get(Quantity::Temperature), r.get(Quantity::Humidity)) else {
             return false;
         };
         let (from, to) = (
@@ -70,8 +68,8 @@ impl Box3 {
             BASE_MS + self.to_min * 60_000,
         );
         (from..to).contains(&r.timestamp.millis())
-            && (self.t.0..=self.t.1).contains(&c.temperature())
-            && (self.h.0..=self.h.1).contains(&c.humidity())
+            && (self.t.0..=self.t.1).contains(&t)
+            && (self.h.0..=self.h.1).contains(&h)
     }
 
     fn params(&self) -> Vec<(&'static str, String)> {
@@ -145,10 +143,7 @@ fn expected(
 }
 
 fn room_of(r: &Reading) -> Option<&str> {
-    match &r.measurement {
-        Measurement::Climate(c) => Some(c.room().as_str()),
-        Measurement::Power(_) => None,
-    }
+    r.room().map(|room| room.as_str())
 }
 
 /// Checks one box through both routes and several page sizes; returns items read / returned.

@@ -6,7 +6,7 @@
 use integration_tests::{on_every_store, TestStore};
 use serde_dynamo::{AttributeValue, Item};
 use shared::keys::Position;
-use shared::model::{Climate, DeviceId, Measurement, Power, Reading, RoomId, TimeRange, Timestamp};
+use shared::model::{DeviceId, Measurement, Reading, RoomId, TimeRange, Timestamp};
 use shared::store::{DeviceUpdate, Order, RangeRequest, RoomUpdate};
 use std::collections::{BTreeSet, HashMap};
 
@@ -23,7 +23,7 @@ fn power_at(device: &str, minute: i64, kwh: f64) -> Reading {
         device_id: dev(device),
         timestamp: Timestamp::from_millis(ts("2026-11-01T00:00:00Z").millis() + minute * 60_000)
             .unwrap(),
-        measurement: Measurement::Power(Power::new(kwh, 0.5, 300.0).unwrap()),
+        measurement: Measurement::power(kwh, 0.5, 300.0).unwrap(),
     }
 }
 
@@ -32,9 +32,7 @@ fn climate_at(device: &str, room: &str, minute: i64, t: f64) -> Reading {
         device_id: dev(device),
         timestamp: Timestamp::from_millis(ts("2026-11-01T00:00:00Z").millis() + minute * 60_000)
             .unwrap(),
-        measurement: Measurement::Climate(
-            Climate::new(RoomId::parse(room).unwrap(), t, 45.0).unwrap(),
-        ),
+        measurement: Measurement::climate(RoomId::parse(room).unwrap(), t, 45.0).unwrap(),
     }
 }
 
@@ -95,6 +93,79 @@ async fn writes_store_the_exact_items_of_the_design<S: TestStore>() {
     assert_eq!(c.get("room"), Some(&Str("bedroom".into())));
     assert_eq!(c.get("temperature"), Some(&N("21.25".into())));
     assert_eq!(c.get("type"), Some(&Str("climate".into())));
+}
+
+/// Items exactly as the version before the quantity catalogue wrote them (a
+/// power and a climate reading, their DEVICE items without `quantities`) read
+/// back as the same readings, and the registry knows their quantities.
+async fn items_written_before_the_catalogue_read_back_identically<S: TestStore>() {
+    let store = S::fresh("oldshape").await;
+    let item = |v: serde_json::Value| -> Item { serde_json::from_value(v).unwrap() };
+    store
+        .put_raw(item(serde_json::json!({
+            "pk": {"S": "meter-1"}, "sk": {"S": "TS#2026-11-01T00:00:00.000Z"}, "type": {"S": "power"},
+            "cumulative_kwh_p": {"N": "1234.5"}, "cumulative_kwh_n": {"N": "0.5"}, "current_w": {"N": "300"},
+            "shard": {"S": "ALL#1"}, "ats": {"S": "TS#2026-11-01T00:00:00.000Z#meter-1"}
+        })))
+        .await;
+    store
+        .put_raw(item(serde_json::json!({
+            "pk": {"S": "s1"}, "sk": {"S": "TS#2026-11-01T00:00:00.000Z"}, "type": {"S": "climate"},
+            "room": {"S": "bedroom"}, "temperature": {"N": "21.25"}, "humidity": {"N": "45"},
+            "z": {"S": "Z#0"}, "shard": {"S": "ALL#2"}, "ats": {"S": "TS#2026-11-01T00:00:00.000Z#s1"}
+        })))
+        .await;
+    let latest = |kind: &str, values: serde_json::Value| {
+        let mut m = serde_json::json!({"device_id": {"S": "s1"}, "timestamp": {"S": "2026-11-01T00:00:00.000Z"}, "type": {"S": kind}});
+        for (k, v) in values.as_object().unwrap() {
+            m[k] = v.clone();
+        }
+        m
+    };
+    store
+        .put_raw(item(serde_json::json!({
+            "pk": {"S": "DEVICE"}, "sk": {"S": "s1"}, "types": {"SS": ["climate"]}, "room": {"S": "bedroom"},
+            "first_seen": {"S": "2026-11-01T00:00:00.000Z"}, "last_seen": {"S": "2026-11-01T00:00:00.000Z"},
+            "latest": {"M": latest("climate", serde_json::json!({"room": {"S": "bedroom"}, "temperature": {"N": "21.25"}, "humidity": {"N": "45"}}))}
+        })))
+        .await;
+    let day = TimeRange::new(
+        Timestamp::parse("2026-11-01T00:00:00Z").unwrap(),
+        Timestamp::parse("2026-11-02T00:00:00Z").unwrap(),
+    )
+    .unwrap();
+    let request = RangeRequest {
+        range: day,
+        order: Order::Asc,
+        limit: 10,
+        after: None,
+    };
+    let meter = store
+        .device_readings(&dev("meter-1"), &request)
+        .await
+        .unwrap();
+    assert_eq!(meter.readings, vec![power_at("meter-1", 0, 1234.5)]);
+    let s1 = store.device_readings(&dev("s1"), &request).await.unwrap();
+    let expected = Reading {
+        device_id: dev("s1"),
+        timestamp: day.from(),
+        measurement: Measurement::climate(RoomId::parse("bedroom").unwrap(), 21.25, 45.0).unwrap(),
+    };
+    assert_eq!(s1.readings, vec![expected.clone()]);
+    let room = store
+        .room_readings(&RoomId::parse("bedroom").unwrap(), &request)
+        .await
+        .unwrap();
+    assert_eq!(room.readings, vec![expected.clone()]);
+    let registry = store.load_registry().await.unwrap();
+    let d = &registry.devices[&dev("s1")];
+    assert_eq!(d.latest.as_ref(), Some(&expected));
+    let names: Vec<&str> = d.quantities.iter().map(|q| q.name()).collect();
+    assert_eq!(
+        names,
+        ["temperature", "humidity"],
+        "from the latest snapshot"
+    );
 }
 
 async fn batches_over_25_are_chunked_and_duplicates_keep_the_last<S: TestStore>() {
@@ -184,6 +255,7 @@ async fn room_ranges_use_the_index_and_never_return_registry_items<S: TestStore>
             first_seen: rs[0].timestamp,
             latest: rs[15].clone(),
             types: BTreeSet::from([shared::model::ReadingKind::Climate]),
+            quantities: quantities(&rs[15]),
             room: Some(RoomId::parse("bedroom").unwrap()),
         })
         .await
@@ -250,6 +322,7 @@ async fn registry_updates_are_monotonic_and_never_touch_names<S: TestStore>() {
         first_seen: first.timestamp,
         latest: latest.clone(),
         types: BTreeSet::from([latest.kind()]),
+        quantities: quantities(latest),
         room: latest.room().cloned(),
     };
     store
@@ -318,6 +391,7 @@ async fn the_registry_load_reads_every_page<S: TestStore>() {
                 first_seen: r.timestamp,
                 latest: r.clone(),
                 types: BTreeSet::from([r.kind()]),
+                quantities: quantities(&r),
                 room: r.room().cloned(),
             })
             .await
@@ -344,6 +418,7 @@ async fn the_registry_load_reads_every_page<S: TestStore>() {
 }
 
 on_every_store!(
+    items_written_before_the_catalogue_read_back_identically,
     writes_store_the_exact_items_of_the_design,
     batches_over_25_are_chunked_and_duplicates_keep_the_last,
     ranges_read_both_orders_and_page_with_positions,
@@ -352,3 +427,8 @@ on_every_store!(
     registry_updates_are_monotonic_and_never_touch_names,
     the_registry_load_reads_every_page,
 );
+
+/// The quantities a reading carries, as a registry update records them.
+fn quantities(r: &Reading) -> BTreeSet<shared::model::Quantity> {
+    r.measurement.values().iter().map(|(q, _)| *q).collect()
+}

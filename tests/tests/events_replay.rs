@@ -88,7 +88,6 @@ async fn fixtures_replay_through_the_handlers<S: TestStore>() {
             (1, "timestamp"),
             (1, "temprature"),
             (1, "room"),
-            (1, "temperature"),
             (1, "humidity")
         ]
     );

@@ -6,7 +6,7 @@
 use integration_tests::{stream_event_for, TestStore};
 use proptest::prelude::*;
 use shared::keys::{self, CursorScope, Position};
-use shared::model::{Climate, DeviceId, Measurement, Power, Reading, RoomId, TimeRange, Timestamp};
+use shared::model::{DeviceId, Measurement, Reading, RoomId, TimeRange, Timestamp};
 use shared::store::{DynamoStore, SqliteStore};
 
 /// 2000-01-01 .. 2100-01-01, in ms.
@@ -83,10 +83,10 @@ fn changes() -> impl Strategy<Value = Vec<Reading>> {
             .map(|(d, t, room, v)| {
                 let timestamp = Timestamp::from_millis(1_795_219_200_000 + t * 60_000).unwrap();
                 let measurement = if d == 3 {
-                    Measurement::Power(Power::new(f64::from(v), 0.0, 1.0).unwrap())
+                    Measurement::power(f64::from(v), 0.0, 1.0).unwrap()
                 } else {
                     let room = RoomId::parse(["living", "kitchen"][(d + room) % 2]).unwrap();
-                    Measurement::Climate(Climate::new(room, f64::from(v) / 4.0, 50.0).unwrap())
+                    Measurement::climate(room, f64::from(v) / 4.0, 50.0).unwrap()
                 };
                 Reading {
                     device_id: DeviceId::parse(&format!("dev-{d}")).unwrap(),

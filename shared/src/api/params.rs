@@ -4,7 +4,7 @@
 
 use crate::aggregate::{Bucketing, Width, MAX_BUCKETS};
 use crate::keys::MAX_CURSOR_LEN;
-use crate::model::BOUNDS;
+use crate::model::Quantity;
 use crate::model::{TimeRange, Timestamp};
 use crate::query::{ReadingsQuery, SearchQuery, StatsQuery};
 use crate::store::Order;
@@ -249,7 +249,10 @@ pub fn search_query(params: &SearchParams, now: Timestamp) -> Result<SearchQuery
     let mut problems = Problems::new();
     let from = value("from", &params.from, &mut problems).map(|v| time("from", v, &mut problems));
     let to = value("to", &params.to, &mut problems).map(|v| time("to", v, &mut problems));
-    let (t, h) = (BOUNDS.temperature, BOUNDS.humidity);
+    let (t, h) = (
+        Quantity::Temperature.spec().range,
+        Quantity::Humidity.spec().range,
+    );
     let tmin = bound(&params.tmin, "tmin", t.0, t, &mut problems);
     let tmax = bound(&params.tmax, "tmax", t.1, t, &mut problems);
     let hmin = bound(&params.hmin, "hmin", h.0, h, &mut problems);

@@ -71,6 +71,8 @@ pub struct DeviceView<'a> {
     device_id: &'a str,
     name: Option<&'a str>,
     types: Vec<&'static str>,
+    /// Every quantity it has reported, by catalogue name.
+    quantities: Vec<&'static str>,
     room: Option<&'a str>,
     first_seen: Option<String>,
     last_seen: Option<String>,
@@ -83,6 +85,7 @@ impl<'a> From<&'a DeviceRecord> for DeviceView<'a> {
             device_id: d.device_id.as_str(),
             name: d.name.as_deref(),
             types: d.types.iter().map(|t| t.as_str()).collect(),
+            quantities: d.quantities.iter().map(|q| q.name()).collect(),
             room: d.room.as_ref().map(|r| r.as_str()),
             first_seen: d.first_seen.map(|t| t.to_string()),
             last_seen: d.last_seen.map(|t| t.to_string()),

@@ -2,9 +2,11 @@
 //! Nothing here knows about AWS, HTTP or storage.
 
 mod ids;
+mod quantity;
 mod reading;
 mod timestamp;
 
 pub use ids::{DeviceId, IdError, Name, RoomId};
-pub use reading::{Climate, FieldProblem, Measurement, Power, Reading, ReadingKind, BOUNDS};
+pub use quantity::{Quantity, QuantityKind, ReadingKind, Spec};
+pub use reading::{FieldProblem, Measurement, Reading, BOUNDS};
 pub use timestamp::{TimeRange, Timestamp, TimestampError};

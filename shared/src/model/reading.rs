@@ -1,8 +1,8 @@
-//! Readings: power (cumulative kWh bought/sold, instantaneous W) and climate
-//! (room, temperature, humidity). `Reading::from_json` is the ingest boundary:
-//! it reports every problem of a reading at once, by field.
+//! Readings: a device, a time and one or more quantities of the catalogue
+//! (`quantity.rs`), plus the room for climate quantities. `Reading::from_json`
+//! is the ingest boundary: it reports every problem of a reading at once, by field.
 
-use super::{DeviceId, RoomId, Timestamp};
+use super::{DeviceId, Quantity, ReadingKind, RoomId, Timestamp};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
@@ -22,12 +22,8 @@ impl FieldProblem {
     }
 }
 
-/// Plausibility bounds (inclusive) of DESIGN §3; values outside are rejected, not clamped.
+/// Bounds on times and magnitudes (the quantities' ranges are in the catalogue).
 pub struct Bounds {
-    pub temperature: (f64, f64),
-    pub humidity: (f64, f64),
-    pub cumulative_kwh: (f64, f64),
-    pub current_w: (f64, f64),
     /// Readings older than this are a device clock that was never set (epoch 0 and friends).
     pub earliest_timestamp_ms: i64,
     /// How far ahead of the server clock a reading may be (clock skew allowance).
@@ -37,129 +33,112 @@ pub struct Bounds {
 }
 
 pub const BOUNDS: Bounds = Bounds {
-    temperature: (-100.0, 150.0),
-    humidity: (0.0, 100.0),
-    cumulative_kwh: (0.0, 1e9),
-    current_w: (-1e7, 1e7),
     earliest_timestamp_ms: 946_684_800_000, // 2000-01-01T00:00:00Z
     max_future_ms: 24 * 3600 * 1000,
     min_nonzero_magnitude: 1e-100,
 };
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ReadingKind {
-    Power,
-    Climate,
-}
-
-impl ReadingKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReadingKind::Power => "power",
-            ReadingKind::Climate => "climate",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "power" => Some(ReadingKind::Power),
-            "climate" => Some(ReadingKind::Climate),
-            _ => None,
-        }
-    }
-}
-
+/// What a reading measured: one or more quantities of the catalogue, each
+/// inside its range, and the room it was in (required with a climate quantity).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Power {
-    cumulative_kwh_p: f64,
-    cumulative_kwh_n: f64,
-    current_w: f64,
-}
-
-impl Power {
-    pub const FIELDS: [&'static str; 3] = ["cumulative_kwh_p", "cumulative_kwh_n", "current_w"];
-
-    pub fn new(
-        cumulative_kwh_p: f64,
-        cumulative_kwh_n: f64,
-        current_w: f64,
-    ) -> Result<Self, Vec<FieldProblem>> {
-        let p = bounded("cumulative_kwh_p", cumulative_kwh_p, BOUNDS.cumulative_kwh);
-        let n = bounded("cumulative_kwh_n", cumulative_kwh_n, BOUNDS.cumulative_kwh);
-        let w = bounded("current_w", current_w, BOUNDS.current_w);
-        match (p, n, w) {
-            (Ok(p), Ok(n), Ok(w)) => Ok(Self {
-                cumulative_kwh_p: p,
-                cumulative_kwh_n: n,
-                current_w: w,
-            }),
-            (p, n, w) => Err([p.err(), n.err(), w.err()].into_iter().flatten().collect()),
-        }
-    }
-
-    /// Cumulative kWh bought from the grid.
-    pub fn cumulative_kwh_p(&self) -> f64 {
-        self.cumulative_kwh_p
-    }
-    /// Cumulative kWh sold to the grid.
-    pub fn cumulative_kwh_n(&self) -> f64 {
-        self.cumulative_kwh_n
-    }
-    /// Instantaneous power in W (negative while exporting).
-    pub fn current_w(&self) -> f64 {
-        self.current_w
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Climate {
-    room: RoomId,
-    temperature: f64,
-    humidity: f64,
-}
-
-impl Climate {
-    pub const FIELDS: [&'static str; 3] = ["room", "temperature", "humidity"];
-
-    pub fn new(room: RoomId, temperature: f64, humidity: f64) -> Result<Self, Vec<FieldProblem>> {
-        let t = bounded("temperature", temperature, BOUNDS.temperature);
-        let h = bounded("humidity", humidity, BOUNDS.humidity);
-        match (t, h) {
-            (Ok(temperature), Ok(humidity)) => Ok(Self {
-                room,
-                temperature,
-                humidity,
-            }),
-            (t, h) => Err([t.err(), h.err()].into_iter().flatten().collect()),
-        }
-    }
-
-    pub fn room(&self) -> &RoomId {
-        &self.room
-    }
-    /// °C
-    pub fn temperature(&self) -> f64 {
-        self.temperature
-    }
-    /// Relative humidity, %
-    pub fn humidity(&self) -> f64 {
-        self.humidity
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Measurement {
-    Power(Power),
-    Climate(Climate),
+pub struct Measurement {
+    room: Option<RoomId>,
+    /// Sorted by quantity, each at most once, never empty.
+    values: Vec<(Quantity, f64)>,
 }
 
 impl Measurement {
-    pub fn kind(&self) -> ReadingKind {
-        match self {
-            Measurement::Power(_) => ReadingKind::Power,
-            Measurement::Climate(_) => ReadingKind::Climate,
+    /// Every problem at once: values out of range, no value at all, a climate
+    /// quantity without a room.
+    pub fn new(
+        room: Option<RoomId>,
+        values: impl IntoIterator<Item = (Quantity, f64)>,
+    ) -> Result<Self, Vec<FieldProblem>> {
+        let mut problems = Vec::new();
+        let mut checked: Vec<(Quantity, f64)> = Vec::new();
+        for (q, v) in values {
+            match bounded(q.name(), v, q.spec().range) {
+                Ok(v) => checked.push((q, v)),
+                Err(p) => problems.push(p),
+            }
+        }
+        checked.sort_by_key(|(q, _)| *q);
+        checked.dedup_by_key(|(q, _)| *q);
+        if checked.is_empty() && problems.is_empty() {
+            problems.push(FieldProblem::new("", no_quantity_message()));
+        }
+        let climate = checked
+            .iter()
+            .find(|(q, _)| q.family() == ReadingKind::Climate);
+        if let (Some((q, _)), None) = (climate, &room) {
+            problems.push(FieldProblem::new(
+                "room",
+                format!("is required with {}", q.name()),
+            ));
+        }
+        if problems.is_empty() {
+            Ok(Self {
+                room,
+                values: checked,
+            })
+        } else {
+            Err(problems)
         }
     }
+
+    /// A smart meter's reading: cumulative kWh bought and sold, and watts.
+    pub fn power(kwh_bought: f64, kwh_sold: f64, watts: f64) -> Result<Self, Vec<FieldProblem>> {
+        Self::new(
+            None,
+            [
+                (Quantity::EnergyBought, kwh_bought),
+                (Quantity::EnergySold, kwh_sold),
+                (Quantity::Power, watts),
+            ],
+        )
+    }
+
+    /// A room sensor's reading: °C and %RH.
+    pub fn climate(
+        room: RoomId,
+        temperature: f64,
+        humidity: f64,
+    ) -> Result<Self, Vec<FieldProblem>> {
+        Self::new(
+            Some(room),
+            [
+                (Quantity::Temperature, temperature),
+                (Quantity::Humidity, humidity),
+            ],
+        )
+    }
+
+    /// The kind of its first quantity in catalogue order: a meter that also
+    /// reports its battery is a power reading.
+    pub fn kind(&self) -> ReadingKind {
+        self.values[0].0.family()
+    }
+
+    pub fn room(&self) -> Option<&RoomId> {
+        self.room.as_ref()
+    }
+
+    pub fn get(&self, q: Quantity) -> Option<f64> {
+        self.values.iter().find(|(k, _)| *k == q).map(|(_, v)| *v)
+    }
+
+    /// Every value, in catalogue order.
+    pub fn values(&self) -> &[(Quantity, f64)] {
+        &self.values
+    }
+}
+
+fn no_quantity_message() -> String {
+    let names: Vec<&str> = Quantity::ALL.iter().map(|q| q.name()).collect();
+    format!(
+        "a reading needs at least one quantity: {}",
+        names.join(", ")
+    )
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -175,14 +154,17 @@ impl Reading {
     }
 
     pub fn room(&self) -> Option<&RoomId> {
-        match &self.measurement {
-            Measurement::Climate(c) => Some(c.room()),
-            Measurement::Power(_) => None,
-        }
+        self.measurement.room()
     }
 
-    /// Parses one reading of a `POST /readings` body. `now` bounds future timestamps;
-    /// `room_of` supplies the registered room of a device whose climate reading omits `room`.
+    pub fn get(&self, q: Quantity) -> Option<f64> {
+        self.measurement.get(q)
+    }
+
+    /// Parses one reading of a `POST /readings` body. `now` is the time of
+    /// receipt (a reading without a time gets it) and bounds future times;
+    /// `room_of` supplies the registered room of a device whose reading of a
+    /// climate quantity omits `room`.
     pub fn from_json(
         value: &Value,
         now: Timestamp,
@@ -204,97 +186,123 @@ impl Reading {
         let timestamp = reading_time(obj.get("timestamp"), now)
             .map_err(|m| problems.push(FieldProblem::new("timestamp", m)))
             .ok();
-        let kind = required_str(obj, "type", &mut problems).and_then(|s| {
-            ReadingKind::parse(s)
-                .ok_or_else(|| {
-                    problems.push(FieldProblem::new(
+        // `type` is optional; when given it must agree with the quantities.
+        let kind = match obj.get("type") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => {
+                match ReadingKind::parse(s) {
+                    Some(k) => Some(k),
+                    None => {
+                        problems.push(FieldProblem::new(
                         "type",
-                        format!("must be \"power\" or \"climate\", got {s:?}"),
-                    ))
-                })
-                .ok()
-        });
-
-        // Unknown fields are rejected so that a typo ("temprature") is not silently dropped.
-        let allowed: &[&str] = match kind {
-            Some(ReadingKind::Power) => &Power::FIELDS,
-            Some(ReadingKind::Climate) => &Climate::FIELDS,
-            None => &[],
-        };
-        if kind.is_some() {
-            for key in obj.keys() {
-                if !matches!(key.as_str(), "device_id" | "timestamp" | "type")
-                    && !allowed.contains(&key.as_str())
-                {
-                    problems.push(FieldProblem::new(
-                        key.as_str(),
-                        format!(
-                            "unknown field for a {} reading",
-                            kind.map_or("", |k| k.as_str())
-                        ),
+                        format!("must be \"power\", \"climate\", \"meter\" or \"device\", got {s:?}"),
                     ));
+                        None
+                    }
                 }
+            }
+            Some(other) => {
+                problems.push(FieldProblem::new(
+                    "type",
+                    format!("must be a string, got {}", json_type(other)),
+                ));
+                None
+            }
+        };
+
+        // Unknown fields are rejected so that a typo ("temprature") is not silently
+        // dropped. Problems of known quantities come after `room`, in catalogue order.
+        let mut values = Vec::new();
+        let mut value_problems: Vec<(Quantity, FieldProblem)> = Vec::new();
+        for (key, v) in obj {
+            if matches!(key.as_str(), "device_id" | "timestamp" | "type" | "room") {
+                continue;
+            }
+            let Some(q) = Quantity::parse(key) else {
+                problems.push(FieldProblem::new(
+                    key.as_str(),
+                    "unknown field: not a quantity of the catalogue (docs/quantities.md)",
+                ));
+                continue;
+            };
+            match v.as_f64() {
+                Some(x) if v.is_number() => values.push((q, x)),
+                _ if v.is_number() => value_problems.push((
+                    q,
+                    FieldProblem::new(key.as_str(), "is not a representable number"),
+                )),
+                _ => value_problems.push((
+                    q,
+                    FieldProblem::new(
+                        key.as_str(),
+                        format!("must be a number, got {}", json_type(v)),
+                    ),
+                )),
             }
         }
-
-        let measurement = match kind {
-            Some(ReadingKind::Power) => {
-                let p = required_num(obj, "cumulative_kwh_p", &mut problems);
-                let n = required_num(obj, "cumulative_kwh_n", &mut problems);
-                let w = required_num(obj, "current_w", &mut problems);
-                match (p, n, w) {
-                    (Some(p), Some(n), Some(w)) => Power::new(p, n, w)
-                        .map(Measurement::Power)
-                        .map_err(|e| problems.extend(e))
-                        .ok(),
-                    _ => None,
+        values.sort_by_key(|(q, _)| *q);
+        let climate = values
+            .iter()
+            .map(|(q, _)| q)
+            .chain(value_problems.iter().map(|(q, _)| q))
+            .any(|q| q.family() == ReadingKind::Climate);
+        let room = match obj.get("room") {
+            None | Some(Value::Null) if climate => match device_id.as_ref().map(&room_of) {
+                Some(Some(room)) => Some(room),
+                Some(None) => {
+                    problems.push(FieldProblem::new(
+                        "room",
+                        "is required: this device is not registered in a room yet",
+                    ));
+                    None
                 }
+                None => None, // the device_id problem is already reported
+            },
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => RoomId::parse(s)
+                .map_err(|e| problems.push(FieldProblem::new("room", e.to_string())))
+                .ok(),
+            Some(other) => {
+                problems.push(FieldProblem::new(
+                    "room",
+                    format!("must be a string, got {}", json_type(other)),
+                ));
+                None
             }
-            Some(ReadingKind::Climate) => {
-                let room = match obj.get("room") {
-                    None | Some(Value::Null) => match device_id.as_ref().map(&room_of) {
-                        Some(Some(room)) => Some(room),
-                        Some(None) => {
-                            problems.push(FieldProblem::new(
-                                "room",
-                                "is required: this device is not registered in a room yet",
-                            ));
-                            None
-                        }
-                        None => None, // the device_id problem is already reported
-                    },
-                    Some(Value::String(s)) => RoomId::parse(s)
-                        .map_err(|e| problems.push(FieldProblem::new("room", e.to_string())))
-                        .ok(),
-                    Some(other) => {
-                        problems.push(FieldProblem::new(
-                            "room",
-                            format!("must be a string, got {}", json_type(other)),
-                        ));
-                        None
-                    }
-                };
-                let t = required_num(obj, "temperature", &mut problems);
-                let h = required_num(obj, "humidity", &mut problems);
-                match (room, t, h) {
-                    (Some(room), Some(t), Some(h)) => Climate::new(room, t, h)
-                        .map(Measurement::Climate)
-                        .map_err(|e| problems.extend(e))
-                        .ok(),
-                    (_, t, h) => {
-                        // Still report range problems of the numbers that did parse.
-                        if let Some(t) = t {
-                            problems.extend(bounded("temperature", t, BOUNDS.temperature).err());
-                        }
-                        if let Some(h) = h {
-                            problems.extend(bounded("humidity", h, BOUNDS.humidity).err());
-                        }
-                        None
-                    }
-                }
-            }
-            None => None,
         };
+        // Range problems of the numbers that did parse, with the type problems, in catalogue order.
+        for (q, v) in &values {
+            if let Err(p) = bounded(q.name(), *v, q.spec().range) {
+                value_problems.push((*q, p));
+            }
+        }
+        value_problems.sort_by_key(|(q, _)| *q);
+        let quantities_ok = value_problems.is_empty();
+        problems.extend(value_problems.into_iter().map(|(_, p)| p));
+        let measurement = if quantities_ok && (room.is_some() || !climate) {
+            match Measurement::new(room, values) {
+                Ok(m) => Some(m),
+                Err(ps) => {
+                    problems.extend(ps);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if let (Some(given), Some(m)) = (kind, &measurement) {
+            if given != m.kind() {
+                problems.push(FieldProblem::new(
+                    "type",
+                    format!(
+                        "is {:?} but the quantities make it a {} reading ({})",
+                        given.as_str(),
+                        m.kind().as_str(),
+                        m.values()[0].0.name()
+                    ),
+                ));
+            }
+        }
 
         match (device_id, timestamp, measurement) {
             (Some(device_id), Some(timestamp), Some(measurement)) if problems.is_empty() => {
@@ -407,33 +415,6 @@ fn required_str<'a>(
     }
 }
 
-fn required_num(
-    obj: &Map<String, Value>,
-    field: &str,
-    problems: &mut Vec<FieldProblem>,
-) -> Option<f64> {
-    match obj.get(field) {
-        Some(Value::Number(n)) => match n.as_f64() {
-            Some(v) => Some(v),
-            None => {
-                problems.push(FieldProblem::new(field, "is not a representable number"));
-                None
-            }
-        },
-        None | Some(Value::Null) => {
-            problems.push(FieldProblem::new(field, "is required"));
-            None
-        }
-        Some(other) => {
-            problems.push(FieldProblem::new(
-                field,
-                format!("must be a number, got {}", json_type(other)),
-            ));
-            None
-        }
-    }
-}
-
 /// A finite number inside `[lo, hi]`; `-0` becomes `0` so that equal readings store equal text.
 fn bounded(field: &str, v: f64, (lo, hi): (f64, f64)) -> Result<f64, FieldProblem> {
     if !v.is_finite() {
@@ -454,26 +435,22 @@ fn bounded(field: &str, v: f64, (lo, hi): (f64, f64)) -> Result<f64, FieldProble
     Ok(if v == 0.0 { 0.0 } else { v })
 }
 
-/// The JSON shape of a reading in every answer: `{"device_id","timestamp","type", ...fields}`.
+/// The JSON shape of a reading in every answer:
+/// `{"device_id", "timestamp", "type", "room"?, ...its quantities in catalogue order}`.
 impl Serialize for Reading {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut m = serializer.serialize_map(Some(6))?;
-        m.serialize_entry("device_id", self.device_id.as_str())?;
-        m.serialize_entry("timestamp", &self.timestamp.to_string())?;
-        m.serialize_entry("type", self.kind().as_str())?;
-        match &self.measurement {
-            Measurement::Power(p) => {
-                m.serialize_entry("cumulative_kwh_p", &p.cumulative_kwh_p)?;
-                m.serialize_entry("cumulative_kwh_n", &p.cumulative_kwh_n)?;
-                m.serialize_entry("current_w", &p.current_w)?;
-            }
-            Measurement::Climate(c) => {
-                m.serialize_entry("room", c.room.as_str())?;
-                m.serialize_entry("temperature", &c.temperature)?;
-                m.serialize_entry("humidity", &c.humidity)?;
-            }
+        let m = &self.measurement;
+        let mut map = serializer.serialize_map(Some(4 + m.values.len()))?;
+        map.serialize_entry("device_id", self.device_id.as_str())?;
+        map.serialize_entry("timestamp", &self.timestamp.to_string())?;
+        map.serialize_entry("type", self.kind().as_str())?;
+        if let Some(room) = &m.room {
+            map.serialize_entry("room", room.as_str())?;
         }
-        m.end()
+        for (q, v) in &m.values {
+            map.serialize_entry(q.name(), v)?;
+        }
+        map.end()
     }
 }
 
@@ -570,6 +547,73 @@ mod tests {
         );
     }
 
+    fn parse(v: Value) -> Result<Reading, Vec<FieldProblem>> {
+        Reading::from_json(&v, now(), no_room)
+    }
+
+    #[test]
+    fn any_subset_of_the_catalogue_is_a_reading() {
+        // A DS18B20 or a Zigbee sensor: temperature only.
+        let r = parse(json!({"device_id":"ds18b20-1","timestamp":"2026-11-21T01:00:00Z","type":"climate","room":"garage","temperature":8.5})).unwrap();
+        assert_eq!(
+            (
+                r.kind(),
+                r.get(Quantity::Temperature),
+                r.get(Quantity::Humidity)
+            ),
+            (ReadingKind::Climate, Some(8.5), None)
+        );
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            json!({"device_id":"ds18b20-1","timestamp":"2026-11-21T01:00:00.000Z","type":"climate","room":"garage","temperature":8.5})
+        );
+        // A smart plug: watts only; `type` may be left out.
+        let r = parse(
+            json!({"device_id":"plug-1","timestamp":"2026-11-21T01:00:00Z","current_w":35.5}),
+        )
+        .unwrap();
+        assert_eq!((r.kind(), r.room()), (ReadingKind::Power, None));
+        // A CO2 sensor with the rest of the air, and its battery.
+        let r = parse(json!({"device_id":"co2-1","room":"office","co2_ppm":612,"temperature":21.0,"pressure_hpa":1013.2,"battery_pct":80})).unwrap();
+        assert_eq!(r.kind(), ReadingKind::Climate);
+        let names: Vec<&str> = r
+            .measurement
+            .values()
+            .iter()
+            .map(|(q, _)| q.name())
+            .collect();
+        assert_eq!(
+            names,
+            ["temperature", "pressure_hpa", "co2_ppm", "battery_pct"]
+        );
+        // Gas and water meters; a room is allowed on any reading and kept.
+        let r = parse(json!({"device_id":"gas-1","room":"cellar","gas_m3":1234.567})).unwrap();
+        assert_eq!(
+            (r.kind().as_str(), r.room().map(|r| r.as_str())),
+            ("meter", Some("cellar"))
+        );
+        let r = parse(json!({"device_id":"meter-1","room":"hall","cumulative_kwh_p":1.0,"cumulative_kwh_n":0.0,"current_w":5.0})).unwrap();
+        assert_eq!(r.room().map(|r| r.as_str()), Some("hall"));
+    }
+
+    #[test]
+    fn quantities_are_checked_against_the_catalogue() {
+        let p = parse(
+            json!({"device_id":"co2-1","room":"office","co2_ppm":-5,"battery_pct":101,"lux":3}),
+        )
+        .unwrap_err();
+        assert_eq!(fields(&p), ["lux", "co2_ppm", "battery_pct"]);
+        assert!(p[0].message.contains("unknown field"));
+        // `type`, when given, must be what the quantities say.
+        let p = parse(json!({"device_id":"plug-1","type":"climate","current_w":35.5})).unwrap_err();
+        assert_eq!(fields(&p), ["type"]);
+        assert!(p[0].message.contains("power reading"), "{}", p[0].message);
+        // A climate quantity needs a room; other quantities do not.
+        let p = parse(json!({"device_id":"t-1","temperature":20.0})).unwrap_err();
+        assert_eq!(fields(&p), ["room"]);
+        assert!(parse(json!({"device_id":"t-1","battery_pct":50})).is_ok());
+    }
+
     #[test]
     fn a_power_reading_parses_and_serialises_back_to_the_same_shape() {
         let v = json!({"device_id":"meter-1","timestamp":"2026-11-21T10:00:00+09:00","type":"power",
@@ -616,12 +660,14 @@ mod tests {
             let p = Reading::from_json(&v, now(), no_room).unwrap_err();
             assert_eq!(fields(&p), vec![field], "{field}={bad}");
         }
-        assert!(Power::new(f64::NAN, 0.0, 0.0).is_err());
-        assert!(Power::new(0.0, f64::INFINITY, 0.0).is_err());
-        assert_eq!(Power::new(1e9, 0.0, -1e7).unwrap().current_w(), -1e7);
-        assert!(Power::new(1e9 + 1.0, 0.0, 0.0).is_err());
-        let z = Power::new(-0.0, 0.0, -0.0).unwrap();
-        assert!(z.cumulative_kwh_p().is_sign_positive() && z.current_w().is_sign_positive());
+        assert!(Measurement::power(f64::NAN, 0.0, 0.0).is_err());
+        assert!(Measurement::power(0.0, f64::INFINITY, 0.0).is_err());
+        let edge = Measurement::power(1e9, 0.0, -1e7).unwrap();
+        assert_eq!(edge.get(Quantity::Power), Some(-1e7));
+        assert!(Measurement::power(1e9 + 1.0, 0.0, 0.0).is_err());
+        let z = Measurement::power(-0.0, 0.0, -0.0).unwrap();
+        assert!(z.get(Quantity::EnergyBought).unwrap().is_sign_positive());
+        assert!(z.get(Quantity::Power).unwrap().is_sign_positive());
     }
 
     #[test]
@@ -648,7 +694,7 @@ mod tests {
     }
 
     #[test]
-    fn non_objects_and_missing_type_are_reported() {
+    fn non_objects_readings_without_a_quantity_and_unknown_types_are_reported() {
         let p = Reading::from_json(&json!([1]), now(), no_room).unwrap_err();
         assert_eq!(p[0].message, "must be a JSON object, got an array");
         let p = Reading::from_json(
@@ -657,9 +703,14 @@ mod tests {
             no_room,
         )
         .unwrap_err();
-        assert_eq!(fields(&p), vec!["type"]);
+        assert_eq!(fields(&p), vec![""], "no quantity at all");
+        assert!(
+            p[0].message.contains("at least one quantity"),
+            "{}",
+            p[0].message
+        );
         let p = Reading::from_json(
-            &json!({"device_id":"m","timestamp":"2026-11-21T00:00:00Z","type":"gas"}),
+            &json!({"device_id":"m","timestamp":"2026-11-21T00:00:00Z","type":"gas","current_w":1}),
             now(),
             no_room,
         )

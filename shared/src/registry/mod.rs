@@ -38,7 +38,7 @@ impl RegistryPlan {
 pub fn plan<'a>(changes: impl IntoIterator<Item = (usize, &'a Reading)>) -> RegistryPlan {
     let mut devices: BTreeMap<&str, Planned<DeviceUpdate>> = BTreeMap::new();
     let mut rooms: BTreeMap<&str, Planned<RoomUpdate>> = BTreeMap::new();
-    // Latest climate reading per device, for its current room.
+    // Latest reading with a room per device, for its current room.
     let mut latest_climate: BTreeMap<&str, &Reading> = BTreeMap::new();
 
     for (record, reading) in changes {
@@ -52,6 +52,8 @@ pub fn plan<'a>(changes: impl IntoIterator<Item = (usize, &'a Reading)>) -> Regi
                     u.latest = reading.clone();
                 }
                 u.types.insert(reading.kind());
+                u.quantities
+                    .extend(reading.measurement.values().iter().map(|(q, _)| *q));
                 p.first_record = p.first_record.min(record);
             })
             .or_insert_with(|| Planned {
@@ -60,6 +62,12 @@ pub fn plan<'a>(changes: impl IntoIterator<Item = (usize, &'a Reading)>) -> Regi
                     first_seen: reading.timestamp,
                     latest: reading.clone(),
                     types: BTreeSet::from([reading.kind()]),
+                    quantities: reading
+                        .measurement
+                        .values()
+                        .iter()
+                        .map(|(q, _)| *q)
+                        .collect(),
                     room: None,
                 },
                 first_record: record,
@@ -155,15 +163,13 @@ pub async fn apply<S: Store>(store: &S, plan: &RegistryPlan) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Climate, DeviceId, Measurement, Power, ReadingKind, RoomId, Timestamp};
+    use crate::model::{DeviceId, Measurement, ReadingKind, RoomId, Timestamp};
 
     fn climate(dev: &str, room: &str, ts: &str, t: f64) -> Reading {
         Reading {
             device_id: DeviceId::parse(dev).unwrap(),
             timestamp: Timestamp::parse(ts).unwrap(),
-            measurement: Measurement::Climate(
-                Climate::new(RoomId::parse(room).unwrap(), t, 50.0).unwrap(),
-            ),
+            measurement: Measurement::climate(RoomId::parse(room).unwrap(), t, 50.0).unwrap(),
         }
     }
 
@@ -171,7 +177,7 @@ mod tests {
         Reading {
             device_id: DeviceId::parse(dev).unwrap(),
             timestamp: Timestamp::parse(ts).unwrap(),
-            measurement: Measurement::Power(Power::new(1.0, 0.0, 100.0).unwrap()),
+            measurement: Measurement::power(1.0, 0.0, 100.0).unwrap(),
         }
     }
 

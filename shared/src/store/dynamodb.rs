@@ -3,7 +3,7 @@
 //! time), every page of a Query read, registry updates as conditional
 //! `UpdateItem`s that never move time backwards.
 
-use super::item::{DeviceItem, ReadingItem, RoomItem, SnapshotItem};
+use super::item::{z_key, DeviceItem, ReadingItem, RoomItem, SnapshotItem};
 use super::{
     now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
     RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport, ZIndex,
@@ -368,14 +368,30 @@ impl DynamoStore {
             .transpose()
     }
 
-    /// The monotonic registry update shared by devices and rooms. `set_name` is
-    /// the attribute that gathers members (`types` for a device, `devices` for a room).
+    /// The monotonic registry update shared by devices and rooms; `sets` gather
+    /// members whatever the order of delivery.
     async fn apply_registry_update(&self, update: RegistryWrite<'_>) -> Result<(), StoreError> {
         let last = update.latest.timestamp.to_string();
         let first = update.first_seen.to_string();
         let snapshot = serde_dynamo::to_attribute_value(SnapshotItem::from_reading(update.latest))
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let members = AttributeValue::Ss(update.members.clone());
+        // `ADD #set0 :set0, #set1 :set1`: the sets grow whether or not the snapshot is newer.
+        let add = (0..update.sets.len())
+            .map(|i| format!("#set{i} :set{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let with_sets =
+            |mut b: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder| {
+                for (i, (name, members)) in update.sets.iter().enumerate() {
+                    b = b
+                        .expression_attribute_names(format!("#set{i}"), *name)
+                        .expression_attribute_values(
+                            format!(":set{i}"),
+                            AttributeValue::Ss(members.clone()),
+                        );
+                }
+                b
+            };
 
         let mut set = "SET #last_seen = :last, #latest = :snap, #first_seen = if_not_exists(#first_seen, :first)".to_owned();
         let mut main = self
@@ -387,11 +403,9 @@ impl DynamoStore {
             .expression_attribute_names("#last_seen", "last_seen")
             .expression_attribute_names("#latest", "latest")
             .expression_attribute_names("#first_seen", "first_seen")
-            .expression_attribute_names("#members", update.set_name)
             .expression_attribute_values(":last", s(&last))
             .expression_attribute_values(":snap", snapshot)
             .expression_attribute_values(":first", s(&first))
-            .expression_attribute_values(":members", members.clone())
             // Newer, or as new and from the same or a greater device id (registry::newer_or_same).
             .condition_expression(
                 "attribute_not_exists(#last_seen) OR #last_seen < :last \
@@ -406,8 +420,8 @@ impl DynamoStore {
                 .expression_attribute_names("#room", attr::ROOM)
                 .expression_attribute_values(":room", s(room.as_str()));
         }
-        let lower_first_seen = match main
-            .update_expression(format!("{set} ADD #members :members"))
+        let lower_first_seen = match with_sets(main)
+            .update_expression(format!("{set} ADD {add}"))
             .send()
             .await
         {
@@ -420,17 +434,17 @@ impl DynamoStore {
             // Older than what is stored (out-of-order delivery): keep the newer
             // snapshot, still record the members and maybe an earlier first_seen.
             Err(err) if is_condition_failed(&err) => {
-                self.client
-                    .update_item()
-                    .table_name(&self.table)
-                    .key(attr::PK, s(update.pk))
-                    .key(attr::SK, s(update.sk))
-                    .update_expression("ADD #members :members")
-                    .expression_attribute_names("#members", update.set_name)
-                    .expression_attribute_values(":members", members)
-                    .send()
-                    .await
-                    .map_err(unavailable)?;
+                with_sets(
+                    self.client
+                        .update_item()
+                        .table_name(&self.table)
+                        .key(attr::PK, s(update.pk))
+                        .key(attr::SK, s(update.sk)),
+                )
+                .update_expression(format!("ADD {add}"))
+                .send()
+                .await
+                .map_err(unavailable)?;
                 true
             }
             Err(err) => return Err(unavailable(err)),
@@ -506,8 +520,8 @@ struct RegistryWrite<'a> {
     sk: &'a str,
     first_seen: Timestamp,
     latest: &'a Reading,
-    set_name: &'static str,
-    members: Vec<String>,
+    /// Sets that gather members (`types` and `quantities` of a device, `devices` of a room).
+    sets: Vec<(&'static str, Vec<String>)>,
     room: Option<&'a RoomId>,
 }
 
@@ -515,8 +529,20 @@ struct RegistryWrite<'a> {
 fn unexpired(
     query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
 ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+    unexpired_and(query, None)
+}
+
+/// `unexpired`, and a further condition on the items.
+fn unexpired_and(
+    query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+    condition: Option<&str>,
+) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+    let live = "(attribute_not_exists(#expires_at) OR #expires_at > :now)";
     query
-        .filter_expression("attribute_not_exists(#expires_at) OR #expires_at > :now")
+        .filter_expression(match condition {
+            Some(c) => format!("{live} AND ({c})"),
+            None => live.to_owned(),
+        })
         .expression_attribute_names("#expires_at", "expires_at")
         .expression_attribute_values(":now", AttributeValue::N(now_epoch_seconds().to_string()))
 }
@@ -578,7 +604,6 @@ fn unavailable<
 /// every write. It is the same item as `serde_dynamo::to_item(ReadingItem::…)`
 /// (a unit test holds them equal), at well under half the CPU (docs/BENCHMARKS.md).
 pub fn reading_item(r: &Reading, retention: Option<Retention>, shards: u32) -> Item {
-    use crate::model::Measurement;
     let n = |v: f64| AttributeValue::N(v.to_string());
     let mut item = Item::with_capacity(10);
     let sk = keys::reading_sk(r.timestamp);
@@ -593,20 +618,14 @@ pub fn reading_item(r: &Reading, retention: Option<Retention>, shards: u32) -> I
     item.insert(attr::PK.to_owned(), s(keys::reading_pk(&r.device_id)));
     item.insert(attr::SK.to_owned(), AttributeValue::S(sk));
     item.insert("type".to_owned(), s(r.kind().as_str()));
-    match &r.measurement {
-        Measurement::Power(p) => {
-            item.insert("cumulative_kwh_p".to_owned(), n(p.cumulative_kwh_p()));
-            item.insert("cumulative_kwh_n".to_owned(), n(p.cumulative_kwh_n()));
-            item.insert("current_w".to_owned(), n(p.current_w()));
-        }
-        Measurement::Climate(c) => {
-            item.insert(attr::ROOM.to_owned(), s(c.room().as_str()));
-            item.insert("temperature".to_owned(), n(c.temperature()));
-            item.insert("humidity".to_owned(), n(c.humidity()));
-            let z =
-                keys::zorder::ZKey::of(&r.device_id, r.timestamp, c.temperature(), c.humidity());
-            item.insert(attr::Z.to_owned(), AttributeValue::S(z.into_string()));
-        }
+    if let Some(room) = r.room() {
+        item.insert(attr::ROOM.to_owned(), s(room.as_str()));
+    }
+    for (q, v) in r.measurement.values() {
+        item.insert(q.name().to_owned(), n(*v));
+    }
+    if let Some(z) = z_key(r) {
+        item.insert(attr::Z.to_owned(), AttributeValue::S(z));
     }
     if let Some(k) = retention {
         item.insert(
@@ -718,7 +737,16 @@ impl Store for DynamoStore {
                     (attr::PK.to_owned(), s(keys::reading_pk(&p.device_id))),
                 ])
             }));
-        let (items, more) = self.query_pages(unexpired(query), request.limit).await?;
+        // The index projects temperature and humidity: a reading in the room with
+        // neither (a CO2 or light sensor) is not the room route's. Filtered
+        // items still advance the paging (Limit counts what is read).
+        let query = query
+            .expression_attribute_names("#temperature", "temperature")
+            .expression_attribute_names("#humidity", "humidity");
+        let condition = "attribute_exists(#temperature) OR attribute_exists(#humidity)";
+        let (items, more) = self
+            .query_pages(unexpired_and(query, Some(condition)), request.limit)
+            .await?;
         page_of(items, more)
     }
 
@@ -872,8 +900,7 @@ impl Store for DynamoStore {
             sk: update.device_id.as_str(),
             first_seen: update.first_seen,
             latest: &update.latest,
-            set_name: "types",
-            members: update.types.iter().map(|t| t.as_str().to_owned()).collect(),
+            sets: super::device_sets(update),
             room: update.room.as_ref(),
         })
         .await
@@ -900,8 +927,10 @@ impl Store for DynamoStore {
             sk: update.room_id.as_str(),
             first_seen: update.first_seen,
             latest: &update.latest,
-            set_name: "devices",
-            members: update.devices.iter().map(|d| d.to_string()).collect(),
+            sets: vec![(
+                "devices",
+                update.devices.iter().map(|d| d.to_string()).collect(),
+            )],
             room: None,
         })
         .await
@@ -911,7 +940,7 @@ impl Store for DynamoStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Climate, Measurement, Power};
+    use crate::model::Measurement;
 
     #[test]
     fn the_fast_item_builder_makes_exactly_the_codec_s_item() {
@@ -919,14 +948,12 @@ mod tests {
         let power = Reading {
             device_id: DeviceId::parse("meter-1").unwrap(),
             timestamp: ts,
-            measurement: Measurement::Power(Power::new(5210.125, 0.0, -350.5).unwrap()),
+            measurement: Measurement::power(5210.125, 0.0, -350.5).unwrap(),
         };
         let climate = Reading {
             device_id: DeviceId::parse("s:1").unwrap(),
             timestamp: ts,
-            measurement: Measurement::Climate(
-                Climate::new(RoomId::parse("bed").unwrap(), -0.25, 100.0).unwrap(),
-            ),
+            measurement: Measurement::climate(RoomId::parse("bed").unwrap(), -0.25, 100.0).unwrap(),
         };
         for r in [&power, &climate] {
             for retention in [None, Retention::days(30)] {

@@ -3,12 +3,12 @@
 
 use super::{DeviceRecord, RoomRecord};
 use crate::keys::{self, DEVICE_PARTITION, ROOM_PARTITION};
-use crate::model::{
-    Climate, DeviceId, Measurement, Power, Reading, ReadingKind, RoomId, Timestamp,
-};
+use crate::model::{DeviceId, Measurement, Quantity, Reading, ReadingKind, RoomId, Timestamp};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
-/// A reading item: `pk=<device>`, `sk=TS#<ts>`, `type` and the measurement's attributes.
+/// A reading item: `pk=<device>`, `sk=TS#<ts>`, `type`, `room` when it has
+/// one, and one number attribute per quantity, named as in the catalogue.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReadingItem {
     pub pk: String,
@@ -17,22 +17,12 @@ pub struct ReadingItem {
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cumulative_kwh_p: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cumulative_kwh_n: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub current_w: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub room: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub humidity: Option<f64>,
     /// Epoch seconds after which the reading is expired (TTL attribute).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<i64>,
-    /// Climate readings only: the Z-order key of the `room-z` and `device-z`
-    /// indexes. Derived from the other attributes; never read back into a reading.
+    /// Readings with both temperature and humidity only: the Z-order key of the
+    /// `room-z` and `device-z` indexes. Derived; never read back into a reading.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub z: Option<String>,
     /// The `all-time` index keys (`ALL#<n>`, `TS#<ts>#<device>`); derived, never read back.
@@ -40,6 +30,28 @@ pub struct ReadingItem {
     pub shard: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ats: Option<String>,
+    /// Every other attribute: the quantities, by catalogue name.
+    #[serde(flatten)]
+    pub values: BTreeMap<String, f64>,
+}
+
+/// The item's quantities, checked against the catalogue.
+fn quantities(values: &BTreeMap<String, f64>) -> Result<Vec<(Quantity, f64)>, String> {
+    values
+        .iter()
+        .map(|(name, v)| {
+            Quantity::parse(name)
+                .map(|q| (q, *v))
+                .ok_or_else(|| format!("unknown attribute {name:?}"))
+        })
+        .collect()
+}
+
+/// The Z-order key of a reading with both temperature and humidity.
+pub fn z_key(r: &Reading) -> Option<String> {
+    let t = r.get(Quantity::Temperature)?;
+    let h = r.get(Quantity::Humidity)?;
+    Some(keys::zorder::ZKey::of(&r.device_id, r.timestamp, t, h).into_string())
 }
 
 impl ReadingItem {
@@ -54,43 +66,41 @@ impl ReadingItem {
     }
 
     pub fn from_reading(r: &Reading) -> Self {
-        let mut item = ReadingItem {
+        ReadingItem {
             pk: keys::reading_pk(&r.device_id).to_owned(),
             sk: keys::reading_sk(r.timestamp),
             kind: Some(r.kind().as_str().to_owned()),
-            cumulative_kwh_p: None,
-            cumulative_kwh_n: None,
-            current_w: None,
-            room: None,
-            temperature: None,
-            humidity: None,
+            room: r.room().map(|room| room.as_str().to_owned()),
+            expires_at: None,
+            z: z_key(r),
+            shard: None,
+            ats: None,
+            values: r
+                .measurement
+                .values()
+                .iter()
+                .map(|(q, v)| (q.name().to_owned(), *v))
+                .collect(),
+        }
+    }
+
+    /// The item as the `room-time` index holds it: keys, `room`, and the
+    /// projected temperature and humidity (no `type`, no other quantity).
+    pub fn room_time_projection(self) -> Self {
+        let keep = [Quantity::Temperature.name(), Quantity::Humidity.name()];
+        ReadingItem {
+            kind: None,
             expires_at: None,
             z: None,
             shard: None,
             ats: None,
-        };
-        match &r.measurement {
-            Measurement::Power(p) => {
-                item.cumulative_kwh_p = Some(p.cumulative_kwh_p());
-                item.cumulative_kwh_n = Some(p.cumulative_kwh_n());
-                item.current_w = Some(p.current_w());
-            }
-            Measurement::Climate(c) => {
-                item.room = Some(c.room().as_str().to_owned());
-                item.temperature = Some(c.temperature());
-                item.humidity = Some(c.humidity());
-                item.z = Some(
-                    keys::zorder::ZKey::of(
-                        &r.device_id,
-                        r.timestamp,
-                        c.temperature(),
-                        c.humidity(),
-                    )
-                    .into_string(),
-                );
-            }
+            values: self
+                .values
+                .into_iter()
+                .filter(|(name, _)| keep.contains(&name.as_str()))
+                .collect(),
+            ..self
         }
-        item
     }
 
     /// True when the keys are those of a reading (not a registry or other item).
@@ -98,47 +108,30 @@ impl ReadingItem {
         pk != DEVICE_PARTITION && pk != ROOM_PARTITION && keys::parse_reading_sk(sk).is_some()
     }
 
+    /// The reading. A stored `type` must be the one its quantities give (an
+    /// index item has none: the room-time index projects no `type`).
     pub fn into_reading(self) -> Result<Reading, String> {
         let device_id = DeviceId::parse(&self.pk).map_err(|e| format!("pk {:?}: {e}", self.pk))?;
         let timestamp = keys::parse_reading_sk(&self.sk)
             .ok_or_else(|| format!("sk {:?} is not a reading key", self.sk))?;
-        let kind = match (&self.kind, &self.room) {
-            (Some(k), _) => ReadingKind::parse(k).ok_or_else(|| format!("unknown type {k:?}"))?,
-            (None, Some(_)) => ReadingKind::Climate, // an index item: only climate readings carry `room`
-            (None, None) => return Err("no type".into()),
-        };
-        let missing = |f: &str| {
-            format!(
-                "{} reading {}/{} lacks {f}",
-                kind.as_str(),
-                self.pk,
-                self.sk
-            )
-        };
-        let measurement = match kind {
-            ReadingKind::Power => Measurement::Power(
-                Power::new(
-                    self.cumulative_kwh_p
-                        .ok_or_else(|| missing("cumulative_kwh_p"))?,
-                    self.cumulative_kwh_n
-                        .ok_or_else(|| missing("cumulative_kwh_n"))?,
-                    self.current_w.ok_or_else(|| missing("current_w"))?,
-                )
-                .map_err(describe)?,
-            ),
-            ReadingKind::Climate => {
-                let room = self.room.as_deref().ok_or_else(|| missing("room"))?;
-                let room = RoomId::parse(room).map_err(|e| format!("room {room:?}: {e}"))?;
-                Measurement::Climate(
-                    Climate::new(
-                        room,
-                        self.temperature.ok_or_else(|| missing("temperature"))?,
-                        self.humidity.ok_or_else(|| missing("humidity"))?,
-                    )
-                    .map_err(describe)?,
-                )
+        let room = self
+            .room
+            .as_deref()
+            .map(|r| RoomId::parse(r).map_err(|e| format!("room {r:?}: {e}")))
+            .transpose()?;
+        let measurement = Measurement::new(room, quantities(&self.values)?)
+            .map_err(|ps| format!("reading {}/{}: {}", self.pk, self.sk, describe(ps)))?;
+        if let Some(k) = &self.kind {
+            let kind = ReadingKind::parse(k).ok_or_else(|| format!("unknown type {k:?}"))?;
+            if kind != measurement.kind() {
+                return Err(format!(
+                    "reading {}/{} has type {k:?} but {} values",
+                    self.pk,
+                    self.sk,
+                    measurement.kind().as_str()
+                ));
             }
-        };
+        }
         Ok(Reading {
             device_id,
             timestamp,
@@ -163,17 +156,10 @@ pub struct SnapshotItem {
     #[serde(rename = "type")]
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cumulative_kwh_p: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cumulative_kwh_n: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub current_w: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub room: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub humidity: Option<f64>,
+    /// The quantities, by catalogue name.
+    #[serde(flatten)]
+    pub values: BTreeMap<String, f64>,
 }
 
 impl SnapshotItem {
@@ -183,12 +169,8 @@ impl SnapshotItem {
             device_id: r.device_id.to_string(),
             timestamp: r.timestamp.to_string(),
             kind: r.kind().as_str().to_owned(),
-            cumulative_kwh_p: item.cumulative_kwh_p,
-            cumulative_kwh_n: item.cumulative_kwh_n,
-            current_w: item.current_w,
             room: item.room,
-            temperature: item.temperature,
-            humidity: item.humidity,
+            values: item.values,
         }
     }
 
@@ -199,16 +181,12 @@ impl SnapshotItem {
             pk: self.device_id,
             sk: keys::reading_sk(ts),
             kind: Some(self.kind),
-            cumulative_kwh_p: self.cumulative_kwh_p,
-            cumulative_kwh_n: self.cumulative_kwh_n,
-            current_w: self.current_w,
             room: self.room,
-            temperature: self.temperature,
-            humidity: self.humidity,
             expires_at: None,
             z: None,
             shard: None,
             ats: None,
+            values: self.values,
         }
         .into_reading()
     }
@@ -222,6 +200,9 @@ pub struct DeviceItem {
     pub name: Option<String>,
     #[serde(default)]
     pub types: Vec<String>,
+    /// Absent on items from before the catalogue: then the latest snapshot's quantities.
+    #[serde(default)]
+    pub quantities: Vec<String>,
     #[serde(default)]
     pub room: Option<String>,
     #[serde(default)]
@@ -255,6 +236,16 @@ fn opt_ts(field: &str, v: Option<String>) -> Result<Option<Timestamp>, String> {
 
 impl DeviceItem {
     pub fn into_record(self) -> Result<DeviceRecord, String> {
+        let latest = self.latest.map(SnapshotItem::into_reading).transpose()?;
+        let mut quantities = self
+            .quantities
+            .iter()
+            .map(|q| Quantity::parse(q).ok_or_else(|| format!("unknown quantity {q:?}")))
+            .collect::<Result<std::collections::BTreeSet<_>, _>>()?;
+        // A device item written before `quantities` existed: what its latest reading has.
+        if let Some(r) = &latest {
+            quantities.extend(r.measurement.values().iter().map(|(q, _)| *q));
+        }
         Ok(DeviceRecord {
             device_id: DeviceId::parse(&self.sk)
                 .map_err(|e| format!("device {:?}: {e}", self.sk))?,
@@ -264,13 +255,14 @@ impl DeviceItem {
                 .iter()
                 .map(|t| ReadingKind::parse(t).ok_or_else(|| format!("unknown type {t:?}")))
                 .collect::<Result<_, _>>()?,
+            quantities,
             room: self
                 .room
                 .map(|r| RoomId::parse(&r).map_err(|e| format!("room {r:?}: {e}")))
                 .transpose()?,
             first_seen: opt_ts("first_seen", self.first_seen)?,
             last_seen: opt_ts("last_seen", self.last_seen)?,
-            latest: self.latest.map(SnapshotItem::into_reading).transpose()?,
+            latest,
         })
     }
 }

@@ -8,7 +8,7 @@ pub mod sqlite;
 
 use crate::keys::zorder::ZKey;
 use crate::keys::Position;
-use crate::model::{DeviceId, Name, Reading, ReadingKind, RoomId, TimeRange, Timestamp};
+use crate::model::{DeviceId, Name, Quantity, Reading, ReadingKind, RoomId, TimeRange, Timestamp};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 
@@ -123,7 +123,9 @@ pub struct DeviceRecord {
     /// User-set; registry maintenance never writes it.
     pub name: Option<String>,
     pub types: BTreeSet<ReadingKind>,
-    /// Room of its latest climate reading.
+    /// Every quantity it has reported.
+    pub quantities: BTreeSet<Quantity>,
+    /// Room of its latest reading that had one.
     pub room: Option<RoomId>,
     pub first_seen: Option<Timestamp>,
     pub last_seen: Option<Timestamp>,
@@ -134,7 +136,7 @@ pub struct DeviceRecord {
 pub struct RoomRecord {
     pub room_id: RoomId,
     pub name: Option<String>,
-    /// Every device that has reported a climate reading in this room.
+    /// Every device that has reported a reading in this room.
     pub devices: BTreeSet<DeviceId>,
     pub first_seen: Option<Timestamp>,
     pub last_seen: Option<Timestamp>,
@@ -157,8 +159,27 @@ pub struct DeviceUpdate {
     /// The reading with the latest timestamp; its timestamp is the new `last_seen`.
     pub latest: Reading,
     pub types: BTreeSet<ReadingKind>,
-    /// Room of the latest climate reading in the batch.
+    pub quantities: BTreeSet<Quantity>,
+    /// Room of the latest reading in the batch that had one.
     pub room: Option<RoomId>,
+}
+
+/// The member sets a device update adds to: its `types` and its `quantities`.
+pub(crate) fn device_sets(update: &DeviceUpdate) -> Vec<(&'static str, Vec<String>)> {
+    vec![
+        (
+            "types",
+            update.types.iter().map(|t| t.as_str().to_owned()).collect(),
+        ),
+        (
+            "quantities",
+            update
+                .quantities
+                .iter()
+                .map(|q| q.name().to_owned())
+                .collect(),
+        ),
+    ]
 }
 
 /// One coalesced registry change for a room (from one stream batch).
@@ -166,7 +187,7 @@ pub struct DeviceUpdate {
 pub struct RoomUpdate {
     pub room_id: RoomId,
     pub first_seen: Timestamp,
-    /// The climate reading with the latest timestamp.
+    /// The reading in the room with the latest timestamp.
     pub latest: Reading,
     pub devices: BTreeSet<DeviceId>,
 }
@@ -303,13 +324,13 @@ impl Deduped {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Measurement, Power};
+    use crate::model::Measurement;
 
     fn power(dev: &str, ts: &str, kwh: f64) -> Reading {
         Reading {
             device_id: DeviceId::parse(dev).unwrap(),
             timestamp: Timestamp::parse(ts).unwrap(),
-            measurement: Measurement::Power(Power::new(kwh, 0.0, 0.0).unwrap()),
+            measurement: Measurement::power(kwh, 0.0, 0.0).unwrap(),
         }
     }
 

@@ -326,8 +326,11 @@ impl SqliteStore {
     /// unchanged item logs nothing, as DynamoDB Streams writes no record then.
     fn put_item(conn: &Connection, pk: &str, sk: &str, item: &Item) -> Result<(), StoreError> {
         let new_text = serde_json::to_string(item).map_err(corrupt)?;
+        // The room-time index serves a room's temperature and humidity (DynamoDB's
+        // projection), so only readings with one of them enter it.
+        let climate = item.contains_key("temperature") || item.contains_key("humidity");
         let room = match item.get(attr::ROOM) {
-            Some(AttributeValue::S(r)) => Some(r.as_str()),
+            Some(AttributeValue::S(r)) if climate => Some(r.as_str()),
             _ => None,
         };
         let expires_at = match item.get("expires_at") {
@@ -431,12 +434,21 @@ impl SqliteStore {
     }
 
     fn readings_page(rows: Vec<String>, limit: usize) -> Result<Page, StoreError> {
+        Self::projected_page(rows, limit, |item| item)
+    }
+
+    /// A page of items as an index with this projection would return them.
+    fn projected_page(
+        rows: Vec<String>,
+        limit: usize,
+        projection: fn(ReadingItem) -> ReadingItem,
+    ) -> Result<Page, StoreError> {
         let more = rows.len() > limit;
         let readings = rows
             .iter()
             .take(limit)
             .map(|t| {
-                Self::decode::<ReadingItem>(t)?
+                projection(Self::decode::<ReadingItem>(t)?)
                     .into_reading()
                     .map_err(StoreError::Corrupt)
             })
@@ -656,8 +668,8 @@ impl SqliteStore {
 struct RegistryMerge<'a> {
     first_seen: Timestamp,
     latest: &'a Reading,
-    set_name: &'static str,
-    members: Vec<String>,
+    /// Sets that gather members (`types` and `quantities` of a device, `devices` of a room).
+    sets: Vec<(&'static str, Vec<String>)>,
     room: Option<&'a RoomId>,
 }
 
@@ -698,15 +710,17 @@ impl RegistryMerge<'_> {
         if text(item, "first_seen").is_none_or(|old| old > first) {
             item.insert("first_seen".into(), AttributeValue::S(first));
         }
-        let mut members: BTreeSet<String> = match item.get(self.set_name) {
-            Some(AttributeValue::Ss(v)) => v.iter().cloned().collect(),
-            _ => BTreeSet::new(),
-        };
-        members.extend(self.members);
-        item.insert(
-            self.set_name.into(),
-            AttributeValue::Ss(members.into_iter().collect()),
-        );
+        for (name, new) in self.sets {
+            let mut members: BTreeSet<String> = match item.get(name) {
+                Some(AttributeValue::Ss(v)) => v.iter().cloned().collect(),
+                _ => BTreeSet::new(),
+            };
+            members.extend(new);
+            item.insert(
+                name.into(),
+                AttributeValue::Ss(members.into_iter().collect()),
+            );
+        }
         Ok(())
     }
 }
@@ -800,7 +814,7 @@ impl Store for SqliteStore {
             .map_err(db_err)?
             .collect::<Result<Vec<String>, _>>()
             .map_err(db_err)?;
-        Self::readings_page(rows, request.limit)
+        Self::projected_page(rows, request.limit, ReadingItem::room_time_projection)
     }
 
     fn shards(&self) -> u32 {
@@ -970,8 +984,7 @@ impl Store for SqliteStore {
             RegistryMerge {
                 first_seen: update.first_seen,
                 latest: &update.latest,
-                set_name: "types",
-                members: update.types.iter().map(|t| t.as_str().to_owned()).collect(),
+                sets: super::device_sets(update),
                 room: update.room.as_ref(),
             },
         )
@@ -997,8 +1010,10 @@ impl Store for SqliteStore {
             RegistryMerge {
                 first_seen: update.first_seen,
                 latest: &update.latest,
-                set_name: "devices",
-                members: update.devices.iter().map(|d| d.to_string()).collect(),
+                sets: vec![(
+                    "devices",
+                    update.devices.iter().map(|d| d.to_string()).collect(),
+                )],
                 room: None,
             },
         )

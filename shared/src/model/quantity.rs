@@ -1,0 +1,188 @@
+//! The catalogue of quantities a reading may carry, in one place: each has the
+//! name it has in JSON bodies, stored items and answers, a unit, a plausible
+//! range (values outside are rejected, not clamped) and a kind. Today's five
+//! names (`cumulative_kwh_p`, `cumulative_kwh_n`, `current_w`, `temperature`,
+//! `humidity`) are kept, so stored readings and answers do not change.
+
+/// A gauge is a level at an instant; a counter only grows (kWh, m³) until the
+/// meter is reset or replaced, so what matters is its increase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuantityKind {
+    Gauge,
+    Counter,
+}
+
+/// What a quantity says about the reading it is in: the reading's `type` in
+/// answers and items, and whether it needs a room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ReadingKind {
+    /// Electricity: the smart meter, smart plugs. `type` "power".
+    Power,
+    /// The air of a room: temperature, humidity and the like. `type` "climate";
+    /// a reading with one of these needs a room.
+    Climate,
+    /// Gas and water meters. `type` "meter".
+    Meter,
+    /// The device itself (its battery). `type` "device".
+    Device,
+}
+
+impl ReadingKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadingKind::Power => "power",
+            ReadingKind::Climate => "climate",
+            ReadingKind::Meter => "meter",
+            ReadingKind::Device => "device",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            ReadingKind::Power,
+            ReadingKind::Climate,
+            ReadingKind::Meter,
+            ReadingKind::Device,
+        ]
+        .into_iter()
+        .find(|f| f.as_str() == s)
+    }
+}
+
+/// One entry of the catalogue.
+#[derive(Debug)]
+pub struct Spec {
+    pub name: &'static str,
+    pub unit: &'static str,
+    /// Inclusive plausibility bounds.
+    pub range: (f64, f64),
+    pub kind: QuantityKind,
+    pub family: ReadingKind,
+}
+
+/// Every quantity, in the order answers list them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Quantity {
+    EnergyBought,
+    EnergySold,
+    Power,
+    Voltage,
+    Current,
+    Temperature,
+    Humidity,
+    Pressure,
+    Co2,
+    Pm25,
+    Illuminance,
+    Gas,
+    Water,
+    Battery,
+}
+
+use QuantityKind::{Counter, Gauge};
+use ReadingKind as F;
+
+const fn spec(
+    name: &'static str,
+    unit: &'static str,
+    range: (f64, f64),
+    kind: QuantityKind,
+    family: ReadingKind,
+) -> Spec {
+    Spec {
+        name,
+        unit,
+        range,
+        kind,
+        family,
+    }
+}
+
+/// In the order of `Quantity`'s variants.
+const CATALOGUE: [Spec; 14] = [
+    spec("cumulative_kwh_p", "kWh", (0.0, 1e9), Counter, F::Power),
+    spec("cumulative_kwh_n", "kWh", (0.0, 1e9), Counter, F::Power),
+    spec("current_w", "W", (-1e7, 1e7), Gauge, F::Power),
+    spec("voltage_v", "V", (0.0, 1e4), Gauge, F::Power),
+    spec("current_a", "A", (-1e4, 1e4), Gauge, F::Power),
+    spec("temperature", "°C", (-100.0, 150.0), Gauge, F::Climate),
+    spec("humidity", "%", (0.0, 100.0), Gauge, F::Climate),
+    spec("pressure_hpa", "hPa", (300.0, 1100.0), Gauge, F::Climate),
+    spec("co2_ppm", "ppm", (0.0, 1e5), Gauge, F::Climate),
+    spec("pm25_ugm3", "µg/m³", (0.0, 1e4), Gauge, F::Climate),
+    spec("illuminance_lx", "lx", (0.0, 2e5), Gauge, F::Climate),
+    spec("gas_m3", "m³", (0.0, 1e9), Counter, F::Meter),
+    spec("water_m3", "m³", (0.0, 1e9), Counter, F::Meter),
+    spec("battery_pct", "%", (0.0, 100.0), Gauge, F::Device),
+];
+
+impl Quantity {
+    pub const ALL: [Quantity; 14] = [
+        Quantity::EnergyBought,
+        Quantity::EnergySold,
+        Quantity::Power,
+        Quantity::Voltage,
+        Quantity::Current,
+        Quantity::Temperature,
+        Quantity::Humidity,
+        Quantity::Pressure,
+        Quantity::Co2,
+        Quantity::Pm25,
+        Quantity::Illuminance,
+        Quantity::Gas,
+        Quantity::Water,
+        Quantity::Battery,
+    ];
+
+    pub fn spec(self) -> &'static Spec {
+        &CATALOGUE[self as usize]
+    }
+
+    /// The name in bodies, items and answers.
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    pub fn family(self) -> ReadingKind {
+        self.spec().family
+    }
+
+    pub fn kind(self) -> QuantityKind {
+        self.spec().kind
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|q| q.name() == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalogue_is_in_the_order_of_the_variants_and_names_are_unique() {
+        for (i, q) in Quantity::ALL.iter().enumerate() {
+            assert_eq!(*q as usize, i);
+            assert_eq!(Quantity::parse(q.name()), Some(*q));
+            let (lo, hi) = q.spec().range;
+            assert!(lo < hi, "{}", q.name());
+        }
+        let mut names: Vec<&str> = Quantity::ALL.iter().map(|q| q.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), Quantity::ALL.len());
+        // Today's names stay.
+        for name in [
+            "cumulative_kwh_p",
+            "cumulative_kwh_n",
+            "current_w",
+            "temperature",
+            "humidity",
+        ] {
+            assert!(Quantity::parse(name).is_some(), "{name}");
+        }
+        assert_eq!(Quantity::Power.kind(), QuantityKind::Gauge);
+        assert_eq!(Quantity::Gas.kind(), QuantityKind::Counter);
+    }
+}
