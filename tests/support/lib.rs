@@ -178,6 +178,16 @@ pub fn answer(resp: &ApiGatewayV2httpResponse) -> (u16, Value) {
     (resp.status_code as u16, body)
 }
 
+/// The `timestamp` of each reading of a `{"readings": [...]}` answer.
+pub fn timestamps(answer: &Value) -> Vec<&str> {
+    answer["readings"]
+        .as_array()
+        .expect("a readings answer")
+        .iter()
+        .map(|r| r["timestamp"].as_str().expect("a timestamp"))
+        .collect()
+}
+
 /// A power reading as a device would post it.
 pub fn power(device: &str, ts: &str, kwh_p: f64, kwh_n: f64, w: f64) -> Value {
     json!({"device_id": device, "timestamp": ts, "type": "power",

@@ -3,7 +3,9 @@
 //! that says what is wrong.
 
 use integration_tests::handle;
-use integration_tests::{answer, api_event, app, climate, on_every_store, power, TestStore};
+use integration_tests::{
+    answer, api_event, app, climate, on_every_store, power, timestamps, TestStore,
+};
 use serde_json::{json, Value};
 use shared::api::{App, RouteSet};
 use shared::model::{Reading, Timestamp};
@@ -750,14 +752,8 @@ async fn epoch_times_and_readings_without_a_time_are_stored_and_an_empty_batch_i
     let (status, body) = post(&app, &json!([seconds, millis]).to_string(), &[]).await;
     assert_eq!((status, body), (200, json!({"written": 2})));
     let (_, read) = get(&app, "/devices/meter-1/readings", &DAY).await;
-    let times: Vec<&str> = read["readings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["timestamp"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        times,
+        timestamps(&read),
         ["2026-11-21T01:02:03.000Z", "2026-11-21T01:03:03.250Z"]
     );
 

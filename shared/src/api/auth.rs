@@ -37,6 +37,11 @@ impl BearerToken {
         if !scheme.eq_ignore_ascii_case("bearer") {
             return false;
         }
+        self.admits_token(presented)
+    }
+
+    /// True when `presented` is this token (however the client sent it).
+    pub fn admits_token(&self, presented: &str) -> bool {
         let presented: [u8; 32] = Sha256::digest(presented.trim().as_bytes()).into();
         presented.ct_eq(&self.digest).into()
     }

@@ -6,6 +6,7 @@
 mod auth;
 mod error;
 mod extract;
+pub mod influx;
 pub mod lambda;
 mod layers;
 pub mod params;
@@ -28,7 +29,7 @@ use std::sync::Arc;
 use tower::ServiceBuilder;
 
 /// Every route the API serves, as `template.yaml` must declare them.
-pub const ROUTES: [(&str, &str); 16] = [
+pub const ROUTES: [(&str, &str); 22] = [
     ("POST", "/readings"),
     ("GET", "/readings"),
     ("GET", "/devices"),
@@ -45,6 +46,13 @@ pub const ROUTES: [(&str, &str); 16] = [
     ("GET", "/rooms/{id}/search"),
     ("PUT", "/devices/{id}"),
     ("PUT", "/rooms/{id}"),
+    // The InfluxDB write API and its clients' probes (`api::influx`).
+    ("POST", "/api/v2/write"),
+    ("POST", "/write"),
+    ("GET", "/query"),
+    ("POST", "/query"),
+    ("GET", "/health"),
+    ("GET", "/ping"),
 ];
 
 /// The application: every route, with the layers. A route of a set the process
@@ -78,9 +86,10 @@ pub fn router<S: Store>(app: App<S>) -> Router {
         .merge(owner_routes::<S, RoomId>(set))
         // Only matched routes ask for the token: an unknown path is a 404, a wrong method a 405.
         .route_layer(middleware::from_fn_with_state(
-            access,
+            access.clone(),
             layers::require_token,
         ))
+        .merge(influx_routes::<S>(set, access))
         .fallback(routes::not_found)
         .with_state(Arc::new(app))
         .layer(
@@ -90,6 +99,39 @@ pub fn router<S: Store>(app: App<S>) -> Router {
                 .layer(middleware::from_fn(layers::json_errors))
                 .layer(layers::decompression()),
         )
+}
+
+/// The InfluxDB write API (with the token as its clients send it) and the
+/// probes its clients make first (open, as InfluxDB's are). The ingest function's.
+fn influx_routes<S: Store>(set: Served, access: Access) -> Router<Arc<App<S>>> {
+    let ingest = RouteSet::Ingest;
+    let writes = Router::new()
+        .route(
+            "/api/v2/write",
+            set.write(MethodFilter::POST, MAX_BODY_BYTES, influx::write_v2::<S>),
+        )
+        .route(
+            "/write",
+            set.write(MethodFilter::POST, MAX_BODY_BYTES, influx::write_v1::<S>),
+        )
+        .route(
+            "/query",
+            set.route(
+                ingest,
+                MethodFilter::GET.or(MethodFilter::POST),
+                influx::query,
+            ),
+        )
+        .route_layer(middleware::from_fn_with_state(
+            access,
+            influx::require_token,
+        ));
+    writes
+        .route(
+            "/health",
+            set.route(ingest, MethodFilter::GET, influx::health),
+        )
+        .route("/ping", set.route(ingest, MethodFilter::GET, influx::ping))
 }
 
 /// The routes a device and a room both have.

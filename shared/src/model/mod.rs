@@ -8,5 +8,5 @@ mod timestamp;
 
 pub use ids::{DeviceId, IdError, Name, RoomId};
 pub use quantity::{Quantity, QuantityKind, ReadingKind, Spec};
-pub use reading::{FieldProblem, Measurement, Reading, BOUNDS};
+pub use reading::{plausible_time, FieldProblem, Measurement, Reading, BOUNDS};
 pub use timestamp::{TimeRange, Timestamp, TimestampError};

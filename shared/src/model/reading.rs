@@ -39,7 +39,8 @@ pub const BOUNDS: Bounds = Bounds {
 };
 
 /// What a reading measured: one or more quantities of the catalogue, each
-/// inside its range, and the room it was in (required with a climate quantity).
+/// inside its range, and the room it was in. (The JSON route requires a room
+/// with a climate quantity; line protocol cannot, see docs/line-protocol.md.)
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measurement {
     room: Option<RoomId>,
@@ -48,8 +49,7 @@ pub struct Measurement {
 }
 
 impl Measurement {
-    /// Every problem at once: values out of range, no value at all, a climate
-    /// quantity without a room.
+    /// Every problem at once: values out of range, no value at all.
     pub fn new(
         room: Option<RoomId>,
         values: impl IntoIterator<Item = (Quantity, f64)>,
@@ -66,15 +66,6 @@ impl Measurement {
         checked.dedup_by_key(|(q, _)| *q);
         if checked.is_empty() && problems.is_empty() {
             problems.push(FieldProblem::new("", no_quantity_message()));
-        }
-        let climate = checked
-            .iter()
-            .find(|(q, _)| q.family() == ReadingKind::Climate);
-        if let (Some((q, _)), None) = (climate, &room) {
-            problems.push(FieldProblem::new(
-                "room",
-                format!("is required with {}", q.name()),
-            ));
         }
         if problems.is_empty() {
             Ok(Self {
@@ -371,7 +362,9 @@ fn epoch_time(v: f64) -> Result<Timestamp, String> {
     Timestamp::from_millis(ms.max(0.0) as i64).map_err(|e| e.to_string())
 }
 
-fn plausible_time(t: Timestamp, now: Timestamp) -> Result<Timestamp, String> {
+/// A reading's time is from 2000 on (a device clock that was never set reads
+/// 1970) and at most 24 h ahead of the server's `now`.
+pub fn plausible_time(t: Timestamp, now: Timestamp) -> Result<Timestamp, String> {
     if t.millis() < BOUNDS.earliest_timestamp_ms {
         return Err("is before 2000-01-01T00:00:00Z: is the device clock set?".into());
     }

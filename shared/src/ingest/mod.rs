@@ -1,5 +1,8 @@
-//! Ingest: a `POST /readings` body becomes validated readings (all or nothing),
+//! Ingest: a `POST /readings` body (or line protocol, `line_protocol`) becomes
+//! validated readings (all or nothing),
 //! which are written; what could not be written is reported by index.
+
+pub mod line_protocol;
 
 use crate::model::{DeviceId, Reading, RoomId, Timestamp};
 use crate::store::{RegistrySnapshot, Store, WriteReport};

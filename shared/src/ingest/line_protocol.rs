@@ -1,0 +1,368 @@
+//! InfluxDB line protocol → readings: the ingest boundary for Telegraf, Home
+//! Assistant, Tasmota, Node-RED and the InfluxDB client libraries. The mapping
+//! (docs/line-protocol.md) is:
+//!
+//! * the device is the first of the tags `device`, `device_id`, `entity_id`, `host`;
+//! * the room is the tag `room`, else the room the device is registered in;
+//! * a field named after a catalogue quantity is that quantity
+//!   (`climate,device=th-1,room=living temperature=21.5,humidity=45`);
+//! * a field `value` is the quantity its measurement names, by catalogue name,
+//!   a short name (`temperature,device=x value=22.6`, as Tasmota writes) or a
+//!   unit (`°C`, `W`, ..., as Home Assistant writes, with its `device_class_str`
+//!   field to tell `%` humidity from `%` battery);
+//! * other fields (Home Assistant's attributes) are ignored, and a line with no
+//!   quantity at all is skipped and counted;
+//! * lines of one device at one time are one reading (Tasmota writes one line
+//!   per quantity, with no time);
+//! * all or nothing: the first bad line rejects the request, naming the line.
+
+use crate::model::{plausible_time, DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
+use influxdb_line_protocol::{FieldValue, ParsedLine};
+use std::collections::BTreeMap;
+
+/// The unit of the timestamps of a request (`precision=`); nanoseconds by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    Nanoseconds,
+    Microseconds,
+    Milliseconds,
+    Seconds,
+    Minutes,
+    Hours,
+}
+
+impl Precision {
+    /// The v2 API's names (`ns`, `us`, `ms`, `s`) and the v1 API's (`n`, `u`, `ms`, `s`, `m`, `h`).
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "ns" | "n" => Precision::Nanoseconds,
+            "us" | "u" | "µ" => Precision::Microseconds,
+            "ms" => Precision::Milliseconds,
+            "s" => Precision::Seconds,
+            "m" => Precision::Minutes,
+            "h" => Precision::Hours,
+            _ => return None,
+        })
+    }
+
+    /// Milliseconds since the epoch (rounded down), or `None` when out of range.
+    fn to_millis(self, t: i64) -> Option<i64> {
+        match self {
+            Precision::Nanoseconds => Some(t.div_euclid(1_000_000)),
+            Precision::Microseconds => Some(t.div_euclid(1_000)),
+            Precision::Milliseconds => Some(t),
+            Precision::Seconds => t.checked_mul(1_000),
+            Precision::Minutes => t.checked_mul(60_000),
+            Precision::Hours => t.checked_mul(3_600_000),
+        }
+    }
+}
+
+/// The first bad line of a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct LineError {
+    /// 1-based, counting every line of the body.
+    pub line: usize,
+    pub message: String,
+}
+
+/// What a request's lines hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lines {
+    pub readings: Vec<Reading>,
+    /// Lines with no quantity of the catalogue (another program's metrics).
+    pub skipped: usize,
+}
+
+/// Tags that name the device, in the order they are looked for.
+pub const DEVICE_TAGS: [&str; 4] = ["device", "device_id", "entity_id", "host"];
+
+/// One reading being gathered from the lines of one device at one time.
+struct Gathered {
+    first_line: usize,
+    room: Option<RoomId>,
+    values: BTreeMap<Quantity, f64>,
+}
+
+pub fn parse(
+    body: &str,
+    precision: Precision,
+    now: Timestamp,
+    room_of: impl Fn(&DeviceId) -> Option<RoomId>,
+) -> Result<Lines, LineError> {
+    let mut gathered: BTreeMap<(DeviceId, Timestamp), Gathered> = BTreeMap::new();
+    let mut skipped = 0;
+    for (i, text) in influxdb_line_protocol::split_lines(body).enumerate() {
+        let line = i + 1;
+        let trimmed = text.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let fail = |message: String| LineError { line, message };
+        let parsed = match influxdb_line_protocol::parse_lines(trimmed).next() {
+            Some(Ok(p)) => p,
+            Some(Err(e)) => return Err(fail(format!("not line protocol: {e}"))),
+            None => continue,
+        };
+        let values = quantities(&parsed).map_err(fail)?;
+        if values.is_empty() {
+            skipped += 1;
+            continue;
+        }
+        let device = device_of(&parsed).map_err(fail)?;
+        let room = match parsed.tag_value("room") {
+            Some(r) => Some(RoomId::parse(r.as_str()).map_err(|e| fail(format!("tag room: {e}")))?),
+            None => None,
+        };
+        let timestamp = match parsed.timestamp {
+            None => now,
+            Some(t) => precision
+                .to_millis(t)
+                .and_then(|ms| Timestamp::from_millis(ms).ok())
+                .ok_or_else(|| format!("timestamp {t} is out of range for precision {precision:?}"))
+                .and_then(|ts| plausible_time(ts, now))
+                .map_err(|m| fail(format!("timestamp {m}")))?,
+        };
+        let entry = gathered
+            .entry((device, timestamp))
+            .or_insert_with(|| Gathered {
+                first_line: line,
+                room: None,
+                values: BTreeMap::new(),
+            });
+        if room.is_some() {
+            entry.room = room;
+        }
+        entry.values.extend(values);
+    }
+    let mut readings = Vec::with_capacity(gathered.len());
+    for ((device_id, timestamp), g) in gathered {
+        let room = g.room.or_else(|| room_of(&device_id));
+        let measurement = Measurement::new(room, g.values).map_err(|problems| LineError {
+            line: g.first_line,
+            message: problems
+                .iter()
+                .map(|p| format!("{} {}", p.field, p.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+        })?;
+        readings.push(Reading {
+            device_id,
+            timestamp,
+            measurement,
+        });
+    }
+    Ok(Lines { readings, skipped })
+}
+
+fn device_of(line: &ParsedLine<'_>) -> Result<DeviceId, String> {
+    let (tag, value) = DEVICE_TAGS
+        .iter()
+        .find_map(|t| line.tag_value(t).map(|v| (*t, v)))
+        .ok_or_else(|| format!("no device: give a tag {}", DEVICE_TAGS.join(", ")))?;
+    DeviceId::parse(value.as_str()).map_err(|e| format!("tag {tag}: {e}"))
+}
+
+/// The catalogue quantities of a line, by field name or, for a field `value`,
+/// by what its measurement names. A field that is a quantity must be a number.
+fn quantities(line: &ParsedLine<'_>) -> Result<Vec<(Quantity, f64)>, String> {
+    let class = match line.field_value("device_class_str") {
+        Some(FieldValue::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for (name, value) in &line.field_set {
+        let name = name.as_str();
+        let (q, convert): (Quantity, Convert) = if let Some(q) = Quantity::parse(name) {
+            (q, |v| v)
+        } else if name == "value" {
+            match measured(line.series.measurement.as_str(), class) {
+                Some(found) => found,
+                None => continue,
+            }
+        } else {
+            continue; // an attribute (Home Assistant's friendly_name_str, ...)
+        };
+        let v = match value {
+            FieldValue::F64(v) => *v,
+            FieldValue::I64(v) => *v as f64,
+            FieldValue::U64(v) => *v as f64,
+            FieldValue::String(_) | FieldValue::Boolean(_) => {
+                return Err(format!("field {name} ({}) must be a number", q.name()))
+            }
+        };
+        out.push((q, convert(v)));
+    }
+    Ok(out)
+}
+
+/// From the unit a client sent to the catalogue's.
+type Convert = fn(f64) -> f64;
+
+fn fahrenheit_to_celsius(f: f64) -> f64 {
+    (f - 32.0) * 5.0 / 9.0
+}
+
+/// The quantity a measurement names (and how to convert its values): a
+/// catalogue name, a short name, or a unit as Home Assistant writes it, with its
+/// device class where the unit alone is ambiguous.
+fn measured(measurement: &str, class: Option<&str>) -> Option<(Quantity, Convert)> {
+    let same: Convert = |v| v;
+    if let Some(q) = Quantity::parse(measurement) {
+        return Some((q, same));
+    }
+    let q = match (measurement.to_ascii_lowercase().as_str(), class) {
+        ("°f", _) | ("°F", _) => return Some((Quantity::Temperature, fahrenheit_to_celsius)),
+        ("°c" | "temperature" | "temp", _) => Quantity::Temperature,
+        ("humidity", _) | ("%", Some("humidity")) => Quantity::Humidity,
+        ("battery", _) | ("%", Some("battery")) => Quantity::Battery,
+        ("pressure" | "hpa", _) => Quantity::Pressure,
+        ("co2" | "carbondioxide" | "eco2", _) | ("ppm", None | Some("carbon_dioxide")) => {
+            Quantity::Co2
+        }
+        ("pm2.5" | "pm25", _) | ("µg/m³", Some("pm25")) => Quantity::Pm25,
+        ("illuminance" | "lux" | "lx", _) => Quantity::Illuminance,
+        ("power" | "w", _) => Quantity::Power,
+        ("voltage" | "v", _) => Quantity::Voltage,
+        ("current" | "a", _) => Quantity::Current,
+        ("m³", Some("gas")) => Quantity::Gas,
+        ("m³", Some("water")) => Quantity::Water,
+        _ => return None,
+    };
+    Some((q, same))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Timestamp {
+        Timestamp::parse("2026-11-22T00:00:00Z").unwrap()
+    }
+
+    fn lines(body: &str) -> Result<Lines, LineError> {
+        parse(body, Precision::Nanoseconds, now(), |_| None)
+    }
+
+    fn shape(r: &Reading) -> serde_json::Value {
+        serde_json::to_value(r).unwrap()
+    }
+
+    #[test]
+    fn a_plain_line_with_catalogue_fields_is_one_reading() {
+        let out = lines(
+            "climate,device=th-1,room=living temperature=21.5,humidity=45 1795222923000000000\n",
+        )
+        .unwrap();
+        assert_eq!(out.skipped, 0);
+        assert_eq!(
+            shape(&out.readings[0]),
+            serde_json::json!({"device_id":"th-1","timestamp":"2026-11-21T01:02:03.000Z","type":"climate","room":"living","temperature":21.5,"humidity":45.0})
+        );
+    }
+
+    #[test]
+    fn home_assistant_units_and_attributes() {
+        // Measurement = the unit, tag entity_id, field value, attributes as extra fields.
+        let body = concat!(
+            "°C,domain=sensor,entity_id=living_temperature value=21.5,friendly_name_str=\"Living\",device_class_str=\"temperature\",state_class_str=\"measurement\" 1795222923000000000\n",
+            "%,domain=sensor,entity_id=living_humidity value=45,device_class_str=\"humidity\" 1795222923000000000\n",
+            "%,domain=sensor,entity_id=phone_battery value=80,device_class_str=\"battery\" 1795222923000000000\n",
+            "W,domain=sensor,entity_id=fridge_power value=85.5,voltage=229.9,battery_pct=90 1795222923000000000\n",
+            "°F,domain=sensor,entity_id=porch value=50 1795222923000000000\n",
+            "state,domain=binary_sensor,entity_id=door value=1i,state=\"on\" 1795222923000000000\n",
+            "%,domain=sensor,entity_id=cpu_use value=12 1795222923000000000\n",
+        );
+        let out = lines(body).unwrap();
+        assert_eq!(out.skipped, 2, "a binary sensor and an unclassed %");
+        let by_device: BTreeMap<String, serde_json::Value> = out
+            .readings
+            .iter()
+            .map(|r| (r.device_id.to_string(), shape(r)))
+            .collect();
+        assert_eq!(by_device["living_temperature"]["temperature"], 21.5);
+        assert_eq!(by_device["living_humidity"]["humidity"], 45.0);
+        assert_eq!(by_device["phone_battery"]["battery_pct"], 80.0);
+        assert_eq!(by_device["fridge_power"]["current_w"], 85.5);
+        assert!(
+            by_device["fridge_power"].get("voltage_v").is_none(),
+            "an attribute is not a quantity"
+        );
+        assert_eq!(
+            by_device["fridge_power"]["battery_pct"], 90.0,
+            "a field named as in the catalogue is"
+        );
+        assert_eq!(by_device["porch"]["temperature"], 10.0);
+        assert!(by_device["living_temperature"].get("room").is_none());
+    }
+
+    #[test]
+    fn tasmota_lines_without_time_are_one_reading_per_device() {
+        let body = "temperature,device=tasmota_1,sensor=am2301 value=22.6\nhumidity,device=tasmota_1,sensor=am2301 value=40.1\n";
+        let out = lines(body).unwrap();
+        assert_eq!(out.readings.len(), 1);
+        let r = &out.readings[0];
+        assert_eq!(r.timestamp, now());
+        assert_eq!(
+            (r.get(Quantity::Temperature), r.get(Quantity::Humidity)),
+            (Some(22.6), Some(40.1))
+        );
+    }
+
+    #[test]
+    fn precisions_scale_timestamps() {
+        for (p, t) in [
+            (Precision::Nanoseconds, 1_795_222_923_250_000_000i64),
+            (Precision::Microseconds, 1_795_222_923_250_000),
+            (Precision::Milliseconds, 1_795_222_923_250),
+            (Precision::Seconds, 1_795_222_923),
+        ] {
+            let out = parse(&format!("m,device=d current_w=1 {t}"), p, now(), |_| None).unwrap();
+            let want = if p == Precision::Seconds {
+                "2026-11-21T01:02:03.000Z"
+            } else {
+                "2026-11-21T01:02:03.250Z"
+            };
+            assert_eq!(out.readings[0].timestamp.to_string(), want, "{p:?}");
+        }
+        assert_eq!(Precision::parse("u"), Some(Precision::Microseconds));
+        assert_eq!(Precision::parse("x"), None);
+    }
+
+    #[test]
+    fn bad_lines_are_named() {
+        let err = lines("ok,device=a current_w=1\n\nbroken line here\n").unwrap_err();
+        assert_eq!(err.line, 3);
+        let err = lines("m,device=a temperature=\"warm\"").unwrap_err();
+        assert!(err.message.contains("must be a number"), "{}", err.message);
+        let err = lines("m,device=a,room=x co2_ppm=-3").unwrap_err();
+        assert!(err.message.contains("co2_ppm"), "{}", err.message);
+        let err = lines("m,sensor=a current_w=1").unwrap_err();
+        assert!(err.message.contains("no device"), "{}", err.message);
+        let err = lines("m,device=DEVICE current_w=1").unwrap_err();
+        assert!(err.message.contains("tag device"), "{}", err.message);
+        let err = lines("m,device=a current_w=1 5").unwrap_err();
+        assert!(err.message.contains("before 2000"), "{}", err.message);
+        let err = parse(
+            "m,device=a current_w=1 9223372036854775807",
+            Precision::Hours,
+            now(),
+            |_| None,
+        )
+        .unwrap_err();
+        assert!(err.message.contains("out of range"), "{}", err.message);
+    }
+
+    #[test]
+    fn the_registered_room_is_used_when_no_tag_gives_one() {
+        let out = parse(
+            "°C,entity_id=bedroom_t value=19",
+            Precision::Nanoseconds,
+            now(),
+            |_| Some(RoomId::parse("bedroom").unwrap()),
+        )
+        .unwrap();
+        assert_eq!(out.readings[0].room().map(|r| r.as_str()), Some("bedroom"));
+    }
+}

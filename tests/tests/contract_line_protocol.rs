@@ -1,0 +1,265 @@
+//! The InfluxDB write API on every engine (`on_every_store!`), through the
+//! Router as the Lambda runs it: each client of issue 12 as it really writes
+//! (Home Assistant, Tasmota, Telegraf v1 and v2), InfluxDB's statuses and
+//! bodies, the token as each presents it, all or nothing.
+
+use base64::Engine;
+use integration_tests::{answer, api_event, app, handle, on_every_store, TestStore};
+use serde_json::{json, Value};
+use shared::api::{App, RouteSet};
+use shared::aws_lambda_events::apigw::ApiGatewayV2httpResponse;
+use shared::store::Store;
+use std::io::Write;
+
+const TOKEN: &str = "lp-token-1";
+const DAY: [(&str, &str); 2] = [
+    ("from", "2026-11-21T00:00:00Z"),
+    ("to", "2026-11-22T00:00:00Z"),
+];
+/// 2026-11-21T01:02:03Z in nanoseconds.
+const T_NS: &str = "1795222923000000000";
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+async fn write<S: Store>(
+    app: &App<S>,
+    path: &str,
+    query: &[(&str, &str)],
+    body: &str,
+    headers: &[(&str, &str)],
+) -> ApiGatewayV2httpResponse {
+    handle(app, api_event("POST", path, query, Some(body), headers)).await
+}
+
+async fn write_gzip<S: Store>(
+    app: &App<S>,
+    path: &str,
+    query: &[(&str, &str)],
+    body: &str,
+    headers: &[(&str, &str)],
+) -> ApiGatewayV2httpResponse {
+    let mut headers = headers.to_vec();
+    headers.push(("content-encoding", "gzip"));
+    let mut event = api_event("POST", path, query, None, &headers);
+    event.body = Some(base64::engine::general_purpose::STANDARD.encode(gzip(body.as_bytes())));
+    event.is_base64_encoded = true;
+    handle(app, event).await
+}
+
+async fn get<S: Store>(app: &App<S>, path: &str, query: &[(&str, &str)]) -> (u16, Value) {
+    let auth = format!("Bearer {TOKEN}");
+    answer(
+        &handle(
+            app,
+            api_event("GET", path, query, None, &[("authorization", &auth)]),
+        )
+        .await,
+    )
+}
+
+async fn readings<S: Store>(app: &App<S>, device: &str) -> Value {
+    let (status, body) = get(app, &format!("/devices/{device}/readings"), &DAY).await;
+    assert_eq!(status, 200, "{body}");
+    body["readings"].clone()
+}
+
+async fn home_assistant_writes_with_its_default_layout<S: TestStore>() {
+    let app = app(S::fresh("lp-ha").await, Some(TOKEN), RouteSet::All).await;
+    let v1 = [
+        ("db", "home_assistant"),
+        ("u", "homeassistant"),
+        ("p", TOKEN),
+    ];
+    // At setup it writes an empty body and expects 204.
+    assert_eq!(write(&app, "/write", &v1, "", &[]).await.status_code, 204);
+    let body = format!(
+        "°C,domain=sensor,entity_id=living_temperature value=21.5,friendly_name_str=\"Living room\",device_class_str=\"temperature\",state_class_str=\"measurement\" {T_NS}\n\
+         %,domain=sensor,entity_id=living_humidity value=45,device_class_str=\"humidity\",friendly_name_str=\"Living humidity\" {T_NS}\n\
+         W,domain=sensor,entity_id=fridge_plug value=85.5,voltage=229.9 {T_NS}\n\
+         state,domain=binary_sensor,entity_id=front_door value=1i,state=\"on\" {T_NS}\n"
+    );
+    let resp = write(&app, "/write", &v1, &body, &[]).await;
+    assert_eq!(resp.status_code, 204, "{resp:?}");
+    assert_eq!(resp.headers.get("x-ingester-skipped-lines").unwrap(), "1");
+    assert_eq!(
+        readings(&app, "living_temperature").await,
+        json!([{"device_id":"living_temperature","timestamp":"2026-11-21T01:02:03.000Z","type":"climate","temperature":21.5}])
+    );
+    assert_eq!(readings(&app, "living_humidity").await[0]["humidity"], 45.0);
+    assert_eq!(
+        readings(&app, "fridge_plug").await,
+        json!([{"device_id":"fridge_plug","timestamp":"2026-11-21T01:02:03.000Z","type":"power","current_w":85.5}]),
+        "an attribute (voltage) that is not a catalogue name is ignored"
+    );
+    // A field that is a catalogue quantity out of range is still a 400.
+    let bad = format!("W,domain=sensor,entity_id=fridge_plug value=85.5,battery_pct=250 {T_NS}");
+    let resp = write(&app, "/write", &v1, &bad, &[]).await;
+    let (status, body) = answer(&resp);
+    assert_eq!((status, body["code"].as_str()), (400, Some("invalid")));
+    assert!(
+        body["message"].as_str().unwrap().contains("line 1"),
+        "{body}"
+    );
+}
+
+async fn tasmota_probes_health_and_writes_one_line_per_quantity<S: TestStore>() {
+    let app = app(S::fresh("lp-tasmota").await, Some(TOKEN), RouteSet::All).await;
+    let (status, health) = answer(&handle(&app, api_event("GET", "/health", &[], None, &[])).await);
+    assert_eq!((status, health["status"].as_str()), (200, Some("pass")));
+    let ping = handle(&app, api_event("GET", "/ping", &[], None, &[])).await;
+    assert_eq!(ping.status_code, 204);
+    assert!(ping.headers.get("x-influxdb-version").is_some());
+    let token = format!("Token {TOKEN}");
+    let resp = write(
+        &app,
+        "/api/v2/write",
+        &[("org", "home"), ("bucket", "tasmota")],
+        "temperature,device=tasmota_5A3F,sensor=am2301 value=22.6\nhumidity,device=tasmota_5A3F,sensor=am2301 value=40.1\n",
+        &[("authorization", &token)],
+    )
+    .await;
+    assert_eq!(resp.status_code, 204, "{resp:?}");
+    let (_, latest) = get(&app, "/devices/tasmota_5A3F/latest", &[]).await;
+    assert_eq!(latest["reading"]["temperature"], 22.6);
+    assert_eq!(latest["reading"]["humidity"], 40.1);
+}
+
+async fn telegraf_creates_its_database_and_writes_gzip_nanoseconds<S: TestStore>() {
+    let app = app(S::fresh("lp-telegraf").await, Some(TOKEN), RouteSet::All).await;
+    // v1: CREATE DATABASE first, with HTTP Basic (the token as password).
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("telegraf:{TOKEN}"))
+    );
+    let mut create = api_event(
+        "POST",
+        "/query",
+        &[],
+        Some("q=CREATE+DATABASE+%22telegraf%22"),
+        &[
+            ("authorization", &basic),
+            ("content-type", "application/x-www-form-urlencoded"),
+        ],
+    );
+    create.headers.insert(
+        "content-type",
+        "application/x-www-form-urlencoded".parse().unwrap(),
+    );
+    let (status, body) = answer(&handle(&app, create).await);
+    assert_eq!(
+        (status, body),
+        (200, json!({"results": [{"statement_id": 0}]}))
+    );
+    let lines = format!(
+        "climate,device=th-1,room=living temperature=21.5,humidity=45 {T_NS}\n\
+         power,host=meter-1 cumulative_kwh_p=1234.5,cumulative_kwh_n=10.25,current_w=350i {T_NS}\n\
+         cpu,host=meter-1,cpu=cpu-total usage_idle=98.5 {T_NS}\n"
+    );
+    let resp = write_gzip(
+        &app,
+        "/write",
+        &[("db", "telegraf")],
+        &lines,
+        &[("authorization", &basic)],
+    )
+    .await;
+    assert_eq!(resp.status_code, 204, "{resp:?}");
+    // v2: gzip, nanoseconds, a Token header.
+    let token = format!("Token {TOKEN}");
+    let later = "climate,device=th-1,room=living temperature=22,humidity=44 1795223923000000000";
+    let resp = write_gzip(
+        &app,
+        "/api/v2/write",
+        &[("org", "o"), ("bucket", "b"), ("precision", "ns")],
+        later,
+        &[("authorization", &token)],
+    )
+    .await;
+    assert_eq!(resp.status_code, 204, "{resp:?}");
+    assert_eq!(
+        readings(&app, "th-1").await,
+        json!([
+            {"device_id":"th-1","timestamp":"2026-11-21T01:02:03.000Z","type":"climate","room":"living","temperature":21.5,"humidity":45.0},
+            {"device_id":"th-1","timestamp":"2026-11-21T01:18:43.000Z","type":"climate","room":"living","temperature":22.0,"humidity":44.0}
+        ])
+    );
+    assert_eq!(
+        readings(&app, "meter-1").await[0]["cumulative_kwh_p"],
+        1234.5
+    );
+}
+
+async fn bad_lines_wrong_tokens_and_big_bodies_get_influxdbs_answers<S: TestStore>() {
+    let app = app(S::fresh("lp-errors").await, Some(TOKEN), RouteSet::All).await;
+    let token = format!("Token {TOKEN}");
+    let auth = [("authorization", token.as_str())];
+    // All or nothing: a good line before a bad one is not written.
+    let body = format!(
+        "climate,device=a,room=r temperature=20 {T_NS}\nclimate,device=b temperature=oops {T_NS}\n"
+    );
+    let (status, err) = answer(&write(&app, "/api/v2/write", &[], &body, &auth).await);
+    assert_eq!((status, err["code"].as_str()), (400, Some("invalid")));
+    assert!(
+        err["message"].as_str().unwrap().starts_with("line 2:"),
+        "{err}"
+    );
+    assert_eq!(readings(&app, "a").await, json!([]));
+    let (status, err) = answer(
+        &write(
+            &app,
+            "/api/v2/write",
+            &[("precision", "days")],
+            "m,device=a current_w=1",
+            &auth,
+        )
+        .await,
+    );
+    assert_eq!((status, err["code"].as_str()), (400, Some("invalid")));
+    // Tokens: missing, wrong, and a v1 password that is wrong.
+    for headers in [vec![], vec![("authorization", "Token nope")]] {
+        let resp = write(
+            &app,
+            "/api/v2/write",
+            &[],
+            "m,device=a current_w=1",
+            &headers,
+        )
+        .await;
+        let (status, err) = answer(&resp);
+        assert_eq!((status, err["code"].as_str()), (401, Some("unauthorized")));
+    }
+    let (status, _) = answer(
+        &write(
+            &app,
+            "/write",
+            &[("u", "x"), ("p", "nope")],
+            "m,device=a current_w=1",
+            &[],
+        )
+        .await,
+    );
+    assert_eq!(status, 401);
+    // Over the body limit, after inflating: 413, which Telegraf answers by splitting.
+    let huge = format!(
+        "{}\n",
+        "m,device=a current_w=1 1795222923000000000\n".repeat(30_000)
+    );
+    let resp = write_gzip(&app, "/api/v2/write", &[], &huge, &auth).await;
+    let (status, err) = answer(&resp);
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (413, Some("request too large"))
+    );
+    assert_eq!(readings(&app, "a").await, json!([]), "nothing was written");
+}
+
+on_every_store!(
+    home_assistant_writes_with_its_default_layout,
+    tasmota_probes_health_and_writes_one_line_per_quantity,
+    telegraf_creates_its_database_and_writes_gzip_nanoseconds,
+    bad_lines_wrong_tokens_and_big_bodies_get_influxdbs_answers,
+);
