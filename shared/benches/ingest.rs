@@ -1,7 +1,8 @@
 //! CPU per reading in ingest: parse + validate a `POST /readings` body and build
 //! the DynamoDB items, for batches of 1, 100 and 1000, against the baseline of
 //! `serde_json` parsing the same body into a `serde_json::Value`, in the same run.
-//! Run: `cargo bench -p shared --bench ingest`; CI runs it once as a test.
+//! The same readings as line protocol go through `ingest::line_protocol` against
+//! the same baseline. Run: `cargo bench -p shared --bench ingest`; CI runs it once as a test.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use shared::model::Timestamp;
@@ -23,6 +24,24 @@ fn body(n: usize) -> Vec<u8> {
         })
         .collect();
     serde_json::to_vec(&readings).unwrap()
+}
+
+/// The same readings as `body(n)`, as a line-protocol body (nanoseconds).
+fn line_body(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            let ns = (1_795_219_200_000 + i as i64 * 60_000) * 1_000_000;
+            if i % 2 == 0 {
+                format!(
+                    "power,device=meter-1 cumulative_kwh_p={},cumulative_kwh_n=812.5,current_w={} {ns}\n",
+                    5210.125 + i as f64 * 0.01,
+                    350.0 + i as f64
+                )
+            } else {
+                format!("climate,device=sensor-bedroom,room=bedroom temperature=21.25,humidity=45.5 {ns}\n")
+            }
+        })
+        .collect()
 }
 
 fn ingest_cpu(c: &mut Criterion) {
@@ -72,6 +91,35 @@ fn ingest_cpu(c: &mut Criterion) {
                         shared::ingest::parse_batch(black_box(body), now, &registry).unwrap();
                     // What the DynamoDB adapter does for each reading before BatchWriteItem.
                     let items: Vec<_> = readings
+                        .iter()
+                        .map(|r| {
+                            shared::store::dynamodb::reading_item(
+                                r,
+                                None,
+                                shared::keys::DEFAULT_SHARDS,
+                            )
+                        })
+                        .collect();
+                    black_box(items)
+                })
+            },
+        );
+        let lines = line_body(n);
+        group.bench_with_input(
+            BenchmarkId::new("line_protocol_parse_validate_build_items", n),
+            &lines,
+            |b, lines| {
+                b.iter(|| {
+                    let parsed = shared::ingest::line_protocol::parse(
+                        black_box(lines),
+                        shared::ingest::line_protocol::Precision::Nanoseconds,
+                        now,
+                        |_| None,
+                    )
+                    .unwrap();
+                    assert_eq!(parsed.readings.len(), n);
+                    let items: Vec<_> = parsed
+                        .readings
                         .iter()
                         .map(|r| {
                             shared::store::dynamodb::reading_item(

@@ -168,9 +168,10 @@ fn percent_encode(s: &str) -> String {
         .collect()
 }
 
-/// Status and JSON body of a response.
+/// Status and JSON body of a response (`null` for an empty one, as a 204's).
 pub fn answer(resp: &ApiGatewayV2httpResponse) -> (u16, Value) {
     let body = match &resp.body {
+        Some(Body::Text(t)) if t.is_empty() => Value::Null,
         Some(Body::Text(t)) => serde_json::from_str(t).expect("JSON body"),
         Some(Body::Binary(b)) => serde_json::from_slice(b).expect("JSON body"),
         _ => Value::Null,
