@@ -114,6 +114,20 @@ async fn the_token_never_appears_in_a_log_line() {
             "the answer never shows it"
         );
     }
+    // The InfluxDB v1 write takes the token as `p=` in the query string.
+    let v1 = handle(
+        &app,
+        api_event(
+            "POST",
+            "/write",
+            &[("db", "home_assistant"), ("u", "homeassistant"), ("p", TOKEN)],
+            Some("W,entity_id=plug value=5"),
+            &[],
+        ),
+    )
+    .await;
+    assert_eq!(v1.status_code, 204);
+    let requests = requests + 1;
     let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
     let lines = text.lines().count();
     assert!(
