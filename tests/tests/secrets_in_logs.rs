@@ -120,7 +120,11 @@ async fn the_token_never_appears_in_a_log_line() {
         api_event(
             "POST",
             "/write",
-            &[("db", "home_assistant"), ("u", "homeassistant"), ("p", TOKEN)],
+            &[
+                ("db", "home_assistant"),
+                ("u", "homeassistant"),
+                ("p", TOKEN),
+            ],
             Some("W,entity_id=plug value=5"),
             &[],
         ),
