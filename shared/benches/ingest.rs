@@ -44,6 +44,14 @@ fn line_body(n: usize) -> String {
         .collect()
 }
 
+/// What the DynamoDB adapter does for each reading before BatchWriteItem.
+fn items(readings: &[shared::model::Reading]) -> Vec<impl Sized> {
+    readings
+        .iter()
+        .map(|r| shared::store::dynamodb::reading_item(r, None, shared::keys::DEFAULT_SHARDS))
+        .collect()
+}
+
 fn ingest_cpu(c: &mut Criterion) {
     let now = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
     let registry = RegistrySnapshot::default();
@@ -90,17 +98,7 @@ fn ingest_cpu(c: &mut Criterion) {
                     let readings =
                         shared::ingest::parse_batch(black_box(body), now, &registry).unwrap();
                     // What the DynamoDB adapter does for each reading before BatchWriteItem.
-                    let items: Vec<_> = readings
-                        .iter()
-                        .map(|r| {
-                            shared::store::dynamodb::reading_item(
-                                r,
-                                None,
-                                shared::keys::DEFAULT_SHARDS,
-                            )
-                        })
-                        .collect();
-                    black_box(items)
+                    black_box(items(&readings))
                 })
             },
         );
@@ -118,18 +116,7 @@ fn ingest_cpu(c: &mut Criterion) {
                     )
                     .unwrap();
                     assert_eq!(parsed.readings.len(), n);
-                    let items: Vec<_> = parsed
-                        .readings
-                        .iter()
-                        .map(|r| {
-                            shared::store::dynamodb::reading_item(
-                                r,
-                                None,
-                                shared::keys::DEFAULT_SHARDS,
-                            )
-                        })
-                        .collect();
-                    black_box(items)
+                    black_box(items(&parsed.readings))
                 })
             },
         );
