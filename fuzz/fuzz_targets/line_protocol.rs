@@ -1,9 +1,10 @@
 //! Line protocol → readings: never panics; what it accepts is within the
 //! documented limits (times in the window, one reading per device and time,
-//! no more readings than lines).
+//! no more readings than lines), and the fast parser for plain lines never
+//! changes an answer.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use shared::ingest::line_protocol::{parse, Precision};
+use shared::ingest::line_protocol::{parse, parse_without_fast_path, Precision};
 use shared::model::Timestamp;
 use std::collections::BTreeSet;
 
@@ -19,7 +20,9 @@ fuzz_target!(|data: &[u8]| {
         Precision::Hours,
     ][first as usize % 6];
     let now = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
-    if let Ok(lines) = parse(text, precision, now, |_| None) {
+    let parsed = parse(text, precision, now, |_| None);
+    assert_eq!(parsed, parse_without_fast_path(text, precision, now, |_| None));
+    if let Ok(lines) = parsed {
         assert!(lines.readings.len() + lines.skipped <= text.split('\n').count());
         let mut keys = BTreeSet::new();
         for r in &lines.readings {

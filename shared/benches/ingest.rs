@@ -103,9 +103,42 @@ fn ingest_cpu(c: &mut Criterion) {
             },
         );
         let lines = line_body(n);
+        // The part both routes share: building the items of parsed readings.
+        let parsed = shared::ingest::parse_batch(&body, now, &registry).unwrap();
+        group.bench_with_input(
+            BenchmarkId::new("build_items_only", n),
+            &parsed,
+            |b, parsed| b.iter(|| black_box(items(black_box(parsed)))),
+        );
         group.bench_with_input(
             BenchmarkId::new("line_protocol_parse_validate_build_items", n),
             &lines,
+            |b, lines| {
+                b.iter(|| {
+                    let parsed = shared::ingest::line_protocol::parse(
+                        black_box(lines),
+                        shared::ingest::line_protocol::Precision::Nanoseconds,
+                        now,
+                        |_| None,
+                    )
+                    .unwrap();
+                    assert_eq!(parsed.readings.len(), n);
+                    black_box(items(&parsed.readings))
+                })
+            },
+        );
+        // Lines with a quoted string field (as Home Assistant writes) are not
+        // plain: the crate's parser reads them.
+        let quoted: String = lines
+            .lines()
+            .map(|l| {
+                let (head, ts) = l.rsplit_once(' ').unwrap();
+                format!("{head},friendly_name_str=\"Meter\" {ts}\n")
+            })
+            .collect();
+        group.bench_with_input(
+            BenchmarkId::new("line_protocol_quoted_parse_validate_build_items", n),
+            &quoted,
             |b, lines| {
                 b.iter(|| {
                     let parsed = shared::ingest::line_protocol::parse(

@@ -4,9 +4,8 @@
 
 pub mod line_protocol;
 
-use crate::model::{DeviceId, Reading, RoomId, Timestamp};
+use crate::model::{DeviceId, RawBody, RawReading, Reading, RoomId, Timestamp};
 use crate::store::{RegistrySnapshot, Store, WriteReport};
-use serde_json::Value;
 
 /// Largest body accepted (DESIGN §5), enforced by the route's body limit layer.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -55,15 +54,16 @@ pub fn parse_batch(
     now: Timestamp,
     registry: &RegistrySnapshot,
 ) -> Result<Vec<Reading>, IngestError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| IngestError::InvalidJson {
+    // Straight into borrowed fields, not a `serde_json::Value` tree: see `RawReading`.
+    let parsed: RawBody = serde_json::from_slice(body).map_err(|e| IngestError::InvalidJson {
         message: e.to_string(),
         line: e.line(),
         column: e.column(),
     })?;
-    let items: Vec<Value> = match value {
-        Value::Array(items) => items,
-        obj @ Value::Object(_) => vec![obj],
-        _ => return Err(IngestError::NotReadings),
+    let items: Vec<RawReading> = match parsed {
+        RawBody::Many(items) => items,
+        RawBody::One(item) => vec![item],
+        RawBody::Neither => return Err(IngestError::NotReadings),
     };
     if items.is_empty() {
         return Err(IngestError::Empty);
@@ -79,7 +79,7 @@ pub fn parse_batch(
     let mut readings = Vec::with_capacity(items.len());
     let mut problems = Vec::new();
     for (index, item) in items.iter().enumerate() {
-        match Reading::from_json(item, now, room_of) {
+        match Reading::from_raw(item, now, room_of) {
             Ok(r) => readings.push(r),
             Err(ps) => problems.extend(ps.into_iter().map(|p| ReadingProblem {
                 index,

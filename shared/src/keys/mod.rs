@@ -54,7 +54,13 @@ pub fn shard_of(device: &DeviceId, shards: u32) -> u32 {
 
 /// `shard` attribute of a reading in the `all-time` index.
 pub fn all_time_pk(shard: u32) -> String {
-    format!("ALL#{shard}")
+    // Every reading written formats one: no `format!` machinery.
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(shard);
+    let mut out = String::with_capacity(4 + digits.len());
+    out.push_str("ALL#");
+    out.push_str(digits);
+    out
 }
 
 /// `ats` attribute: the reading's `sk`, then `#` and the device, so the index

@@ -2,9 +2,10 @@
 //! (`quantity.rs`), plus the room for climate quantities. `Reading::from_json`
 //! is the ingest boundary: it reports every problem of a reading at once, by field.
 
+use super::raw_reading::{field, RawFields, RawReading, RawValue};
 use super::{DeviceId, Quantity, ReadingKind, RoomId, Timestamp};
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// One problem with one field of one reading.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,29 +50,30 @@ pub struct Measurement {
 }
 
 impl Measurement {
-    /// Every problem at once: values out of range, no value at all.
+    /// Every problem at once: values out of range, no value at all. The
+    /// vector becomes the measurement's own (ingest makes one per reading).
     pub fn new(
         room: Option<RoomId>,
-        values: impl IntoIterator<Item = (Quantity, f64)>,
+        mut values: Vec<(Quantity, f64)>,
     ) -> Result<Self, Vec<FieldProblem>> {
         let mut problems = Vec::new();
-        let mut checked: Vec<(Quantity, f64)> = Vec::new();
-        for (q, v) in values {
-            match bounded(q.name(), v, q.spec().range) {
-                Ok(v) => checked.push((q, v)),
-                Err(p) => problems.push(p),
+        values.retain_mut(|(q, v)| match bounded(q.name(), *v, q.spec().range) {
+            Ok(checked) => {
+                *v = checked;
+                true
             }
-        }
-        checked.sort_by_key(|(q, _)| *q);
-        checked.dedup_by_key(|(q, _)| *q);
-        if checked.is_empty() && problems.is_empty() {
+            Err(p) => {
+                problems.push(p);
+                false
+            }
+        });
+        values.sort_by_key(|(q, _)| *q);
+        values.dedup_by_key(|(q, _)| *q);
+        if values.is_empty() && problems.is_empty() {
             problems.push(FieldProblem::new("", no_quantity_message()));
         }
         if problems.is_empty() {
-            Ok(Self {
-                room,
-                values: checked,
-            })
+            Ok(Self { room, values })
         } else {
             Err(problems)
         }
@@ -81,7 +83,7 @@ impl Measurement {
     pub fn power(kwh_bought: f64, kwh_sold: f64, watts: f64) -> Result<Self, Vec<FieldProblem>> {
         Self::new(
             None,
-            [
+            vec![
                 (Quantity::EnergyBought, kwh_bought),
                 (Quantity::EnergySold, kwh_sold),
                 (Quantity::Power, watts),
@@ -97,7 +99,7 @@ impl Measurement {
     ) -> Result<Self, Vec<FieldProblem>> {
         Self::new(
             Some(room),
-            [
+            vec![
                 (Quantity::Temperature, temperature),
                 (Quantity::Humidity, humidity),
             ],
@@ -161,11 +163,23 @@ impl Reading {
         now: Timestamp,
         room_of: impl Fn(&DeviceId) -> Option<RoomId>,
     ) -> Result<Reading, Vec<FieldProblem>> {
-        let Some(obj) = value.as_object() else {
-            return Err(vec![FieldProblem::new(
-                "",
-                format!("must be a JSON object, got {}", json_type(value)),
-            )]);
+        Self::from_raw(&RawReading::of(value), now, room_of)
+    }
+
+    /// `from_json` of a reading as the body parser borrowed it.
+    pub fn from_raw(
+        raw: &RawReading<'_>,
+        now: Timestamp,
+        room_of: impl Fn(&DeviceId) -> Option<RoomId>,
+    ) -> Result<Reading, Vec<FieldProblem>> {
+        let obj = match raw {
+            RawReading::Object(fields) => fields.as_slice(),
+            RawReading::NotObject(what) => {
+                return Err(vec![FieldProblem::new(
+                    "",
+                    format!("must be a JSON object, got {what}"),
+                )])
+            }
         };
         let mut problems = Vec::new();
 
@@ -174,13 +188,13 @@ impl Reading {
                 .map_err(|e| problems.push(FieldProblem::new("device_id", e.to_string())))
                 .ok()
         });
-        let timestamp = reading_time(obj.get("timestamp"), now)
+        let timestamp = reading_time(field(obj, "timestamp"), now)
             .map_err(|m| problems.push(FieldProblem::new("timestamp", m)))
             .ok();
         // `type` is optional; when given it must agree with the quantities.
-        let kind = match obj.get("type") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => {
+        let kind = match field(obj, "type") {
+            None | Some(RawValue::Null) => None,
+            Some(RawValue::Str(s)) => {
                 match ReadingKind::parse(s) {
                     Some(k) => Some(k),
                     None => {
@@ -195,7 +209,7 @@ impl Reading {
             Some(other) => {
                 problems.push(FieldProblem::new(
                     "type",
-                    format!("must be a string, got {}", json_type(other)),
+                    format!("must be a string, got {}", other.json_type()),
                 ));
                 None
             }
@@ -206,28 +220,22 @@ impl Reading {
         let mut values = Vec::new();
         let mut value_problems: Vec<(Quantity, FieldProblem)> = Vec::new();
         for (key, v) in obj {
-            if matches!(key.as_str(), "device_id" | "timestamp" | "type" | "room") {
+            let key = key.as_ref();
+            if matches!(key, "device_id" | "timestamp" | "type" | "room") {
                 continue;
             }
             let Some(q) = Quantity::parse(key) else {
                 problems.push(FieldProblem::new(
-                    key.as_str(),
+                    key,
                     "unknown field: not a quantity of the catalogue (docs/quantities.md)",
                 ));
                 continue;
             };
-            match v.as_f64() {
-                Some(x) if v.is_number() => values.push((q, x)),
-                _ if v.is_number() => value_problems.push((
-                    q,
-                    FieldProblem::new(key.as_str(), "is not a representable number"),
-                )),
+            match v {
+                RawValue::Number(x) => values.push((q, *x)),
                 _ => value_problems.push((
                     q,
-                    FieldProblem::new(
-                        key.as_str(),
-                        format!("must be a number, got {}", json_type(v)),
-                    ),
+                    FieldProblem::new(key, format!("must be a number, got {}", v.json_type())),
                 )),
             }
         }
@@ -237,8 +245,8 @@ impl Reading {
             .map(|(q, _)| q)
             .chain(value_problems.iter().map(|(q, _)| q))
             .any(|q| q.family() == ReadingKind::Climate);
-        let room = match obj.get("room") {
-            None | Some(Value::Null) if climate => match device_id.as_ref().map(&room_of) {
+        let room = match field(obj, "room") {
+            None | Some(RawValue::Null) if climate => match device_id.as_ref().map(&room_of) {
                 Some(Some(room)) => Some(room),
                 Some(None) => {
                     problems.push(FieldProblem::new(
@@ -249,14 +257,14 @@ impl Reading {
                 }
                 None => None, // the device_id problem is already reported
             },
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => RoomId::parse(s)
+            None | Some(RawValue::Null) => None,
+            Some(RawValue::Str(s)) => RoomId::parse(s)
                 .map_err(|e| problems.push(FieldProblem::new("room", e.to_string())))
                 .ok(),
             Some(other) => {
                 problems.push(FieldProblem::new(
                     "room",
-                    format!("must be a string, got {}", json_type(other)),
+                    format!("must be a string, got {}", other.json_type()),
                 ));
                 None
             }
@@ -317,15 +325,15 @@ const EPOCH_SECONDS_UNTIL: f64 = 4_102_444_800.0;
 
 /// A reading's time: RFC 3339 text, epoch seconds or milliseconds (a number),
 /// or, when absent, `now`: the time the server received it.
-fn reading_time(value: Option<&Value>, now: Timestamp) -> Result<Timestamp, String> {
+fn reading_time(value: Option<&RawValue>, now: Timestamp) -> Result<Timestamp, String> {
     let t = match value {
-        None | Some(Value::Null) => return Ok(now),
-        Some(Value::String(s)) => Timestamp::parse(s).map_err(|e| e.to_string())?,
-        Some(Value::Number(n)) => epoch_time(n.as_f64().unwrap_or(f64::NAN))?,
+        None | Some(RawValue::Null) => return Ok(now),
+        Some(RawValue::Str(s)) => Timestamp::parse(s).map_err(|e| e.to_string())?,
+        Some(RawValue::Number(n)) => epoch_time(*n)?,
         Some(other) => {
             return Err(format!(
                 "must be an RFC 3339 string or a number of epoch seconds or milliseconds, got {}",
-                json_type(other)
+                other.json_type()
             ))
         }
     };
@@ -376,32 +384,21 @@ pub fn plausible_time(t: Timestamp, now: Timestamp) -> Result<Timestamp, String>
     Ok(t)
 }
 
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-fn required_str<'a>(
-    obj: &'a Map<String, Value>,
-    field: &str,
+fn required_str<'f>(
+    obj: &'f RawFields<'_>,
+    name: &str,
     problems: &mut Vec<FieldProblem>,
-) -> Option<&'a str> {
-    match obj.get(field) {
-        Some(Value::String(s)) => Some(s),
-        None | Some(Value::Null) => {
-            problems.push(FieldProblem::new(field, "is required"));
+) -> Option<&'f str> {
+    match field(obj, name) {
+        Some(RawValue::Str(s)) => Some(s),
+        None | Some(RawValue::Null) => {
+            problems.push(FieldProblem::new(name, "is required"));
             None
         }
         Some(other) => {
             problems.push(FieldProblem::new(
-                field,
-                format!("must be a string, got {}", json_type(other)),
+                name,
+                format!("must be a string, got {}", other.json_type()),
             ));
             None
         }

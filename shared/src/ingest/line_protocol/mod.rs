@@ -17,8 +17,9 @@
 //! * all or nothing: the first bad line rejects the request, naming the line.
 
 use crate::model::{plausible_time, DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
+mod fast;
+
 use influxdb_line_protocol::{FieldValue, ParsedLine};
-use std::collections::BTreeMap;
 
 /// The unit of the timestamps of a request (`precision=`); nanoseconds by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,11 +79,13 @@ pub struct Lines {
 /// Tags that name the device, in the order they are looked for.
 pub const DEVICE_TAGS: [&str; 4] = ["device", "device_id", "entity_id", "host"];
 
-/// One reading being gathered from the lines of one device at one time.
+/// One line's share of a reading: lines of one device at one time are merged.
 struct Gathered {
-    first_line: usize,
+    device_id: DeviceId,
+    timestamp: Timestamp,
+    line: usize,
     room: Option<RoomId>,
-    values: BTreeMap<Quantity, f64>,
+    values: Vec<(Quantity, f64)>,
 }
 
 pub fn parse(
@@ -91,31 +94,137 @@ pub fn parse(
     now: Timestamp,
     room_of: impl Fn(&DeviceId) -> Option<RoomId>,
 ) -> Result<Lines, LineError> {
-    let mut gathered: BTreeMap<(DeviceId, Timestamp), Gathered> = BTreeMap::new();
-    let mut skipped = 0;
-    for (i, text) in influxdb_line_protocol::split_lines(body).enumerate() {
-        let line = i + 1;
-        let trimmed = text.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
+    // Plain lines (no escapes or quoted strings: Telegraf's, the client
+    // libraries') take the fast parser. Line numbers are only needed for an
+    // error, so a body that fails, or is not plain, is read by the crate's
+    // parser line by line, which names the line (and forgives `\r\n` endings).
+    fast::plain_lines(body)
+        .ok_or(())
+        .and_then(|plain| {
+            let lines = plain.map(|line| (0, line));
+            read_lines(lines, body, precision, now, &room_of).map_err(|_| ())
+        })
+        .or_else(|()| read_lines(numbered_lines(body), body, precision, now, &room_of))
+}
+
+/// `parse` without the fast parser for plain lines: what the fuzz target
+/// compares `parse` against (the fast parser must never change an answer).
+#[doc(hidden)]
+pub fn parse_without_fast_path(
+    body: &str,
+    precision: Precision,
+    now: Timestamp,
+    room_of: impl Fn(&DeviceId) -> Option<RoomId>,
+) -> Result<Lines, LineError> {
+    read_lines(numbered_lines(body), body, precision, now, &room_of)
+}
+
+/// A field's value, as the mapping needs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Field<'a> {
+    Number(f64),
+    Text(&'a str),
+    Bool,
+}
+
+/// What the mapping reads of a line, from either parser.
+pub trait LineView {
+    fn measurement(&self) -> &str;
+    /// The first tag of that name.
+    fn tag(&self, key: &str) -> Option<&str>;
+    fn fields(&self) -> impl Iterator<Item = (&str, Field<'_>)>;
+    fn timestamp(&self) -> Option<i64>;
+    /// The first string field of that name.
+    fn text_field(&self, key: &str) -> Option<&str>;
+}
+
+impl<T: LineView> LineView for &T {
+    fn measurement(&self) -> &str {
+        (**self).measurement()
+    }
+    fn tag(&self, key: &str) -> Option<&str> {
+        (**self).tag(key)
+    }
+    fn fields(&self) -> impl Iterator<Item = (&str, Field<'_>)> {
+        (**self).fields()
+    }
+    fn timestamp(&self) -> Option<i64> {
+        (**self).timestamp()
+    }
+    fn text_field(&self, key: &str) -> Option<&str> {
+        (**self).text_field(key)
+    }
+}
+
+impl LineView for ParsedLine<'_> {
+    fn measurement(&self) -> &str {
+        self.series.measurement.as_str()
+    }
+    fn tag(&self, key: &str) -> Option<&str> {
+        self.tag_value(key).map(|v| v.as_str())
+    }
+    fn fields(&self) -> impl Iterator<Item = (&str, Field<'_>)> {
+        self.field_set.iter().map(|(k, v)| {
+            let v = match v {
+                FieldValue::F64(v) => Field::Number(*v),
+                FieldValue::I64(v) => Field::Number(*v as f64),
+                FieldValue::U64(v) => Field::Number(*v as f64),
+                FieldValue::String(s) => Field::Text(s.as_str()),
+                FieldValue::Boolean(_) => Field::Bool,
+            };
+            (k.as_str(), v)
+        })
+    }
+    fn timestamp(&self) -> Option<i64> {
+        self.timestamp
+    }
+    fn text_field(&self, key: &str) -> Option<&str> {
+        match self.field_value(key) {
+            Some(FieldValue::String(s)) => Some(s.as_str()),
+            _ => None,
         }
+    }
+}
+
+/// Every line of `body` with its 1-based number, blank lines and comments left out.
+fn numbered_lines(body: &str) -> impl Iterator<Item = (usize, Result<ParsedLine<'_>, String>)> {
+    influxdb_line_protocol::split_lines(body)
+        .enumerate()
+        .filter_map(|(i, text)| {
+            let trimmed = text.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                return None;
+            }
+            influxdb_line_protocol::parse_lines(trimmed)
+                .next()
+                .map(|parsed| (i + 1, parsed.map_err(|e| e.to_string())))
+        })
+}
+
+fn read_lines<L: LineView>(
+    lines: impl Iterator<Item = (usize, Result<L, String>)>,
+    body: &str,
+    precision: Precision,
+    now: Timestamp,
+    room_of: &impl Fn(&DeviceId) -> Option<RoomId>,
+) -> Result<Lines, LineError> {
+    let mut gathered: Vec<Gathered> =
+        Vec::with_capacity(body.bytes().filter(|&b| b == b'\n').count() + 1);
+    let mut skipped = 0;
+    for (line, parsed) in lines {
         let fail = |message: String| LineError { line, message };
-        let parsed = match influxdb_line_protocol::parse_lines(trimmed).next() {
-            Some(Ok(p)) => p,
-            Some(Err(e)) => return Err(fail(format!("not line protocol: {e}"))),
-            None => continue,
-        };
+        let parsed = parsed.map_err(|e| fail(format!("not line protocol: {e}")))?;
         let values = quantities(&parsed).map_err(fail)?;
         if values.is_empty() {
             skipped += 1;
             continue;
         }
-        let device = device_of(&parsed).map_err(fail)?;
-        let room = match parsed.tag_value("room") {
-            Some(r) => Some(RoomId::parse(r.as_str()).map_err(|e| fail(format!("tag room: {e}")))?),
+        let device_id = device_of(&parsed).map_err(fail)?;
+        let room = match parsed.tag("room") {
+            Some(r) => Some(RoomId::parse(r).map_err(|e| fail(format!("tag room: {e}")))?),
             None => None,
         };
-        let timestamp = match parsed.timestamp {
+        let timestamp = match parsed.timestamp() {
             None => now,
             Some(t) => precision
                 .to_millis(t)
@@ -124,23 +233,39 @@ pub fn parse(
                 .and_then(|ts| plausible_time(ts, now))
                 .map_err(|m| fail(format!("timestamp {m}")))?,
         };
-        let entry = gathered
-            .entry((device, timestamp))
-            .or_insert_with(|| Gathered {
-                first_line: line,
-                room: None,
-                values: BTreeMap::new(),
-            });
-        if room.is_some() {
-            entry.room = room;
-        }
-        entry.values.extend(values);
+        gathered.push(Gathered {
+            device_id,
+            timestamp,
+            line,
+            room,
+            values,
+        });
     }
-    let mut readings = Vec::with_capacity(gathered.len());
-    for ((device_id, timestamp), g) in gathered {
-        let room = g.room.or_else(|| room_of(&device_id));
+    // Readings come out ordered by time, then device (times mostly differ, so
+    // this compares few ids). The sort is stable: the lines of one reading stay
+    // in body order, and a later line's value and room win.
+    gathered.sort_by(|a, b| {
+        a.timestamp
+            .cmp(&b.timestamp)
+            .then_with(|| a.device_id.cmp(&b.device_id))
+    });
+    let mut readings: Vec<Reading> = Vec::with_capacity(gathered.len());
+    let mut lines = gathered.into_iter().peekable();
+    while let Some(mut g) = lines.next() {
+        while let Some(next) =
+            lines.next_if(|n| n.device_id == g.device_id && n.timestamp == g.timestamp)
+        {
+            g.room = next.room.or(g.room);
+            for (q, v) in next.values {
+                match g.values.iter_mut().find(|(k, _)| *k == q) {
+                    Some((_, earlier)) => *earlier = v,
+                    None => g.values.push((q, v)),
+                }
+            }
+        }
+        let room = g.room.or_else(|| room_of(&g.device_id));
         let measurement = Measurement::new(room, g.values).map_err(|problems| LineError {
-            line: g.first_line,
+            line: g.line,
             message: problems
                 .iter()
                 .map(|p| format!("{} {}", p.field, p.message))
@@ -148,51 +273,46 @@ pub fn parse(
                 .join("; "),
         })?;
         readings.push(Reading {
-            device_id,
-            timestamp,
+            device_id: g.device_id,
+            timestamp: g.timestamp,
             measurement,
         });
     }
     Ok(Lines { readings, skipped })
 }
 
-fn device_of(line: &ParsedLine<'_>) -> Result<DeviceId, String> {
+fn device_of(line: &impl LineView) -> Result<DeviceId, String> {
     let (tag, value) = DEVICE_TAGS
         .iter()
-        .find_map(|t| line.tag_value(t).map(|v| (*t, v)))
+        .find_map(|t| line.tag(t).map(|v| (*t, v)))
         .ok_or_else(|| format!("no device: give a tag {}", DEVICE_TAGS.join(", ")))?;
-    DeviceId::parse(value.as_str()).map_err(|e| format!("tag {tag}: {e}"))
+    DeviceId::parse(value).map_err(|e| format!("tag {tag}: {e}"))
 }
 
 /// The catalogue quantities of a line, by field name or, for a field `value`,
 /// by what its measurement names. A field that is a quantity must be a number.
-fn quantities(line: &ParsedLine<'_>) -> Result<Vec<(Quantity, f64)>, String> {
-    let class = match line.field_value("device_class_str") {
-        Some(FieldValue::String(s)) => Some(s.as_str()),
-        _ => None,
-    };
-    let mut out = Vec::new();
-    for (name, value) in &line.field_set {
-        let name = name.as_str();
+fn quantities(line: &impl LineView) -> Result<Vec<(Quantity, f64)>, String> {
+    let class = line.text_field("device_class_str");
+    let mut out = Vec::with_capacity(4);
+    for (name, value) in line.fields() {
         let (q, convert): (Quantity, Convert) = if let Some(q) = Quantity::parse(name) {
             (q, |v| v)
         } else if name == "value" {
-            match measured(line.series.measurement.as_str(), class) {
+            match measured(line.measurement(), class) {
                 Some(found) => found,
                 None => continue,
             }
         } else {
             continue; // an attribute (Home Assistant's friendly_name_str, ...)
         };
-        let v = match value {
-            FieldValue::F64(v) => *v,
-            FieldValue::I64(v) => *v as f64,
-            FieldValue::U64(v) => *v as f64,
-            FieldValue::String(_) | FieldValue::Boolean(_) => {
-                return Err(format!("field {name} ({}) must be a number", q.name()))
-            }
+        let Field::Number(v) = value else {
+            return Err(format!("field {name} ({}) must be a number", q.name()));
         };
-        out.push((q, convert(v)));
+        // The same quantity twice in a line (`temperature=` and `value=`): the later wins.
+        match out.iter_mut().find(|(k, _)| *k == q) {
+            Some((_, earlier)) => *earlier = convert(v),
+            None => out.push((q, convert(v))),
+        }
     }
     Ok(out)
 }
@@ -236,6 +356,7 @@ fn measured(measurement: &str, class: Option<&str>) -> Option<(Quantity, Convert
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn now() -> Timestamp {
         Timestamp::parse("2026-11-22T00:00:00Z").unwrap()
@@ -364,5 +485,25 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out.readings[0].room().map(|r| r.as_str()), Some("bedroom"));
+    }
+
+    #[test]
+    fn errors_name_the_line_counting_blank_lines_and_comments_and_crlf_is_accepted() {
+        let good = "power,device=m-1 current_w=5 1795222923000000000";
+        let body = format!(
+            "# a comment\n\n{good}\n  \npower,device=m-1 current_w=\"x\" 1795222983000000000\n"
+        );
+        let err = lines(&body).unwrap_err();
+        assert_eq!(err.line, 5, "{err}");
+        let err = lines(&format!("{good}\n\nnot line protocol\n")).unwrap_err();
+        assert_eq!(err.line, 3, "{err}");
+        let err = lines(&format!("{good}\npower,device=m-1 current_w=2e9\n")).unwrap_err();
+        assert_eq!(err.line, 2, "out of range is named by its line too: {err}");
+        let crlf = lines(&format!(
+            "{good}\r\npower,device=m-1 current_w=6 1795222983000000000\r\n"
+        ))
+        .unwrap();
+        assert_eq!(crlf.readings.len(), 2);
+        assert_eq!(crlf.readings[1].get(Quantity::Power), Some(6.0));
     }
 }
