@@ -191,7 +191,9 @@ fn numbered_lines(body: &str) -> impl Iterator<Item = (usize, Result<ParsedLine<
     influxdb_line_protocol::split_lines(body)
         .enumerate()
         .filter_map(|(i, text)| {
-            let trimmed = text.trim();
+            // Spaces, tabs and `\r` only: Unicode whitespace (a no-break
+            // space) is data to the crate's grammar, as to InfluxDB's.
+            let trimmed = text.trim_matches([' ', '\t', '\r']);
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 return None;
             }
@@ -505,5 +507,11 @@ mod tests {
         .unwrap();
         assert_eq!(crlf.readings.len(), 2);
         assert_eq!(crlf.readings[1].get(Quantity::Power), Some(6.0));
+        // A no-break space is not whitespace: it is the measurement here (found by fuzzing).
+        let nbsp = "\u{a0} temperature=7,00=07 1795222923000000000";
+        assert_eq!(
+            parse_without_fast_path(nbsp, Precision::Nanoseconds, now(), |_| None),
+            lines(nbsp)
+        );
     }
 }
