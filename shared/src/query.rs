@@ -7,7 +7,7 @@ use crate::keys::{self, CursorError, CursorScope, Position};
 use crate::model::{DeviceId, Quantity, Reading, RoomId, TimeRange, Timestamp};
 use crate::registry::RegistryCache;
 use crate::store::{
-    DeviceRecord, Order, RangeRequest, RoomRecord, Store, StoreError, ZIndex, ZRangeRequest,
+    DeviceRecord, Order, Page, RangeRequest, RoomRecord, Store, StoreError, ZIndex, ZRangeRequest,
 };
 
 /// A validated range query (from the HTTP parameters).
@@ -346,11 +346,8 @@ pub async fn search<S: Store>(
 }
 
 /// One page of every device's readings in the range, in time order (then
-/// device), merged from all `all-time` shards, which are read concurrently.
-///
-/// Each shard reads at most `limit` readings after the cursor's position, which
-/// is enough: the first `limit` of the merge are among them. One position in
-/// the merged order is every shard's position, so the cursor holds just that.
+/// device). The cursor holds one position in that order, whatever the engine
+/// merges underneath (DynamoDB's shards).
 pub async fn all_readings<S: Store>(
     store: &S,
     q: &ReadingsQuery,
@@ -367,29 +364,8 @@ pub async fn all_readings<S: Store>(
         limit: q.limit,
         after,
     };
-    let pages = futures_util::future::try_join_all(
-        (1..=store.shards()).map(|shard| store.all_time_readings(shard, &request)),
-    )
-    .await?;
-    let more_in_a_shard = pages.iter().any(|p| p.next.is_some());
-    let mut readings: Vec<Reading> = pages.into_iter().flat_map(|p| p.readings).collect();
-    readings.sort_by(|a, b| {
-        let order = (a.timestamp, &a.device_id).cmp(&(b.timestamp, &b.device_id));
-        if descending {
-            order.reverse()
-        } else {
-            order
-        }
-    });
-    let more = more_in_a_shard || readings.len() > q.limit;
-    readings.truncate(q.limit);
-    let next_cursor = match readings.last() {
-        Some(last) if more => Some(scope.encode(&Position {
-            timestamp: last.timestamp,
-            device_id: last.device_id.clone(),
-        })),
-        _ => None,
-    };
+    let Page { readings, next } = store.all_readings(&request).await?;
+    let next_cursor = next.map(|position| scope.encode(&position));
     Ok(ReadingsPage {
         readings,
         next_cursor,

@@ -73,6 +73,46 @@ pub struct DynamoStore {
 }
 
 impl DynamoStore {
+    /// How many `all-time` shards readings are written to.
+    pub fn shards(&self) -> u32 {
+        self.shards
+    }
+
+    /// One page of one `all-time` shard: readings of any device in the range,
+    /// ordered by (time, device), after `request.after`.
+    async fn shard_readings(&self, shard: u32, request: &RangeRequest) -> Result<Page, StoreError> {
+        let (lo, hi) = keys::all_time_sk_bounds(&request.range);
+        let pk = keys::all_time_pk(shard);
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(ALL_TIME_INDEX)
+            .key_condition_expression("#shard = :shard AND #ats BETWEEN :lo AND :hi")
+            .expression_attribute_names("#shard", attr::SHARD)
+            .expression_attribute_names("#ats", attr::ATS)
+            .expression_attribute_values(":shard", s(&pk))
+            .expression_attribute_values(":lo", s(&lo))
+            .expression_attribute_values(":hi", s(&hi))
+            .scan_index_forward(request.order == Order::Asc)
+            .set_exclusive_start_key(request.after.as_ref().map(|p| {
+                HashMap::from([
+                    (attr::SHARD.to_owned(), s(&pk)),
+                    (
+                        attr::ATS.to_owned(),
+                        AttributeValue::S(keys::all_time_sk(p.timestamp, &p.device_id)),
+                    ),
+                    (attr::PK.to_owned(), s(keys::reading_pk(&p.device_id))),
+                    (
+                        attr::SK.to_owned(),
+                        AttributeValue::S(keys::reading_sk(p.timestamp)),
+                    ),
+                ])
+            }));
+        let (items, more) = self.query_pages(unexpired(query), request.limit).await?;
+        page_of(items, more)
+    }
+
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
             client,
@@ -767,45 +807,12 @@ impl Store for DynamoStore {
         page_of(items, more)
     }
 
-    fn shards(&self) -> u32 {
-        self.shards
-    }
-
-    async fn all_time_readings(
-        &self,
-        shard: u32,
-        request: &RangeRequest,
-    ) -> Result<Page, StoreError> {
-        let (lo, hi) = keys::all_time_sk_bounds(&request.range);
-        let pk = keys::all_time_pk(shard);
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(ALL_TIME_INDEX)
-            .key_condition_expression("#shard = :shard AND #ats BETWEEN :lo AND :hi")
-            .expression_attribute_names("#shard", attr::SHARD)
-            .expression_attribute_names("#ats", attr::ATS)
-            .expression_attribute_values(":shard", s(&pk))
-            .expression_attribute_values(":lo", s(&lo))
-            .expression_attribute_values(":hi", s(&hi))
-            .scan_index_forward(request.order == Order::Asc)
-            .set_exclusive_start_key(request.after.as_ref().map(|p| {
-                HashMap::from([
-                    (attr::SHARD.to_owned(), s(&pk)),
-                    (
-                        attr::ATS.to_owned(),
-                        AttributeValue::S(keys::all_time_sk(p.timestamp, &p.device_id)),
-                    ),
-                    (attr::PK.to_owned(), s(keys::reading_pk(&p.device_id))),
-                    (
-                        attr::SK.to_owned(),
-                        AttributeValue::S(keys::reading_sk(p.timestamp)),
-                    ),
-                ])
-            }));
-        let (items, more) = self.query_pages(unexpired(query), request.limit).await?;
-        page_of(items, more)
+    async fn all_readings(&self, request: &RangeRequest) -> Result<Page, StoreError> {
+        let pages = futures_util::future::try_join_all(
+            (1..=self.shards).map(|shard| self.shard_readings(shard, request)),
+        )
+        .await?;
+        Ok(super::merge_pages(pages, request))
     }
 
     async fn z_range(

@@ -218,13 +218,11 @@ pub trait Store: Clone + Send + Sync + 'static {
         room: &RoomId,
         request: &RangeRequest,
     ) -> impl Future<Output = Result<Page, StoreError>> + Send;
-    /// How many `all-time` shards readings are written to.
-    fn shards(&self) -> u32;
-    /// One page of one `all-time` shard: readings of any device in the range,
-    /// ordered by (time, device), after `request.after`.
-    fn all_time_readings(
+    /// One page of every device's readings in the range, ordered by (time,
+    /// device), after `request.after`. (How: the engine's business; DynamoDB
+    /// reads its `all-time` shards concurrently and merges them.)
+    fn all_readings(
         &self,
-        shard: u32,
         request: &RangeRequest,
     ) -> impl Future<Output = Result<Page, StoreError>> + Send;
     /// One read of a Z-order index, as DynamoDB's Query with `Limit` reads.
@@ -270,6 +268,24 @@ pub trait Store: Clone + Send + Sync + 'static {
         room: &RoomId,
         name: Option<&Name>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// Merges pages of disjoint sets of readings (shards, devices) that were each
+/// read with `request`: the first `request.limit` of the merge in (time,
+/// device) order, with `next` set when more may follow in any of them.
+pub(crate) fn merge_pages(pages: Vec<Page>, request: &RangeRequest) -> Page {
+    let more_in_a_page = pages.iter().any(|p| p.next.is_some());
+    let mut readings: Vec<Reading> = pages.into_iter().flat_map(|p| p.readings).collect();
+    readings.sort_by(|a, b| {
+        let order = (a.timestamp, &a.device_id).cmp(&(b.timestamp, &b.device_id));
+        match request.order {
+            Order::Asc => order,
+            Order::Desc => order.reverse(),
+        }
+    });
+    let more = more_in_a_page || readings.len() > request.limit;
+    readings.truncate(request.limit);
+    Page::of(readings, more)
 }
 
 /// Duplicate keys within one request collapse to the last reading with that key.

@@ -170,6 +170,30 @@ fn corrupt(e: impl std::fmt::Display) -> StoreError {
 }
 
 impl SqliteStore {
+    /// How many `all-time` shards readings are written to.
+    pub fn shards(&self) -> u32 {
+        self.shards
+    }
+
+    /// One page of one `all-time` shard: readings of any device in the range,
+    /// ordered by (time, device), after `request.after`.
+    async fn shard_readings(&self, shard: u32, request: &RangeRequest) -> Result<Page, StoreError> {
+        let (lo, hi) = keys::all_time_sk_bounds(&request.range);
+        let after = request
+            .after
+            .as_ref()
+            .map(|p| keys::all_time_sk(p.timestamp, &p.device_id));
+        self.sorted_range(
+            [
+                "SELECT item FROM items WHERE shard = ?1 AND ats BETWEEN ?2 AND ?3 AND (?4 IS NULL OR ats > ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY ats ASC LIMIT ?5",
+                "SELECT item FROM items WHERE shard = ?1 AND ats BETWEEN ?2 AND ?3 AND (?4 IS NULL OR ats < ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY ats DESC LIMIT ?5",
+            ],
+            &keys::all_time_pk(shard),
+            (lo, hi, after),
+            request,
+        )
+    }
+
     /// Opens (creating if needed) a database file in WAL mode.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let conn = Connection::open(path).map_err(db_err)?;
@@ -817,29 +841,12 @@ impl Store for SqliteStore {
         Self::projected_page(rows, request.limit, ReadingItem::room_time_projection)
     }
 
-    fn shards(&self) -> u32 {
-        self.shards
-    }
-
-    async fn all_time_readings(
-        &self,
-        shard: u32,
-        request: &RangeRequest,
-    ) -> Result<Page, StoreError> {
-        let (lo, hi) = keys::all_time_sk_bounds(&request.range);
-        let after = request
-            .after
-            .as_ref()
-            .map(|p| keys::all_time_sk(p.timestamp, &p.device_id));
-        self.sorted_range(
-            [
-                "SELECT item FROM items WHERE shard = ?1 AND ats BETWEEN ?2 AND ?3 AND (?4 IS NULL OR ats > ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY ats ASC LIMIT ?5",
-                "SELECT item FROM items WHERE shard = ?1 AND ats BETWEEN ?2 AND ?3 AND (?4 IS NULL OR ats < ?4) AND (expires_at IS NULL OR expires_at > ?6) ORDER BY ats DESC LIMIT ?5",
-            ],
-            &keys::all_time_pk(shard),
-            (lo, hi, after),
-            request,
+    async fn all_readings(&self, request: &RangeRequest) -> Result<Page, StoreError> {
+        let pages = futures_util::future::try_join_all(
+            (1..=self.shards).map(|shard| self.shard_readings(shard, request)),
         )
+        .await?;
+        Ok(super::merge_pages(pages, request))
     }
 
     async fn z_range(
