@@ -1,5 +1,6 @@
 //! The ingester without AWS: the library's Router behind `axum::serve` (in
-//! `main`), fed by a local change log or a DynamoDB stream (`stream_poller`),
+//! `main`), whose registry follows each write on the embedded store and a
+//! DynamoDB stream on a table (`stream_poller`),
 //! and a replayer of Lambda event files (`replay`).
 
 pub mod replay;

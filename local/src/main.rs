@@ -9,7 +9,6 @@ use aws_sdk_dynamodb::config::{Credentials, Region};
 use clap::{Args, Parser, Subcommand};
 use ingester_local::{replay, stream_poller::StreamPoller};
 use shared::api::{Access, App, BearerToken, ReadAccess, RouteSet};
-use shared::registry::RegistryCache;
 use shared::store::{now_epoch_seconds, DynamoStore, Retention, SqliteStore, Store};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -43,7 +42,7 @@ enum Command {
         /// How old the cached registry may get, in seconds.
         #[arg(long, default_value_t = 1)]
         cache_ttl: u64,
-        /// How often the registry consumer looks for changes, in milliseconds.
+        /// How often the DynamoDB stream is polled for registry changes, in milliseconds.
         #[arg(long, default_value_t = 100)]
         poll_ms: u64,
         #[command(flatten)]
@@ -183,38 +182,6 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
-/// The local change-log consumer: the embedded store's stand-in for the stream → Lambda mapping.
-/// After it changes the registry it marks the server's cache stale, so a new
-/// device is listed at once rather than after the cache's TTL.
-async fn consume_change_log(store: SqliteStore, every: Duration, registry: RegistryCache) {
-    let mut failures_at_same_place = 0;
-    loop {
-        match store.drain_change_log().await {
-            Ok(0) => tokio::time::sleep(every).await,
-            Ok(n) => {
-                failures_at_same_place = 0;
-                registry.invalidate();
-                tracing::debug!(changes = n, "registry updated");
-            }
-            Err(err) => {
-                failures_at_same_place += 1;
-                tracing::warn!(error = %err, attempt = failures_at_same_place, "registry consumer failed");
-                if failures_at_same_place >= 5 {
-                    // Like the failure destination of the stream mapping: skip it, loudly.
-                    if let Ok(Some(seq)) = store.skip_change() {
-                        tracing::error!(
-                            change = seq,
-                            "skipped a change the registry could not apply"
-                        );
-                    }
-                    failures_at_same_place = 0;
-                }
-                tokio::time::sleep(every).await;
-            }
-        }
-    }
-}
-
 /// The embedded store's TTL: deletes expired readings now and then every minute.
 async fn purge_expired(store: SqliteStore) {
     loop {
@@ -272,17 +239,10 @@ async fn run(cli: Cli) -> Result<bool, String> {
             let every = Duration::from_millis(poll_ms);
             match open(&store).await? {
                 Backend::Embedded(s) => {
+                    // The registry is kept in the write transaction: only the
+                    // retention purge runs beside the server.
                     let app = app(s.clone(), token.as_deref(), ttl, open_reads).await?;
-                    // One task for both, so that stopping it stops both.
-                    let feeder = tokio::spawn({
-                        let registry = app.registry.clone();
-                        async move {
-                            tokio::join!(
-                                consume_change_log(s.clone(), every, registry),
-                                purge_expired(s)
-                            );
-                        }
-                    });
+                    let feeder = tokio::spawn(purge_expired(s));
                     serve(app, addr, feeder).await?;
                 }
                 Backend::Dynamo(s, streams, region) => {
@@ -297,13 +257,9 @@ async fn run(cli: Cli) -> Result<bool, String> {
         }
         Command::Replay { files, store } => match open(&store).await? {
             Backend::Embedded(s) => {
-                let app = app(s.clone(), None, Duration::ZERO, true).await?;
-                Ok(replay_files(&app, &files, || async {
-                    // The local stream: let the registry catch up before the next event.
-                    while s.drain_change_log().await.map_err(|e| e.to_string())? > 0 {}
-                    Ok(())
-                })
-                .await)
+                // The registry follows each write: nothing to wait for between events.
+                let app = app(s, None, Duration::ZERO, true).await?;
+                Ok(replay_files(&app, &files, || async { Ok(()) }).await)
             }
             Backend::Dynamo(s, streams, region) => {
                 let app = app(s.clone(), None, Duration::ZERO, true).await?;

@@ -133,11 +133,6 @@ fn serve_on_the_embedded_store_keeps_data_across_a_restart() {
     );
     server.stop();
 
-    // Everything was consumed and checkpointed: nothing is applied twice after a restart.
-    let store = shared::store::SqliteStore::open(&db).unwrap();
-    assert_eq!(store.pending_changes().unwrap(), 0);
-    drop(store);
-
     let again = Server::start(&["--db", db_arg]);
     let (status, devices) = again.request("GET", "/devices", None);
     assert_eq!(

@@ -168,6 +168,7 @@ async fn write<S: Store>(
                 ),
             });
         }
+        app.readings_written();
     }
     let mut response = StatusCode::NO_CONTENT.into_response();
     response.headers_mut().insert(

@@ -107,6 +107,7 @@ pub async fn post_readings<S: Store>(
 ) -> Answer {
     let registry = app.registry.current(&app.store).await;
     let out = ingest::ingest(&app.store, &registry, &body, Timestamp::now()).await?;
+    app.readings_written();
     let mut answer = json!({ "written": out.written });
     if out.duplicates > 0 {
         answer["duplicates"] = json!(out.duplicates);

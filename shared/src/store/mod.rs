@@ -207,6 +207,12 @@ pub enum StoreError {
 pub trait Store: Clone + Send + Sync + 'static {
     /// Writes readings, last one wins for duplicate keys, and reports what is not stored.
     fn write_readings(&self, readings: &[Reading]) -> impl Future<Output = WriteReport> + Send;
+    /// Whether `write_readings` also brings the registry up to date (the
+    /// embedded store does, in the same transaction). Otherwise a stream
+    /// consumer does it, later (DynamoDB).
+    fn registry_follows_writes(&self) -> bool {
+        false
+    }
     fn device_readings(
         &self,
         device: &DeviceId,

@@ -1,9 +1,10 @@
 //! Embedded adapter: SQLite (WAL) with the item and key layout of DESIGN §3.
 //! Items are stored whole, as DynamoDB JSON, through the same codec as the
 //! DynamoDB adapter; a `room` column and index stand in for the `room-time` GSI.
-//! Every item change is appended to `change_log` in the same transaction: the
-//! local equivalent of DynamoDB Streams, replayed to the registry handler by
-//! [`SqliteStore::drain_change_log`] with a checkpoint that survives restarts.
+//! The registry is kept up to date in the transaction that writes the readings,
+//! planned by `registry::plan`, the pure planner the stream Lambda uses; there is
+//! no change log (a database that still has one is caught up and loses it on
+//! open: [`catch_up_change_log`]).
 
 use super::item::{DeviceItem, ReadingItem, RoomItem, SnapshotItem};
 use super::{
@@ -14,7 +15,7 @@ use super::{
 use crate::keys::zorder::ZKey;
 use crate::keys::{self, attr, DEVICE_PARTITION, ROOM_PARTITION};
 use crate::model::{DeviceId, Name, Reading, RoomId, Timestamp};
-use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use crate::registry::RegistryPlan;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::de::DeserializeOwned;
 use serde_dynamo::{AttributeValue, Item};
@@ -35,22 +36,9 @@ CREATE TABLE IF NOT EXISTS items (
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS room_time ON items (room, sk, pk) WHERE room IS NOT NULL;
-CREATE TABLE IF NOT EXISTS change_log (
-    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
-    event_name TEXT NOT NULL,   -- INSERT | MODIFY | REMOVE
-    pk         TEXT NOT NULL,
-    sk         TEXT NOT NULL,
-    new_image  TEXT,
-    old_image  TEXT,
-    at_ms      INTEGER NOT NULL
-);
 CREATE TABLE IF NOT EXISTS settings (
     name  TEXT PRIMARY KEY,
     value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS checkpoints (
-    consumer TEXT PRIMARY KEY,
-    seq      INTEGER NOT NULL
 );
 ";
 
@@ -110,6 +98,69 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
     .map_err(db_err)
 }
 
+fn has_table(conn: &Connection, name: &str) -> Result<bool, StoreError> {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        params![name],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+    .map_err(db_err)
+}
+
+/// A database from before the registry was kept in the write transaction has
+/// a change log. The readings its registry consumer had not applied yet (past
+/// the checkpoint) are applied now, and the log is dropped, in one transaction:
+/// a reading written just before an upgrade still reaches the registry.
+/// Returns how many readings were applied.
+fn catch_up_change_log(conn: &Connection) -> Result<usize, StoreError> {
+    if !has_table(conn, "change_log")? {
+        return Ok(0);
+    }
+    let tx = conn.unchecked_transaction().map_err(db_err)?;
+    let checkpoint = if has_table(&tx, "checkpoints")? {
+        "(SELECT seq FROM checkpoints WHERE consumer = 'registry')"
+    } else {
+        "NULL"
+    };
+    let images: Vec<String> = {
+        let mut stmt = tx
+            .prepare(&format!(
+                "SELECT new_image FROM change_log
+                 WHERE new_image IS NOT NULL AND seq > coalesce({checkpoint}, 0) ORDER BY seq"
+            ))
+            .map_err(db_err)?;
+        let rows = stmt
+            .query_map([], |r| r.get(0))
+            .map_err(db_err)?
+            .collect::<Result<_, _>>()
+            .map_err(db_err)?;
+        rows
+    };
+    // Registry items changed too, and are in the log; only readings count, as
+    // in the stream handler.
+    let readings: Vec<Reading> = images
+        .iter()
+        .filter_map(|text| {
+            SqliteStore::decode::<ReadingItem>(text)
+                .ok()
+                .and_then(|item| item.into_reading().ok())
+        })
+        .collect();
+    let plan = crate::registry::plan(readings.iter().enumerate());
+    SqliteStore::apply_plan_in(&tx, &plan)?;
+    tx.execute_batch("DROP TABLE change_log; DROP TABLE IF EXISTS checkpoints;")
+        .map_err(db_err)?;
+    tx.commit().map_err(db_err)?;
+    if !readings.is_empty() {
+        tracing::info!(
+            readings = readings.len(),
+            "applied the old change log to the registry"
+        );
+    }
+    Ok(readings.len())
+}
+
 /// Gives the climate readings of a database made before Z-order search their
 /// `z` (in the item and the column), so that they are searchable too.
 fn backfill_z(conn: &Connection) -> Result<(), StoreError> {
@@ -148,11 +199,6 @@ fn backfill_z(conn: &Connection) -> Result<(), StoreError> {
     }
     Ok(())
 }
-
-/// The change-log consumer that maintains the registry.
-const REGISTRY_CONSUMER: &str = "registry";
-/// Records per change-log batch, as the Lambda event source mapping's BatchSize.
-pub const CHANGE_BATCH: usize = 100;
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -216,6 +262,7 @@ impl SqliteStore {
             .map_err(db_err)?;
         conn.execute_batch(SCHEMA).map_err(db_err)?;
         migrate(&conn)?;
+        catch_up_change_log(&conn)?;
         // The count the database was indexed with, so that opening it and then
         // asking for that same count (`with_shards`) rewrites nothing.
         let indexed: Option<u32> = conn
@@ -303,30 +350,15 @@ impl SqliteStore {
         self
     }
 
-    /// Deletes readings past `expires_at`, as DynamoDB's TTL does, logging each
-    /// as a REMOVE by the service (which the registry ignores). Returns how many.
+    /// Deletes readings past `expires_at`, as DynamoDB's TTL does. Returns how many.
     pub fn delete_expired(&self, now_epoch_seconds: i64) -> Result<usize, StoreError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction().map_err(db_err)?;
-        let expired = item_rows(
-            &tx,
-            "SELECT pk, sk, item FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1",
-            params![now_epoch_seconds],
-        )?;
-        for (pk, sk, old) in &expired {
-            tx.execute(
-                "DELETE FROM items WHERE pk = ?1 AND sk = ?2",
-                params![pk, sk],
+        // The registry is not touched, as the stream handler ignores TTL deletions.
+        self.lock()
+            .execute(
+                "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1",
+                params![now_epoch_seconds],
             )
-            .map_err(db_err)?;
-            tx.execute(
-                "INSERT INTO change_log (event_name, pk, sk, new_image, old_image, at_ms) VALUES ('REMOVE', ?1, ?2, NULL, ?3, ?4)",
-                params![pk, sk, old, Timestamp::now().millis()],
-            )
-            .map_err(db_err)?;
-        }
-        tx.commit().map_err(db_err)?;
-        Ok(expired.len())
+            .map_err(db_err)
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -346,8 +378,7 @@ impl SqliteStore {
             .transpose()
     }
 
-    /// Upserts an item and logs the change in the caller's transaction. An
-    /// unchanged item logs nothing, as DynamoDB Streams writes no record then.
+    /// Upserts an item in the caller's transaction.
     fn put_item(conn: &Connection, pk: &str, sk: &str, item: &Item) -> Result<(), StoreError> {
         let new_text = serde_json::to_string(item).map_err(corrupt)?;
         // The room-time index serves a room's temperature and humidity (DynamoDB's
@@ -371,7 +402,7 @@ impl SqliteStore {
             text_attr(attr::ATS),
         );
         // Most writes are new keys: try the insert first, so only a repeated key
-        // pays for reading the old image (which the change log needs).
+        // pays for reading the old item.
         let inserted = conn
             .prepare_cached(
                 "INSERT INTO items (pk, sk, room, item, expires_at, z, shard, ats) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
@@ -382,17 +413,7 @@ impl SqliteStore {
             })
             .map_err(db_err)?
             == 1;
-        let old_text: Option<String> = if inserted {
-            None
-        } else {
-            let old: String = conn
-                .prepare_cached("SELECT item FROM items WHERE pk = ?1 AND sk = ?2")
-                .and_then(|mut select| select.query_row(params![pk, sk], |r| r.get(0)))
-                .map_err(db_err)?;
-            let old_item: Item = serde_json::from_str(&old).map_err(corrupt)?;
-            if &old_item == item {
-                return Ok(()); // DynamoDB streams record no change either
-            }
+        if !inserted {
             conn.prepare_cached(
                 "UPDATE items SET room = ?3, item = ?4, expires_at = ?5, z = ?6, shard = ?7, ats = ?8 WHERE pk = ?1 AND sk = ?2",
             )
@@ -400,22 +421,7 @@ impl SqliteStore {
                 update.execute(params![pk, sk, room, new_text, expires_at, z, shard, ats])
             })
             .map_err(db_err)?;
-            Some(old)
-        };
-        conn.prepare_cached(
-            "INSERT INTO change_log (event_name, pk, sk, new_image, old_image, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )
-        .and_then(|mut log| {
-            log.execute(params![
-                if old_text.is_some() { "MODIFY" } else { "INSERT" },
-                pk,
-                sk,
-                new_text,
-                old_text,
-                Timestamp::now().millis()
-            ])
-        })
-        .map_err(db_err)?;
+        }
         Ok(())
     }
 
@@ -489,15 +495,43 @@ impl SqliteStore {
     ) -> Result<(), StoreError> {
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(db_err)?;
-        let mut item = Self::get_item(&tx, pk, sk)?.unwrap_or_else(|| {
+        Self::update_registry_item_in(&tx, pk, sk, change)?;
+        tx.commit().map_err(db_err)
+    }
+
+    /// Reads, changes and writes back one registry item in the caller's transaction.
+    fn update_registry_item_in(
+        tx: &Connection,
+        pk: &str,
+        sk: &str,
+        change: impl FnOnce(&mut Item) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut item = Self::get_item(tx, pk, sk)?.unwrap_or_else(|| {
             Item::from(std::collections::HashMap::from([
                 (attr::PK.to_owned(), AttributeValue::S(pk.to_owned())),
                 (attr::SK.to_owned(), AttributeValue::S(sk.to_owned())),
             ]))
         });
         change(&mut item)?;
-        Self::put_item(&tx, pk, sk, &item)?;
-        tx.commit().map_err(db_err)
+        Self::put_item(tx, pk, sk, &item)
+    }
+
+    /// Applies a registry plan in the caller's transaction: the same monotonic
+    /// merges as `apply_device_update` and `apply_room_update`.
+    fn apply_plan_in(tx: &Connection, plan: &RegistryPlan) -> Result<(), StoreError> {
+        for p in &plan.devices {
+            let u = &p.update;
+            Self::update_registry_item_in(tx, DEVICE_PARTITION, u.device_id.as_str(), |item| {
+                RegistryMerge::of_device(u).merge_into(item)
+            })?;
+        }
+        for p in &plan.rooms {
+            let u = &p.update;
+            Self::update_registry_item_in(tx, ROOM_PARTITION, u.room_id.as_str(), |item| {
+                RegistryMerge::of_room(u).merge_into(item)
+            })?;
+        }
+        Ok(())
     }
 
     fn registry_write(&self, pk: &str, sk: &str, w: RegistryMerge<'_>) -> Result<(), StoreError> {
@@ -523,146 +557,12 @@ impl SqliteStore {
         })
     }
 
-    /// Feeds the next batch of the change log to the registry handler (the same
-    /// code as the `registry` Lambda) and advances the checkpoint past what it
-    /// applied. Returns how many changes were consumed.
-    pub async fn drain_change_log(&self) -> Result<usize, StoreError> {
-        let (records, last_seq) = self.next_changes(CHANGE_BATCH)?;
-        if records.is_empty() {
-            return Ok(0);
-        }
-        let count = records.len();
-        let event = {
-            let mut e = Event::default();
-            e.records = records;
-            e
-        };
-        let response = crate::stream::handle(self, event).await;
-        // Lambda retries from the failed record; so does this consumer, on its next call.
-        let done = match response
-            .batch_item_failures
-            .first()
-            .and_then(|f| f.item_identifier.as_deref())
-        {
-            // An identifier that does not parse must not mark the batch done: keep the
-            // checkpoint where it is (the upsert below keeps the larger value).
-            Some(seq) => seq.parse::<i64>().map(|s| s - 1).unwrap_or(0),
-            None => last_seq,
-        };
-        {
-            let conn = self.lock();
-            conn.prepare_cached(
-                "INSERT INTO checkpoints (consumer, seq) VALUES (?1, ?2)
-                 ON CONFLICT (consumer) DO UPDATE SET seq = max(seq, excluded.seq)",
-            )
-            .and_then(|mut s| s.execute(params![REGISTRY_CONSUMER, done]))
-            .map_err(db_err)?;
-            // Consumed changes are not kept (DynamoDB keeps a stream for 24 h; here
-            // the log would otherwise double the database). AUTOINCREMENT keeps
-            // sequence numbers rising after the delete.
-            conn.prepare_cached("DELETE FROM change_log WHERE seq <= ?1")
-                .and_then(|mut s| s.execute(params![done]))
-                .map_err(db_err)?;
-        }
-        if !response.batch_item_failures.is_empty() {
-            return Err(StoreError::Unavailable(format!(
-                "registry update failed after change {done}"
-            )));
-        }
-        Ok(count)
-    }
-
-    /// Skips one change the registry handler cannot apply (the equivalent of the
-    /// on-failure destination), so that it does not block the log forever.
-    pub fn skip_change(&self) -> Result<Option<i64>, StoreError> {
-        let conn = self.lock();
-        let next: Option<i64> = conn
-            .query_row(
-                "SELECT min(seq) FROM change_log WHERE seq > coalesce((SELECT seq FROM checkpoints WHERE consumer = ?1), 0)",
-                params![REGISTRY_CONSUMER],
-                |r| r.get(0),
-            )
-            .map_err(db_err)?;
-        if let Some(seq) = next {
-            conn.execute(
-                "INSERT INTO checkpoints (consumer, seq) VALUES (?1, ?2)
-                 ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq",
-                params![REGISTRY_CONSUMER, seq],
-            )
-            .map_err(db_err)?;
-        }
-        Ok(next)
-    }
-
-    /// Changes after the checkpoint, shaped as DynamoDB Streams records.
-    fn next_changes(&self, max: usize) -> Result<(Vec<EventRecord>, i64), StoreError> {
-        // The lock covers the read only; shaping the records (JSON work) happens
-        // after it is released, so writers are not held up by it.
-        let conn = self.lock();
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT seq, event_name, pk, sk, new_image, old_image, at_ms FROM change_log
-                 WHERE seq > coalesce((SELECT seq FROM checkpoints WHERE consumer = ?1), 0)
-                 ORDER BY seq LIMIT ?2",
-            )
-            .map_err(db_err)?;
-        let rows = stmt
-            .query_map(params![REGISTRY_CONSUMER, max as i64], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, Option<String>>(5)?,
-                    r.get::<_, i64>(6)?,
-                ))
-            })
-            .map_err(db_err)?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(db_err)?;
-        drop(stmt);
-        drop(conn);
-        let mut last = 0;
-        let mut records = Vec::with_capacity(rows.len());
-        for (seq, name, pk, sk, new_image, old_image, at_ms) in rows {
-            last = seq;
-            let image = |t: Option<String>| -> serde_json::Value {
-                t.and_then(|t| serde_json::from_str(&t).ok())
-                    .unwrap_or(serde_json::Value::Null)
-            };
-            let mut dynamodb = serde_json::json!({
-                "ApproximateCreationDateTime": at_ms / 1000,
-                "Keys": {"pk": {"S": pk}, "sk": {"S": sk}},
-                "SequenceNumber": seq.to_string(),
-                "SizeBytes": 0,
-                "StreamViewType": "NEW_AND_OLD_IMAGES"
-            });
-            let (new_image, old_image) = (image(new_image), image(old_image));
-            if !new_image.is_null() {
-                dynamodb["NewImage"] = new_image;
-            }
-            if !old_image.is_null() {
-                dynamodb["OldImage"] = old_image;
-            }
-            let record = serde_json::json!({
-                "eventID": seq.to_string(),
-                "eventName": name,
-                "eventSource": "local:sqlite",
-                "awsRegion": "local",
-                "dynamodb": dynamodb
-            });
-            records.push(serde_json::from_value(record).map_err(corrupt)?);
-        }
-        Ok((records, last))
-    }
-
     /// One item as stored (DynamoDB JSON), for inspection.
     pub fn raw_item(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
         Self::get_item(&self.lock(), pk, sk)
     }
 
-    /// Writes one whole item, as an import or a repair would; logged like any change.
+    /// Writes one whole item, as an import or a repair would.
     pub fn put_raw_item(&self, item: &Item) -> Result<(), StoreError> {
         let key = |k: &str| match item.get(k) {
             Some(AttributeValue::S(s)) => Ok(s.clone()),
@@ -673,17 +573,6 @@ impl SqliteStore {
         let tx = conn.transaction().map_err(db_err)?;
         Self::put_item(&tx, &pk, &sk, item)?;
         tx.commit().map_err(db_err)
-    }
-
-    /// Changes not yet consumed by the registry (for tests and status).
-    pub fn pending_changes(&self) -> Result<i64, StoreError> {
-        self.lock()
-            .query_row(
-                "SELECT count(*) FROM change_log WHERE seq > coalesce((SELECT seq FROM checkpoints WHERE consumer = ?1), 0)",
-                params![REGISTRY_CONSUMER],
-                |r| r.get(0),
-            )
-            .map_err(db_err)
     }
 }
 
@@ -697,7 +586,28 @@ struct RegistryMerge<'a> {
     room: Option<&'a RoomId>,
 }
 
-impl RegistryMerge<'_> {
+impl<'a> RegistryMerge<'a> {
+    fn of_device(update: &'a DeviceUpdate) -> Self {
+        RegistryMerge {
+            first_seen: update.first_seen,
+            latest: &update.latest,
+            sets: super::device_sets(update),
+            room: update.room.as_ref(),
+        }
+    }
+
+    fn of_room(update: &'a RoomUpdate) -> Self {
+        RegistryMerge {
+            first_seen: update.first_seen,
+            latest: &update.latest,
+            sets: vec![(
+                "devices",
+                update.devices.iter().map(|d| d.to_string()).collect(),
+            )],
+            room: None,
+        }
+    }
+
     fn merge_into(self, item: &mut Item) -> Result<(), StoreError> {
         let text = |item: &Item, k: &str| match item.get(k) {
             Some(AttributeValue::S(s)) => Some(s.clone()),
@@ -750,6 +660,10 @@ impl RegistryMerge<'_> {
 }
 
 impl Store for SqliteStore {
+    fn registry_follows_writes(&self) -> bool {
+        true
+    }
+
     async fn write_readings(&self, readings: &[Reading]) -> WriteReport {
         let deduped = Deduped::new(readings);
         let result = (|| -> Result<(), StoreError> {
@@ -770,6 +684,10 @@ impl Store for SqliteStore {
                     &item,
                 )?;
             }
+            // The registry, in the same transaction: what the stream Lambda
+            // would do with these records, planned by the same code.
+            let plan = crate::registry::plan(deduped.winners.iter().map(|&i| (i, &readings[i])));
+            Self::apply_plan_in(&tx, &plan)?;
             tx.commit().map_err(db_err)
         })();
         match result {
@@ -988,12 +906,7 @@ impl Store for SqliteStore {
         self.registry_write(
             DEVICE_PARTITION,
             update.device_id.as_str(),
-            RegistryMerge {
-                first_seen: update.first_seen,
-                latest: &update.latest,
-                sets: super::device_sets(update),
-                room: update.room.as_ref(),
-            },
+            RegistryMerge::of_device(update),
         )
     }
 
@@ -1014,15 +927,154 @@ impl Store for SqliteStore {
         self.registry_write(
             ROOM_PARTITION,
             update.room_id.as_str(),
-            RegistryMerge {
-                first_seen: update.first_seen,
-                latest: &update.latest,
-                sets: vec![(
-                    "devices",
-                    update.devices.iter().map(|d| d.to_string()).collect(),
-                )],
-                room: None,
-            },
+            RegistryMerge::of_room(update),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Measurement;
+
+    /// The change log as the previous version created it.
+    const PREVIOUS_CHANGE_LOG: &str = "
+        CREATE TABLE change_log (
+            seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+            event_name TEXT NOT NULL,
+            pk         TEXT NOT NULL,
+            sk         TEXT NOT NULL,
+            new_image  TEXT,
+            old_image  TEXT,
+            at_ms      INTEGER NOT NULL
+        );
+        CREATE TABLE checkpoints (consumer TEXT PRIMARY KEY, seq INTEGER NOT NULL);";
+
+    fn reading(device: &str, room: Option<&str>, minute: i64, value: f64) -> Reading {
+        let measurement = match room {
+            Some(r) => Measurement::climate(RoomId::parse(r).unwrap(), value, 50.0),
+            None => Measurement::power(value, 0.0, 100.0),
+        };
+        Reading {
+            device_id: DeviceId::parse(device).unwrap(),
+            timestamp: Timestamp::from_millis(1_795_219_200_000 + minute * 60_000).unwrap(),
+            measurement: measurement.unwrap(),
+        }
+    }
+
+    fn item_text(r: &Reading) -> String {
+        let item: Item =
+            serde_dynamo::to_item(ReadingItem::stored(r, None, keys::DEFAULT_SHARDS)).unwrap();
+        serde_json::to_string(&item).unwrap()
+    }
+
+    #[tokio::test]
+    async fn writes_keep_the_registry_in_the_same_transaction() {
+        let store = SqliteStore::in_memory().unwrap();
+        let (a, b) = (reading("m-1", None, 2, 10.0), reading("m-1", None, 1, 9.0));
+        let s = reading("s-1", Some("hall"), 1, 20.0);
+        assert!(store
+            .write_readings(&[a.clone(), b.clone(), s.clone()])
+            .await
+            .unwritten
+            .is_empty());
+        let registry = store.load_registry().await.unwrap();
+        let meter = &registry.devices[&a.device_id];
+        assert_eq!(
+            (meter.first_seen, meter.last_seen),
+            (Some(b.timestamp), Some(a.timestamp))
+        );
+        assert_eq!(meter.latest.as_ref(), Some(&a));
+        let hall = &registry.rooms[&RoomId::parse("hall").unwrap()];
+        assert_eq!(hall.devices, BTreeSet::from([s.device_id.clone()]));
+        assert_eq!(registry.devices[&s.device_id].room, s.room().cloned());
+        assert!(!has_table(&store.lock(), "change_log").unwrap());
+    }
+
+    /// A file written by the previous version, with changes its registry
+    /// consumer had not applied when it stopped: opening it applies them and
+    /// drops the log, losing nothing.
+    #[tokio::test]
+    async fn opening_a_database_with_a_change_log_applies_its_pending_changes() {
+        let dir = std::env::temp_dir().join(format!("changelog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("old.db");
+        let _ = std::fs::remove_file(&path);
+        let applied = reading("m-1", None, 1, 10.0);
+        let pending = reading("s-2", Some("kitchen"), 2, 19.5);
+        let pending_later = reading("s-2", Some("kitchen"), 3, 19.75);
+        {
+            let store = SqliteStore::open(&path).unwrap();
+            // The applied reading went through the registry already ...
+            assert!(store
+                .write_readings(std::slice::from_ref(&applied))
+                .await
+                .unwritten
+                .is_empty());
+            let conn = store.lock();
+            conn.execute_batch(PREVIOUS_CHANGE_LOG).unwrap();
+            // ... the pending ones are stored, but the registry has not seen them.
+            for r in [&pending, &pending_later] {
+                SqliteStore::put_item(
+                    &conn,
+                    keys::reading_pk(&r.device_id),
+                    &keys::reading_sk(r.timestamp),
+                    &serde_json::from_str(&item_text(r)).unwrap(),
+                )
+                .unwrap();
+            }
+            let log = |name: &str, r: &Reading, new: Option<String>| {
+                conn.execute(
+                    "INSERT INTO change_log (event_name, pk, sk, new_image, old_image, at_ms) VALUES (?1, ?2, ?3, ?4, NULL, 0)",
+                    params![name, r.device_id.as_str(), keys::reading_sk(r.timestamp), new],
+                )
+                .unwrap();
+            };
+            log("INSERT", &applied, Some(item_text(&applied)));
+            conn.execute("INSERT INTO checkpoints VALUES ('registry', 1)", [])
+                .unwrap();
+            log("INSERT", &pending, Some(item_text(&pending)));
+            log("REMOVE", &applied, None);
+            log("INSERT", &pending_later, Some(item_text(&pending_later)));
+            let registry_item = conn
+                .query_row(
+                    "SELECT item FROM items WHERE pk = 'DEVICE' AND sk = 'm-1'",
+                    [],
+                    |r| r.get::<_, String>(0),
+                )
+                .unwrap();
+            conn.execute(
+                "INSERT INTO change_log (event_name, pk, sk, new_image, old_image, at_ms) VALUES ('MODIFY', 'DEVICE', 'm-1', ?1, NULL, 0)",
+                params![registry_item],
+            )
+            .unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        let registry = store.load_registry().await.unwrap();
+        let sensor = &registry.devices[&pending.device_id];
+        assert_eq!(
+            (sensor.first_seen, sensor.last_seen),
+            (Some(pending.timestamp), Some(pending_later.timestamp))
+        );
+        assert_eq!(sensor.latest.as_ref(), Some(&pending_later));
+        let kitchen = &registry.rooms[&RoomId::parse("kitchen").unwrap()];
+        assert_eq!(kitchen.devices, BTreeSet::from([pending.device_id.clone()]));
+        let meter = &registry.devices[&applied.device_id];
+        assert_eq!(meter.last_seen, Some(applied.timestamp));
+        let conn = store.lock();
+        assert!(!has_table(&conn, "change_log").unwrap());
+        assert!(!has_table(&conn, "checkpoints").unwrap());
+        drop(conn);
+        // Every reading is still there.
+        for r in [&applied, &pending, &pending_later] {
+            assert!(store
+                .raw_item(
+                    keys::reading_pk(&r.device_id),
+                    &keys::reading_sk(r.timestamp)
+                )
+                .unwrap()
+                .is_some());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
