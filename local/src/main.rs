@@ -185,7 +185,7 @@ async fn shutdown_signal() {
 /// The embedded store's TTL: deletes expired readings now and then every minute.
 async fn purge_expired(store: SqliteStore) {
     loop {
-        match store.delete_expired(now_epoch_seconds()) {
+        match store.delete_expired(now_epoch_seconds()).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(readings = n, "deleted expired readings"),
             Err(err) => tracing::warn!(error = %err, "deleting expired readings failed"),

@@ -160,7 +160,7 @@ async fn the_embedded_store_deletes_expired_readings_and_the_registry_remembers(
     let app = app(store.clone(), None, RouteSet::All).await;
     let (old, fresh) = post_old_and_fresh(&app).await;
     assert_eq!(
-        store.delete_expired(now_epoch_seconds()).unwrap(),
+        store.delete_expired(now_epoch_seconds()).await.unwrap(),
         2,
         "the old power and climate readings"
     );
@@ -179,5 +179,5 @@ async fn the_embedded_store_deletes_expired_readings_and_the_registry_remembers(
         (meter.first_seen, meter.last_seen),
         (Some(old), Some(fresh))
     );
-    assert_eq!(store.delete_expired(now_epoch_seconds()).unwrap(), 0);
+    assert_eq!(store.delete_expired(now_epoch_seconds()).await.unwrap(), 0);
 }

@@ -200,9 +200,15 @@ fn backfill_z(conn: &Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Read connections of a database file. WAL lets them read while the one
+/// writer writes; an in-memory database has none (its writer reads too).
+const READERS: usize = 4;
+
 #[derive(Clone)]
 pub struct SqliteStore {
+    /// The one writer; also the reader of an in-memory database.
     conn: Arc<Mutex<Connection>>,
+    readers: Arc<Vec<Mutex<Connection>>>,
     retention: Option<Retention>,
     shards: u32,
 }
@@ -223,7 +229,7 @@ impl SqliteStore {
 
     /// One page of one `all-time` shard: readings of any device in the range,
     /// ordered by (time, device), after `request.after`.
-    async fn shard_readings(&self, shard: u32, request: &RangeRequest) -> Result<Page, StoreError> {
+    fn shard_readings(&self, shard: u32, request: &RangeRequest) -> Result<Page, StoreError> {
         let (lo, hi) = keys::all_time_sk_bounds(&request.range);
         let after = request
             .after
@@ -242,14 +248,31 @@ impl SqliteStore {
 
     /// Opens (creating if needed) a database file in WAL mode.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let conn = Connection::open(path).map_err(db_err)?;
+        let conn = Connection::open(path.as_ref()).map_err(db_err)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(db_err)?;
         // NORMAL is durable across application crashes in WAL mode; only a power
         // loss can drop the last transactions.
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(db_err)?;
-        Self::init(conn)
+        let mut store = Self::init(conn)?;
+        // Opened after the writer has created and migrated the schema.
+        let readers = (0..READERS)
+            .map(|_| {
+                let reader = Connection::open_with_flags(
+                    path.as_ref(),
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )
+                .map_err(db_err)?;
+                reader
+                    .busy_timeout(std::time::Duration::from_secs(5))
+                    .map_err(db_err)?;
+                Ok(Mutex::new(reader))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        store.readers = Arc::new(readers);
+        Ok(store)
     }
 
     /// A store that lives only as long as the process.
@@ -276,6 +299,7 @@ impl SqliteStore {
             .and_then(|v| v.parse().ok());
         let store = Self {
             conn: Arc::new(Mutex::new(conn)),
+            readers: Arc::new(Vec::new()),
             retention: None,
             shards: indexed.unwrap_or(keys::DEFAULT_SHARDS),
         };
@@ -351,18 +375,53 @@ impl SqliteStore {
     }
 
     /// Deletes readings past `expires_at`, as DynamoDB's TTL does. Returns how many.
-    pub fn delete_expired(&self, now_epoch_seconds: i64) -> Result<usize, StoreError> {
+    pub async fn delete_expired(&self, now_epoch_seconds: i64) -> Result<usize, StoreError> {
         // The registry is not touched, as the stream handler ignores TTL deletions.
-        self.lock()
-            .execute(
-                "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1",
-                params![now_epoch_seconds],
-            )
-            .map_err(db_err)
+        self.blocking(move |s| {
+            s.lock()
+                .execute(
+                    "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1",
+                    params![now_epoch_seconds],
+                )
+                .map_err(db_err)
+        })
+        .await
     }
 
+    /// The writer.
     fn lock(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A read connection: a free one of the pool, else any (it waits its turn),
+    /// or the writer for an in-memory database.
+    fn reader(&self) -> MutexGuard<'_, Connection> {
+        if self.readers.is_empty() {
+            return self.lock();
+        }
+        for reader in self.readers.iter() {
+            match reader.try_lock() {
+                Ok(guard) => return guard,
+                Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+        }
+        self.readers[fastrand::usize(..self.readers.len())]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `op` on tokio's blocking pool: SQLite calls block, and must not
+    /// hold up the runtime's worker threads.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&SqliteStore) -> T + Send + 'static,
+    ) -> T {
+        let store = self.clone();
+        match tokio::task::spawn_blocking(move || op(&store)).await {
+            Ok(value) => value,
+            Err(err) => std::panic::resume_unwind(err.into_panic()),
+        }
     }
 
     fn get_item(conn: &Connection, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
@@ -438,7 +497,7 @@ impl SqliteStore {
             Order::Asc => sql[0],
             Order::Desc => sql[1],
         };
-        let conn = self.lock();
+        let conn = self.reader();
         let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
         let rows = stmt
             .query_map(
@@ -559,7 +618,7 @@ impl SqliteStore {
 
     /// One item as stored (DynamoDB JSON), for inspection.
     pub fn raw_item(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
-        Self::get_item(&self.lock(), pk, sk)
+        Self::get_item(&self.reader(), pk, sk)
     }
 
     /// Writes one whole item, as an import or a repair would.
@@ -659,12 +718,10 @@ impl<'a> RegistryMerge<'a> {
     }
 }
 
-impl Store for SqliteStore {
-    fn registry_follows_writes(&self) -> bool {
-        true
-    }
-
-    async fn write_readings(&self, readings: &[Reading]) -> WriteReport {
+/// The operations on the calling thread. The `Store` impl below runs each on
+/// tokio's blocking pool, so no SQLite call holds up the runtime's workers.
+impl SqliteStore {
+    fn write_readings_now(&self, readings: &[Reading]) -> WriteReport {
         let deduped = Deduped::new(readings);
         let result = (|| -> Result<(), StoreError> {
             let mut conn = self.lock();
@@ -700,7 +757,7 @@ impl Store for SqliteStore {
         }
     }
 
-    async fn device_readings(
+    fn device_readings_now(
         &self,
         device: &DeviceId,
         request: &RangeRequest,
@@ -721,11 +778,7 @@ impl Store for SqliteStore {
         )
     }
 
-    async fn room_readings(
-        &self,
-        room: &RoomId,
-        request: &RangeRequest,
-    ) -> Result<Page, StoreError> {
+    fn room_readings_now(&self, room: &RoomId, request: &RangeRequest) -> Result<Page, StoreError> {
         let (lo, hi) = keys::reading_sk_bounds(&request.range);
         let (after_sk, after_pk) = match &request.after {
             Some(p) => (
@@ -738,7 +791,7 @@ impl Store for SqliteStore {
             Order::Asc => "SELECT item FROM items WHERE room = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR (sk, pk) > (?4, ?5)) AND (expires_at IS NULL OR expires_at > ?7) ORDER BY sk ASC, pk ASC LIMIT ?6",
             Order::Desc => "SELECT item FROM items WHERE room = ?1 AND sk BETWEEN ?2 AND ?3 AND (?4 IS NULL OR (sk, pk) < (?4, ?5)) AND (expires_at IS NULL OR expires_at > ?7) ORDER BY sk DESC, pk DESC LIMIT ?6",
         };
-        let conn = self.lock();
+        let conn = self.reader();
         let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
         let rows = stmt
             .query_map(
@@ -759,15 +812,14 @@ impl Store for SqliteStore {
         Self::projected_page(rows, request.limit, ReadingItem::room_time_projection)
     }
 
-    async fn all_readings(&self, request: &RangeRequest) -> Result<Page, StoreError> {
-        let pages = futures_util::future::try_join_all(
-            (1..=self.shards).map(|shard| self.shard_readings(shard, request)),
-        )
-        .await?;
+    fn all_readings_now(&self, request: &RangeRequest) -> Result<Page, StoreError> {
+        let pages = (1..=self.shards)
+            .map(|shard| self.shard_readings(shard, request))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(super::merge_pages(pages, request))
     }
 
-    async fn z_range(
+    fn z_range_now(
         &self,
         index: ZIndex<'_>,
         request: &ZRangeRequest<'_>,
@@ -783,7 +835,7 @@ impl Store for SqliteStore {
             ),
         };
         let rows = {
-            let conn = self.lock();
+            let conn = self.reader();
             let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
             let rows = stmt
                 .query_map(
@@ -828,13 +880,13 @@ impl Store for SqliteStore {
         Ok(page)
     }
 
-    async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
+    fn latest_reading_now(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
         let (lo, hi) = (
             keys::reading_sk(Timestamp::MIN),
             keys::reading_sk(Timestamp::MAX),
         );
         let text: Option<String> = self
-            .lock()
+            .reader()
             .query_row(
                 "SELECT item FROM items WHERE pk = ?1 AND sk BETWEEN ?2 AND ?3 AND (expires_at IS NULL OR expires_at > ?4)
                  ORDER BY sk DESC LIMIT 1",
@@ -851,8 +903,8 @@ impl Store for SqliteStore {
         .transpose()
     }
 
-    async fn load_registry(&self) -> Result<RegistrySnapshot, StoreError> {
-        let conn = self.lock();
+    fn load_registry_now(&self) -> Result<RegistrySnapshot, StoreError> {
+        let conn = self.reader();
         let mut stmt = conn
             .prepare_cached("SELECT pk, item FROM items WHERE pk IN (?1, ?2)")
             .map_err(db_err)?;
@@ -880,8 +932,8 @@ impl Store for SqliteStore {
         Ok(snapshot)
     }
 
-    async fn device(&self, device: &DeviceId) -> Result<Option<DeviceRecord>, StoreError> {
-        let item = Self::get_item(&self.lock(), DEVICE_PARTITION, device.as_str())?;
+    fn device_now(&self, device: &DeviceId) -> Result<Option<DeviceRecord>, StoreError> {
+        let item = Self::get_item(&self.reader(), DEVICE_PARTITION, device.as_str())?;
         item.map(|i| {
             serde_dynamo::from_item::<_, DeviceItem>(i)
                 .map_err(corrupt)?
@@ -891,8 +943,8 @@ impl Store for SqliteStore {
         .transpose()
     }
 
-    async fn room(&self, room: &RoomId) -> Result<Option<RoomRecord>, StoreError> {
-        let item = Self::get_item(&self.lock(), ROOM_PARTITION, room.as_str())?;
+    fn room_now(&self, room: &RoomId) -> Result<Option<RoomRecord>, StoreError> {
+        let item = Self::get_item(&self.reader(), ROOM_PARTITION, room.as_str())?;
         item.map(|i| {
             serde_dynamo::from_item::<_, RoomItem>(i)
                 .map_err(corrupt)?
@@ -902,7 +954,7 @@ impl Store for SqliteStore {
         .transpose()
     }
 
-    async fn apply_device_update(&self, update: &DeviceUpdate) -> Result<(), StoreError> {
+    fn apply_device_update_now(&self, update: &DeviceUpdate) -> Result<(), StoreError> {
         self.registry_write(
             DEVICE_PARTITION,
             update.device_id.as_str(),
@@ -910,7 +962,7 @@ impl Store for SqliteStore {
         )
     }
 
-    async fn set_device_profile(
+    fn set_device_profile_now(
         &self,
         device: &DeviceId,
         name: Option<&Name>,
@@ -919,16 +971,136 @@ impl Store for SqliteStore {
         self.set_user_attributes(DEVICE_PARTITION, device.as_str(), name, room)
     }
 
-    async fn set_room_name(&self, room: &RoomId, name: Option<&Name>) -> Result<(), StoreError> {
+    fn set_room_name_now(&self, room: &RoomId, name: Option<&Name>) -> Result<(), StoreError> {
         self.set_user_attributes(ROOM_PARTITION, room.as_str(), name, None)
     }
 
-    async fn apply_room_update(&self, update: &RoomUpdate) -> Result<(), StoreError> {
+    fn apply_room_update_now(&self, update: &RoomUpdate) -> Result<(), StoreError> {
         self.registry_write(
             ROOM_PARTITION,
             update.room_id.as_str(),
             RegistryMerge::of_room(update),
         )
+    }
+}
+
+impl Store for SqliteStore {
+    fn registry_follows_writes(&self) -> bool {
+        true
+    }
+
+    async fn write_readings(&self, readings: &[Reading]) -> WriteReport {
+        let readings = readings.to_vec();
+        self.blocking(move |s| s.write_readings_now(&readings))
+            .await
+    }
+
+    async fn device_readings(
+        &self,
+        device: &DeviceId,
+        request: &RangeRequest,
+    ) -> Result<Page, StoreError> {
+        let (device, request) = (device.clone(), request.clone());
+        self.blocking(move |s| s.device_readings_now(&device, &request))
+            .await
+    }
+
+    async fn room_readings(
+        &self,
+        room: &RoomId,
+        request: &RangeRequest,
+    ) -> Result<Page, StoreError> {
+        let (room, request) = (room.clone(), request.clone());
+        self.blocking(move |s| s.room_readings_now(&room, &request))
+            .await
+    }
+
+    async fn all_readings(&self, request: &RangeRequest) -> Result<Page, StoreError> {
+        let request = request.clone();
+        self.blocking(move |s| s.all_readings_now(&request)).await
+    }
+
+    async fn z_range(
+        &self,
+        index: ZIndex<'_>,
+        request: &ZRangeRequest<'_>,
+    ) -> Result<ZPage, StoreError> {
+        enum Part {
+            Room(RoomId),
+            Device(DeviceId),
+        }
+        let part = match index {
+            ZIndex::Room(r) => Part::Room(r.clone()),
+            ZIndex::Device(d) => Part::Device(d.clone()),
+        };
+        let (from, to, after, limit) = (
+            request.from.clone(),
+            request.to.clone(),
+            request.after.cloned(),
+            request.limit,
+        );
+        self.blocking(move |s| {
+            let index = match &part {
+                Part::Room(r) => ZIndex::Room(r),
+                Part::Device(d) => ZIndex::Device(d),
+            };
+            let request = ZRangeRequest {
+                from: &from,
+                to: &to,
+                after: after.as_ref(),
+                limit,
+            };
+            s.z_range_now(index, &request)
+        })
+        .await
+    }
+
+    async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
+        let device = device.clone();
+        self.blocking(move |s| s.latest_reading_now(&device)).await
+    }
+
+    async fn load_registry(&self) -> Result<RegistrySnapshot, StoreError> {
+        self.blocking(|s| s.load_registry_now()).await
+    }
+
+    async fn device(&self, device: &DeviceId) -> Result<Option<DeviceRecord>, StoreError> {
+        let device = device.clone();
+        self.blocking(move |s| s.device_now(&device)).await
+    }
+
+    async fn room(&self, room: &RoomId) -> Result<Option<RoomRecord>, StoreError> {
+        let room = room.clone();
+        self.blocking(move |s| s.room_now(&room)).await
+    }
+
+    async fn apply_device_update(&self, update: &DeviceUpdate) -> Result<(), StoreError> {
+        let update = update.clone();
+        self.blocking(move |s| s.apply_device_update_now(&update))
+            .await
+    }
+
+    async fn set_device_profile(
+        &self,
+        device: &DeviceId,
+        name: Option<&Name>,
+        room: Option<&RoomId>,
+    ) -> Result<(), StoreError> {
+        let (device, name, room) = (device.clone(), name.cloned(), room.cloned());
+        self.blocking(move |s| s.set_device_profile_now(&device, name.as_ref(), room.as_ref()))
+            .await
+    }
+
+    async fn set_room_name(&self, room: &RoomId, name: Option<&Name>) -> Result<(), StoreError> {
+        let (room, name) = (room.clone(), name.cloned());
+        self.blocking(move |s| s.set_room_name_now(&room, name.as_ref()))
+            .await
+    }
+
+    async fn apply_room_update(&self, update: &RoomUpdate) -> Result<(), StoreError> {
+        let update = update.clone();
+        self.blocking(move |s| s.apply_room_update_now(&update))
+            .await
     }
 }
 
@@ -989,6 +1161,55 @@ mod tests {
         assert_eq!(hall.devices, BTreeSet::from([s.device_id.clone()]));
         assert_eq!(registry.devices[&s.device_id].room, s.room().cloned());
         assert!(!has_table(&store.lock(), "change_log").unwrap());
+    }
+
+    /// WAL and the read connections: a write transaction in progress (here
+    /// held open on another thread, and deleting everything) neither blocks a
+    /// read nor shows it anything uncommitted. With one shared connection this
+    /// read would wait for the writer and the timeout would fail the test.
+    #[tokio::test]
+    async fn reads_go_on_while_a_write_transaction_is_open() {
+        let dir = std::env::temp_dir().join(format!("readers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.db");
+        let _ = std::fs::remove_file(&path);
+        let store = SqliteStore::open(&path).unwrap();
+        let r = reading("m-1", None, 1, 10.0);
+        assert!(store
+            .write_readings(std::slice::from_ref(&r))
+            .await
+            .unwritten
+            .is_empty());
+        let (started, has_started) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let writer = {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let conn = store.lock();
+                conn.execute_batch("BEGIN IMMEDIATE; DELETE FROM items;")
+                    .unwrap();
+                started.send(()).unwrap();
+                let _ = released.recv_timeout(std::time::Duration::from_secs(10));
+                conn.execute_batch("ROLLBACK").unwrap();
+            })
+        };
+        has_started.recv().unwrap();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            store.latest_reading(&r.device_id),
+        )
+        .await
+        .expect("a read does not wait for the writer");
+        assert_eq!(read.unwrap(), Some(r.clone()));
+        let registry =
+            tokio::time::timeout(std::time::Duration::from_secs(5), store.load_registry())
+                .await
+                .expect("nor does loading the registry")
+                .unwrap();
+        assert!(registry.devices.contains_key(&r.device_id));
+        release.send(()).unwrap();
+        writer.join().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A file written by the previous version, with changes its registry
