@@ -3,5 +3,6 @@
 //! DynamoDB stream on a table (`stream_poller`),
 //! and a replayer of Lambda event files (`replay`).
 
+pub mod migrate;
 pub mod replay;
 pub mod stream_poller;

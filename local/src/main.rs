@@ -56,6 +56,64 @@ enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// Copy every reading, name and registry entry from one store to another: the embedded file and a DynamoDB table, either way. Resumable, idempotent, verified by counting both sides.
+    Migrate {
+        /// The source: an embedded store file (`ingester.db`), or `dynamodb:TABLE` (AWS) or `dynamodb:TABLE@URL` (a DynamoDB-compatible endpoint).
+        #[arg(long)]
+        from: String,
+        /// The target, in the same form as --from.
+        #[arg(long)]
+        to: String,
+        /// Where the position reached is kept, to resume after an interruption.
+        #[arg(long, default_value = "migrate-checkpoint.json")]
+        checkpoint: PathBuf,
+        /// Create the target table when it does not exist yet, as template.yaml defines it (a DynamoDB target).
+        #[arg(long)]
+        create_table: bool,
+        /// Retention of the readings written to the target, in days (0: forever).
+        #[arg(long, env = "RETENTION_DAYS", default_value_t = 0)]
+        retention_days: u32,
+        /// Readings per page read and written.
+        #[arg(long, default_value_t = ingester_local::migrate::PAGE as u64,
+              value_parser = clap::value_parser!(u64).range(1..=1000))]
+        page: u64,
+    },
+}
+
+/// A store named on the command line: a file, `dynamodb:TABLE` or `dynamodb:TABLE@URL`.
+fn store_args(spec: &str, create_table: bool, retention_days: u32) -> StoreArgs {
+    let (db, table, endpoint) = match spec.strip_prefix("dynamodb:") {
+        Some(rest) => match rest.split_once('@') {
+            Some((table, url)) => (PathBuf::new(), Some(table.to_owned()), Some(url.to_owned())),
+            None => (PathBuf::new(), Some(rest.to_owned()), None),
+        },
+        None => (PathBuf::from(spec), None, None),
+    };
+    StoreArgs {
+        create_table: create_table && table.is_some(),
+        db,
+        memory: false,
+        dynamodb_endpoint: endpoint,
+        table,
+        retention_days,
+        shards: shared::keys::DEFAULT_SHARDS,
+        stream_checkpoint: None,
+    }
+}
+
+async fn migrate_between<A: Store, B: Store>(
+    from: &A,
+    to: &B,
+    names: (&str, &str),
+    checkpoint: &std::path::Path,
+    page: usize,
+) -> Result<bool, String> {
+    let summary = ingester_local::migrate::run(from, to, names, checkpoint, page).await?;
+    println!(
+        "{}",
+        serde_json::to_string(&summary).map_err(|e| e.to_string())?
+    );
+    Ok(true)
 }
 
 #[derive(Args)]
@@ -72,7 +130,7 @@ struct StoreArgs {
     /// Use this DynamoDB table instead of the embedded store.
     #[arg(long, conflicts_with = "db")]
     table: Option<String>,
-    /// Create the table as template.yaml defines it (keys, the room-time, room-z, device-z and all-time indexes, stream, TTL).
+    /// Create the table, when it does not exist yet, as template.yaml defines it (keys, the room-time, room-z, device-z and all-time indexes, stream, TTL).
     #[arg(long, requires = "table")]
     create_table: bool,
     /// Keep readings this many days (0: forever); expired ones are hidden and, on the embedded store, deleted.
@@ -140,7 +198,14 @@ async fn open(args: &StoreArgs) -> Result<Backend, String> {
     let store = DynamoStore::new(ddb, table)
         .with_retention(Retention::days(args.retention_days))
         .with_shards(args.shards);
-    if args.create_table {
+    // Created when missing, so that the same command line works again.
+    let exists = || async {
+        store
+            .table_exists()
+            .await
+            .map_err(|e| format!("table {table}: {e}"))
+    };
+    if args.create_table && !exists().await? {
         store
             .create_table()
             .await
@@ -254,6 +319,33 @@ async fn run(cli: Cli) -> Result<bool, String> {
                 }
             }
             Ok(true)
+        }
+        Command::Migrate {
+            from,
+            to,
+            checkpoint,
+            create_table,
+            retention_days,
+            page,
+        } => {
+            let source = open(&store_args(&from, false, 0)).await?;
+            let target = open(&store_args(&to, create_table, retention_days)).await?;
+            let names = (from.as_str(), to.as_str());
+            let page = page as usize;
+            match (source, target) {
+                (Backend::Embedded(a), Backend::Embedded(b)) => {
+                    migrate_between(&a, &b, names, &checkpoint, page).await
+                }
+                (Backend::Embedded(a), Backend::Dynamo(b, ..)) => {
+                    migrate_between(&a, &b, names, &checkpoint, page).await
+                }
+                (Backend::Dynamo(a, ..), Backend::Embedded(b)) => {
+                    migrate_between(&a, &b, names, &checkpoint, page).await
+                }
+                (Backend::Dynamo(a, ..), Backend::Dynamo(b, ..)) => {
+                    migrate_between(&a, &b, names, &checkpoint, page).await
+                }
+            }
         }
         Command::Replay { files, store } => match open(&store).await? {
             Backend::Embedded(s) => {

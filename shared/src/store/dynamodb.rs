@@ -136,6 +136,27 @@ impl DynamoStore {
         self
     }
 
+    /// Whether the table exists (DescribeTable).
+    pub async fn table_exists(&self) -> Result<bool, StoreError> {
+        match self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_resource_not_found_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(unavailable(err)),
+        }
+    }
+
     /// Creates the table as `template.yaml` defines it: `pk`/`sk` strings, the
     /// `room-time` index (INCLUDE temperature, humidity), a NEW_AND_OLD_IMAGES
     /// stream, on-demand billing, TTL on `expires_at` (where the engine has TTL).
