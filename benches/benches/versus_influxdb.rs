@@ -1,0 +1,482 @@
+//! The embedded store against InfluxDB 1.x (Debian's `influxdb`, what a home
+//! server user would otherwise install), in the same run, on loopback, with
+//! the same readings (issue 13):
+//!
+//! - 30 days of a smart meter and three room sensors at 1 reading per minute
+//!   (172,800 readings), posted over HTTP in batches of 1000: JSON to
+//!   `ingester-local serve --db FILE`, line protocol to `influxd`;
+//! - one device's day of raw readings (1440), following cursors on our side;
+//! - daily min/max/mean of one room sensor over the 30 days;
+//! - the latest reading of each device;
+//! - bytes on disk once both servers have stopped;
+//! - with `--bench`, also a year of one room sensor (525,600 readings) and its
+//!   daily min/max/mean over the year.
+//!
+//! `cargo bench -p system-benches --bench versus_influxdb` after
+//! `cargo build --release -p ingester-local` (`scripts/bench` does both and
+//! installs `influxdb` when `influxd` is missing). Under `cargo test` it runs one
+//! day of the scenario against the debug server, and InfluxDB only if installed.
+
+use integration_tests::local_server::LocalServer;
+use serde_json::{json, Value};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const DAY_MS: i64 = 86_400_000;
+
+fn server_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("ingester-local");
+    assert!(
+        path.exists(),
+        "{} is not built: run `cargo build [--release] -p ingester-local` first",
+        path.display()
+    );
+    path
+}
+
+/// One reading of the scenario.
+struct Sample {
+    device: String,
+    room: Option<String>,
+    ms: i64,
+    values: Vec<(&'static str, f64)>,
+}
+
+/// A meter and three room sensors, one reading a minute each, over `days` days
+/// ending at the last midnight (UTC) before now.
+fn household(days: i64, start_ms: i64) -> Vec<Sample> {
+    let mut out = Vec::new();
+    let (mut kwh_p, kwh_n) = (5210.125f64, 812.5);
+    for i in 0..days * 1440 {
+        let ms = start_ms + i * 60_000;
+        let x = i as f64;
+        let w = ((350.0 + 200.0 * (x / 50.0).sin()) * 10.0).round() / 10.0;
+        kwh_p = ((kwh_p + w.max(0.0) / 60_000.0) * 1000.0).round() / 1000.0;
+        out.push(Sample {
+            device: "meter-1".into(),
+            room: None,
+            ms,
+            values: vec![
+                ("cumulative_kwh_p", kwh_p),
+                ("cumulative_kwh_n", kwh_n),
+                ("current_w", w),
+            ],
+        });
+        for d in 2..=4 {
+            out.push(climate(
+                &format!("sensor-{d}"),
+                &format!("room-{d}"),
+                ms,
+                x,
+                d as f64,
+            ));
+        }
+    }
+    out
+}
+
+fn climate(device: &str, room: &str, ms: i64, x: f64, phase: f64) -> Sample {
+    let t = ((21.0 + 2.0 * (x / 300.0 + phase).sin()) * 100.0).round() / 100.0;
+    let h = ((45.0 + 5.0 * (x / 400.0 + phase).sin()) * 10.0).round() / 10.0;
+    Sample {
+        device: device.into(),
+        room: Some(room.into()),
+        ms,
+        values: vec![("temperature", t), ("humidity", h)],
+    }
+}
+
+fn json_body(batch: &[Sample]) -> String {
+    let items: Vec<Value> = batch
+        .iter()
+        .map(|s| {
+            let mut v = json!({"device_id": s.device, "timestamp": s.ms});
+            if let Some(room) = &s.room {
+                v["room"] = json!(room);
+            }
+            for (q, x) in &s.values {
+                v[*q] = json!(x);
+            }
+            v
+        })
+        .collect();
+    serde_json::to_string(&items).unwrap()
+}
+
+fn line_body(batch: &[Sample]) -> String {
+    batch
+        .iter()
+        .map(|s| {
+            let measurement = if s.room.is_some() { "climate" } else { "power" };
+            let room = s
+                .room
+                .as_ref()
+                .map(|r| format!(",room={r}"))
+                .unwrap_or_default();
+            let fields: Vec<String> = s.values.iter().map(|(q, x)| format!("{q}={x}")).collect();
+            format!(
+                "{measurement},device={}{room} {} {}\n",
+                s.device,
+                fields.join(","),
+                s.ms
+            )
+        })
+        .collect()
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `influxd` on loopback with its own directories, stopped on drop.
+struct Influx {
+    child: Child,
+    url: String,
+    dir: PathBuf,
+}
+
+impl Influx {
+    fn start(dir: &Path) -> Option<Influx> {
+        let binary = ["/usr/bin/influxd", "/usr/sbin/influxd"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())?;
+        let dir = dir.join("influxdb");
+        std::fs::create_dir_all(&dir).unwrap();
+        let (http, rpc) = (free_port(), free_port());
+        let config = format!(
+            "reporting-disabled = true\nbind-address = \"127.0.0.1:{rpc}\"\n\
+             [meta]\n  dir = \"{d}/meta\"\n\
+             [data]\n  dir = \"{d}/data\"\n  wal-dir = \"{d}/wal\"\n  query-log-enabled = false\n\
+             [monitor]\n  store-enabled = false\n\
+             [http]\n  bind-address = \"127.0.0.1:{http}\"\n  log-enabled = false\n\
+             [ifql]\n  enabled = false\n\
+             [logging]\n  level = \"error\"\n",
+            d = dir.display()
+        );
+        let config_path = dir.join("influxdb.conf");
+        std::fs::write(&config_path, config).unwrap();
+        let child = Command::new(binary)
+            .args(["-config", config_path.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let url = format!("http://127.0.0.1:{http}");
+        let influx = Influx { child, url, dir };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while ureq::get(&format!("{}/ping", influx.url)).call().is_err() {
+            assert!(Instant::now() < deadline, "influxd did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        influx.query("CREATE DATABASE bench");
+        Some(influx)
+    }
+
+    fn write(&self, body: &str) {
+        let resp = ureq::post(&format!("{}/write?db=bench&precision=ms", self.url))
+            .send_string(body)
+            .unwrap();
+        assert_eq!(resp.status(), 204);
+    }
+
+    fn query(&self, q: &str) -> Value {
+        let resp = ureq::post(&format!("{}/query", self.url))
+            .send_form(&[("db", "bench"), ("q", q), ("epoch", "ms")])
+            .unwrap();
+        serde_json::from_str(&resp.into_string().unwrap()).unwrap()
+    }
+
+    /// Stops it (SIGTERM, so that it closes its files) and reports its bytes on disk.
+    fn stop(mut self) -> u64 {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+        dir_size(&self.dir.join("data")) + dir_size(&self.dir.join("wal"))
+    }
+}
+
+impl Drop for Influx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let meta = e.metadata().unwrap();
+            if meta.is_dir() {
+                dir_size(&e.path())
+            } else {
+                meta.len()
+            }
+        })
+        .sum()
+}
+
+fn ours_get(server: &LocalServer, path: &str) -> Value {
+    let (status, text) = server.request("GET", path, None);
+    assert_eq!(status, 200, "{path}: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Every reading of a device's range, following cursors: how many.
+fn ours_range(server: &LocalServer, device: &str, from: &str, to: &str) -> usize {
+    let mut cursor: Option<String> = None;
+    let mut n = 0;
+    loop {
+        let mut path = format!("/devices/{device}/readings?from={from}&to={to}&limit=1000");
+        if let Some(c) = &cursor {
+            path += &format!("&cursor={c}");
+        }
+        let page = ours_get(server, &path);
+        n += page["readings"].as_array().unwrap().len();
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return n,
+        }
+    }
+}
+
+fn iso(ms: i64) -> String {
+    shared::model::Timestamp::from_millis(ms)
+        .unwrap()
+        .to_string()
+}
+
+/// The median time of `runs` runs of `f`, in milliseconds.
+fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
+    let mut times: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// Posts every batch to both; readings per second of each.
+fn ingest(server: &LocalServer, influx: Option<&Influx>, samples: &[Sample]) -> (f64, Option<f64>) {
+    let json: Vec<String> = samples.chunks(1000).map(json_body).collect();
+    let lines: Vec<String> = samples.chunks(1000).map(line_body).collect();
+    let started = Instant::now();
+    for body in &json {
+        let (status, text) = server.request("POST", "/readings", Some(body));
+        assert_eq!(status, 200, "{text}");
+    }
+    let ours = samples.len() as f64 / started.elapsed().as_secs_f64();
+    let theirs = influx.map(|i| {
+        let started = Instant::now();
+        for body in &lines {
+            i.write(body);
+        }
+        samples.len() as f64 / started.elapsed().as_secs_f64()
+    });
+    (ours, theirs)
+}
+
+fn row(what: &str, ours: f64, theirs: Option<f64>, unit: &str, higher_is_better: bool) {
+    match theirs {
+        Some(t) => {
+            let ratio = if higher_is_better { ours / t } else { t / ours };
+            println!("| {what} | {ours:.1} {unit} | {t:.1} {unit} | {ratio:.2}× |");
+        }
+        None => println!("| {what} | {ours:.1} {unit} | (influxd not installed) | |"),
+    }
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let days = if full { 30 } else { 1 };
+    let dir = std::env::temp_dir().join(format!("versus-influxdb-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let now_ms = shared::model::Timestamp::now().millis();
+    let today = now_ms - now_ms.rem_euclid(DAY_MS);
+    let start = today - days * DAY_MS;
+    let samples = household(days, start);
+
+    let db = dir.join("ours.db");
+    let server = LocalServer::start(
+        &server_binary(),
+        &["--db", db.to_str().unwrap(), "--open-reads"],
+        "warn,ingester_local=info",
+    );
+    let influx_server = Influx::start(&dir);
+    if influx_server.is_none() {
+        assert!(
+            !full,
+            "influxd is missing: `apt-get install influxdb` (scripts/bench does)"
+        );
+        println!("(influxd is not installed: our side only)");
+    }
+    let influx = influx_server.as_ref();
+
+    println!(
+        "| {} days, {} readings, batches of 1000 over HTTP | ours | InfluxDB 1.x | ours ÷ InfluxDB (>1: ours better) |\n|---|---|---|---|",
+        days,
+        samples.len()
+    );
+    let (ours, theirs) = ingest(&server, influx, &samples);
+    row("ingest", ours, theirs, "readings/s", true);
+
+    let day_from = today - DAY_MS;
+    let (from, to) = (iso(day_from), iso(today));
+    assert_eq!(ours_range(&server, "sensor-2", &from, &to), 1440);
+    let q_day = format!(
+        "SELECT temperature, humidity FROM climate WHERE device = 'sensor-2' AND time >= {}ms AND time < {}ms",
+        day_from, today
+    );
+    if let Some(i) = influx {
+        let n = i.query(&q_day)["results"][0]["series"][0]["values"]
+            .as_array()
+            .map_or(0, Vec::len);
+        assert_eq!(n, 1440, "InfluxDB has the same day");
+    }
+    let ours_day = median_ms(20, || {
+        ours_range(&server, "sensor-2", &from, &to);
+    });
+    let theirs_day = influx.map(|i| median_ms(20, || drop(i.query(&q_day))));
+    row(
+        "one device's day (1440 readings)",
+        ours_day,
+        theirs_day,
+        "ms",
+        false,
+    );
+
+    let stats_path = |from: i64| {
+        format!(
+            "/devices/sensor-2/stats?from={}&to={}&bucket=1d",
+            iso(from),
+            iso(today)
+        )
+    };
+    let q_stats = |from: i64, device: &str| {
+        format!(
+            "SELECT min(temperature), max(temperature), mean(temperature), min(humidity), max(humidity), mean(humidity) \
+             FROM climate WHERE device = '{device}' AND time >= {from}ms AND time < {today}ms GROUP BY time(1d)"
+        )
+    };
+    let ours_stats = median_ms(5, || drop(ours_get(&server, &stats_path(start))));
+    let theirs_stats = influx.map(|i| median_ms(5, || drop(i.query(&q_stats(start, "sensor-2")))));
+    row(
+        &format!("daily min/max/mean over the {days} days"),
+        ours_stats,
+        theirs_stats,
+        "ms",
+        false,
+    );
+
+    let devices = ["meter-1", "sensor-2", "sensor-3", "sensor-4"];
+    let ours_latest = median_ms(20, || {
+        for d in devices {
+            ours_get(&server, &format!("/devices/{d}/latest"));
+        }
+    });
+    let theirs_latest = influx.map(|i| {
+        median_ms(20, || {
+            for d in devices {
+                let m = if d.starts_with("meter") {
+                    "power"
+                } else {
+                    "climate"
+                };
+                drop(i.query(&format!("SELECT last(*) FROM {m} WHERE device = '{d}'")));
+            }
+        })
+    });
+    row(
+        "latest of each of 4 devices",
+        ours_latest,
+        theirs_latest,
+        "ms",
+        false,
+    );
+
+    if full {
+        // A year of one room sensor, for the long ranges.
+        let year_start = today - 365 * DAY_MS;
+        let year: Vec<Sample> = (0..365 * 1440)
+            .map(|i| {
+                climate(
+                    "year-sensor",
+                    "attic",
+                    year_start + i * 60_000,
+                    i as f64,
+                    0.5,
+                )
+            })
+            .collect();
+        let (ours, theirs) = ingest(&server, influx, &year);
+        row(
+            "ingest of a year of one sensor (525,600)",
+            ours,
+            theirs,
+            "readings/s",
+            true,
+        );
+        let path = format!(
+            "/devices/year-sensor/stats?from={}&to={}&bucket=1d",
+            iso(year_start),
+            iso(today)
+        );
+        let ours_year = median_ms(3, || drop(ours_get(&server, &path)));
+        let theirs_year =
+            influx.map(|i| median_ms(3, || drop(i.query(&q_stats(year_start, "year-sensor")))));
+        row(
+            "daily min/max/mean over a year",
+            ours_year,
+            theirs_year,
+            "ms",
+            false,
+        );
+    }
+
+    // Bytes on disk once stopped (SQLite checkpoints its WAL when the last
+    // connection closes; SIGINT is the server's clean stop).
+    let _ = Command::new("kill")
+        .args(["-INT", &server.child.id().to_string()])
+        .status();
+    let mut server = server;
+    let _ = server.child.wait();
+    let wal = db.with_extension("db-wal");
+    let ours_bytes = std::fs::metadata(&db).unwrap().len()
+        + std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    let readings = samples.len() + if full { 365 * 1440 } else { 0 };
+    let theirs_bytes = influx_server.map(Influx::stop);
+    let per = |bytes: u64| bytes as f64 / readings as f64;
+    match theirs_bytes {
+        Some(t) => println!(
+            "| bytes on disk per reading, all {readings} readings | {:.1} B ({ours_bytes} B) | {:.1} B ({t} B) | {:.2}× |",
+            per(ours_bytes),
+            per(t),
+            t as f64 / ours_bytes as f64
+        ),
+        None => println!(
+            "| bytes on disk per reading, all {readings} readings | {:.1} B ({ours_bytes} B) | | |",
+            per(ours_bytes)
+        ),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
