@@ -14,24 +14,8 @@
 
 use integration_tests::local_server::LocalServer;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
-
-fn server_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("ingester-local");
-    assert!(
-        path.exists(),
-        "{} is not built: run `cargo build [--release] -p ingester-local` first",
-        path.display()
-    );
-    path
-}
 
 const BASE_MS: i64 = 1_790_000_000_000; // 2026-09-21, inside the accepted window
 
@@ -134,7 +118,7 @@ fn main() {
 
     let db = dir.join("served.db");
     let server = LocalServer::start(
-        &server_binary(),
+        &integration_tests::local_server::built_binary(),
         &["--db", db.to_str().unwrap()],
         "warn,ingester_local=info",
     );

@@ -26,22 +26,6 @@ use std::time::{Duration, Instant};
 
 const DAY_MS: i64 = 86_400_000;
 
-fn server_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("ingester-local");
-    assert!(
-        path.exists(),
-        "{} is not built: run `cargo build [--release] -p ingester-local` first",
-        path.display()
-    );
-    path
-}
-
 /// One reading of the scenario.
 struct Sample {
     device: String,
@@ -318,7 +302,7 @@ fn main() {
 
     let db = dir.join("ours.db");
     let server = LocalServer::start(
-        &server_binary(),
+        &integration_tests::local_server::built_binary(),
         &["--db", db.to_str().unwrap(), "--open-reads"],
         "warn,ingester_local=info",
     );

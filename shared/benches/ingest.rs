@@ -110,23 +110,6 @@ fn ingest_cpu(c: &mut Criterion) {
             &parsed,
             |b, parsed| b.iter(|| black_box(items(black_box(parsed)))),
         );
-        group.bench_with_input(
-            BenchmarkId::new("line_protocol_parse_validate_build_items", n),
-            &lines,
-            |b, lines| {
-                b.iter(|| {
-                    let parsed = shared::ingest::line_protocol::parse(
-                        black_box(lines),
-                        shared::ingest::line_protocol::Precision::Nanoseconds,
-                        now,
-                        |_| None,
-                    )
-                    .unwrap();
-                    assert_eq!(parsed.readings.len(), n);
-                    black_box(items(&parsed.readings))
-                })
-            },
-        );
         // Lines with a quoted string field (as Home Assistant writes) are not
         // plain: the crate's parser reads them.
         let quoted: String = lines
@@ -136,10 +119,11 @@ fn ingest_cpu(c: &mut Criterion) {
                 format!("{head},friendly_name_str=\"Meter\" {ts}\n")
             })
             .collect();
-        group.bench_with_input(
-            BenchmarkId::new("line_protocol_quoted_parse_validate_build_items", n),
-            &quoted,
-            |b, lines| {
+        for (name, body) in [
+            ("line_protocol_parse_validate_build_items", &lines),
+            ("line_protocol_quoted_parse_validate_build_items", &quoted),
+        ] {
+            group.bench_with_input(BenchmarkId::new(name, n), body, |b, lines| {
                 b.iter(|| {
                     let parsed = shared::ingest::line_protocol::parse(
                         black_box(lines),
@@ -151,8 +135,8 @@ fn ingest_cpu(c: &mut Criterion) {
                     assert_eq!(parsed.readings.len(), n);
                     black_box(items(&parsed.readings))
                 })
-            },
-        );
+            });
+        }
     }
     group.finish();
 }

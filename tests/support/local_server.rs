@@ -3,12 +3,30 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 pub struct LocalServer {
     pub child: Child,
     pub addr: String,
+}
+
+/// The `ingester-local` binary that cargo built beside the running bench or
+/// test binary (`target/<profile>/`), which must be built first.
+pub fn built_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("ingester-local");
+    assert!(
+        path.exists(),
+        "{} is not built: run `cargo build [--release] -p ingester-local` first",
+        path.display()
+    );
+    path
 }
 
 impl LocalServer {
