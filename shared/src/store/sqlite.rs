@@ -616,6 +616,17 @@ impl SqliteStore {
         })
     }
 
+    /// Copies everything in the WAL into the database file and empties the WAL,
+    /// so that the file alone holds every committed write (a backup, a fixture).
+    pub async fn checkpoint(&self) -> Result<(), StoreError> {
+        self.blocking(|s| {
+            s.lock()
+                .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+                .map_err(db_err)
+        })
+        .await
+    }
+
     /// One item as stored (DynamoDB JSON), for inspection.
     pub fn raw_item(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
         Self::get_item(&self.reader(), pk, sk)
