@@ -5,6 +5,8 @@ pub mod dynamodb;
 pub mod item;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(feature = "sqlite")]
+pub mod timeseries;
 
 use crate::keys::zorder::ZKey;
 use crate::keys::Position;
