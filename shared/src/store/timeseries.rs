@@ -1,9 +1,10 @@
 //! The embedded store redesigned for time series (issue 13; the plan and the
 //! measurements behind it are in docs/embedded-store.md). **Not wired in yet:**
-//! `SqliteStore` is still the embedded store. This is the new schema and its
-//! write and read paths for readings, with the test that holds the layout to
-//! the issue's byte budget. The registry tables, the `Store` impl, the
-//! migration of `items` files and the switch come next.
+//! `SqliteStore` is still the embedded store. This is the new schema, its write
+//! path (readings and, in the same transaction, the registry by
+//! `registry::plan`), a device's readings and the registry read back, with the
+//! test that holds the layout to the issue's byte budget. The rest of the
+//! `Store` impl, the migration of `items` files and the switch come next.
 //!
 //! - Devices and rooms are integer ids through `names`.
 //! - One table per family of quantities (power, climate, meter, device), so a
@@ -18,11 +19,12 @@
 //!   humidity)`: the Z-order address of `keys::zorder`, computed by a SQL
 //!   function, kept in the index only.
 
-use super::StoreError;
+use super::{DeviceRecord, RegistrySnapshot, RoomRecord, StoreError};
 use crate::keys::zorder;
 use crate::model::{
     DeviceId, Measurement, Quantity, Reading, ReadingKind, RoomId, TimeRange, Timestamp,
 };
+use crate::registry::RegistryPlan;
 use rusqlite::functions::FunctionFlags;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -73,6 +75,29 @@ fn schema() -> String {
             cols.join(", ")
         );
     }
+    // The registry, kept in the write transaction (`apply_plan`).
+    sql += "CREATE TABLE IF NOT EXISTS devices (
+            id         INTEGER PRIMARY KEY,   -- its id in names
+            name       TEXT,
+            room       INTEGER,               -- room of its latest reading that had one
+            types      INTEGER NOT NULL DEFAULT 0,       -- bit per ReadingKind
+            quantities INTEGER NOT NULL DEFAULT 0,       -- bit per Quantity
+            first_seen INTEGER,
+            last_seen  INTEGER,
+            latest     TEXT                   -- the latest reading, as answers show it
+        );
+        CREATE TABLE IF NOT EXISTS rooms (
+            id         INTEGER PRIMARY KEY,
+            name       TEXT,
+            first_seen INTEGER,
+            last_seen  INTEGER,
+            latest     TEXT
+        );
+        CREATE TABLE IF NOT EXISTS room_devices (
+            room   INTEGER NOT NULL,
+            device INTEGER NOT NULL,
+            PRIMARY KEY (room, device)
+        ) WITHOUT ROWID;\n";
     sql += "CREATE INDEX IF NOT EXISTS readings_climate_z
         ON readings_climate (device, zaddr(ts, temperature, humidity))
         WHERE temperature IS NOT NULL AND humidity IS NOT NULL;\n";
@@ -118,6 +143,30 @@ fn register_zaddr(conn: &Connection) -> rusqlite::Result<()> {
             Ok(Some(address.to_be_bytes()[4..].to_vec()))
         },
     )
+}
+
+/// A registry's latest reading, as answers show it.
+fn latest_text(r: &Reading) -> Result<String, StoreError> {
+    serde_json::to_string(r).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn stored_reading(text: &str) -> Result<Reading, StoreError> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    // Stored readings are past the boundary: no bound on how recent.
+    Reading::from_json(&value, Timestamp::MAX, |_| None)
+        .map_err(|p| StoreError::Corrupt(format!("stored latest reading: {p:?}")))
+}
+
+fn millis(ms: i64) -> Result<Timestamp, StoreError> {
+    Timestamp::from_millis(ms).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn parse_id<T, E: std::fmt::Display>(
+    text: &str,
+    parse: impl Fn(&str) -> Result<T, E>,
+) -> Result<T, StoreError> {
+    parse(text).map_err(|e| StoreError::Corrupt(format!("id {text:?}: {e}")))
 }
 
 /// The rows of one reading, gathered from the family tables: its room id and values.
@@ -218,7 +267,182 @@ impl TimeSeriesDb {
                     .map_err(db_err)?;
             }
         }
+        // The registry, in the same transaction, by the stream Lambda's planner.
+        let plan = crate::registry::plan(readings.iter().enumerate());
+        Self::apply_plan(&tx, &mut self.ids, &plan)?;
         tx.commit().map_err(db_err)
+    }
+
+    /// The same monotonic rules as the DynamoDB adapter's conditional updates:
+    /// `latest`/`last_seen` (and a device's room) move only to a newer or equal
+    /// (time, device); `first_seen` only earlier; sets only grow.
+    fn apply_plan(
+        tx: &Connection,
+        ids: &mut HashMap<(u8, String), i64>,
+        plan: &RegistryPlan,
+    ) -> Result<(), StoreError> {
+        for p in &plan.devices {
+            let u = &p.update;
+            let id = Self::id(tx, ids, 0, u.device_id.as_str())?;
+            let room = u
+                .room
+                .as_ref()
+                .map(|r| Self::id(tx, ids, 1, r.as_str()))
+                .transpose()?;
+            let types = u.types.iter().fold(0i64, |b, k| b | 1 << (*k as i64));
+            let quantities = u.quantities.iter().fold(0i64, |b, q| b | 1 << (*q as i64));
+            tx.execute(
+                "INSERT INTO devices (id) VALUES (?1) ON CONFLICT DO NOTHING",
+                params![id],
+            )
+            .map_err(db_err)?;
+            let newest = Self::newest(tx, "devices", id, &u.latest)?;
+            tx.execute(
+                "UPDATE devices SET
+                    types = types | ?2,
+                    quantities = quantities | ?3,
+                    first_seen = min(coalesce(first_seen, ?4), ?4),
+                    last_seen = CASE WHEN ?5 THEN ?6 ELSE last_seen END,
+                    latest = CASE WHEN ?5 THEN ?7 ELSE latest END,
+                    room = CASE WHEN ?5 AND ?8 IS NOT NULL THEN ?8 ELSE room END
+                 WHERE id = ?1",
+                params![
+                    id,
+                    types,
+                    quantities,
+                    u.first_seen.millis(),
+                    newest,
+                    u.latest.timestamp.millis(),
+                    latest_text(&u.latest)?,
+                    room
+                ],
+            )
+            .map_err(db_err)?;
+        }
+        for p in &plan.rooms {
+            let u = &p.update;
+            let id = Self::id(tx, ids, 1, u.room_id.as_str())?;
+            tx.execute(
+                "INSERT INTO rooms (id) VALUES (?1) ON CONFLICT DO NOTHING",
+                params![id],
+            )
+            .map_err(db_err)?;
+            let newest = Self::newest(tx, "rooms", id, &u.latest)?;
+            tx.execute(
+                "UPDATE rooms SET
+                    first_seen = min(coalesce(first_seen, ?2), ?2),
+                    last_seen = CASE WHEN ?3 THEN ?4 ELSE last_seen END,
+                    latest = CASE WHEN ?3 THEN ?5 ELSE latest END
+                 WHERE id = ?1",
+                params![
+                    id,
+                    u.first_seen.millis(),
+                    newest,
+                    u.latest.timestamp.millis(),
+                    latest_text(&u.latest)?
+                ],
+            )
+            .map_err(db_err)?;
+            for device in &u.devices {
+                let device = Self::id(tx, ids, 0, device.as_str())?;
+                tx.execute(
+                    "INSERT INTO room_devices (room, device) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+                    params![id, device],
+                )
+                .map_err(db_err)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `latest` is at least as new as the stored latest reading.
+    fn newest(
+        tx: &Connection,
+        registry: &str,
+        id: i64,
+        latest: &Reading,
+    ) -> Result<bool, StoreError> {
+        let stored: Option<String> = tx
+            .query_row(
+                &format!("SELECT latest FROM {registry} WHERE id = ?1"),
+                params![id],
+                |r| r.get(0),
+            )
+            .map_err(db_err)?;
+        Ok(match stored {
+            None => true,
+            Some(text) => crate::registry::newer_or_same(latest, &stored_reading(&text)?),
+        })
+    }
+
+    /// The whole registry.
+    pub fn load_registry(&self) -> Result<RegistrySnapshot, StoreError> {
+        let mut snapshot = RegistrySnapshot::default();
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT n.text, d.name, r.text, d.types, d.quantities, d.first_seen, d.last_seen, d.latest
+                 FROM devices d JOIN names n ON n.id = d.id LEFT JOIN names r ON r.id = d.room",
+            )
+            .map_err(db_err)?;
+        let mut rows = stmt.query([]).map_err(db_err)?;
+        while let Some(row) = rows.next().map_err(db_err)? {
+            let text = |i| row.get::<_, Option<String>>(i).map_err(db_err);
+            let int = |i| row.get::<_, Option<i64>>(i).map_err(db_err);
+            let device_id = parse_id(&text(0)?.unwrap_or_default(), DeviceId::parse)?;
+            let types: i64 = int(3)?.unwrap_or(0);
+            let quantities: i64 = int(4)?.unwrap_or(0);
+            snapshot.devices.insert(
+                device_id.clone(),
+                DeviceRecord {
+                    device_id,
+                    name: text(1)?,
+                    room: text(2)?.map(|r| parse_id(&r, RoomId::parse)).transpose()?,
+                    types: FAMILIES
+                        .into_iter()
+                        .filter(|k| types & 1 << (*k as i64) != 0)
+                        .collect(),
+                    quantities: Quantity::ALL
+                        .into_iter()
+                        .filter(|q| quantities & 1 << (*q as i64) != 0)
+                        .collect(),
+                    first_seen: int(5)?.map(millis).transpose()?,
+                    last_seen: int(6)?.map(millis).transpose()?,
+                    latest: text(7)?.map(|t| stored_reading(&t)).transpose()?,
+                },
+            );
+        }
+        drop(rows);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT n.text, r.name, r.first_seen, r.last_seen, r.latest,
+                        (SELECT group_concat(d.text, ' ') FROM room_devices rd JOIN names d ON d.id = rd.device WHERE rd.room = r.id)
+                 FROM rooms r JOIN names n ON n.id = r.id",
+            )
+            .map_err(db_err)?;
+        let mut rows = stmt.query([]).map_err(db_err)?;
+        while let Some(row) = rows.next().map_err(db_err)? {
+            let text = |i| row.get::<_, Option<String>>(i).map_err(db_err);
+            let int = |i| row.get::<_, Option<i64>>(i).map_err(db_err);
+            let room_id = parse_id(&text(0)?.unwrap_or_default(), RoomId::parse)?;
+            snapshot.rooms.insert(
+                room_id.clone(),
+                RoomRecord {
+                    room_id,
+                    name: text(1)?,
+                    first_seen: int(2)?.map(millis).transpose()?,
+                    last_seen: int(3)?.map(millis).transpose()?,
+                    latest: text(4)?.map(|t| stored_reading(&t)).transpose()?,
+                    devices: text(5)?
+                        .unwrap_or_default()
+                        .split_whitespace()
+                        .map(|d| parse_id(d, DeviceId::parse))
+                        .collect::<Result<_, _>>()?,
+                },
+            );
+        }
+        Ok(snapshot)
     }
 
     /// A device's readings in a range, in time order, each rebuilt from its
@@ -398,6 +622,68 @@ mod tests {
         db.write(std::slice::from_ref(&replaced)).unwrap();
         let first = &db.device_readings(&aranet.device_id, &range).unwrap()[0];
         assert_eq!(first.get(Quantity::Temperature), Some(22.0));
+    }
+
+    /// The registry follows the same rules as the serving store's (and the
+    /// stream Lambda's), batch order included.
+    #[tokio::test]
+    async fn the_registry_follows_the_serving_store_s_rules_in_either_batch_order() {
+        use crate::store::{SqliteStore, Store};
+        let climate = |d: &str, room: &str, m: i64, t: f64| Reading {
+            device_id: DeviceId::parse(d).unwrap(),
+            timestamp: at(m),
+            measurement: Measurement::climate(RoomId::parse(room).unwrap(), t, 50.0).unwrap(),
+        };
+        let batches: Vec<Vec<Reading>> = vec![
+            vec![
+                climate("s-1", "kitchen", 10, 20.0),
+                climate("s-2", "kitchen", 10, 21.0),
+            ],
+            // s-1 moves to the hall; an older, late reading of s-2.
+            vec![
+                climate("s-1", "hall", 20, 19.0),
+                climate("s-2", "kitchen", 5, 18.0),
+            ],
+            vec![
+                Reading {
+                    device_id: DeviceId::parse("meter-1").unwrap(),
+                    timestamp: at(15),
+                    measurement: Measurement::power(100.0, 1.0, 5.0).unwrap(),
+                },
+                Reading {
+                    device_id: DeviceId::parse("s-1").unwrap(),
+                    timestamp: at(30),
+                    measurement: Measurement::new(None, vec![(Quantity::Battery, 80.0)]).unwrap(),
+                },
+            ],
+        ];
+        let (serving, serving_backward) = (
+            SqliteStore::in_memory().unwrap(),
+            SqliteStore::in_memory().unwrap(),
+        );
+        let mut forward = TimeSeriesDb::in_memory().unwrap();
+        let mut backward = TimeSeriesDb::in_memory().unwrap();
+        for b in &batches {
+            assert!(serving.write_readings(b).await.unwritten.is_empty());
+            forward.write(b).unwrap();
+        }
+        for b in batches.iter().rev() {
+            assert!(serving_backward
+                .write_readings(b)
+                .await
+                .unwritten
+                .is_empty());
+            backward.write(b).unwrap();
+        }
+        let want = serving.load_registry().await.unwrap();
+        assert_eq!(forward.load_registry().unwrap(), want);
+        assert_eq!(
+            backward.load_registry().unwrap(),
+            serving_backward.load_registry().await.unwrap()
+        );
+        let s1 = &want.devices[&DeviceId::parse("s-1").unwrap()];
+        assert_eq!(s1.room.as_ref().map(|r| r.as_str()), Some("hall"));
+        assert_eq!(s1.last_seen, Some(at(30)));
     }
 
     /// The layout's bytes per reading, with every index, for a week of the
