@@ -522,6 +522,69 @@ impl TimeSeriesDb {
         Ok(out)
     }
 
+    /// A room's temperature and humidity readings in a range, in (time,
+    /// device) order: what the `room-time` index answers on DynamoDB. There is
+    /// no room index here: the room's devices (from the registry) are read by
+    /// their primary keys, keeping the rows that were in the room at the time.
+    pub fn room_readings(
+        &self,
+        room: &RoomId,
+        range: &TimeRange,
+    ) -> Result<Vec<Reading>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT rd.room, rd.device, n.text FROM room_devices rd
+                 JOIN names r ON r.id = rd.room AND r.kind = 1 AND r.text = ?1
+                 JOIN names n ON n.id = rd.device",
+            )
+            .map_err(db_err)?;
+        let devices: Vec<(i64, i64, String)> = stmt
+            .query_map(params![room.as_str()], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(db_err)?
+            .collect::<Result<_, _>>()
+            .map_err(db_err)?;
+        let mut out = Vec::new();
+        let mut rows = self
+            .conn
+            .prepare_cached(
+                "SELECT ts, temperature, humidity FROM readings_climate
+                 WHERE device = ?1 AND ts >= ?2 AND ts < ?3 AND room = ?4
+                   AND (temperature IS NOT NULL OR humidity IS NOT NULL)
+                 ORDER BY ts",
+            )
+            .map_err(db_err)?;
+        for (room_id, device_id, device) in devices {
+            let device = parse_id(&device, DeviceId::parse)?;
+            let mut found = rows
+                .query(params![
+                    device_id,
+                    range.from().millis(),
+                    range.to().millis(),
+                    room_id
+                ])
+                .map_err(db_err)?;
+            while let Some(row) = found.next().map_err(db_err)? {
+                let mut values = Vec::with_capacity(2);
+                for (i, q) in [(1, Quantity::Temperature), (2, Quantity::Humidity)] {
+                    if let Some(v) = read_value(row.get_ref(i).map_err(db_err)?) {
+                        values.push((q, v));
+                    }
+                }
+                out.push(Reading {
+                    device_id: device.clone(),
+                    timestamp: millis(row.get(0).map_err(db_err)?)?,
+                    measurement: Measurement::new(Some(room.clone()), values)
+                        .map_err(|p| StoreError::Corrupt(format!("{p:?}")))?,
+                });
+            }
+        }
+        out.sort_by(|a, b| (a.timestamp, &a.device_id).cmp(&(b.timestamp, &b.device_id)));
+        Ok(out)
+    }
+
     /// Empties the WAL into the file.
     pub fn checkpoint(&self) -> Result<(), StoreError> {
         self.conn
@@ -684,6 +747,59 @@ mod tests {
         let s1 = &want.devices[&DeviceId::parse("s-1").unwrap()];
         assert_eq!(s1.room.as_ref().map(|r| r.as_str()), Some("hall"));
         assert_eq!(s1.last_seen, Some(at(30)));
+    }
+
+    /// A room's readings without a room index: the same answer as the
+    /// serving store's `room-time` read, a moving device counted where it was.
+    #[tokio::test]
+    async fn a_room_s_readings_match_the_serving_store_s() {
+        use crate::store::{Order, RangeRequest, SqliteStore, Store};
+        let climate = |d: &str, room: &str, m: i64, t: f64| Reading {
+            device_id: DeviceId::parse(d).unwrap(),
+            timestamp: at(m),
+            measurement: Measurement::new(
+                Some(RoomId::parse(room).unwrap()),
+                vec![
+                    (Quantity::Temperature, t),
+                    (Quantity::Humidity, 50.5),
+                    (Quantity::Co2, 600.0),
+                ],
+            )
+            .unwrap(),
+        };
+        let readings = vec![
+            climate("s-1", "kitchen", 1, 20.0),
+            climate("s-2", "kitchen", 1, 21.0),
+            climate("s-1", "hall", 2, 19.0),
+            climate("s-1", "kitchen", 3, 20.5),
+            climate("s-2", "office", 4, 22.0),
+        ];
+        let serving = SqliteStore::in_memory().unwrap();
+        assert!(serving.write_readings(&readings).await.unwritten.is_empty());
+        let mut db = TimeSeriesDb::in_memory().unwrap();
+        db.write(&readings).unwrap();
+        let range = TimeRange::new(at(0), at(10)).unwrap();
+        for room in ["kitchen", "hall", "office", "attic"] {
+            let room = RoomId::parse(room).unwrap();
+            let request = RangeRequest {
+                range,
+                order: Order::Asc,
+                limit: 1000,
+                after: None,
+            };
+            let want = serving
+                .room_readings(&room, &request)
+                .await
+                .unwrap()
+                .readings;
+            assert_eq!(db.room_readings(&room, &range).unwrap(), want, "{room}");
+        }
+        assert_eq!(
+            db.room_readings(&RoomId::parse("kitchen").unwrap(), &range)
+                .unwrap()
+                .len(),
+            3
+        );
     }
 
     /// The layout's bytes per reading, with every index, for a week of the
