@@ -136,7 +136,7 @@ struct StoreArgs {
     /// Keep readings this many days (0: forever); expired ones are hidden and, on the embedded store, deleted.
     #[arg(long, env = "RETENTION_DAYS", default_value_t = 0)]
     retention_days: u32,
-    /// Shards of the all-devices time index (odd, 1-63). The embedded store re-indexes when it changes.
+    /// Shards of the all-devices time index on DynamoDB (odd, 1-63); the embedded store has no shards.
     #[arg(long, env = "ALL_DEVICES_SHARDS", default_value_t = shared::keys::DEFAULT_SHARDS,
           value_parser = |v: &str| shared::config::parse_shards(v).map_err(|e| e.to_string()))]
     shards: u32,
@@ -158,10 +158,7 @@ async fn open(args: &StoreArgs) -> Result<Backend, String> {
             SqliteStore::open(&args.db)
         }
         .map_err(|e| format!("opening {}: {e}", args.db.display()))?;
-        let store = store
-            .with_retention(Retention::days(args.retention_days))
-            .with_shards(args.shards)
-            .map_err(|e| format!("re-indexing {}: {e}", args.db.display()))?;
+        let store = store.with_retention(Retention::days(args.retention_days));
         return Ok(Backend::Embedded(store));
     };
     let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());

@@ -279,29 +279,13 @@ pub fn stream_event(
     event
 }
 
-/// What the contract tests need beyond `Store`: a fresh store per test and a
-/// look at raw items. Implemented for every engine the suite runs on.
+/// What the contract tests need beyond `Store`: a fresh store per test.
+/// Implemented for every engine the suite runs on.
 pub trait TestStore: shared::store::Store + Clone + Send + Sync + 'static {
     /// A store on a fresh, empty table.
     fn fresh(hint: &str) -> impl std::future::Future<Output = Self> + Send;
-    /// An item as stored, in DynamoDB JSON.
-    fn raw_item(
-        &self,
-        pk: &str,
-        sk: &str,
-    ) -> impl std::future::Future<Output = Option<serde_dynamo::Item>> + Send;
     /// The same store, writing readings with a retention of `days`.
     fn retaining(self, days: u32) -> Self;
-    /// Puts an item as it is (DynamoDB JSON), past the codec: data in an older shape.
-    fn put_raw(&self, item: serde_dynamo::Item) -> impl std::future::Future<Output = ()> + Send;
-    /// Sets an attribute as a user (not registry maintenance) would.
-    fn set_string(
-        &self,
-        pk: &str,
-        sk: &str,
-        name: &str,
-        value: &str,
-    ) -> impl std::future::Future<Output = ()> + Send;
 }
 
 impl TestStore for DynamoStore {
@@ -314,7 +298,23 @@ impl TestStore for DynamoStore {
     fn retaining(self, days: u32) -> Self {
         self.with_retention(shared::store::Retention::days(days))
     }
+}
 
+/// The items of a DynamoDB table as stored: what the tests of the item
+/// layout (DESIGN §3) and of data in older shapes look at. The embedded store
+/// has no items (docs/embedded-store.md); its own tests look at its rows.
+pub trait RawItems {
+    /// An item as stored, in DynamoDB JSON.
+    fn raw_item(
+        &self,
+        pk: &str,
+        sk: &str,
+    ) -> impl std::future::Future<Output = Option<serde_dynamo::Item>> + Send;
+    /// Puts an item as it is (DynamoDB JSON), past the codec: data in an older shape.
+    fn put_raw(&self, item: serde_dynamo::Item) -> impl std::future::Future<Output = ()> + Send;
+}
+
+impl RawItems for DynamoStore {
     async fn put_raw(&self, item: serde_dynamo::Item) {
         let item: std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> =
             item.into();
@@ -340,21 +340,6 @@ impl TestStore for DynamoStore {
             .unwrap();
         out.item().cloned().map(serde_dynamo::Item::from)
     }
-
-    async fn set_string(&self, pk: &str, sk: &str, name: &str, value: &str) {
-        use aws_sdk_dynamodb::types::AttributeValue::S;
-        self.client()
-            .update_item()
-            .table_name(self.table())
-            .key("pk", S(pk.into()))
-            .key("sk", S(sk.into()))
-            .update_expression("SET #n = :v")
-            .expression_attribute_names("#n", name)
-            .expression_attribute_values(":v", S(value.into()))
-            .send()
-            .await
-            .unwrap();
-    }
 }
 
 impl TestStore for shared::store::SqliteStore {
@@ -364,22 +349,6 @@ impl TestStore for shared::store::SqliteStore {
 
     fn retaining(self, days: u32) -> Self {
         self.with_retention(shared::store::Retention::days(days))
-    }
-
-    async fn raw_item(&self, pk: &str, sk: &str) -> Option<serde_dynamo::Item> {
-        shared::store::SqliteStore::raw_item(self, pk, sk).unwrap()
-    }
-
-    async fn put_raw(&self, item: serde_dynamo::Item) {
-        self.put_raw_item(&item).unwrap();
-    }
-
-    async fn set_string(&self, pk: &str, sk: &str, name: &str, value: &str) {
-        let mut item = shared::store::SqliteStore::raw_item(self, pk, sk)
-            .unwrap()
-            .expect("item exists");
-        item.insert(name.into(), serde_dynamo::AttributeValue::S(value.into()));
-        self.put_raw_item(&item).unwrap();
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 use shared::api::{App, RouteSet};
 use shared::keys::{shard_of, DEFAULT_SHARDS};
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
-use shared::store::{DynamoStore, SqliteStore, Store};
+use shared::store::{DynamoStore, Store};
 use std::collections::{BTreeMap, BTreeSet};
 
 const BASE_MS: i64 = 1_790_000_000_000;
@@ -162,40 +162,6 @@ async fn every_device_in_time_order_on_moto() {
     let mut app = app(store, None, RouteSet::Query).await;
     app.access.reads = shared::api::ReadAccess::Open;
     check(&app, &data, BASE_MS, BASE_MS + 4 * 60_000).await;
-}
-
-/// Changing the shard count re-indexes the embedded store; answers stay the same.
-#[tokio::test]
-async fn the_embedded_store_reindexes_when_the_shard_count_changes() {
-    let dir = std::env::temp_dir().join(format!("reindex-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("r.db");
-    let data = data(3);
-    let store = SqliteStore::open(&path).unwrap();
-    assert!(store.write_readings(&data).await.unwritten.is_empty());
-    drop(store);
-    let store = SqliteStore::open(&path).unwrap().with_shards(5).unwrap();
-    assert_eq!(store.shards(), 5);
-    let item = store
-        .raw_item("dev-01", &shared::keys::reading_sk(data[6].timestamp))
-        .unwrap()
-        .unwrap();
-    let want = format!("ALL#{}", shard_of(&DeviceId::parse("dev-01").unwrap(), 5));
-    assert_eq!(
-        item.get("shard"),
-        Some(&serde_dynamo::AttributeValue::S(want))
-    );
-    let mut app = app(store, None, RouteSet::Query).await;
-    app.access.reads = shared::api::ReadAccess::Open;
-    check(&app, &data, BASE_MS, BASE_MS + 3 * 60_000).await;
-    drop(app);
-    // Reopened without a count, the database keeps the one it was indexed with.
-    let store = SqliteStore::open(&path).unwrap();
-    assert_eq!(store.shards(), 5);
-    let mut reopened = integration_tests::app(store, None, RouteSet::Query).await;
-    reopened.access.reads = shared::api::ReadAccess::Open;
-    check(&reopened, &data, BASE_MS, BASE_MS + 3 * 60_000).await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// 1000 device ids of the shapes people use. The bound (docs/all-devices.md):

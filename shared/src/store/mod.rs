@@ -5,8 +5,6 @@ pub mod dynamodb;
 pub mod item;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
-#[cfg(feature = "sqlite")]
-pub mod timeseries;
 
 use crate::keys::zorder::ZKey;
 use crate::keys::Position;
@@ -34,6 +32,13 @@ impl Retention {
 
     pub fn expires_at(&self, t: Timestamp) -> i64 {
         t.millis().div_euclid(1000) + i64::from(self.days) * 86_400
+    }
+
+    /// The earliest epoch millisecond whose reading has not expired at
+    /// `now` (epoch seconds): `expires_at(t) > now` exactly when `t` is at
+    /// or after it.
+    pub fn first_kept_millis(&self, now_epoch_seconds: i64) -> i64 {
+        (now_epoch_seconds - i64::from(self.days) * 86_400 + 1) * 1000
     }
 }
 

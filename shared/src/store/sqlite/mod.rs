@@ -1,0 +1,548 @@
+//! The embedded store: SQLite, in a schema made for time series
+//! (docs/embedded-store.md has the plan and the measurements behind it).
+//!
+//! - `schema`: the tables, from the quantity catalogue, and how values are stored.
+//! - `names`: device and room ids as integers.
+//! - `rows`: readings as rows of the family tables, written and read.
+//! - `registry`: the `devices` and `rooms` records, kept in the write
+//!   transaction by `registry::plan`, the planner the stream Lambda uses.
+//! - `upgrade`: files from the version that kept DynamoDB items, migrated in place.
+//!
+//! One writer connection; read connections of their own (WAL), so reads never
+//! wait for a write; every call runs on tokio's blocking pool.
+
+mod names;
+mod registry;
+mod rows;
+mod schema;
+mod upgrade;
+
+pub use schema::{read_value, stored_value};
+
+use super::{
+    now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
+    RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport, ZIndex,
+    ZPage, ZRangeRequest,
+};
+use crate::keys::zorder::ZKey;
+use crate::model::{DeviceId, Name, Reading, RoomId};
+use rows::{Bounds, Writer};
+use rusqlite::Connection;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Read connections of a database file. WAL lets them read while the one
+/// writer writes; an in-memory database has none (its writer reads too).
+const READERS: usize = 4;
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    /// The one writer; also the reader of an in-memory database.
+    writer: Arc<Mutex<Writer>>,
+    readers: Arc<Vec<Mutex<Connection>>>,
+    retention: Option<Retention>,
+}
+
+fn db_err(e: rusqlite::Error) -> StoreError {
+    StoreError::Unavailable(format!("sqlite: {e}"))
+}
+
+/// A connection as every one of ours is set up.
+fn prepared(conn: Connection) -> Result<Connection, StoreError> {
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(db_err)?;
+    schema::register_zaddr(&conn).map_err(db_err)?;
+    Ok(conn)
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) a database file in WAL mode. A file from
+    /// an earlier version is migrated in place first (`upgrade`).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let mut conn = prepared(Connection::open(path.as_ref()).map_err(db_err)?)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(db_err)?;
+        // NORMAL is durable across application crashes in WAL mode; only a power
+        // loss can drop the last transactions.
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(db_err)?;
+        upgrade::to_current(&mut conn)?;
+        let mut store = Self::init(conn)?;
+        // Opened after the writer has created and migrated the schema.
+        let readers = (0..READERS)
+            .map(|_| {
+                let reader = Connection::open_with_flags(
+                    path.as_ref(),
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )
+                .map_err(db_err)?;
+                Ok(Mutex::new(prepared(reader)?))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        store.readers = Arc::new(readers);
+        Ok(store)
+    }
+
+    /// A store that lives only as long as the process.
+    pub fn in_memory() -> Result<Self, StoreError> {
+        Self::init(prepared(Connection::open_in_memory().map_err(db_err)?)?)
+    }
+
+    fn init(conn: Connection) -> Result<Self, StoreError> {
+        conn.execute_batch(&schema::create()).map_err(db_err)?;
+        conn.pragma_update(None, "user_version", schema::VERSION)
+            .map_err(db_err)?;
+        Ok(Self {
+            writer: Arc::new(Mutex::new(Writer::new(conn))),
+            readers: Arc::new(Vec::new()),
+            retention: None,
+        })
+    }
+
+    /// Readings older than the retention are hidden from reads and deleted by
+    /// [`Self::delete_expired`]. A reading expires at its time plus the
+    /// retention in force, so changing `RETENTION_DAYS` applies to every
+    /// reading already stored, as an InfluxDB retention policy does.
+    pub fn with_retention(mut self, retention: Option<Retention>) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// The first millisecond still kept now, under the retention.
+    fn keep_from(&self) -> Option<i64> {
+        self.retention
+            .map(|r| r.first_kept_millis(now_epoch_seconds()))
+    }
+
+    /// `range` of a request, without what the retention hides.
+    fn bounds(&self, request: &RangeRequest) -> Bounds {
+        let lo = request.range.from().millis();
+        Bounds {
+            lo: self.keep_from().map_or(lo, |k| lo.max(k)),
+            hi: request.range.last().millis(),
+        }
+    }
+
+    /// Deletes readings past the retention, as DynamoDB's TTL does. Returns
+    /// how many readings (not rows) went.
+    pub async fn delete_expired(&self, now_epoch_seconds: i64) -> Result<usize, StoreError> {
+        let Some(retention) = self.retention else {
+            return Ok(0);
+        };
+        let before = retention.first_kept_millis(now_epoch_seconds);
+        // The registry is not touched, as the stream handler ignores TTL deletions.
+        self.blocking(move |s| {
+            let mut writer = s.lock();
+            let tx = writer.conn.transaction().map_err(db_err)?;
+            let union: Vec<String> = schema::families()
+                .iter()
+                .map(|f| format!("SELECT device, ts FROM {} WHERE ts < ?1", f.table))
+                .collect();
+            let readings: i64 = tx
+                .query_row(
+                    &format!("SELECT count(*) FROM ({})", union.join(" UNION ")),
+                    [before],
+                    |r| r.get(0),
+                )
+                .map_err(db_err)?;
+            for (device, _) in names::devices(&tx)? {
+                for f in schema::families() {
+                    tx.execute(
+                        &format!("DELETE FROM {} WHERE device = ?1 AND ts < ?2", f.table),
+                        rusqlite::params![device, before],
+                    )
+                    .map_err(db_err)?;
+                }
+            }
+            tx.commit().map_err(db_err)?;
+            Ok(readings as usize)
+        })
+        .await
+    }
+
+    /// The writer.
+    fn lock(&self) -> MutexGuard<'_, Writer> {
+        self.writer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `read` on a read connection: a free one of the pool, else any (it
+    /// waits its turn), or the writer's for an in-memory database.
+    fn read<T>(&self, read: impl FnOnce(&Connection) -> T) -> T {
+        if self.readers.is_empty() {
+            return read(&self.lock().conn);
+        }
+        for reader in self.readers.iter() {
+            match reader.try_lock() {
+                Ok(guard) => return read(&guard),
+                Err(std::sync::TryLockError::Poisoned(p)) => return read(&p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+        }
+        let guard = self.readers[fastrand::usize(..self.readers.len())]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        read(&guard)
+    }
+
+    /// Runs `op` on tokio's blocking pool: SQLite calls block, and must not
+    /// hold up the runtime's worker threads.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&SqliteStore) -> T + Send + 'static,
+    ) -> T {
+        let store = self.clone();
+        match tokio::task::spawn_blocking(move || op(&store)).await {
+            Ok(value) => value,
+            Err(err) => std::panic::resume_unwind(err.into_panic()),
+        }
+    }
+
+    /// Runs `change` in one write transaction; a failure rolls it back whole.
+    fn write<T>(
+        &self,
+        change: impl FnOnce(
+            &Connection,
+            &mut names::Names,
+            &mut std::collections::HashMap<i64, i64>,
+        ) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut writer = self.lock();
+        let result = (|| {
+            let (conn, names, newest) = writer.parts();
+            let tx = conn.transaction().map_err(db_err)?;
+            let value = change(&tx, names, newest)?;
+            tx.commit().map_err(db_err)?;
+            Ok(value)
+        })();
+        if result.is_err() {
+            writer.forget();
+        }
+        result
+    }
+
+    /// Copies everything in the WAL into the database file and empties the WAL,
+    /// so that the file alone holds every committed write (a backup, a fixture).
+    pub async fn checkpoint(&self) -> Result<(), StoreError> {
+        self.blocking(|s| {
+            s.lock()
+                .conn
+                .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+                .map_err(db_err)
+        })
+        .await
+    }
+
+    /// How many readings are stored, expired or not (distinct device and time
+    /// across the family tables): for tests, and for checking a copy.
+    pub async fn stored_readings(&self) -> Result<u64, StoreError> {
+        self.blocking(|s| {
+            s.read(|conn| {
+                let union: Vec<String> = schema::families()
+                    .iter()
+                    .map(|f| format!("SELECT device, ts FROM {}", f.table))
+                    .collect();
+                conn.query_row(
+                    &format!("SELECT count(*) FROM ({})", union.join(" UNION ")),
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(|n| n as u64)
+                .map_err(db_err)
+            })
+        })
+        .await
+    }
+
+    /// The query plan SQLite chooses for one read of the Z-order index (for the test
+    /// that holds box search to its index).
+    #[doc(hidden)]
+    pub fn z_query_plan(&self) -> Result<String, StoreError> {
+        self.read(rows::z_query_plan)
+    }
+}
+
+/// The operations on the calling thread; the `Store` impl below runs each on
+/// tokio's blocking pool.
+impl SqliteStore {
+    fn write_readings_now(&self, readings: &[Reading]) -> WriteReport {
+        let deduped = Deduped::new(readings);
+        let result = self.write(|tx, names, newest| {
+            Writer::put_readings(
+                tx,
+                names,
+                newest,
+                deduped.winners.iter().map(|&i| &readings[i]),
+            )?;
+            // The registry, in the same transaction: what the stream Lambda
+            // would do with these records, planned by the same code.
+            let plan = crate::registry::plan(deduped.winners.iter().map(|&i| (i, &readings[i])));
+            registry::apply_plan(tx, names, &plan)
+        });
+        match result {
+            Ok(()) => deduped.report(&[]),
+            Err(err) => {
+                // One transaction: all or nothing, so every reading is unwritten.
+                tracing::error!(error = %err, "sqlite write failed");
+                deduped.report(&(0..deduped.winners.len()).collect::<Vec<_>>())
+            }
+        }
+    }
+
+    fn device_readings_now(
+        &self,
+        device: &DeviceId,
+        request: &RangeRequest,
+    ) -> Result<Page, StoreError> {
+        let after = request
+            .after
+            .as_ref()
+            .map(|p| (p.timestamp.millis(), &p.device_id));
+        let bounds = self.bounds(request).after(request.order, after, device);
+        self.read(|conn| {
+            let Some(id) = names::find(conn, schema::DEVICE, device.as_str())? else {
+                return Ok(Page::default());
+            };
+            let mut readings =
+                rows::device_readings(conn, id, device, bounds, request.order, request.limit + 1)?;
+            let more = readings.len() > request.limit;
+            readings.truncate(request.limit);
+            Ok(Page::of(readings, more))
+        })
+    }
+
+    /// A room's readings: the room's devices (from the registry) read by
+    /// their keys, keeping the rows written in the room; no room index.
+    fn room_readings_now(&self, room: &RoomId, request: &RangeRequest) -> Result<Page, StoreError> {
+        let after = request
+            .after
+            .as_ref()
+            .map(|p| (p.timestamp.millis(), &p.device_id));
+        let bounds = self.bounds(request);
+        self.read(|conn| {
+            let Some((room_id, devices)) = registry::room_devices(conn, room)? else {
+                return Ok(Page::default());
+            };
+            let pages = devices
+                .iter()
+                .map(|(id, device)| {
+                    rows::room_readings(
+                        conn,
+                        (room_id, room),
+                        (*id, device),
+                        bounds.after(request.order, after, device),
+                        request.order,
+                        request.limit + 1,
+                    )
+                    .map(|readings| Page {
+                        readings,
+                        next: None,
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(super::merge_pages(pages, request))
+        })
+    }
+
+    /// Every device's readings: their key ranges merged (one seek per device
+    /// per page; a household has tens of devices).
+    fn all_readings_now(&self, request: &RangeRequest) -> Result<Page, StoreError> {
+        let after = request
+            .after
+            .as_ref()
+            .map(|p| (p.timestamp.millis(), &p.device_id));
+        let bounds = self.bounds(request);
+        self.read(|conn| {
+            let pages = names::devices(conn)?
+                .iter()
+                .map(|(id, device)| {
+                    rows::device_readings(
+                        conn,
+                        *id,
+                        device,
+                        bounds.after(request.order, after, device),
+                        request.order,
+                        request.limit + 1,
+                    )
+                    .map(|readings| Page {
+                        readings,
+                        next: None,
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(super::merge_pages(pages, request))
+        })
+    }
+
+    fn z_range_now(
+        &self,
+        index: ZIndex<'_>,
+        request: &ZRangeRequest<'_>,
+    ) -> Result<ZPage, StoreError> {
+        let keep_from = self.keep_from();
+        self.read(|conn| match index {
+            ZIndex::Device(device) => {
+                let Some(id) = names::find(conn, schema::DEVICE, device.as_str())? else {
+                    return Ok(ZPage::default());
+                };
+                rows::z_range(conn, &[(id, device.clone())], None, request, keep_from)
+            }
+            ZIndex::Room(room) => {
+                let Some((room_id, devices)) = registry::room_devices(conn, room)? else {
+                    return Ok(ZPage::default());
+                };
+                rows::z_range(conn, &devices, Some(room_id), request, keep_from)
+            }
+        })
+    }
+
+    fn latest_reading_now(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
+        let bounds = Bounds {
+            lo: self
+                .keep_from()
+                .unwrap_or(crate::model::Timestamp::MIN.millis()),
+            hi: crate::model::Timestamp::MAX.millis(),
+        };
+        self.read(|conn| {
+            let Some(id) = names::find(conn, schema::DEVICE, device.as_str())? else {
+                return Ok(None);
+            };
+            Ok(
+                rows::device_readings(conn, id, device, bounds, Order::Desc, 1)?
+                    .into_iter()
+                    .next(),
+            )
+        })
+    }
+}
+
+impl Store for SqliteStore {
+    fn registry_follows_writes(&self) -> bool {
+        true
+    }
+
+    async fn write_readings(&self, readings: &[Reading]) -> WriteReport {
+        let readings = readings.to_vec();
+        self.blocking(move |s| s.write_readings_now(&readings))
+            .await
+    }
+
+    async fn device_readings(
+        &self,
+        device: &DeviceId,
+        request: &RangeRequest,
+    ) -> Result<Page, StoreError> {
+        let (device, request) = (device.clone(), request.clone());
+        self.blocking(move |s| s.device_readings_now(&device, &request))
+            .await
+    }
+
+    async fn room_readings(
+        &self,
+        room: &RoomId,
+        request: &RangeRequest,
+    ) -> Result<Page, StoreError> {
+        let (room, request) = (room.clone(), request.clone());
+        self.blocking(move |s| s.room_readings_now(&room, &request))
+            .await
+    }
+
+    async fn all_readings(&self, request: &RangeRequest) -> Result<Page, StoreError> {
+        let request = request.clone();
+        self.blocking(move |s| s.all_readings_now(&request)).await
+    }
+
+    async fn z_range(
+        &self,
+        index: ZIndex<'_>,
+        request: &ZRangeRequest<'_>,
+    ) -> Result<ZPage, StoreError> {
+        enum Part {
+            Room(RoomId),
+            Device(DeviceId),
+        }
+        let part = match index {
+            ZIndex::Room(r) => Part::Room(r.clone()),
+            ZIndex::Device(d) => Part::Device(d.clone()),
+        };
+        let (from, to, after, limit): (ZKey, ZKey, Option<ZKey>, usize) = (
+            request.from.clone(),
+            request.to.clone(),
+            request.after.cloned(),
+            request.limit,
+        );
+        self.blocking(move |s| {
+            let index = match &part {
+                Part::Room(r) => ZIndex::Room(r),
+                Part::Device(d) => ZIndex::Device(d),
+            };
+            let request = ZRangeRequest {
+                from: &from,
+                to: &to,
+                after: after.as_ref(),
+                limit,
+            };
+            s.z_range_now(index, &request)
+        })
+        .await
+    }
+
+    async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
+        let device = device.clone();
+        self.blocking(move |s| s.latest_reading_now(&device)).await
+    }
+
+    async fn load_registry(&self) -> Result<RegistrySnapshot, StoreError> {
+        self.blocking(|s| s.read(registry::load)).await
+    }
+
+    async fn device(&self, device: &DeviceId) -> Result<Option<DeviceRecord>, StoreError> {
+        let device = device.clone();
+        self.blocking(move |s| s.read(|conn| registry::device(conn, &device)))
+            .await
+    }
+
+    async fn room(&self, room: &RoomId) -> Result<Option<RoomRecord>, StoreError> {
+        let room = room.clone();
+        self.blocking(move |s| s.read(|conn| registry::room(conn, &room)))
+            .await
+    }
+
+    async fn apply_device_update(&self, update: &DeviceUpdate) -> Result<(), StoreError> {
+        let update = update.clone();
+        self.blocking(move |s| s.write(|tx, names, _| registry::apply_device(tx, names, &update)))
+            .await
+    }
+
+    async fn set_device_profile(
+        &self,
+        device: &DeviceId,
+        name: Option<&Name>,
+        room: Option<&RoomId>,
+    ) -> Result<(), StoreError> {
+        let (device, name, room) = (device.clone(), name.cloned(), room.cloned());
+        self.blocking(move |s| {
+            s.write(|tx, names, _| {
+                registry::set_device_profile(tx, names, &device, name.as_ref(), room.as_ref())
+            })
+        })
+        .await
+    }
+
+    async fn set_room_name(&self, room: &RoomId, name: Option<&Name>) -> Result<(), StoreError> {
+        let (room, name) = (room.clone(), name.cloned());
+        self.blocking(move |s| {
+            s.write(|tx, names, _| registry::set_room_name(tx, names, &room, name.as_ref()))
+        })
+        .await
+    }
+
+    async fn apply_room_update(&self, update: &RoomUpdate) -> Result<(), StoreError> {
+        let update = update.clone();
+        self.blocking(move |s| s.write(|tx, names, _| registry::apply_room(tx, names, &update)))
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,353 @@
+//! The registry tables (`devices`, `rooms`, `room_devices`): read as records,
+//! and changed by the same monotonic rules as the DynamoDB adapter's
+//! conditional updates, in the caller's transaction.
+
+use super::db_err;
+use super::names::{self, Names};
+use super::schema::{DEVICE, ROOM};
+use crate::model::{DeviceId, Name, Quantity, Reading, ReadingKind, RoomId, Timestamp};
+use crate::registry::{newer_or_same, RegistryPlan};
+use crate::store::{
+    DeviceRecord, DeviceUpdate, RegistrySnapshot, RoomRecord, RoomUpdate, StoreError,
+};
+use rusqlite::{params, Connection, Row};
+use std::collections::BTreeSet;
+
+fn corrupt(m: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(m.to_string())
+}
+
+/// A registry's latest reading, as answers show it.
+fn latest_text(r: &Reading) -> Result<String, StoreError> {
+    serde_json::to_string(r).map_err(corrupt)
+}
+
+fn stored_reading(text: &str) -> Result<Reading, StoreError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(corrupt)?;
+    // Stored readings are past the boundary: no bound on how recent.
+    Reading::from_json(&value, Timestamp::MAX, |_| None)
+        .map_err(|p| corrupt(format!("stored latest reading: {p:?}")))
+}
+
+fn millis(ms: Option<i64>) -> Result<Option<Timestamp>, StoreError> {
+    ms.map(|ms| Timestamp::from_millis(ms).map_err(corrupt))
+        .transpose()
+}
+
+fn words<T>(text: &str, parse: impl Fn(&str) -> Option<T>) -> Result<BTreeSet<T>, StoreError>
+where
+    T: Ord,
+{
+    text.split_whitespace()
+        .map(|w| parse(w).ok_or_else(|| corrupt(format!("unknown name {w:?}"))))
+        .collect()
+}
+
+fn joined<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.collect::<Vec<_>>().join(" ")
+}
+
+const DEVICE_COLUMNS: &str =
+    "d.id, d.name, d.room, d.types, d.quantities, d.first_seen, d.last_seen, d.latest";
+
+fn device_record(
+    conn: &Connection,
+    device_id: DeviceId,
+    row: &Row,
+) -> Result<DeviceRecord, StoreError> {
+    let room: Option<i64> = row.get(2).map_err(db_err)?;
+    Ok(DeviceRecord {
+        device_id,
+        name: row.get(1).map_err(db_err)?,
+        room: room.map(|id| names::room(conn, id)).transpose()?,
+        types: words(
+            &row.get::<_, String>(3).map_err(db_err)?,
+            ReadingKind::parse,
+        )?,
+        quantities: words(&row.get::<_, String>(4).map_err(db_err)?, Quantity::parse)?,
+        first_seen: millis(row.get(5).map_err(db_err)?)?,
+        last_seen: millis(row.get(6).map_err(db_err)?)?,
+        latest: row
+            .get::<_, Option<String>>(7)
+            .map_err(db_err)?
+            .map(|t| stored_reading(&t))
+            .transpose()?,
+    })
+}
+
+const ROOM_COLUMNS: &str = "r.id, r.name, r.first_seen, r.last_seen, r.latest";
+
+fn room_record(conn: &Connection, room_id: RoomId, row: &Row) -> Result<RoomRecord, StoreError> {
+    let id: i64 = row.get(0).map_err(db_err)?;
+    let mut stmt = conn
+        .prepare_cached("SELECT device FROM room_devices WHERE room = ?1")
+        .map_err(db_err)?;
+    let devices: Vec<i64> = stmt
+        .query_map(params![id], |r| r.get(0))
+        .map_err(db_err)?
+        .collect::<Result<_, _>>()
+        .map_err(db_err)?;
+    Ok(RoomRecord {
+        room_id,
+        name: row.get(1).map_err(db_err)?,
+        devices: devices
+            .into_iter()
+            .map(|d| names::device(conn, d))
+            .collect::<Result<_, _>>()?,
+        first_seen: millis(row.get(2).map_err(db_err)?)?,
+        last_seen: millis(row.get(3).map_err(db_err)?)?,
+        latest: row
+            .get::<_, Option<String>>(4)
+            .map_err(db_err)?
+            .map(|t| stored_reading(&t))
+            .transpose()?,
+    })
+}
+
+pub fn device(conn: &Connection, device: &DeviceId) -> Result<Option<DeviceRecord>, StoreError> {
+    let Some(id) = names::find(conn, DEVICE, device.as_str())? else {
+        return Ok(None);
+    };
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {DEVICE_COLUMNS} FROM devices d WHERE d.id = ?1"
+        ))
+        .map_err(db_err)?;
+    let mut rows = stmt.query(params![id]).map_err(db_err)?;
+    match rows.next().map_err(db_err)? {
+        Some(row) => Ok(Some(device_record(conn, device.clone(), row)?)),
+        None => Ok(None),
+    }
+}
+
+pub fn room(conn: &Connection, room: &RoomId) -> Result<Option<RoomRecord>, StoreError> {
+    let Some(id) = names::find(conn, ROOM, room.as_str())? else {
+        return Ok(None);
+    };
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {ROOM_COLUMNS} FROM rooms r WHERE r.id = ?1"
+        ))
+        .map_err(db_err)?;
+    let mut rows = stmt.query(params![id]).map_err(db_err)?;
+    match rows.next().map_err(db_err)? {
+        Some(row) => Ok(Some(room_record(conn, room.clone(), row)?)),
+        None => Ok(None),
+    }
+}
+
+/// The whole registry.
+pub fn load(conn: &Connection) -> Result<RegistrySnapshot, StoreError> {
+    let mut snapshot = RegistrySnapshot::default();
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {DEVICE_COLUMNS}, n.text FROM devices d JOIN names n ON n.id = d.id"
+        ))
+        .map_err(db_err)?;
+    let mut rows = stmt.query([]).map_err(db_err)?;
+    while let Some(row) = rows.next().map_err(db_err)? {
+        let text: String = row.get(8).map_err(db_err)?;
+        let id = DeviceId::parse(&text).map_err(|e| corrupt(format!("device {text:?}: {e}")))?;
+        snapshot
+            .devices
+            .insert(id.clone(), device_record(conn, id, row)?);
+    }
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {ROOM_COLUMNS}, n.text FROM rooms r JOIN names n ON n.id = r.id"
+        ))
+        .map_err(db_err)?;
+    let mut rows = stmt.query([]).map_err(db_err)?;
+    while let Some(row) = rows.next().map_err(db_err)? {
+        let text: String = row.get(5).map_err(db_err)?;
+        let id = RoomId::parse(&text).map_err(|e| corrupt(format!("room {text:?}: {e}")))?;
+        snapshot
+            .rooms
+            .insert(id.clone(), room_record(conn, id, row)?);
+    }
+    Ok(snapshot)
+}
+
+/// Writes a device's record whole (its row; the id exists).
+pub fn put_device(tx: &Connection, names: &mut Names, d: &DeviceRecord) -> Result<(), StoreError> {
+    let id = names.device(tx, &d.device_id)?;
+    let room = d.room.as_ref().map(|r| names.room(tx, r)).transpose()?;
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO devices (id, name, room, types, quantities, first_seen, last_seen, latest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )
+    .map_err(db_err)?
+    .execute(params![
+        id,
+        d.name,
+        room,
+        joined(d.types.iter().map(|t| t.as_str())),
+        joined(d.quantities.iter().map(|q| q.name())),
+        d.first_seen.map(Timestamp::millis),
+        d.last_seen.map(Timestamp::millis),
+        d.latest.as_ref().map(latest_text).transpose()?,
+    ])
+    .map_err(db_err)?;
+    Ok(())
+}
+
+/// Writes a room's record whole, its devices included.
+pub fn put_room(tx: &Connection, names: &mut Names, r: &RoomRecord) -> Result<(), StoreError> {
+    let id = names.room(tx, &r.room_id)?;
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO rooms (id, name, first_seen, last_seen, latest) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .map_err(db_err)?
+    .execute(params![
+        id,
+        r.name,
+        r.first_seen.map(Timestamp::millis),
+        r.last_seen.map(Timestamp::millis),
+        r.latest.as_ref().map(latest_text).transpose()?,
+    ])
+    .map_err(db_err)?;
+    for device in &r.devices {
+        let device = names.device(tx, device)?;
+        tx.prepare_cached(
+            "INSERT INTO room_devices (room, device) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+        )
+        .map_err(db_err)?
+        .execute(params![id, device])
+        .map_err(db_err)?;
+    }
+    Ok(())
+}
+
+fn empty_device(device_id: &DeviceId) -> DeviceRecord {
+    DeviceRecord {
+        device_id: device_id.clone(),
+        name: None,
+        types: BTreeSet::new(),
+        quantities: BTreeSet::new(),
+        room: None,
+        first_seen: None,
+        last_seen: None,
+        latest: None,
+    }
+}
+
+fn empty_room(room_id: &RoomId) -> RoomRecord {
+    RoomRecord {
+        room_id: room_id.clone(),
+        name: None,
+        devices: BTreeSet::new(),
+        first_seen: None,
+        last_seen: None,
+        latest: None,
+    }
+}
+
+/// Whether `latest` may replace what a record holds: newer, or as new and
+/// from the same or a greater device id (`registry::newer_or_same`).
+fn is_newest(latest: &Reading, current: Option<&Reading>, last_seen: Option<Timestamp>) -> bool {
+    match (current, last_seen) {
+        (Some(current), _) => newer_or_same(latest, current),
+        (None, None) => true,
+        (None, Some(seen)) => seen <= latest.timestamp,
+    }
+}
+
+fn earliest(a: Option<Timestamp>, b: Timestamp) -> Option<Timestamp> {
+    Some(a.map_or(b, |a| a.min(b)))
+}
+
+/// Merges a device update: `latest`, `last_seen` and the room move only
+/// forward, `first_seen` only earlier, sets only grow.
+pub fn apply_device(
+    tx: &Connection,
+    names: &mut Names,
+    u: &DeviceUpdate,
+) -> Result<(), StoreError> {
+    let mut d = device(tx, &u.device_id)?.unwrap_or_else(|| empty_device(&u.device_id));
+    if is_newest(&u.latest, d.latest.as_ref(), d.last_seen) {
+        d.last_seen = Some(u.latest.timestamp);
+        d.latest = Some(u.latest.clone());
+        if u.room.is_some() {
+            d.room = u.room.clone();
+        }
+    }
+    d.first_seen = earliest(d.first_seen, u.first_seen);
+    d.types.extend(u.types.iter().copied());
+    d.quantities.extend(u.quantities.iter().copied());
+    put_device(tx, names, &d)
+}
+
+pub fn apply_room(tx: &Connection, names: &mut Names, u: &RoomUpdate) -> Result<(), StoreError> {
+    let mut r = room(tx, &u.room_id)?.unwrap_or_else(|| empty_room(&u.room_id));
+    if is_newest(&u.latest, r.latest.as_ref(), r.last_seen) {
+        r.last_seen = Some(u.latest.timestamp);
+        r.latest = Some(u.latest.clone());
+    }
+    r.first_seen = earliest(r.first_seen, u.first_seen);
+    r.devices.extend(u.devices.iter().cloned());
+    put_room(tx, names, &r)
+}
+
+pub fn apply_plan(
+    tx: &Connection,
+    names: &mut Names,
+    plan: &RegistryPlan,
+) -> Result<(), StoreError> {
+    for p in &plan.devices {
+        apply_device(tx, names, &p.update)?;
+    }
+    for p in &plan.rooms {
+        apply_room(tx, names, &p.update)?;
+    }
+    Ok(())
+}
+
+/// What a user sets: a device's name (`None` removes it) and, when given, its room.
+pub fn set_device_profile(
+    tx: &Connection,
+    names: &mut Names,
+    device_id: &DeviceId,
+    name: Option<&Name>,
+    room: Option<&RoomId>,
+) -> Result<(), StoreError> {
+    let mut d = device(tx, device_id)?.unwrap_or_else(|| empty_device(device_id));
+    d.name = name.map(|n| n.as_str().to_owned());
+    if let Some(room) = room {
+        d.room = Some(room.clone());
+    }
+    put_device(tx, names, &d)
+}
+
+pub fn set_room_name(
+    tx: &Connection,
+    names: &mut Names,
+    room_id: &RoomId,
+    name: Option<&Name>,
+) -> Result<(), StoreError> {
+    let mut r = room(tx, room_id)?.unwrap_or_else(|| empty_room(room_id));
+    r.name = name.map(|n| n.as_str().to_owned());
+    put_room(tx, names, &r)
+}
+
+/// A room's id and its devices with theirs.
+pub type RoomDevices = (i64, Vec<(i64, DeviceId)>);
+
+/// The room's devices and their ids, for reads of a room's readings.
+pub fn room_devices(conn: &Connection, room: &RoomId) -> Result<Option<RoomDevices>, StoreError> {
+    let Some(id) = names::find(conn, ROOM, room.as_str())? else {
+        return Ok(None);
+    };
+    let mut stmt = conn
+        .prepare_cached("SELECT device FROM room_devices WHERE room = ?1")
+        .map_err(db_err)?;
+    let ids: Vec<i64> = stmt
+        .query_map(params![id], |r| r.get(0))
+        .map_err(db_err)?
+        .collect::<Result<_, _>>()
+        .map_err(db_err)?;
+    let devices = ids
+        .into_iter()
+        .map(|d| Ok((d, names::device(conn, d)?)))
+        .collect::<Result<_, StoreError>>()?;
+    Ok(Some((id, devices)))
+}

@@ -1,0 +1,428 @@
+//! Readings as rows of the family tables: the write path, and every read of
+//! them (a device's range, a room's, all devices', the latest, the Z-order
+//! index). A reading is rebuilt from its rows at one (device, time).
+
+use super::db_err;
+use super::names::{self, Names};
+use super::schema::{self, families, read_value, stored_value};
+use crate::keys::zorder::ZKey;
+use crate::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
+use crate::store::{Order, StoreError, ZPage, ZRangeRequest};
+use rusqlite::types::Null;
+use rusqlite::{params, Connection};
+use std::collections::{BTreeMap, HashMap};
+
+/// Most columns a family has (checked by a test).
+const MAX_COLUMNS: usize = 8;
+
+/// Times `lo..=hi`, epoch milliseconds.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub lo: i64,
+    pub hi: i64,
+}
+
+impl Bounds {
+    pub fn is_empty(&self) -> bool {
+        self.lo > self.hi
+    }
+
+    /// Narrowed to what follows (time, device) `after` in `order`, for a
+    /// read of `device`: the same time counts when `device` sorts after it.
+    pub fn after(
+        mut self,
+        order: Order,
+        after: Option<(i64, &DeviceId)>,
+        device: &DeviceId,
+    ) -> Self {
+        let Some((t, d)) = after else { return self };
+        match order {
+            Order::Asc => self.lo = self.lo.max(if device > d { t } else { t + 1 }),
+            Order::Desc => self.hi = self.hi.min(if device < d { t } else { t - 1 }),
+        }
+        self
+    }
+}
+
+/// The single writer: its connection, its cache of ids, and the newest time
+/// stored per device, which tells a new key (the common case: one insert per
+/// family) from a replaced one (its old rows are deleted first, in every
+/// family, so the last write of a key wins whole).
+pub struct Writer {
+    pub conn: Connection,
+    pub names: Names,
+    newest: HashMap<i64, i64>,
+}
+
+impl Writer {
+    pub fn new(conn: Connection) -> Self {
+        Self {
+            conn,
+            names: Names::default(),
+            newest: HashMap::new(),
+        }
+    }
+
+    /// Forgets what a rolled-back transaction may have cached.
+    pub fn forget(&mut self) {
+        self.names.clear();
+        self.newest.clear();
+    }
+
+    /// Writes readings (distinct keys) in the caller's transaction.
+    pub fn put_readings<'a>(
+        tx: &Connection,
+        names: &mut Names,
+        newest: &mut HashMap<i64, i64>,
+        readings: impl Iterator<Item = &'a Reading>,
+    ) -> Result<(), StoreError> {
+        for r in readings {
+            let device = names.device(tx, &r.device_id)?;
+            let room = r.room().map(|room| names.room(tx, room)).transpose()?;
+            let ts = r.timestamp.millis();
+            let stored_newest = match newest.get(&device) {
+                Some(t) => *t,
+                None => newest_time(tx, device)?.unwrap_or(i64::MIN),
+            };
+            if ts <= stored_newest {
+                delete_at(tx, device, ts)?;
+            }
+            newest.insert(device, stored_newest.max(ts));
+            insert(tx, device, ts, room, r)?;
+        }
+        Ok(())
+    }
+
+    /// The connection, the ids and the newest times, borrowed apart.
+    pub fn parts(&mut self) -> (&mut Connection, &mut Names, &mut HashMap<i64, i64>) {
+        (&mut self.conn, &mut self.names, &mut self.newest)
+    }
+}
+
+/// One row per family that the reading has values of.
+fn insert(
+    tx: &Connection,
+    device: i64,
+    ts: i64,
+    room: Option<i64>,
+    r: &Reading,
+) -> Result<(), StoreError> {
+    let mut values = [[None::<f64>; MAX_COLUMNS]; schema::FAMILIES.len()];
+    let mut present = [false; schema::FAMILIES.len()];
+    for (q, v) in r.measurement.values() {
+        let (f, c) = schema::slot(*q);
+        values[f][c] = Some(*v);
+        present[f] = true;
+    }
+    for (f, family) in families().iter().enumerate() {
+        if !present[f] {
+            continue;
+        }
+        let mut stmt = tx.prepare_cached(&family.insert).map_err(db_err)?;
+        stmt.raw_bind_parameter(1, device).map_err(db_err)?;
+        stmt.raw_bind_parameter(2, ts).map_err(db_err)?;
+        stmt.raw_bind_parameter(3, room).map_err(db_err)?;
+        for (c, v) in values[f].iter().take(family.columns.len()).enumerate() {
+            match v {
+                Some(v) => stmt.raw_bind_parameter(4 + c, stored_value(*v)),
+                None => stmt.raw_bind_parameter(4 + c, Null),
+            }
+            .map_err(db_err)?;
+        }
+        stmt.raw_execute().map_err(db_err)?;
+    }
+    Ok(())
+}
+
+fn delete_at(tx: &Connection, device: i64, ts: i64) -> Result<(), StoreError> {
+    for family in families() {
+        tx.prepare_cached(&format!(
+            "DELETE FROM {} WHERE device = ?1 AND ts = ?2",
+            family.table
+        ))
+        .map_err(db_err)?
+        .execute(params![device, ts])
+        .map_err(db_err)?;
+    }
+    Ok(())
+}
+
+/// The newest time a device has rows at, in any family, from `from` on.
+pub fn newest_time(conn: &Connection, device: i64) -> Result<Option<i64>, StoreError> {
+    let mut newest = None;
+    for family in families() {
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT ts FROM {} WHERE device = ?1 ORDER BY ts DESC LIMIT 1",
+                family.table
+            ))
+            .map_err(db_err)?;
+        let mut rows = stmt.query(params![device]).map_err(db_err)?;
+        if let Some(row) = rows.next().map_err(db_err)? {
+            let ts: i64 = row.get(0).map_err(db_err)?;
+            newest = Some(newest.map_or(ts, |n: i64| n.max(ts)));
+        }
+    }
+    Ok(newest)
+}
+
+/// Room ids to room ids, looked up once per read.
+#[derive(Default)]
+struct Rooms(HashMap<i64, RoomId>);
+
+impl Rooms {
+    fn get(&mut self, conn: &Connection, id: i64) -> Result<RoomId, StoreError> {
+        if let Some(r) = self.0.get(&id) {
+            return Ok(r.clone());
+        }
+        let r = names::room(conn, id)?;
+        self.0.insert(id, r.clone());
+        Ok(r)
+    }
+}
+
+fn reading(
+    device: &DeviceId,
+    ts: i64,
+    room: Option<RoomId>,
+    values: Vec<(Quantity, f64)>,
+) -> Result<Reading, StoreError> {
+    let corrupt = |m: String| StoreError::Corrupt(m);
+    Ok(Reading {
+        device_id: device.clone(),
+        timestamp: Timestamp::from_millis(ts).map_err(|e| corrupt(e.to_string()))?,
+        measurement: Measurement::new(room, values)
+            .map_err(|p| corrupt(format!("{device} at {ts}: {p:?}")))?,
+    })
+}
+
+/// One reading's rows gathered: its room id and its values.
+type Gathered = (Option<i64>, Vec<(Quantity, f64)>);
+
+/// At most `n` of a device's readings in `bounds`, in `order`, each rebuilt
+/// from its rows in every family.
+pub fn device_readings(
+    conn: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+    bounds: Bounds,
+    order: Order,
+    n: usize,
+) -> Result<Vec<Reading>, StoreError> {
+    if bounds.is_empty() || n == 0 {
+        return Ok(Vec::new());
+    }
+    let direction = match order {
+        Order::Asc => "ASC",
+        Order::Desc => "DESC",
+    };
+    // The first n times of the merge are among each family's first n.
+    let mut by_time: BTreeMap<i64, Gathered> = BTreeMap::new();
+    for family in families() {
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM {} WHERE device = ?1 AND ts BETWEEN ?2 AND ?3 ORDER BY ts {direction} LIMIT ?4",
+                family.select_list, family.table
+            ))
+            .map_err(db_err)?;
+        let mut rows = stmt
+            .query(params![device, bounds.lo, bounds.hi, n as i64])
+            .map_err(db_err)?;
+        while let Some(row) = rows.next().map_err(db_err)? {
+            let ts: i64 = row.get(0).map_err(db_err)?;
+            let room: Option<i64> = row.get(1).map_err(db_err)?;
+            let entry = by_time.entry(ts).or_insert((None, Vec::new()));
+            entry.0 = entry.0.or(room);
+            for (i, q) in family.columns.iter().enumerate() {
+                if let Some(v) = read_value(row.get_ref(2 + i).map_err(db_err)?) {
+                    entry.1.push((*q, v));
+                }
+            }
+        }
+    }
+    let times: Box<dyn Iterator<Item = (i64, Gathered)>> = match order {
+        Order::Asc => Box::new(by_time.into_iter()),
+        Order::Desc => Box::new(by_time.into_iter().rev()),
+    };
+    let mut rooms = Rooms::default();
+    let mut out = Vec::with_capacity(n.min(1024));
+    for (ts, (room, values)) in times.take(n) {
+        let room = room.map(|id| rooms.get(conn, id)).transpose()?;
+        out.push(reading(device_id, ts, room, values)?);
+    }
+    Ok(out)
+}
+
+/// At most `n` of a device's readings in a room (those written with that
+/// room), as the `room-time` index holds them: temperature and humidity only.
+pub fn room_readings(
+    conn: &Connection,
+    (room, room_id): (i64, &RoomId),
+    (device, device_id): (i64, &DeviceId),
+    bounds: Bounds,
+    order: Order,
+    n: usize,
+) -> Result<Vec<Reading>, StoreError> {
+    if bounds.is_empty() || n == 0 {
+        return Ok(Vec::new());
+    }
+    let sql = match order {
+        Order::Asc => {
+            "SELECT ts, temperature, humidity FROM readings_climate
+             WHERE device = ?1 AND ts BETWEEN ?2 AND ?3 AND room = ?4
+               AND (temperature IS NOT NULL OR humidity IS NOT NULL)
+             ORDER BY ts ASC LIMIT ?5"
+        }
+        Order::Desc => {
+            "SELECT ts, temperature, humidity FROM readings_climate
+             WHERE device = ?1 AND ts BETWEEN ?2 AND ?3 AND room = ?4
+               AND (temperature IS NOT NULL OR humidity IS NOT NULL)
+             ORDER BY ts DESC LIMIT ?5"
+        }
+    };
+    let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
+    let mut rows = stmt
+        .query(params![device, bounds.lo, bounds.hi, room, n as i64])
+        .map_err(db_err)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(db_err)? {
+        let mut values = Vec::with_capacity(2);
+        for (i, q) in [(1, Quantity::Temperature), (2, Quantity::Humidity)] {
+            if let Some(v) = read_value(row.get_ref(i).map_err(db_err)?) {
+                values.push((q, v));
+            }
+        }
+        out.push(reading(
+            device_id,
+            row.get(0).map_err(db_err)?,
+            Some(room_id.clone()),
+            values,
+        )?);
+    }
+    Ok(out)
+}
+
+const Z_QUERY: &str = "SELECT ts, temperature, humidity, room FROM readings_climate
+     WHERE device = ?1 AND temperature IS NOT NULL AND humidity IS NOT NULL
+       AND zaddr(ts, temperature, humidity) BETWEEN ?2 AND ?3
+       AND (?4 IS NULL OR zaddr(ts, temperature, humidity) > ?4
+            OR (zaddr(ts, temperature, humidity) = ?4 AND (ts > ?5 OR (ts = ?5 AND ?6))))
+       AND (?7 IS NULL OR room = ?7)
+     ORDER BY zaddr(ts, temperature, humidity), ts LIMIT ?8";
+
+/// What `EXPLAIN QUERY PLAN` says of the Z-order read, one step per line.
+pub fn z_query_plan(conn: &Connection) -> Result<String, StoreError> {
+    let mut stmt = conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {Z_QUERY}"))
+        .map_err(db_err)?;
+    let steps = stmt
+        .query_map(
+            params![
+                0,
+                vec![0u8; 12],
+                vec![0u8; 12],
+                None::<Vec<u8>>,
+                0,
+                false,
+                None::<i64>,
+                10
+            ],
+            |r| r.get::<_, String>(3),
+        )
+        .map_err(db_err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(db_err)?;
+    Ok(steps.join("\n"))
+}
+
+/// One read of the Z-order index of some devices (one, or a room's), as
+/// DynamoDB's Query with `Limit` reads one index partition: at most
+/// `request.limit` entries in Z order, expired ones counted and dropped.
+pub fn z_range(
+    conn: &Connection,
+    devices: &[(i64, DeviceId)],
+    room: Option<i64>,
+    request: &ZRangeRequest<'_>,
+    keep_from: Option<i64>,
+) -> Result<ZPage, StoreError> {
+    let from = schema::address_bytes(request.from.address());
+    let to = schema::address_bytes(request.to.address());
+    let after = request
+        .after
+        .and_then(|k| k.parts().map(|(d, t)| (k.address(), d, t)));
+    let lo = match &after {
+        Some((address, ..)) => from.clone().max(schema::address_bytes(*address)),
+        None => from,
+    };
+    let mut stmt = conn.prepare_cached(Z_QUERY).map_err(db_err)?;
+    let mut found: Vec<(ZKey, i64, &DeviceId, i64)> = Vec::new();
+    for (device, device_id) in devices {
+        let (after_address, after_ts, same_time_follows) = match &after {
+            Some((a, d, t)) => (Some(schema::address_bytes(*a)), t.millis(), device_id > d),
+            None => (None, 0, false),
+        };
+        let mut rows = stmt
+            .query(params![
+                device,
+                lo,
+                to,
+                after_address,
+                after_ts,
+                same_time_follows,
+                room,
+                (request.limit + 1) as i64
+            ])
+            .map_err(db_err)?;
+        while let Some(row) = rows.next().map_err(db_err)? {
+            let ts: i64 = row.get(0).map_err(db_err)?;
+            let (Some(t), Some(h)) = (
+                read_value(row.get_ref(1).map_err(db_err)?),
+                read_value(row.get_ref(2).map_err(db_err)?),
+            ) else {
+                continue;
+            };
+            let time =
+                Timestamp::from_millis(ts).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            found.push((ZKey::of(device_id, time, t, h), ts, device_id, *device));
+        }
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    let more = found.len() > request.limit;
+    found.truncate(request.limit);
+    let mut page = ZPage {
+        scanned: found.len(),
+        last_read: if more {
+            found.last().map(|f| f.0.clone())
+        } else {
+            None
+        },
+        items: Vec::with_capacity(found.len()),
+    };
+    for (key, ts, device_id, device) in found {
+        if keep_from.is_some_and(|k| ts < k) {
+            continue; // expired: read, then dropped, as DynamoDB's TTL filter does
+        }
+        let whole = device_readings(
+            conn,
+            device,
+            device_id,
+            Bounds { lo: ts, hi: ts },
+            Order::Asc,
+            1,
+        )?;
+        if let Some(r) = whole.into_iter().next() {
+            page.items.push((key, r));
+        }
+    }
+    Ok(page)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_fits_the_writer_s_buffer() {
+        assert!(families().iter().all(|f| f.columns.len() <= MAX_COLUMNS));
+    }
+}

@@ -1,0 +1,242 @@
+//! The embedded store's schema, built from the quantity catalogue, and how a
+//! value is stored. The plan and the measurements behind it are in
+//! docs/embedded-store.md.
+//!
+//! - Devices and rooms are integer ids through `names`.
+//! - One table per family of quantities (power, climate, meter, device), so a
+//!   row holds only columns that its kind of device fills: a reading whose
+//!   quantities span families is one row in each.
+//! - Times are epoch milliseconds.
+//! - A value is stored as an INTEGER count of thousandths when that is exact
+//!   (`round(v·1000)/1000 == v`: 21.25, 45.5, 5210.125), which SQLite packs into
+//!   2 to 4 bytes, and as its REAL otherwise. Reading divides by 1000, which
+//!   gives back exactly `v` because that equality was checked on the way in.
+//! - Box search reads an index on an expression, `zaddr(ts, temperature,
+//!   humidity)`: the Z-order address of `keys::zorder`, computed by a SQL
+//!   function, kept in the index only.
+
+use crate::keys::zorder;
+use crate::model::{Quantity, ReadingKind, Timestamp};
+use rusqlite::functions::FunctionFlags;
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::Connection;
+use std::sync::OnceLock;
+
+/// `PRAGMA user_version` of this schema. Version 1 (no user_version) kept
+/// every item as DynamoDB JSON in `items`; `upgrade` brings it here.
+pub const VERSION: i64 = 2;
+
+/// The families, each with its table.
+pub const FAMILIES: [ReadingKind; 4] = [
+    ReadingKind::Power,
+    ReadingKind::Climate,
+    ReadingKind::Meter,
+    ReadingKind::Device,
+];
+
+/// `names.kind` of a device and of a room.
+pub const DEVICE: u8 = 0;
+pub const ROOM: u8 = 1;
+
+/// One family's table and its columns, with the statements that use them.
+pub struct Family {
+    pub kind: ReadingKind,
+    pub table: String,
+    /// The catalogue's quantities of the family, in catalogue order.
+    pub columns: Vec<Quantity>,
+    /// `INSERT INTO t (device, ts, room, c1..) VALUES (?1, ?2, ?3, ?4..)`.
+    pub insert: String,
+    /// `ts, room, c1..` for SELECTs.
+    pub select_list: String,
+}
+
+/// The families' tables, from the catalogue.
+pub fn families() -> &'static [Family] {
+    static ALL: OnceLock<Vec<Family>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        FAMILIES
+            .into_iter()
+            .map(|kind| {
+                let columns: Vec<Quantity> = Quantity::ALL
+                    .into_iter()
+                    .filter(|q| q.family() == kind)
+                    .collect();
+                let names: Vec<&str> = columns.iter().map(|q| q.name()).collect();
+                let table = format!("readings_{}", kind.as_str());
+                let marks: Vec<String> = (4..4 + columns.len()).map(|i| format!("?{i}")).collect();
+                Family {
+                    insert: format!(
+                        "INSERT INTO {table} (device, ts, room, {}) VALUES (?1, ?2, ?3, {})",
+                        names.join(", "),
+                        marks.join(", ")
+                    ),
+                    select_list: format!("ts, room, {}", names.join(", ")),
+                    table,
+                    columns,
+                    kind,
+                }
+            })
+            .collect()
+    })
+}
+
+/// For each quantity (by its catalogue position): its family's index in
+/// `families()` and its column's index in that family.
+pub fn slot(q: Quantity) -> (usize, usize) {
+    static SLOTS: OnceLock<Vec<(usize, usize)>> = OnceLock::new();
+    let slots = SLOTS.get_or_init(|| {
+        Quantity::ALL
+            .into_iter()
+            .map(|q| {
+                let f = families()
+                    .iter()
+                    .position(|f| f.kind == q.family())
+                    .expect("every family has a table");
+                let c = families()[f]
+                    .columns
+                    .iter()
+                    .position(|c| *c == q)
+                    .expect("every quantity has a column");
+                (f, c)
+            })
+            .collect()
+    });
+    slots[q as usize]
+}
+
+/// The schema.
+pub fn create() -> String {
+    let mut sql = String::from(
+        "CREATE TABLE IF NOT EXISTS names (
+            id   INTEGER PRIMARY KEY,
+            kind INTEGER NOT NULL,   -- 0 device, 1 room
+            text TEXT NOT NULL,
+            UNIQUE (kind, text)
+        );\n",
+    );
+    for family in families() {
+        let cols: Vec<&str> = family.columns.iter().map(|q| q.name()).collect();
+        sql += &format!(
+            "CREATE TABLE IF NOT EXISTS {} (
+                device INTEGER NOT NULL,
+                ts     INTEGER NOT NULL,
+                room   INTEGER,
+                {},
+                PRIMARY KEY (device, ts)
+            ) WITHOUT ROWID;\n",
+            family.table,
+            cols.join(", ")
+        );
+    }
+    // The registry, kept in the write transaction. Types and quantities are
+    // their catalogue names (space-separated), never positions, so a catalogue
+    // that grows never reinterprets them.
+    sql += "CREATE TABLE IF NOT EXISTS devices (
+            id         INTEGER PRIMARY KEY,   -- its id in names
+            name       TEXT,
+            room       INTEGER,               -- room of its latest reading that had one
+            types      TEXT NOT NULL DEFAULT '',
+            quantities TEXT NOT NULL DEFAULT '',
+            first_seen INTEGER,
+            last_seen  INTEGER,
+            latest     TEXT                   -- the latest reading, as answers show it
+        );
+        CREATE TABLE IF NOT EXISTS rooms (
+            id         INTEGER PRIMARY KEY,
+            name       TEXT,
+            first_seen INTEGER,
+            last_seen  INTEGER,
+            latest     TEXT
+        );
+        CREATE TABLE IF NOT EXISTS room_devices (
+            room   INTEGER NOT NULL,
+            device INTEGER NOT NULL,
+            PRIMARY KEY (room, device)
+        ) WITHOUT ROWID;\n";
+    sql += "CREATE INDEX IF NOT EXISTS readings_climate_z
+        ON readings_climate (device, zaddr(ts, temperature, humidity))
+        WHERE temperature IS NOT NULL AND humidity IS NOT NULL;\n";
+    sql
+}
+
+/// A value as stored: exact thousandths as an INTEGER, else the REAL.
+pub fn stored_value(v: f64) -> Value {
+    let thousandths = (v * 1000.0).round();
+    if thousandths.abs() < 9.0e15 && thousandths / 1000.0 == v {
+        Value::Integer(thousandths as i64)
+    } else {
+        Value::Real(v)
+    }
+}
+
+/// The value back from what `stored_value` stored.
+pub fn read_value(v: ValueRef<'_>) -> Option<f64> {
+    match v {
+        ValueRef::Integer(i) => Some(i as f64 / 1000.0),
+        ValueRef::Real(r) => Some(r),
+        _ => None,
+    }
+}
+
+/// The 96-bit Z-order address as 12 big-endian bytes, so that byte order is
+/// address order: what the `zaddr` SQL function returns.
+pub fn address_bytes(address: u128) -> Vec<u8> {
+    address.to_be_bytes()[4..].to_vec()
+}
+
+/// Registers `zaddr(ts, temperature, humidity)` on a connection: every
+/// connection that writes climate rows or reads the index needs it.
+pub fn register_zaddr(conn: &Connection) -> rusqlite::Result<()> {
+    conn.create_scalar_function(
+        "zaddr",
+        3,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let ts = ctx.get_raw(0).as_i64()?;
+            let (Some(t), Some(h)) = (read_value(ctx.get_raw(1)), read_value(ctx.get_raw(2)))
+            else {
+                return Ok(None);
+            };
+            let Ok(ts) = Timestamp::from_millis(ts) else {
+                return Ok(None);
+            };
+            Ok(Some(address_bytes(zorder::address(ts, t, h))))
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Every value comes back exactly, thousandths or not.
+        #[test]
+        fn values_come_back_exactly(v in prop_oneof![
+            any::<f64>().prop_filter("finite", |v| v.is_finite()),
+            (-1_000_000_000i64..1_000_000_000).prop_map(|t| t as f64 / 1000.0),
+            (-100_000i64..100_000).prop_map(|t| t as f64 / 100.0),
+        ]) {
+            let stored = stored_value(v);
+            let back = match &stored {
+                Value::Integer(i) => read_value(ValueRef::Integer(*i)),
+                Value::Real(r) => read_value(ValueRef::Real(*r)),
+                _ => None,
+            };
+            // Bit for bit, but for -0, which validation turns into 0 anyway.
+            prop_assert_eq!(back, Some(v));
+            prop_assert!(v == 0.0 || back.unwrap().to_bits() == v.to_bits());
+        }
+    }
+
+    #[test]
+    fn every_quantity_has_one_column() {
+        let columns: usize = families().iter().map(|f| f.columns.len()).sum();
+        assert_eq!(columns, Quantity::ALL.len());
+        for q in Quantity::ALL {
+            let (f, c) = slot(q);
+            assert_eq!(families()[f].columns[c], q);
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Files from earlier versions, migrated in place when they are opened.
+//!
+//! Version 1 kept every item whole, as DynamoDB JSON, in one `items` table
+//! (readings, and the `DEVICE` and `ROOM` registry items), perhaps with a
+//! `change_log` whose newest readings its registry consumer had not applied
+//! yet. Its readings become rows of the family tables and its registry items
+//! become records, through the same item codec the DynamoDB adapter reads
+//! with; pending change-log readings are applied to the registry, by
+//! `registry::plan`. All of it is one transaction: an interruption leaves the
+//! version 1 file as it was, and an item that does not decode stops the
+//! migration with an error naming it, rather than dropping it.
+
+use super::names::Names;
+use super::rows::Writer;
+use super::{db_err, registry, schema};
+use crate::model::Reading;
+use crate::store::item::{DeviceItem, ReadingItem, RoomItem};
+use crate::store::{now_epoch_seconds, StoreError};
+use rusqlite::{params, Connection};
+use serde::de::DeserializeOwned;
+use std::collections::HashMap;
+
+fn has_table(conn: &Connection, name: &str) -> Result<bool, StoreError> {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        params![name],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+    .map_err(db_err)
+}
+
+fn decode<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    let item: serde_dynamo::Item = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    serde_dynamo::from_item(item).map_err(|e| e.to_string())
+}
+
+/// What a migration moved.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Moved {
+    pub readings: usize,
+    /// Readings already past their `expires_at`: version 1 hid them and would
+    /// have deleted them; they are not carried over.
+    pub expired: usize,
+    pub devices: usize,
+    pub rooms: usize,
+    /// Change-log readings the registry had not seen yet.
+    pub pending: usize,
+}
+
+/// Brings a file to the current schema; a no-op for a current or new file.
+pub fn to_current(conn: &mut Connection) -> Result<Option<Moved>, StoreError> {
+    if !has_table(conn, "items")? {
+        return Ok(None);
+    }
+    tracing::info!("migrating a version 1 database to the time-series schema (once)");
+    let started = std::time::Instant::now();
+    let moved = from_items(conn)?;
+    // The old tables' pages are free now; give them back to the file system.
+    conn.execute_batch("VACUUM").map_err(db_err)?;
+    tracing::info!(
+        readings = moved.readings,
+        expired = moved.expired,
+        devices = moved.devices,
+        rooms = moved.rooms,
+        pending_registry_changes = moved.pending,
+        seconds = started.elapsed().as_secs_f64(),
+        "migrated"
+    );
+    Ok(Some(moved))
+}
+
+/// Rows between writes while migrating: bounds the memory a large file needs.
+const BATCH: usize = 10_000;
+
+fn from_items(conn: &mut Connection) -> Result<Moved, StoreError> {
+    let tx = conn.transaction().map_err(db_err)?;
+    tx.execute_batch(&schema::create()).map_err(db_err)?;
+    let (mut names, mut newest) = (Names::default(), HashMap::new());
+    let mut moved = Moved::default();
+    let now = now_epoch_seconds();
+    let corrupt = |pk: &str, sk: &str, e: String| {
+        StoreError::Corrupt(format!(
+            "version 1 item pk={pk:?} sk={sk:?} does not decode ({e}); the file is unchanged"
+        ))
+    };
+    {
+        let mut stmt = tx
+            .prepare("SELECT pk, sk, item FROM items ORDER BY pk, sk")
+            .map_err(db_err)?;
+        let mut rows = stmt.query([]).map_err(db_err)?;
+        let mut batch: Vec<Reading> = Vec::with_capacity(BATCH);
+        while let Some(row) = rows.next().map_err(db_err)? {
+            let (pk, sk, text): (String, String, String) = (
+                row.get(0).map_err(db_err)?,
+                row.get(1).map_err(db_err)?,
+                row.get(2).map_err(db_err)?,
+            );
+            if pk == crate::keys::DEVICE_PARTITION {
+                let record = decode::<DeviceItem>(&text)
+                    .and_then(DeviceItem::into_record)
+                    .map_err(|e| corrupt(&pk, &sk, e))?;
+                registry::put_device(&tx, &mut names, &record)?;
+                moved.devices += 1;
+            } else if pk == crate::keys::ROOM_PARTITION {
+                let record = decode::<RoomItem>(&text)
+                    .and_then(RoomItem::into_record)
+                    .map_err(|e| corrupt(&pk, &sk, e))?;
+                registry::put_room(&tx, &mut names, &record)?;
+                moved.rooms += 1;
+            } else {
+                let item = decode::<ReadingItem>(&text).map_err(|e| corrupt(&pk, &sk, e))?;
+                if item.expires_at.is_some_and(|e| e <= now) {
+                    moved.expired += 1;
+                    continue;
+                }
+                batch.push(item.into_reading().map_err(|e| corrupt(&pk, &sk, e))?);
+                if batch.len() == BATCH {
+                    Writer::put_readings(&tx, &mut names, &mut newest, batch.iter())?;
+                    moved.readings += batch.len();
+                    batch.clear();
+                }
+            }
+        }
+        Writer::put_readings(&tx, &mut names, &mut newest, batch.iter())?;
+        moved.readings += batch.len();
+    }
+    moved.pending = pending_change_log(&tx, &mut names)?;
+    tx.execute_batch(
+        "DROP TABLE items; DROP TABLE IF EXISTS change_log; DROP TABLE IF EXISTS checkpoints;
+         DROP TABLE IF EXISTS settings;",
+    )
+    .map_err(db_err)?;
+    tx.pragma_update(None, "user_version", schema::VERSION)
+        .map_err(db_err)?;
+    tx.commit().map_err(db_err)?;
+    Ok(moved)
+}
+
+/// A version 1 file from before the registry was kept in the write
+/// transaction may have a change log: the readings its registry consumer had
+/// not applied yet (past its checkpoint) are applied now, so a reading
+/// written just before the upgrade still reaches the registry.
+fn pending_change_log(tx: &Connection, names: &mut Names) -> Result<usize, StoreError> {
+    if !has_table(tx, "change_log")? {
+        return Ok(0);
+    }
+    let checkpoint = if has_table(tx, "checkpoints")? {
+        "(SELECT seq FROM checkpoints WHERE consumer = 'registry')"
+    } else {
+        "NULL"
+    };
+    let mut stmt = tx
+        .prepare(&format!(
+            "SELECT new_image FROM change_log
+             WHERE new_image IS NOT NULL AND seq > coalesce({checkpoint}, 0) ORDER BY seq"
+        ))
+        .map_err(db_err)?;
+    let images: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .map_err(db_err)?
+        .collect::<Result<_, _>>()
+        .map_err(db_err)?;
+    // Registry items changed too, and are in the log; only readings count, as
+    // in the stream handler.
+    let readings: Vec<Reading> = images
+        .iter()
+        .filter_map(|text| {
+            decode::<ReadingItem>(text)
+                .ok()
+                .and_then(|item| item.into_reading().ok())
+        })
+        .collect();
+    let plan = crate::registry::plan(readings.iter().enumerate());
+    registry::apply_plan(tx, names, &plan)?;
+    Ok(readings.len())
+}
