@@ -6,7 +6,7 @@ mod cache;
 
 pub use cache::RegistryCache;
 
-use crate::model::Reading;
+use crate::model::{DeviceId, Quantity, Reading, ReadingKind, RoomId, Timestamp};
 use crate::store::{DeviceUpdate, RoomUpdate, Store, StoreError};
 use futures_util::StreamExt;
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,82 +36,93 @@ impl RegistryPlan {
 /// Coalesces changes (record position, reading) into one update per device and per room.
 /// At equal timestamps the later record wins, as the table's own last write does.
 pub fn plan<'a>(changes: impl IntoIterator<Item = (usize, &'a Reading)>) -> RegistryPlan {
-    let mut devices: BTreeMap<&str, Planned<DeviceUpdate>> = BTreeMap::new();
-    let mut rooms: BTreeMap<&str, Planned<RoomUpdate>> = BTreeMap::new();
-    // Latest reading with a room per device, for its current room.
-    let mut latest_climate: BTreeMap<&str, &Reading> = BTreeMap::new();
+    // Gathered by reference, cloned once per update at the end: a batch of
+    // 1000 readings of a few devices makes a few updates, not 1000 clones.
+    struct Device<'a> {
+        first_record: usize,
+        first_seen: Timestamp,
+        latest: &'a Reading,
+        types: BTreeSet<ReadingKind>,
+        quantities: BTreeSet<Quantity>,
+        /// Its latest reading with a room, for its current room.
+        latest_in_a_room: Option<&'a Reading>,
+    }
+    struct Room<'a> {
+        first_record: usize,
+        first_seen: Timestamp,
+        latest: &'a Reading,
+        devices: BTreeSet<&'a DeviceId>,
+    }
+    let mut devices: BTreeMap<&str, Device<'a>> = BTreeMap::new();
+    let mut rooms: BTreeMap<&'a RoomId, Room<'a>> = BTreeMap::new();
 
     for (record, reading) in changes {
-        let key = reading.device_id.as_str();
-        devices
-            .entry(key)
-            .and_modify(|p| {
-                let u = &mut p.update;
-                u.first_seen = u.first_seen.min(reading.timestamp);
-                if reading.timestamp >= u.latest.timestamp {
-                    u.latest = reading.clone();
-                }
-                u.types.insert(reading.kind());
-                u.quantities
-                    .extend(reading.measurement.values().iter().map(|(q, _)| *q));
-                p.first_record = p.first_record.min(record);
-            })
-            .or_insert_with(|| Planned {
-                update: DeviceUpdate {
-                    device_id: reading.device_id.clone(),
-                    first_seen: reading.timestamp,
-                    latest: reading.clone(),
-                    types: BTreeSet::from([reading.kind()]),
-                    quantities: reading
-                        .measurement
-                        .values()
-                        .iter()
-                        .map(|(q, _)| *q)
-                        .collect(),
-                    room: None,
-                },
+        let quantities = reading.measurement.values().iter().map(|(q, _)| *q);
+        let d = devices
+            .entry(reading.device_id.as_str())
+            .or_insert_with(|| Device {
                 first_record: record,
+                first_seen: reading.timestamp,
+                latest: reading,
+                types: BTreeSet::new(),
+                quantities: BTreeSet::new(),
+                latest_in_a_room: None,
             });
+        d.first_seen = d.first_seen.min(reading.timestamp);
+        if reading.timestamp >= d.latest.timestamp {
+            d.latest = reading;
+        }
+        d.types.insert(reading.kind());
+        d.quantities.extend(quantities);
+        d.first_record = d.first_record.min(record);
 
         if let Some(room) = reading.room() {
-            latest_climate
-                .entry(key)
-                .and_modify(|r| {
-                    if reading.timestamp >= r.timestamp {
-                        *r = reading;
-                    }
-                })
-                .or_insert(reading);
-            rooms
-                .entry(room.as_str())
-                .and_modify(|p| {
-                    let u = &mut p.update;
-                    u.first_seen = u.first_seen.min(reading.timestamp);
-                    if newer_or_same(reading, &u.latest) {
-                        u.latest = reading.clone();
-                    }
-                    u.devices.insert(reading.device_id.clone());
-                    p.first_record = p.first_record.min(record);
-                })
-                .or_insert_with(|| Planned {
-                    update: RoomUpdate {
-                        room_id: room.clone(),
-                        first_seen: reading.timestamp,
-                        latest: reading.clone(),
-                        devices: BTreeSet::from([reading.device_id.clone()]),
-                    },
-                    first_record: record,
-                });
-        }
-    }
-    for (key, reading) in latest_climate {
-        if let Some(p) = devices.get_mut(key) {
-            p.update.room = reading.room().cloned();
+            if d.latest_in_a_room
+                .is_none_or(|r| reading.timestamp >= r.timestamp)
+            {
+                d.latest_in_a_room = Some(reading);
+            }
+            let r = rooms.entry(room).or_insert_with(|| Room {
+                first_record: record,
+                first_seen: reading.timestamp,
+                latest: reading,
+                devices: BTreeSet::new(),
+            });
+            r.first_seen = r.first_seen.min(reading.timestamp);
+            if newer_or_same(reading, r.latest) {
+                r.latest = reading;
+            }
+            r.devices.insert(&reading.device_id);
+            r.first_record = r.first_record.min(record);
         }
     }
     RegistryPlan {
-        devices: devices.into_values().collect(),
-        rooms: rooms.into_values().collect(),
+        devices: devices
+            .into_values()
+            .map(|d| Planned {
+                update: DeviceUpdate {
+                    device_id: d.latest.device_id.clone(),
+                    first_seen: d.first_seen,
+                    latest: d.latest.clone(),
+                    types: d.types,
+                    quantities: d.quantities,
+                    room: d.latest_in_a_room.and_then(|r| r.room().cloned()),
+                },
+                first_record: d.first_record,
+            })
+            .collect(),
+        rooms: rooms
+            .into_iter()
+            .map(|(room, r)| Planned {
+                update: RoomUpdate {
+                    room_id: room.clone(),
+                    first_seen: r.first_seen,
+                    latest: r.latest.clone(),
+                    devices: r.devices.into_iter().cloned().collect(),
+                },
+                first_record: r.first_record,
+            })
+            .collect(),
     }
 }
 

@@ -9,7 +9,7 @@ use crate::keys::zorder::ZKey;
 use crate::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
 use crate::store::{Order, StoreError, ZPage, ZRangeRequest};
 use rusqlite::types::Null;
-use rusqlite::{params, Connection};
+use rusqlite::{params, CachedStatement, Connection};
 use std::collections::{BTreeMap, HashMap};
 
 /// Most columns a family has (checked by a test).
@@ -76,6 +76,12 @@ impl Writer {
         newest: &mut HashMap<i64, i64>,
         readings: impl Iterator<Item = &'a Reading>,
     ) -> Result<(), StoreError> {
+        // Prepared once per batch, not looked up in the cache per row.
+        let mut inserts = families()
+            .iter()
+            .map(|f| tx.prepare_cached(&f.insert))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(db_err)?;
         for r in readings {
             let device = names.device(tx, &r.device_id)?;
             let room = r.room().map(|room| names.room(tx, room)).transpose()?;
@@ -88,7 +94,7 @@ impl Writer {
                 delete_at(tx, device, ts)?;
             }
             newest.insert(device, stored_newest.max(ts));
-            insert(tx, device, ts, room, r)?;
+            insert(&mut inserts, device, ts, room, r)?;
         }
         Ok(())
     }
@@ -101,7 +107,7 @@ impl Writer {
 
 /// One row per family that the reading has values of.
 fn insert(
-    tx: &Connection,
+    inserts: &mut [CachedStatement<'_>],
     device: i64,
     ts: i64,
     room: Option<i64>,
@@ -118,7 +124,7 @@ fn insert(
         if !present[f] {
             continue;
         }
-        let mut stmt = tx.prepare_cached(&family.insert).map_err(db_err)?;
+        let stmt = &mut inserts[f];
         stmt.raw_bind_parameter(1, device).map_err(db_err)?;
         stmt.raw_bind_parameter(2, ts).map_err(db_err)?;
         stmt.raw_bind_parameter(3, room).map_err(db_err)?;
