@@ -432,7 +432,8 @@ impl Serialize for Reading {
         let m = &self.measurement;
         let mut map = serializer.serialize_map(Some(4 + m.values.len()))?;
         map.serialize_entry("device_id", self.device_id.as_str())?;
-        map.serialize_entry("timestamp", &self.timestamp.to_string())?;
+        self.timestamp
+            .with_text(|text| map.serialize_entry("timestamp", text))?;
         map.serialize_entry("type", self.kind().as_str())?;
         if let Some(room) = &m.room {
             map.serialize_entry("room", room.as_str())?;

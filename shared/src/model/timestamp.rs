@@ -59,6 +59,11 @@ impl Timestamp {
 
     /// Appends the fixed-width text form to `out` without allocating.
     pub fn write_to(self, out: &mut String) {
+        self.with_text(|text| out.push_str(text))
+    }
+
+    /// Calls `f` with the fixed-width text form, made on the stack.
+    pub fn with_text<R>(self, f: impl FnOnce(&str) -> R) -> R {
         let dt =
             DateTime::<Utc>::from_timestamp_millis(self.0).expect("range checked at construction");
         let mut buf = [0u8; Self::TEXT_LEN];
@@ -76,7 +81,7 @@ impl Timestamp {
         buf[19] = b'.';
         put(&mut buf[20..23], (self.0.rem_euclid(1000)) as u32);
         buf[23] = b'Z';
-        out.push_str(std::str::from_utf8(&buf).expect("ASCII digits"));
+        f(std::str::from_utf8(&buf).expect("ASCII digits"))
     }
 
     /// RFC 3339 as chrono writes it; used only to cross-check the fast formatter.
@@ -98,9 +103,7 @@ fn put(dst: &mut [u8], mut v: u32) {
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut s = String::with_capacity(Self::TEXT_LEN);
-        self.write_to(&mut s);
-        f.write_str(&s)
+        self.with_text(|text| f.write_str(text))
     }
 }
 

@@ -52,6 +52,8 @@ fn prepared(conn: Connection) -> Result<Connection, StoreError> {
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(db_err)?;
     schema::register_zaddr(&conn).map_err(db_err)?;
+    // Every statement the store runs stays prepared (rusqlite keeps 16).
+    conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }
 

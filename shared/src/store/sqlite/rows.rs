@@ -223,7 +223,7 @@ pub fn device_readings(
         Order::Desc => "DESC",
     };
     // The first n times of the merge are among each family's first n.
-    let mut by_time: BTreeMap<i64, Gathered> = BTreeMap::new();
+    let mut per_family: Vec<Vec<(i64, Gathered)>> = Vec::with_capacity(families().len());
     for family in families() {
         let mut stmt = conn
             .prepare_cached(&format!(
@@ -234,25 +234,44 @@ pub fn device_readings(
         let mut rows = stmt
             .query(params![device, bounds.lo, bounds.hi, n as i64])
             .map_err(db_err)?;
+        let mut gathered = Vec::new();
         while let Some(row) = rows.next().map_err(db_err)? {
             let ts: i64 = row.get(0).map_err(db_err)?;
             let room: Option<i64> = row.get(1).map_err(db_err)?;
-            let entry = by_time.entry(ts).or_insert((None, Vec::new()));
-            entry.0 = entry.0.or(room);
+            let mut values = Vec::with_capacity(family.columns.len());
             for (i, q) in family.columns.iter().enumerate() {
                 if let Some(v) = read_value(row.get_ref(2 + i).map_err(db_err)?) {
-                    entry.1.push((*q, v));
+                    values.push((*q, v));
                 }
             }
+            if gathered.is_empty() {
+                gathered.reserve(n.min(1024));
+            }
+            gathered.push((ts, (room, values)));
+        }
+        if !gathered.is_empty() {
+            per_family.push(gathered);
         }
     }
-    let times: Box<dyn Iterator<Item = (i64, Gathered)>> = match order {
-        Order::Asc => Box::new(by_time.into_iter()),
-        Order::Desc => Box::new(by_time.into_iter().rev()),
+    // Most devices fill one family: then its rows are the readings as they
+    // are; otherwise the rows at one time are put together.
+    let times: Vec<(i64, Gathered)> = if per_family.len() <= 1 {
+        per_family.pop().unwrap_or_default()
+    } else {
+        let mut by_time: BTreeMap<i64, Gathered> = BTreeMap::new();
+        for (ts, (room, values)) in per_family.into_iter().flatten() {
+            let entry = by_time.entry(ts).or_insert((None, Vec::new()));
+            entry.0 = entry.0.or(room);
+            entry.1.extend(values);
+        }
+        match order {
+            Order::Asc => by_time.into_iter().collect(),
+            Order::Desc => by_time.into_iter().rev().collect(),
+        }
     };
     let mut rooms = Rooms::default();
-    let mut out = Vec::with_capacity(n.min(1024));
-    for (ts, (room, values)) in times.take(n) {
+    let mut out = Vec::with_capacity(n.min(times.len()));
+    for (ts, (room, values)) in times.into_iter().take(n) {
         let room = room.map(|id| rooms.get(conn, id)).transpose()?;
         out.push(reading(device_id, ts, room, values)?);
     }
