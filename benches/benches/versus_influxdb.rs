@@ -169,14 +169,16 @@ impl Influx {
     }
 
     fn write(&self, body: &str) {
-        let resp = ureq::post(&format!("{}/write?db=bench&precision=ms", self.url))
+        let resp = agent()
+            .post(&format!("{}/write?db=bench&precision=ms", self.url))
             .send_string(body)
             .unwrap();
         assert_eq!(resp.status(), 204);
     }
 
     fn query(&self, q: &str) -> Value {
-        let resp = ureq::post(&format!("{}/query", self.url))
+        let resp = agent()
+            .post(&format!("{}/query", self.url))
             .send_form(&[("db", "bench"), ("q", q), ("epoch", "ms")])
             .unwrap();
         serde_json::from_str(&resp.into_string().unwrap()).unwrap()
@@ -216,8 +218,29 @@ fn dir_size(dir: &Path) -> u64 {
         .sum()
 }
 
+/// The one HTTP client both servers get: the same library, keeping its
+/// connections alive for both.
+fn agent() -> &'static ureq::Agent {
+    static AGENT: std::sync::OnceLock<ureq::Agent> = std::sync::OnceLock::new();
+    AGENT.get_or_init(|| ureq::AgentBuilder::new().build())
+}
+
+/// A request to our server through the shared client: status and body.
+fn ours(server: &LocalServer, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+    let request = agent().request(method, &format!("http://{}{path}", server.addr));
+    let result = match body {
+        Some(b) => request.send_string(b),
+        None => request.call(),
+    };
+    match result {
+        Ok(resp) => (resp.status(), resp.into_string().unwrap()),
+        Err(ureq::Error::Status(code, resp)) => (code, resp.into_string().unwrap()),
+        Err(e) => panic!("{method} {path}: {e}"),
+    }
+}
+
 fn ours_get(server: &LocalServer, path: &str) -> Value {
-    let (status, text) = server.request("GET", path, None);
+    let (status, text) = ours(server, "GET", path, None);
     assert_eq!(status, 200, "{path}: {text}");
     serde_json::from_str(&text).unwrap()
 }
@@ -259,13 +282,32 @@ fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
     times[times.len() / 2]
 }
 
+/// Posts every batch as line protocol to our InfluxDB write API (a server of
+/// its own, so that no key is written twice): readings per second.
+fn ingest_line_protocol(dir: &Path, samples: &[Sample]) -> f64 {
+    std::fs::create_dir_all(dir).unwrap();
+    let db = dir.join("ours-line-protocol.db");
+    let server = LocalServer::start(
+        &integration_tests::local_server::built_binary(),
+        &["--db", db.to_str().unwrap()],
+        "warn,ingester_local=info",
+    );
+    let lines: Vec<String> = samples.chunks(1000).map(line_body).collect();
+    let started = Instant::now();
+    for body in &lines {
+        let (status, text) = ours(&server, "POST", "/write?db=bench&precision=ms", Some(body));
+        assert_eq!(status, 204, "{text}");
+    }
+    samples.len() as f64 / started.elapsed().as_secs_f64()
+}
+
 /// Posts every batch to both; readings per second of each.
 fn ingest(server: &LocalServer, influx: Option<&Influx>, samples: &[Sample]) -> (f64, Option<f64>) {
     let json: Vec<String> = samples.chunks(1000).map(json_body).collect();
     let lines: Vec<String> = samples.chunks(1000).map(line_body).collect();
     let started = Instant::now();
     for body in &json {
-        let (status, text) = server.request("POST", "/readings", Some(body));
+        let (status, text) = ours(server, "POST", "/readings", Some(body));
         assert_eq!(status, 200, "{text}");
     }
     let ours = samples.len() as f64 / started.elapsed().as_secs_f64();
@@ -322,7 +364,20 @@ fn main() {
         samples.len()
     );
     let (ours, theirs) = ingest(&server, influx, &samples);
-    row("ingest", ours, theirs, "readings/s", true);
+    row(
+        "ingest: JSON to ours, line protocol to InfluxDB",
+        ours,
+        theirs,
+        "readings/s",
+        true,
+    );
+    row(
+        "ingest: line protocol to both",
+        ingest_line_protocol(&dir, &samples),
+        theirs,
+        "readings/s",
+        true,
+    );
 
     let day_from = today - DAY_MS;
     let (from, to) = (iso(day_from), iso(today));
@@ -414,8 +469,15 @@ fn main() {
             .collect();
         let (ours, theirs) = ingest(&server, influx, &year);
         row(
-            "ingest of a year of one sensor (525,600)",
+            "ingest of a year of one sensor (525,600): JSON to ours",
             ours,
+            theirs,
+            "readings/s",
+            true,
+        );
+        row(
+            "ingest of a year of one sensor: line protocol to both",
+            ingest_line_protocol(&dir.join("year"), &year),
             theirs,
             "readings/s",
             true,
