@@ -47,15 +47,18 @@ fn check(s: &str, max: usize, allow_colon: bool, allowed: &'static str) -> Resul
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident, $max:expr, $colon:expr, $allowed:expr) => {
         $(#[$doc])*
+        // Shared text: readings and registry records clone ids all the time
+        // (every reading read back carries its device's), and a clone of an
+        // `Arc<str>` is a count, not an allocation.
         #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub struct $name(String);
+        pub struct $name(std::sync::Arc<str>);
 
         impl $name {
             pub const MAX_LEN: usize = $max;
 
             pub fn parse(s: &str) -> Result<Self, IdError> {
                 check(s, $max, $colon, $allowed)?;
-                Ok(Self(s.to_owned()))
+                Ok(Self(s.into()))
             }
 
             pub fn as_str(&self) -> &str {
