@@ -415,3 +415,30 @@ async fn a_version_1_item_that_does_not_decode_leaves_the_file_unchanged() {
     assert_eq!(n, 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The WAL is copied into the database file by the checkpointer thread, not
+/// by the writer's commits: after a write the file itself grows within a
+/// few checkpoint periods, with no explicit checkpoint.
+#[tokio::test]
+async fn the_checkpointer_copies_the_wal_into_the_file() {
+    let dir = temp_dir("checkpointer");
+    let path = dir.join("c.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let size = || std::fs::metadata(&path).unwrap().len();
+    let before = size();
+    let readings: Vec<Reading> = (0..5000)
+        .map(|m| reading("m-1", None, m, m as f64))
+        .collect();
+    assert!(store.write_readings(&readings).await.unwritten.is_empty());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while size() <= before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the file never grew: {before} bytes"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(store.stored_readings().await.unwrap(), 5000);
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
