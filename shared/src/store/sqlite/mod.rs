@@ -41,7 +41,9 @@ pub struct SqliteStore {
     writer: Arc<Mutex<Writer>>,
     readers: Arc<Vec<Mutex<Connection>>>,
     retention: Option<Retention>,
-    /// A file's checkpointer, which stops when the last clone goes.
+    /// A file's checkpointer, which stops when the last clone goes. Last in
+    /// the struct, so dropped after the other connections are closed: its
+    /// closing checkpoint then empties the WAL.
     _checkpointer: Option<Arc<Checkpointer>>,
 }
 
@@ -72,6 +74,10 @@ impl Checkpointer {
                     if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE)") {
                         tracing::warn!(error = %e, "WAL checkpoint failed; the next one retries");
                     }
+                }
+                // The store is closing: leave the file whole and the WAL empty.
+                if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
+                    tracing::warn!(error = %e, "closing WAL checkpoint failed; the next open replays the WAL");
                 }
             })
             .map_err(|e| StoreError::Unavailable(format!("checkpoint thread: {e}")))?;

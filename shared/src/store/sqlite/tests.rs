@@ -440,5 +440,10 @@ async fn the_checkpointer_copies_the_wal_into_the_file() {
     }
     assert_eq!(store.stored_readings().await.unwrap(), 5000);
     drop(store);
+    // Closed, the file holds everything and the WAL nothing.
+    let wal = path.with_extension("db-wal");
+    assert_eq!(std::fs::metadata(&wal).map_or(0, |m| m.len()), 0);
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.stored_readings().await.unwrap(), 5000);
     let _ = std::fs::remove_dir_all(&dir);
 }

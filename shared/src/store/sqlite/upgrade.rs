@@ -56,8 +56,10 @@ pub fn to_current(conn: &mut Connection) -> Result<Option<Moved>, StoreError> {
     tracing::info!("migrating a version 1 database to the time-series schema (once)");
     let started = std::time::Instant::now();
     let moved = from_items(conn)?;
-    // The old tables' pages are free now; give them back to the file system.
-    conn.execute_batch("VACUUM").map_err(db_err)?;
+    // The old tables' pages are free now; give them back to the file system
+    // (VACUUM writes the new file through the WAL: empty it into the file).
+    conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
+        .map_err(db_err)?;
     tracing::info!(
         readings = moved.readings,
         expired = moved.expired,
