@@ -69,19 +69,16 @@ impl Writer {
         self.newest.clear();
     }
 
-    /// Writes readings (distinct keys) in the caller's transaction.
+    /// Writes readings (distinct keys) in the caller's transaction: the
+    /// replaced keys' old rows are deleted first, then each family's rows
+    /// are inserted, `ROWS_PER_INSERT` to a statement.
     pub fn put_readings<'a>(
         tx: &Connection,
         names: &mut Names,
         newest: &mut HashMap<i64, i64>,
         readings: impl Iterator<Item = &'a Reading>,
     ) -> Result<(), StoreError> {
-        // Prepared once per batch, not looked up in the cache per row.
-        let mut inserts = families()
-            .iter()
-            .map(|f| tx.prepare_cached(&f.insert))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(db_err)?;
+        let mut rows: Vec<Vec<Row>> = families().iter().map(|_| Vec::new()).collect();
         for r in readings {
             let device = names.device(tx, &r.device_id)?;
             let room = r.room().map(|room| names.room(tx, room)).transpose()?;
@@ -94,7 +91,27 @@ impl Writer {
                 delete_at(tx, device, ts)?;
             }
             newest.insert(device, stored_newest.max(ts));
-            insert(&mut inserts, device, ts, room, r)?;
+            let mut split: Vec<Option<Row>> = families().iter().map(|_| None).collect();
+            for (q, v) in r.measurement.values() {
+                let (f, c) = schema::slot(*q);
+                split[f]
+                    .get_or_insert(Row {
+                        device,
+                        ts,
+                        room,
+                        values: [None; MAX_COLUMNS],
+                    })
+                    .values[c] = Some(*v);
+            }
+            for (f, row) in split.into_iter().enumerate() {
+                rows[f].extend(row);
+            }
+        }
+        for (family, rows) in families().iter().zip(&mut rows) {
+            // In key order: each device's rows go into one part of the B-tree
+            // after another, instead of the devices taking turns.
+            rows.sort_unstable_by_key(|r| (r.device, r.ts));
+            insert_rows(tx, family, rows)?;
         }
         Ok(())
     }
@@ -105,37 +122,57 @@ impl Writer {
     }
 }
 
-/// One row per family that the reading has values of.
-fn insert(
-    inserts: &mut [CachedStatement<'_>],
+/// One family's row of a reading.
+struct Row {
     device: i64,
     ts: i64,
     room: Option<i64>,
-    r: &Reading,
+    values: [Option<f64>; MAX_COLUMNS],
+}
+
+/// Rows per multi-row INSERT: one statement's start, bindings and reset are
+/// shared by this many rows.
+pub const ROWS_PER_INSERT: usize = 50;
+
+fn bind_row(
+    stmt: &mut CachedStatement<'_>,
+    first: usize,
+    family: &schema::Family,
+    row: &Row,
 ) -> Result<(), StoreError> {
-    let mut values = [[None::<f64>; MAX_COLUMNS]; schema::FAMILIES.len()];
-    let mut present = [false; schema::FAMILIES.len()];
-    for (q, v) in r.measurement.values() {
-        let (f, c) = schema::slot(*q);
-        values[f][c] = Some(*v);
-        present[f] = true;
+    stmt.raw_bind_parameter(first, row.device).map_err(db_err)?;
+    stmt.raw_bind_parameter(first + 1, row.ts).map_err(db_err)?;
+    stmt.raw_bind_parameter(first + 2, row.room)
+        .map_err(db_err)?;
+    for (c, v) in row.values.iter().take(family.columns.len()).enumerate() {
+        match v {
+            Some(v) => stmt.raw_bind_parameter(first + 3 + c, stored_value(*v)),
+            None => stmt.raw_bind_parameter(first + 3 + c, Null),
+        }
+        .map_err(db_err)?;
     }
-    for (f, family) in families().iter().enumerate() {
-        if !present[f] {
-            continue;
-        }
-        let stmt = &mut inserts[f];
-        stmt.raw_bind_parameter(1, device).map_err(db_err)?;
-        stmt.raw_bind_parameter(2, ts).map_err(db_err)?;
-        stmt.raw_bind_parameter(3, room).map_err(db_err)?;
-        for (c, v) in values[f].iter().take(family.columns.len()).enumerate() {
-            match v {
-                Some(v) => stmt.raw_bind_parameter(4 + c, stored_value(*v)),
-                None => stmt.raw_bind_parameter(4 + c, Null),
+    Ok(())
+}
+
+fn insert_rows(tx: &Connection, family: &schema::Family, rows: &[Row]) -> Result<(), StoreError> {
+    let per_row = 3 + family.columns.len();
+    let mut chunks = rows.chunks_exact(ROWS_PER_INSERT);
+    if chunks.len() > 0 {
+        let mut stmt = tx.prepare_cached(&family.insert_many).map_err(db_err)?;
+        for chunk in &mut chunks {
+            for (i, row) in chunk.iter().enumerate() {
+                bind_row(&mut stmt, 1 + i * per_row, family, row)?;
             }
-            .map_err(db_err)?;
+            stmt.raw_execute().map_err(db_err)?;
         }
-        stmt.raw_execute().map_err(db_err)?;
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut stmt = tx.prepare_cached(&family.insert).map_err(db_err)?;
+        for row in rest {
+            bind_row(&mut stmt, 1, family, row)?;
+            stmt.raw_execute().map_err(db_err)?;
+        }
     }
     Ok(())
 }

@@ -46,6 +46,8 @@ pub struct Family {
     pub columns: Vec<Quantity>,
     /// `INSERT INTO t (device, ts, room, c1..) VALUES (?1, ?2, ?3, ?4..)`.
     pub insert: String,
+    /// The same for `rows::ROWS_PER_INSERT` rows.
+    pub insert_many: String,
     /// `ts, room, c1..` for SELECTs.
     pub select_list: String,
 }
@@ -64,7 +66,13 @@ pub fn families() -> &'static [Family] {
                 let names: Vec<&str> = columns.iter().map(|q| q.name()).collect();
                 let table = format!("readings_{}", kind.as_str());
                 let marks: Vec<String> = (4..4 + columns.len()).map(|i| format!("?{i}")).collect();
+                let tuple = format!("({})", vec!["?"; 3 + columns.len()].join(", "));
                 Family {
+                    insert_many: format!(
+                        "INSERT INTO {table} (device, ts, room, {}) VALUES {}",
+                        names.join(", "),
+                        vec![tuple; super::rows::ROWS_PER_INSERT].join(", ")
+                    ),
                     insert: format!(
                         "INSERT INTO {table} (device, ts, room, {}) VALUES (?1, ?2, ?3, {})",
                         names.join(", "),
