@@ -700,6 +700,10 @@ pub fn reading_item(r: &Reading, retention: Option<Retention>, shards: u32) -> I
 /// `v.to_string()`, which is what items have always held, made faster: whole
 /// numbers through `itoa`, others through `ryu`, which finds the same shortest
 /// digits and differs only in notation (`1e-7`, `350.0`), where it is not used.
+/// Up to 15 significant digits the shortest digits are unique; at 16 or 17
+/// two candidates can both read back as `v`, and `ryu` and the standard
+/// library may pick different ones (the proptest found
+/// -86297359095747.62 against .63), so those go to `to_string`.
 fn number_text(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 && !(v == 0.0 && v.is_sign_negative()) {
         return itoa::Buffer::new().format(v as i64).to_owned();
@@ -707,7 +711,12 @@ fn number_text(v: f64) -> String {
     if v.is_finite() && (1e-4..1e15).contains(&v.abs()) {
         let mut buffer = ryu::Buffer::new();
         let text = buffer.format_finite(v);
-        if !text.contains('e') {
+        let significant = text
+            .bytes()
+            .filter(u8::is_ascii_digit)
+            .skip_while(|d| *d == b'0')
+            .count();
+        if !text.contains('e') && significant <= 15 {
             return text.to_owned();
         }
     }
@@ -1004,6 +1013,8 @@ mod tests {
     #[test]
     fn number_text_edges() {
         for v in [
+            -86297359095747.62, // ryu and to_string differ at 16 digits
+            f64::from_bits(14038739469868593384),
             0.0,
             -0.0,
             1e-4,
