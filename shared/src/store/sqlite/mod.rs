@@ -17,8 +17,6 @@ mod rows;
 mod schema;
 mod upgrade;
 
-pub use schema::{read_value, stored_value};
-
 use super::{
     now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
     RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport, ZIndex,
@@ -317,8 +315,8 @@ impl SqliteStore {
 
     /// The query plan SQLite chooses for one read of the Z-order index (for the test
     /// that holds box search to its index).
-    #[doc(hidden)]
-    pub fn z_query_plan(&self) -> Result<String, StoreError> {
+    #[cfg(test)]
+    fn z_query_plan(&self) -> Result<String, StoreError> {
         self.read(rows::z_query_plan)
     }
 }
@@ -355,11 +353,9 @@ impl SqliteStore {
         device: &DeviceId,
         request: &RangeRequest,
     ) -> Result<Page, StoreError> {
-        let after = request
-            .after
-            .as_ref()
-            .map(|p| (p.timestamp.millis(), &p.device_id));
-        let bounds = self.bounds(request).after(request.order, after, device);
+        let bounds = self
+            .bounds(request)
+            .after(request.order, request.after.as_ref(), device);
         self.read(|conn| {
             let Some(id) = names::find(conn, schema::DEVICE, device.as_str())? else {
                 return Ok(Page::default());
@@ -375,64 +371,54 @@ impl SqliteStore {
     /// A room's readings: the room's devices (from the registry) read by
     /// their keys, keeping the rows written in the room; no room index.
     fn room_readings_now(&self, room: &RoomId, request: &RangeRequest) -> Result<Page, StoreError> {
-        let after = request
-            .after
-            .as_ref()
-            .map(|p| (p.timestamp.millis(), &p.device_id));
-        let bounds = self.bounds(request);
         self.read(|conn| {
             let Some((room_id, devices)) = registry::room_devices(conn, room)? else {
                 return Ok(Page::default());
             };
-            let pages = devices
-                .iter()
-                .map(|(id, device)| {
-                    rows::room_readings(
-                        conn,
-                        (room_id, room),
-                        (*id, device),
-                        bounds.after(request.order, after, device),
-                        request.order,
-                        request.limit + 1,
-                    )
-                    .map(|readings| Page {
-                        readings,
-                        next: None,
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(super::merge_pages(pages, request))
+            self.merged(&devices, request, |(id, device), bounds, n| {
+                rows::room_readings(
+                    conn,
+                    (room_id, room),
+                    (*id, device),
+                    bounds,
+                    request.order,
+                    n,
+                )
+            })
         })
     }
 
     /// Every device's readings: their key ranges merged (one seek per device
     /// per page; a household has tens of devices).
     fn all_readings_now(&self, request: &RangeRequest) -> Result<Page, StoreError> {
-        let after = request
-            .after
-            .as_ref()
-            .map(|p| (p.timestamp.millis(), &p.device_id));
-        let bounds = self.bounds(request);
         self.read(|conn| {
-            let pages = names::devices(conn)?
-                .iter()
-                .map(|(id, device)| {
-                    rows::device_readings(
-                        conn,
-                        *id,
-                        device,
-                        bounds.after(request.order, after, device),
-                        request.order,
-                        request.limit + 1,
-                    )
-                    .map(|readings| Page {
-                        readings,
-                        next: None,
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(super::merge_pages(pages, request))
+            let devices = names::devices(conn)?;
+            self.merged(&devices, request, |(id, device), bounds, n| {
+                rows::device_readings(conn, *id, device, bounds, request.order, n)
+            })
         })
+    }
+
+    /// One page of several devices' readings in (time, device) order: each
+    /// device's first `limit + 1` after the request's position, merged.
+    fn merged(
+        &self,
+        devices: &[(i64, DeviceId)],
+        request: &RangeRequest,
+        read: impl Fn(&(i64, DeviceId), Bounds, usize) -> Result<Vec<Reading>, StoreError>,
+    ) -> Result<Page, StoreError> {
+        let bounds = self.bounds(request);
+        let pages = devices
+            .iter()
+            .map(|device| {
+                let bounds = bounds.after(request.order, request.after.as_ref(), &device.1);
+                read(device, bounds, request.limit + 1).map(|readings| Page {
+                    readings,
+                    next: None,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(super::merge_pages(pages, request))
     }
 
     fn z_range_now(

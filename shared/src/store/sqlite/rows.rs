@@ -6,6 +6,7 @@ use super::db_err;
 use super::names::{self, Names};
 use super::schema::{self, families, read_value, stored_value};
 use crate::keys::zorder::ZKey;
+use crate::keys::Position;
 use crate::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
 use crate::store::{Order, StoreError, ZPage, ZRangeRequest};
 use rusqlite::types::Null;
@@ -27,15 +28,17 @@ impl Bounds {
         self.lo > self.hi
     }
 
-    /// Narrowed to what follows (time, device) `after` in `order`, for a
+    /// Narrowed to what follows `after` (a time and device) in `order`, for a
     /// read of `device`: the same time counts when `device` sorts after it.
-    pub fn after(
-        mut self,
-        order: Order,
-        after: Option<(i64, &DeviceId)>,
-        device: &DeviceId,
-    ) -> Self {
-        let Some((t, d)) = after else { return self };
+    pub fn after(mut self, order: Order, after: Option<&Position>, device: &DeviceId) -> Self {
+        let Some(Position {
+            timestamp,
+            device_id: d,
+        }) = after
+        else {
+            return self;
+        };
+        let t = timestamp.millis();
         match order {
             Order::Asc => self.lo = self.lo.max(if device > d { t } else { t + 1 }),
             Order::Desc => self.hi = self.hi.min(if device < d { t } else { t - 1 }),
@@ -91,7 +94,7 @@ impl Writer {
                 delete_at(tx, device, ts)?;
             }
             newest.insert(device, stored_newest.max(ts));
-            let mut split: Vec<Option<Row>> = families().iter().map(|_| None).collect();
+            let mut split: [Option<Row>; schema::FAMILIES.len()] = Default::default();
             for (q, v) in r.measurement.values() {
                 let (f, c) = schema::slot(*q);
                 split[f]
@@ -179,27 +182,19 @@ fn insert_rows(tx: &Connection, family: &schema::Family, rows: &[Row]) -> Result
 
 fn delete_at(tx: &Connection, device: i64, ts: i64) -> Result<(), StoreError> {
     for family in families() {
-        tx.prepare_cached(&format!(
-            "DELETE FROM {} WHERE device = ?1 AND ts = ?2",
-            family.table
-        ))
-        .map_err(db_err)?
-        .execute(params![device, ts])
-        .map_err(db_err)?;
+        tx.prepare_cached(&family.delete)
+            .map_err(db_err)?
+            .execute(params![device, ts])
+            .map_err(db_err)?;
     }
     Ok(())
 }
 
-/// The newest time a device has rows at, in any family, from `from` on.
-pub fn newest_time(conn: &Connection, device: i64) -> Result<Option<i64>, StoreError> {
+/// The newest time a device has rows at, in any family.
+fn newest_time(conn: &Connection, device: i64) -> Result<Option<i64>, StoreError> {
     let mut newest = None;
     for family in families() {
-        let mut stmt = conn
-            .prepare_cached(&format!(
-                "SELECT ts FROM {} WHERE device = ?1 ORDER BY ts DESC LIMIT 1",
-                family.table
-            ))
-            .map_err(db_err)?;
+        let mut stmt = conn.prepare_cached(&family.newest).map_err(db_err)?;
         let mut rows = stmt.query(params![device]).map_err(db_err)?;
         if let Some(row) = rows.next().map_err(db_err)? {
             let ts: i64 = row.get(0).map_err(db_err)?;
@@ -255,19 +250,14 @@ pub fn device_readings(
     if bounds.is_empty() || n == 0 {
         return Ok(Vec::new());
     }
-    let direction = match order {
-        Order::Asc => "ASC",
-        Order::Desc => "DESC",
-    };
     // The first n times of the merge are among each family's first n.
     let mut per_family: Vec<Vec<(i64, Gathered)>> = Vec::with_capacity(families().len());
     for family in families() {
-        let mut stmt = conn
-            .prepare_cached(&format!(
-                "SELECT {} FROM {} WHERE device = ?1 AND ts BETWEEN ?2 AND ?3 ORDER BY ts {direction} LIMIT ?4",
-                family.select_list, family.table
-            ))
-            .map_err(db_err)?;
+        let sql = match order {
+            Order::Asc => &family.select[0],
+            Order::Desc => &family.select[1],
+        };
+        let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
         let mut rows = stmt
             .query(params![device, bounds.lo, bounds.hi, n as i64])
             .map_err(db_err)?;
@@ -373,6 +363,7 @@ const Z_QUERY: &str = "SELECT ts, temperature, humidity, room FROM readings_clim
      ORDER BY zaddr(ts, temperature, humidity), ts LIMIT ?8";
 
 /// What `EXPLAIN QUERY PLAN` says of the Z-order read, one step per line.
+#[cfg(test)]
 pub fn z_query_plan(conn: &Connection) -> Result<String, StoreError> {
     let mut stmt = conn
         .prepare(&format!("EXPLAIN QUERY PLAN {Z_QUERY}"))

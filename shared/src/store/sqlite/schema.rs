@@ -38,18 +38,24 @@ pub const FAMILIES: [ReadingKind; 4] = [
 pub const DEVICE: u8 = 0;
 pub const ROOM: u8 = 1;
 
-/// One family's table and its columns, with the statements that use them.
+/// One family's table and its columns, with the statements that use them
+/// (made once, so that no hot path formats SQL).
 pub struct Family {
     pub kind: ReadingKind,
     pub table: String,
     /// The catalogue's quantities of the family, in catalogue order.
     pub columns: Vec<Quantity>,
-    /// `INSERT INTO t (device, ts, room, c1..) VALUES (?1, ?2, ?3, ?4..)`.
+    /// `INSERT INTO t (device, ts, room, c1..) VALUES (?, ?, ?, ?..)`: one row.
     pub insert: String,
     /// The same for `rows::ROWS_PER_INSERT` rows.
     pub insert_many: String,
-    /// `ts, room, c1..` for SELECTs.
-    pub select_list: String,
+    /// `ts, room, c1..` of a device's rows `ts BETWEEN ?2 AND ?3`, `LIMIT ?4`,
+    /// ascending and descending.
+    pub select: [String; 2],
+    /// Deletes a device's row at one time.
+    pub delete: String,
+    /// The newest time of a device's rows.
+    pub newest: String,
 }
 
 /// The families' tables, from the catalogue.
@@ -63,22 +69,29 @@ pub fn families() -> &'static [Family] {
                     .into_iter()
                     .filter(|q| q.family() == kind)
                     .collect();
-                let names: Vec<&str> = columns.iter().map(|q| q.name()).collect();
+                let names = columns.iter().map(|q| q.name()).collect::<Vec<_>>().join(", ");
                 let table = format!("readings_{}", kind.as_str());
-                let marks: Vec<String> = (4..4 + columns.len()).map(|i| format!("?{i}")).collect();
                 let tuple = format!("({})", vec!["?"; 3 + columns.len()].join(", "));
+                let insert = |rows: usize| {
+                    format!(
+                        "INSERT INTO {table} (device, ts, room, {names}) VALUES {}",
+                        vec![tuple.as_str(); rows].join(", ")
+                    )
+                };
+                let select = |direction: &str| {
+                    format!(
+                        "SELECT ts, room, {names} FROM {table}
+                         WHERE device = ?1 AND ts BETWEEN ?2 AND ?3 ORDER BY ts {direction} LIMIT ?4"
+                    )
+                };
                 Family {
-                    insert_many: format!(
-                        "INSERT INTO {table} (device, ts, room, {}) VALUES {}",
-                        names.join(", "),
-                        vec![tuple; super::rows::ROWS_PER_INSERT].join(", ")
+                    insert: insert(1),
+                    insert_many: insert(super::rows::ROWS_PER_INSERT),
+                    select: [select("ASC"), select("DESC")],
+                    delete: format!("DELETE FROM {table} WHERE device = ?1 AND ts = ?2"),
+                    newest: format!(
+                        "SELECT ts FROM {table} WHERE device = ?1 ORDER BY ts DESC LIMIT 1"
                     ),
-                    insert: format!(
-                        "INSERT INTO {table} (device, ts, room, {}) VALUES (?1, ?2, ?3, {})",
-                        names.join(", "),
-                        marks.join(", ")
-                    ),
-                    select_list: format!("ts, room, {}", names.join(", ")),
                     table,
                     columns,
                     kind,
