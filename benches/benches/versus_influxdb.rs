@@ -245,17 +245,24 @@ fn ours_get(server: &LocalServer, path: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// Every reading of a device's range, following cursors: how many.
-fn ours_range(server: &LocalServer, device: &str, from: &str, to: &str) -> usize {
+/// Every reading of a device's range, following cursors, in a page format
+/// (`objects` or `columns`): how many.
+fn ours_range(server: &LocalServer, device: &str, from: &str, to: &str, format: &str) -> usize {
     let mut cursor: Option<String> = None;
     let mut n = 0;
+    let rows = if format == "columns" {
+        "values"
+    } else {
+        "readings"
+    };
     loop {
-        let mut path = format!("/devices/{device}/readings?from={from}&to={to}&limit=1000");
+        let mut path =
+            format!("/devices/{device}/readings?from={from}&to={to}&limit=1000&format={format}");
         if let Some(c) = &cursor {
             path += &format!("&cursor={c}");
         }
         let page = ours_get(server, &path);
-        n += page["readings"].as_array().unwrap().len();
+        n += page[rows].as_array().unwrap().len();
         match page["next_cursor"].as_str() {
             Some(c) => cursor = Some(c.to_owned()),
             None => return n,
@@ -282,43 +289,62 @@ fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
     times[times.len() / 2]
 }
 
-/// Posts every batch as line protocol to our InfluxDB write API (a server of
-/// its own, so that no key is written twice): readings per second.
-fn ingest_line_protocol(dir: &Path, samples: &[Sample]) -> f64 {
+/// Readings per second of each writer.
+struct IngestRates {
+    json: f64,
+    line_protocol: f64,
+    influx: Option<f64>,
+}
+
+/// Posts every batch three ways, taking turns batch by batch so that all see
+/// the same machine load: JSON to `server`, line protocol to our InfluxDB
+/// write API on a server of its own in `dir` (so that no key is written
+/// twice), and line protocol to InfluxDB. Each is timed alone.
+fn ingest(
+    server: &LocalServer,
+    dir: &Path,
+    influx: Option<&Influx>,
+    samples: &[Sample],
+) -> IngestRates {
     std::fs::create_dir_all(dir).unwrap();
     let db = dir.join("ours-line-protocol.db");
-    let server = LocalServer::start(
+    let lp_server = LocalServer::start(
         &integration_tests::local_server::built_binary(),
         &["--db", db.to_str().unwrap()],
         "warn,ingester_local=info",
     );
-    let lines: Vec<String> = samples.chunks(1000).map(line_body).collect();
-    let started = Instant::now();
-    for body in &lines {
-        let (status, text) = ours(&server, "POST", "/write?db=bench&precision=ms", Some(body));
-        assert_eq!(status, 204, "{text}");
-    }
-    samples.len() as f64 / started.elapsed().as_secs_f64()
-}
-
-/// Posts every batch to both; readings per second of each.
-fn ingest(server: &LocalServer, influx: Option<&Influx>, samples: &[Sample]) -> (f64, Option<f64>) {
     let json: Vec<String> = samples.chunks(1000).map(json_body).collect();
     let lines: Vec<String> = samples.chunks(1000).map(line_body).collect();
-    let started = Instant::now();
-    for body in &json {
-        let (status, text) = ours(server, "POST", "/readings", Some(body));
-        assert_eq!(status, 200, "{text}");
-    }
-    let ours = samples.len() as f64 / started.elapsed().as_secs_f64();
-    let theirs = influx.map(|i| {
+    let mut spent = [Duration::ZERO; 3];
+    let timed = |spent: &mut Duration, f: &mut dyn FnMut()| {
         let started = Instant::now();
-        for body in &lines {
-            i.write(body);
+        f();
+        *spent += started.elapsed();
+    };
+    for (json, lines) in json.iter().zip(&lines) {
+        timed(&mut spent[0], &mut || {
+            let (status, text) = ours(server, "POST", "/readings", Some(json));
+            assert_eq!(status, 200, "{text}");
+        });
+        timed(&mut spent[1], &mut || {
+            let (status, text) = ours(
+                &lp_server,
+                "POST",
+                "/write?db=bench&precision=ms",
+                Some(lines),
+            );
+            assert_eq!(status, 204, "{text}");
+        });
+        if let Some(i) = influx {
+            timed(&mut spent[2], &mut || i.write(lines));
         }
-        samples.len() as f64 / started.elapsed().as_secs_f64()
-    });
-    (ours, theirs)
+    }
+    let rate = |d: Duration| samples.len() as f64 / d.as_secs_f64();
+    IngestRates {
+        json: rate(spent[0]),
+        line_protocol: rate(spent[1]),
+        influx: influx.map(|_| rate(spent[2])),
+    }
 }
 
 fn row(what: &str, ours: f64, theirs: Option<f64>, unit: &str, higher_is_better: bool) {
@@ -363,25 +389,27 @@ fn main() {
         days,
         samples.len()
     );
-    let (ours, theirs) = ingest(&server, influx, &samples);
+    let rates = ingest(&server, &dir, influx, &samples);
     row(
         "ingest: JSON to ours, line protocol to InfluxDB",
-        ours,
-        theirs,
+        rates.json,
+        rates.influx,
         "readings/s",
         true,
     );
     row(
         "ingest: line protocol to both",
-        ingest_line_protocol(&dir, &samples),
-        theirs,
+        rates.line_protocol,
+        rates.influx,
         "readings/s",
         true,
     );
 
     let day_from = today - DAY_MS;
     let (from, to) = (iso(day_from), iso(today));
-    assert_eq!(ours_range(&server, "sensor-2", &from, &to), 1440);
+    for format in ["objects", "columns"] {
+        assert_eq!(ours_range(&server, "sensor-2", &from, &to, format), 1440);
+    }
     let q_day = format!(
         "SELECT temperature, humidity FROM climate WHERE device = 'sensor-2' AND time >= {}ms AND time < {}ms",
         day_from, today
@@ -392,13 +420,34 @@ fn main() {
             .map_or(0, Vec::len);
         assert_eq!(n, 1440, "InfluxDB has the same day");
     }
-    let ours_day = median_ms(20, || {
-        ours_range(&server, "sensor-2", &from, &to);
-    });
-    let theirs_day = influx.map(|i| median_ms(20, || drop(i.query(&q_day))));
+    // Ours and theirs take turns, so that both see the same machine load.
+    let (mut ours_objects, mut ours_columns, mut theirs) = (vec![], vec![], vec![]);
+    for _ in 0..5 {
+        ours_objects.push(median_ms(5, || {
+            ours_range(&server, "sensor-2", &from, &to, "objects");
+        }));
+        ours_columns.push(median_ms(5, || {
+            ours_range(&server, "sensor-2", &from, &to, "columns");
+        }));
+        if let Some(i) = influx {
+            theirs.push(median_ms(5, || drop(i.query(&q_day))));
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let theirs_day = influx.map(|_| median(theirs));
     row(
-        "one device's day (1440 readings)",
-        ours_day,
+        "one device's day (1440 readings), objects (the default)",
+        median(ours_objects),
+        theirs_day,
+        "ms",
+        false,
+    );
+    row(
+        "one device's day (1440 readings), `format=columns` (InfluxDB's shape)",
+        median(ours_columns),
         theirs_day,
         "ms",
         false,
@@ -467,18 +516,18 @@ fn main() {
                 )
             })
             .collect();
-        let (ours, theirs) = ingest(&server, influx, &year);
+        let rates = ingest(&server, &dir.join("year"), influx, &year);
         row(
             "ingest of a year of one sensor (525,600): JSON to ours",
-            ours,
-            theirs,
+            rates.json,
+            rates.influx,
             "readings/s",
             true,
         );
         row(
             "ingest of a year of one sensor: line protocol to both",
-            ingest_line_protocol(&dir.join("year"), &year),
-            theirs,
+            rates.line_protocol,
+            rates.influx,
             "readings/s",
             true,
         );

@@ -222,6 +222,102 @@ async fn ranges_page_with_opaque_cursors_in_both_orders<S: TestStore>() {
     assert!(body["next_cursor"].is_null());
 }
 
+/// `format=columns` answers the same readings as the default objects, pages
+/// with the same cursors, and says which column is which.
+async fn pages_of_readings_come_as_columns_when_asked<S: TestStore>() {
+    let app = seeded::<S>("columns", None).await;
+    let (status, body) = get(
+        &app,
+        "/devices/meter-1/readings",
+        &[DAY[0], DAY[1], ("limit", "2"), ("format", "columns")],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let t0 = Timestamp::parse("2026-11-21T01:00:00Z").unwrap().millis();
+    assert_eq!(
+        body["columns"],
+        json!([
+            "timestamp",
+            "type",
+            "cumulative_kwh_p",
+            "cumulative_kwh_n",
+            "current_w"
+        ])
+    );
+    assert_eq!(body["values"][0], json!([t0, "power", 100.0, 1.0, 300.0]));
+    assert_eq!(body["values"].as_array().unwrap().len(), 2);
+    // The cursor is the objects page's cursor: either format continues it.
+    let (_, objects) = get(
+        &app,
+        "/devices/meter-1/readings",
+        &[DAY[0], DAY[1], ("limit", "2")],
+    )
+    .await;
+    assert_eq!(body["next_cursor"], objects["next_cursor"]);
+    for (i, row) in body["values"].as_array().unwrap().iter().enumerate() {
+        let r = &objects["readings"][i];
+        let at = Timestamp::parse(r["timestamp"].as_str().unwrap()).unwrap();
+        assert_eq!(row[0], json!(at.millis()));
+        assert_eq!(row[4], r["current_w"]);
+    }
+
+    // A room's page names the device and the room of every reading; a
+    // quantity a reading lacks is null.
+    let (status, body) = get(
+        &app,
+        "/rooms/bedroom/readings",
+        &[DAY[0], DAY[1], ("limit", "1"), ("format", "columns")],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["columns"],
+        json!([
+            "timestamp",
+            "device_id",
+            "type",
+            "room",
+            "temperature",
+            "humidity"
+        ])
+    );
+    assert_eq!(
+        body["values"][0],
+        json!([t0, "s-bed", "climate", "bedroom", 20.0, 40.0])
+    );
+    let (status, body) = get(
+        &app,
+        "/readings",
+        &[DAY[0], DAY[1], ("limit", "3"), ("format", "columns")],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["columns"],
+        json!([
+            "timestamp",
+            "device_id",
+            "type",
+            "room",
+            "cumulative_kwh_p",
+            "cumulative_kwh_n",
+            "current_w",
+            "temperature",
+            "humidity"
+        ])
+    );
+    assert_eq!(
+        body["values"][0],
+        json!([t0, "meter-1", "power", null, 100.0, 1.0, 300.0, null, null])
+    );
+    assert_eq!(body["values"][1][1], "s-bed");
+    assert_eq!(body["values"][1][4], Value::Null);
+
+    let (status, body) = get(&app, "/devices/meter-1/readings", &[("format", "csv")]).await;
+    assert_eq!(status, 400);
+    assert!(body.to_string().contains("format"), "{body}");
+}
+
 async fn bad_query_parameters_and_cursors_get_400_naming_the_parameter<S: TestStore>() {
     let app = seeded::<S>("badparams", None).await;
     let (_, first) = get(
@@ -865,6 +961,7 @@ on_every_store!(
     post_one_reading_or_a_batch_and_read_them_back,
     lists_and_lookups_come_from_the_registry,
     ranges_page_with_opaque_cursors_in_both_orders,
+    pages_of_readings_come_as_columns_when_asked,
     bad_query_parameters_and_cursors_get_400_naming_the_parameter,
     bad_paths_unknown_routes_and_missing_things_get_4xx,
     invalid_bodies_get_400_with_every_problem_and_nothing_is_written,

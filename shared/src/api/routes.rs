@@ -26,16 +26,19 @@ pub trait Owner: PathId {
     const PATH: &'static str;
     /// The key naming it in an aggregate answer.
     const KEY: &'static str;
+    /// Whether its readings can come from more than one device.
+    const MANY_DEVICES: bool;
     fn partition(&self) -> Partition<'_>;
     fn z_index(&self) -> ZIndex<'_>;
     fn name(&self) -> &str;
 }
 
 macro_rules! owner {
-    ($ty:ty, $path:literal, $key:literal, $variant:ident) => {
+    ($ty:ty, $path:literal, $key:literal, $variant:ident, $many:literal) => {
         impl Owner for $ty {
             const PATH: &'static str = $path;
             const KEY: &'static str = $key;
+            const MANY_DEVICES: bool = $many;
             fn partition(&self) -> Partition<'_> {
                 Partition::$variant(self)
             }
@@ -48,8 +51,8 @@ macro_rules! owner {
         }
     };
 }
-owner!(DeviceId, "/devices/{id}", "device_id", Device);
-owner!(RoomId, "/rooms/{id}", "room_id", Room);
+owner!(DeviceId, "/devices/{id}", "device_id", Device, false);
+owner!(RoomId, "/rooms/{id}", "room_id", Room, true);
 
 /// `GET {owner}/readings`: a page of its readings.
 pub async fn readings<S: Store, O: Owner>(
@@ -57,8 +60,10 @@ pub async fn readings<S: Store, O: Owner>(
     Id(id): Id<O>,
     Params(p): Params<RangeParams>,
 ) -> Answer {
-    let q = params::readings_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    ok(query::readings(&app.store, id.partition(), &q).await?)
+    let (q, format) =
+        params::readings_request(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
+    let page = query::readings(&app.store, id.partition(), &q).await?;
+    page_answer(page, format, O::MANY_DEVICES)
 }
 
 /// `GET {owner}/stats`: min/max/mean/count per bucket.
@@ -86,6 +91,14 @@ type Answer = Result<Response, ApiError>;
 /// A 200 with `v` as JSON, serialised straight into the body (no JSON tree).
 fn ok<T: Serialize>(v: T) -> Answer {
     Ok(Json(v).into_response())
+}
+
+/// A page of readings in the asked format.
+fn page_answer(page: query::ReadingsPage, format: params::PageFormat, devices: bool) -> Answer {
+    match format {
+        params::PageFormat::Objects => ok(page),
+        params::PageFormat::Columns => ok(views::ColumnsPage::new(&page, devices)),
+    }
 }
 
 /// `{"<key>": value}`, serialised without building a JSON tree of the value
@@ -217,8 +230,9 @@ pub async fn all_readings<S: Store>(
     State(app): AppState<S>,
     Params(p): Params<RangeParams>,
 ) -> Answer {
-    let q = params::readings_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    ok(query::all_readings(&app.store, &q).await?)
+    let (q, format) =
+        params::readings_request(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
+    page_answer(query::all_readings(&app.store, &q).await?, format, true)
 }
 
 /// A path the API does not have, or a route another function serves.

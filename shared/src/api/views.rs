@@ -1,9 +1,11 @@
 //! JSON shapes of registry records in answers.
 
 use crate::aggregate::{BucketStats, EnergyBucket};
-use crate::model::{DeviceId, Reading};
+use crate::model::{DeviceId, Quantity, Reading};
+use crate::query::ReadingsPage;
 use crate::query::StatsQuery;
 use crate::store::{DeviceRecord, RoomRecord};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -114,5 +116,83 @@ impl<'a> From<&'a RoomRecord> for RoomView<'a> {
             last_seen: r.last_seen.map(|t| t.to_string()),
             latest: r.latest.as_ref(),
         }
+    }
+}
+
+/// A page of readings as columns (`format=columns`):
+/// `{"columns": ["timestamp", ("device_id",) "type", ("room",) quantities...],
+/// "values": [[...], ...], "next_cursor"}`. The timestamp is epoch
+/// milliseconds; `device_id` is a column on room and all-device pages, `room`
+/// when a reading of the page has one, and the quantities are those of the
+/// page in catalogue order, `null` where a reading has none.
+pub struct ColumnsPage<'a> {
+    page: &'a ReadingsPage,
+    devices: bool,
+    rooms: bool,
+    quantities: Vec<Quantity>,
+}
+
+impl<'a> ColumnsPage<'a> {
+    pub fn new(page: &'a ReadingsPage, devices: bool) -> Self {
+        let present = |q: Quantity| page.readings.iter().any(|r| r.get(q).is_some());
+        Self {
+            page,
+            devices,
+            rooms: page.readings.iter().any(|r| r.room().is_some()),
+            quantities: Quantity::ALL.into_iter().filter(|q| present(*q)).collect(),
+        }
+    }
+}
+
+impl Serialize for ColumnsPage<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut columns = vec!["timestamp"];
+        if self.devices {
+            columns.push("device_id");
+        }
+        columns.push("type");
+        if self.rooms {
+            columns.push("room");
+        }
+        columns.extend(self.quantities.iter().map(|q| q.name()));
+        let rows: Vec<ColumnsRow> = self
+            .page
+            .readings
+            .iter()
+            .map(|reading| ColumnsRow { reading, of: self })
+            .collect();
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("columns", &columns)?;
+        map.serialize_entry("values", &rows)?;
+        map.serialize_entry("next_cursor", &self.page.next_cursor)?;
+        map.end()
+    }
+}
+
+/// One reading's row of a `ColumnsPage`.
+struct ColumnsRow<'a> {
+    reading: &'a Reading,
+    of: &'a ColumnsPage<'a>,
+}
+
+impl Serialize for ColumnsRow<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let r = self.reading;
+        let mut row = serializer.serialize_seq(None)?;
+        row.serialize_element(&r.timestamp.millis())?;
+        if self.of.devices {
+            row.serialize_element(r.device_id.as_str())?;
+        }
+        row.serialize_element(r.kind().as_str())?;
+        if self.of.rooms {
+            row.serialize_element(&r.room().map(|room| room.as_str()))?;
+        }
+        // Both lists are in catalogue order: one pass.
+        let mut values = r.measurement.values().iter().peekable();
+        for q in &self.of.quantities {
+            let v = values.next_if(|(k, _)| k == q).map(|(_, v)| *v);
+            row.serialize_element(&v)?;
+        }
+        row.end()
     }
 }
