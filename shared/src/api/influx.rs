@@ -156,15 +156,15 @@ async fn write<S: Store>(
         });
     }
     if !lines.readings.is_empty() {
-        let WriteReport { unwritten, .. } = app.store.write_readings(&lines.readings).await;
+        let total = lines.readings.len();
+        let WriteReport { unwritten, .. } = app.store.write_owned_readings(lines.readings).await;
         if !unwritten.is_empty() {
             return Err(InfluxError {
                 status: StatusCode::SERVICE_UNAVAILABLE,
                 code: "unavailable",
                 message: format!(
-                    "{} of {} readings could not be stored; retrying the whole request is safe",
+                    "{} of {total} readings could not be stored; retrying the whole request is safe",
                     unwritten.len(),
-                    lines.readings.len()
                 ),
             });
         }

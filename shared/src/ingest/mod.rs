@@ -104,20 +104,18 @@ pub async fn ingest<S: Store>(
     now: Timestamp,
 ) -> Result<Ingested, IngestError> {
     let readings = parse_batch(body, now, registry)?;
+    let total = readings.len();
     let WriteReport {
         unwritten,
         items_written,
         duplicates,
-    } = store.write_readings(&readings).await;
+    } = store.write_owned_readings(readings).await;
     if unwritten.is_empty() {
         Ok(Ingested {
             written: items_written,
             duplicates,
         })
     } else {
-        Err(IngestError::Unavailable {
-            unwritten,
-            total: readings.len(),
-        })
+        Err(IngestError::Unavailable { unwritten, total })
     }
 }

@@ -214,6 +214,14 @@ pub enum StoreError {
 pub trait Store: Clone + Send + Sync + 'static {
     /// Writes readings, last one wins for duplicate keys, and reports what is not stored.
     fn write_readings(&self, readings: &[Reading]) -> impl Future<Output = WriteReport> + Send;
+    /// The same, for a caller that is done with the readings: an engine that
+    /// writes on another thread takes them without a copy.
+    fn write_owned_readings(
+        &self,
+        readings: Vec<Reading>,
+    ) -> impl Future<Output = WriteReport> + Send {
+        async move { self.write_readings(&readings).await }
+    }
     /// Whether `write_readings` also brings the registry up to date (the
     /// embedded store does, in the same transaction). Otherwise a stream
     /// consumer does it, later (DynamoDB).

@@ -482,7 +482,10 @@ impl Store for SqliteStore {
     }
 
     async fn write_readings(&self, readings: &[Reading]) -> WriteReport {
-        let readings = readings.to_vec();
+        self.write_owned_readings(readings.to_vec()).await
+    }
+
+    async fn write_owned_readings(&self, readings: Vec<Reading>) -> WriteReport {
         self.blocking(move |s| s.write_readings_now(&readings))
             .await
     }
