@@ -4,9 +4,14 @@
 //! streams pages of readings through them, so memory is bounded by the number
 //! of buckets, never by the number of readings.
 
+pub mod counter;
+pub mod rollup;
+
 use crate::model::{Reading, TimeRange, Timestamp};
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use chrono_tz::Tz;
+use counter::{Chain, Link};
+use rollup::{CounterSummary, Tally};
 use std::collections::BTreeMap;
 
 /// Most buckets one request may ask for (a year of days, a month of 15 minutes).
@@ -171,6 +176,13 @@ impl FieldStats {
         self.count += 1;
     }
 
+    fn merge(&mut self, other: &FieldStats) {
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.sum += other.sum;
+        self.count += other.count;
+    }
+
     pub fn mean(&self) -> f64 {
         self.sum / self.count as f64
     }
@@ -208,14 +220,36 @@ impl StatsFold {
         }
     }
 
-    pub fn add(&mut self, r: &Reading) {
-        let start = self.bucketing.start_of(r.timestamp);
-        let bucket = self.buckets.entry(start).or_insert_with(|| BucketStats {
+    fn bucket(&mut self, t: Timestamp) -> &mut BucketStats {
+        let start = self.bucketing.start_of(t);
+        let end = self.bucketing.end_of(start);
+        self.buckets.entry(start).or_insert_with(|| BucketStats {
             start,
-            end: self.bucketing.end_of(start),
+            end,
             count: 0,
             fields: BTreeMap::new(),
-        });
+        })
+    }
+
+    /// The readings of a rollup that starts at `start`, whose span lies in
+    /// one bucket (the caller's promise: buckets aligned to it).
+    pub fn add_tally(&mut self, start: Timestamp, tally: &Tally) {
+        if tally.count == 0 {
+            return;
+        }
+        let bucket = self.bucket(start);
+        bucket.count += tally.count;
+        for (q, f) in &tally.fields {
+            bucket
+                .fields
+                .entry(q.name())
+                .and_modify(|mine| mine.merge(f))
+                .or_insert(*f);
+        }
+    }
+
+    pub fn add(&mut self, r: &Reading) {
+        let bucket = self.bucket(r.timestamp);
         bucket.count += 1;
         for (name, v) in numeric_fields(r) {
             bucket
@@ -251,15 +285,17 @@ pub struct EnergyBucket {
 ///   that growth is spread over the interval in proportion to time, so a
 ///   bucket boundary inside the interval splits it (the counter is read across
 ///   the boundary by linear interpolation).
-/// * A drop (`later < earlier`) is a meter reset or replacement: that interval
-///   contributes nothing, the drop is counted in `resets`, and growth restarts
-///   from the new value. Energy is never negative.
+/// * A drop below 90 % of the counter's reference (its last accepted value) is
+///   a meter reset or replacement: that interval contributes nothing, the drop
+///   is counted in `resets`, and growth restarts from the new value. A smaller
+///   dip, or a 0, is a glitch and is ignored (`counter`). Energy is never
+///   negative.
 /// * Only the parts of intervals inside the range count. A bucket no interval
 ///   overlaps is omitted.
 pub struct EnergyFold {
     bucketing: Bucketing,
     range: TimeRange,
-    prev: Option<(Timestamp, f64, f64)>,
+    chain: Option<Chain>,
     buckets: BTreeMap<Timestamp, EnergyBucket>,
 }
 
@@ -268,7 +304,7 @@ impl EnergyFold {
         Self {
             bucketing,
             range,
-            prev: None,
+            chain: None,
             buckets: BTreeMap::new(),
         }
     }
@@ -286,16 +322,47 @@ impl EnergyFold {
 
     /// Adds the next reading of the counters (readings must come in time order).
     pub fn add(&mut self, t: Timestamp, kwh_p: f64, kwh_n: f64) {
-        if let Some((t0, p0, n0)) = self.prev {
-            let (dp, reset_p) = growth(p0, kwh_p);
-            let (dn, reset_n) = growth(n0, kwh_n);
-            if (reset_p || reset_n) && self.range.contains(t) {
-                let start = self.bucketing.start_of(t);
-                self.bucket(start).resets += u32::from(reset_p) + u32::from(reset_n);
+        let next = match self.chain {
+            None => Chain::start(t, kwh_p, kwh_n),
+            Some(chain) => {
+                let (next, link) = chain.next(t, kwh_p, kwh_n);
+                self.add_link(&link);
+                next
             }
-            self.spread(t0, t, dp, dn);
+        };
+        self.chain = Some(next);
+    }
+
+    /// Where the counters stand after what was added.
+    pub fn chain(&self) -> Option<Chain> {
+        self.chain
+    }
+
+    fn add_link(&mut self, link: &Link) {
+        if link.resets > 0 && self.range.contains(link.to) {
+            let start = self.bucketing.start_of(link.to);
+            self.bucket(start).resets += link.resets;
         }
-        self.prev = Some((t, kwh_p, kwh_n));
+        self.spread(link.from, link.to, link.bought, link.sold);
+    }
+
+    /// A rollup's counters in place of its readings. The caller promises that
+    /// the fold stands where the rollup's readings began (`chain()` equals its
+    /// `entering`), and that the rollup's span lies inside the range and in
+    /// one bucket; then this adds exactly what its readings would have.
+    pub fn add_counters(&mut self, start: Timestamp, c: &CounterSummary) {
+        debug_assert_eq!(self.chain, c.entering);
+        if let Some(link) = &c.incoming {
+            self.add_link(link);
+        }
+        // As the readings would: a bucket only where a link between them lies.
+        if c.leaving.at > c.first_at {
+            let bucket = self.bucket(self.bucketing.start_of(start));
+            bucket.kwh_bought += c.inside_bought;
+            bucket.kwh_sold += c.inside_sold;
+            bucket.resets += c.inside_resets;
+        }
+        self.chain = Some(c.leaving);
     }
 
     fn spread(&mut self, t0: Timestamp, t1: Timestamp, dp: f64, dn: f64) {
@@ -327,14 +394,6 @@ impl EnergyFold {
                 b
             })
             .collect()
-    }
-}
-
-fn growth(earlier: f64, later: f64) -> (f64, bool) {
-    if later >= earlier {
-        (later - earlier, false)
-    } else {
-        (0.0, true)
     }
 }
 
@@ -501,7 +560,7 @@ mod tests {
             &[
                 ("2026-11-21T00:00:00Z", 500.0, 20.0),
                 ("2026-11-21T00:59:00Z", 502.0, 20.0),
-                ("2026-11-21T01:10:00Z", 3.0, 0.0), // meter replaced: both counters drop
+                ("2026-11-21T01:10:00Z", 3.0, 0.1), // meter replaced: both counters drop
                 ("2026-11-21T02:00:00Z", 5.0, 0.25),
                 ("2026-11-21T02:30:00Z", 6.0, 0.25),
             ],
@@ -510,7 +569,7 @@ mod tests {
             got,
             vec![
                 ("00:00".into(), 2.0, 0.0, 0),
-                ("01:00".into(), 2.0, 0.25, 2),
+                ("01:00".into(), 2.0, 0.15, 2),
                 ("02:00".into(), 1.0, 0.0, 0)
             ]
         );

@@ -1,0 +1,455 @@
+//! Rollups: a device's readings of one UTC hour or one UTC day, summarized so
+//! that answers over buckets of an hour or more compose from them exactly as
+//! they would from the readings (docs/rollups.md):
+//!
+//! - per quantity: count, sum, min and max (the mean is derived);
+//! - per room its readings named: the same for temperature and humidity, so a
+//!   device that moved counts in the room it was in at the time;
+//! - for the energy counters: the chain entering the span, the link into its
+//!   first counter reading (growth spread over that interval, which may start
+//!   in an earlier span), the growth and resets of the links inside it, and
+//!   the chain leaving it (`counter::Chain`).
+//!
+//! A rollup is always recomputed whole from its readings (or, for a day, from
+//! its hours), never incremented, so a reading delivered twice, late or out of
+//! order cannot count twice.
+
+use super::counter::{Chain, Link};
+use super::FieldStats;
+use crate::model::{Quantity, Reading, RoomId, Timestamp};
+use std::collections::BTreeMap;
+
+pub const HOUR_MS: i64 = 3_600_000;
+pub const DAY_MS: i64 = 24 * HOUR_MS;
+
+/// The two spans rollups are kept for, both UTC-aligned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Span {
+    Hour,
+    Day,
+}
+
+impl Span {
+    pub fn millis(self) -> i64 {
+        match self {
+            Span::Hour => HOUR_MS,
+            Span::Day => DAY_MS,
+        }
+    }
+
+    pub fn start_of(self, t: Timestamp) -> Timestamp {
+        let ms = t.millis();
+        Timestamp::from_millis(ms - ms.rem_euclid(self.millis())).unwrap_or(Timestamp::MIN)
+    }
+
+    pub fn end_of(self, start: Timestamp) -> Timestamp {
+        start.saturating_add_millis(self.millis())
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Span::Hour => "hour",
+            Span::Day => "day",
+        }
+    }
+}
+
+/// Statistics of a set of readings: how many, and each quantity's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    pub count: u64,
+    pub fields: BTreeMap<Quantity, FieldStats>,
+}
+
+impl Tally {
+    fn add(&mut self, values: impl Iterator<Item = (Quantity, f64)>) {
+        self.count += 1;
+        for (q, v) in values {
+            self.fields
+                .entry(q)
+                .and_modify(|f| f.add(v))
+                .or_insert_with(|| FieldStats::new(v));
+        }
+    }
+
+    fn merge(&mut self, other: &Tally) {
+        self.count += other.count;
+        for (q, f) in &other.fields {
+            self.fields
+                .entry(*q)
+                .and_modify(|mine| mine.merge(f))
+                .or_insert(*f);
+        }
+    }
+}
+
+/// What a span's counter readings add to energy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CounterSummary {
+    /// The chain before the span's first counter reading; `None` when the
+    /// device had none before.
+    pub entering: Option<Chain>,
+    /// The link from `entering` into the first counter reading of the span.
+    pub incoming: Option<Link>,
+    /// The time of the span's first counter reading.
+    pub first_at: Timestamp,
+    /// Growth of the links between the span's own readings.
+    pub inside_bought: f64,
+    pub inside_sold: f64,
+    /// Resets at the span's readings after its first.
+    pub inside_resets: u32,
+    pub leaving: Chain,
+}
+
+/// One device's readings in one span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rollup {
+    pub span: Span,
+    pub start: Timestamp,
+    pub all: Tally,
+    /// Temperature and humidity of the readings that named a room, by room
+    /// (what a room's answers count).
+    pub rooms: BTreeMap<RoomId, Tally>,
+    pub counters: Option<CounterSummary>,
+}
+
+/// The quantities a room's answers are made of.
+pub fn room_values(r: &Reading) -> impl Iterator<Item = (Quantity, f64)> + '_ {
+    r.measurement
+        .values()
+        .iter()
+        .copied()
+        .filter(|(q, _)| matches!(q, Quantity::Temperature | Quantity::Humidity))
+}
+
+/// kWh bought and sold, when a reading has both counters.
+pub fn counters(r: &Reading) -> Option<(f64, f64)> {
+    Some((r.get(Quantity::EnergyBought)?, r.get(Quantity::EnergySold)?))
+}
+
+impl Rollup {
+    fn empty(span: Span, start: Timestamp) -> Self {
+        Self {
+            span,
+            start,
+            all: Tally::default(),
+            rooms: BTreeMap::new(),
+            counters: None,
+        }
+    }
+
+    pub fn end(&self) -> Timestamp {
+        self.span.end_of(self.start)
+    }
+
+    /// Adds the next reading of the span (in time order); `chain` is the
+    /// device's counter chain, carried from span to span.
+    fn add(&mut self, r: &Reading, chain: &mut Option<Chain>) {
+        self.all.add(r.measurement.values().iter().copied());
+        if let Some(room) = r.room() {
+            let mut values = room_values(r).peekable();
+            if values.peek().is_some() {
+                self.rooms.entry(room.clone()).or_default().add(values);
+            }
+        }
+        let Some((bought, sold)) = counters(r) else {
+            return;
+        };
+        let (next, link) = match *chain {
+            None => (Chain::start(r.timestamp, bought, sold), None),
+            Some(c) => {
+                let (next, link) = c.next(r.timestamp, bought, sold);
+                (next, Some(link))
+            }
+        };
+        match &mut self.counters {
+            None => {
+                self.counters = Some(CounterSummary {
+                    entering: *chain,
+                    incoming: link,
+                    first_at: r.timestamp,
+                    inside_bought: 0.0,
+                    inside_sold: 0.0,
+                    inside_resets: 0,
+                    leaving: next,
+                })
+            }
+            Some(c) => {
+                let link = link.expect("a chain exists after the span's first counter reading");
+                c.inside_bought += link.bought;
+                c.inside_sold += link.sold;
+                c.inside_resets += link.resets;
+                c.leaving = next;
+            }
+        }
+        *chain = Some(next);
+    }
+}
+
+/// The hour rollups of one device's readings (in time order, distinct
+/// times), one per UTC hour that has readings. `entering` is the device's
+/// counter chain before the first reading (the `leaving` of the hour before).
+pub fn hours(entering: Option<Chain>, readings: &[Reading]) -> Vec<Rollup> {
+    let mut out: Vec<Rollup> = Vec::new();
+    let mut chain = entering;
+    for r in readings {
+        let start = Span::Hour.start_of(r.timestamp);
+        if out.last().map(|h| h.start) != Some(start) {
+            out.push(Rollup::empty(Span::Hour, start));
+        }
+        out.last_mut().expect("pushed").add(r, &mut chain);
+    }
+    out
+}
+
+/// The day rollup of a UTC day from its hour rollups (in time order).
+pub fn day(start: Timestamp, hours: &[Rollup]) -> Rollup {
+    let mut d = Rollup::empty(Span::Day, start);
+    for h in hours {
+        d.all.merge(&h.all);
+        for (room, t) in &h.rooms {
+            d.rooms.entry(room.clone()).or_default().merge(t);
+        }
+        let Some(c) = h.counters else { continue };
+        match &mut d.counters {
+            None => d.counters = Some(c),
+            Some(dc) => {
+                let link = c
+                    .incoming
+                    .expect("a chain exists after the day's first counter reading");
+                dc.inside_bought += link.bought + c.inside_bought;
+                dc.inside_sold += link.sold + c.inside_sold;
+                dc.inside_resets += link.resets + c.inside_resets;
+                dc.leaving = c.leaving;
+            }
+        }
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aggregate::{Bucketing, EnergyFold, StatsFold, Width};
+    use crate::model::{DeviceId, Measurement, TimeRange};
+    use proptest::prelude::*;
+
+    const T0: i64 = 1_795_000_000_000 - 1_795_000_000_000 % DAY_MS;
+
+    fn ts(ms: i64) -> Timestamp {
+        Timestamp::from_millis(ms).unwrap()
+    }
+
+    /// What a reading of the generated history is.
+    #[derive(Debug, Clone)]
+    enum Kind {
+        /// The counter moves by this share of its value: growth, or a dip.
+        Meter(f64),
+        Zero,
+        NewMeter,
+        Climate(u8, f64),
+    }
+
+    fn history() -> impl Strategy<Value = Vec<(i64, Kind)>> {
+        let kind = prop_oneof![
+            8 => (0.0f64..0.01).prop_map(Kind::Meter),
+            1 => (-0.08f64..0.0).prop_map(Kind::Meter),
+            1 => Just(Kind::Zero),
+            1 => Just(Kind::NewMeter),
+            6 => (0u8..2, 15.0f64..25.0).prop_map(|(room, t)| Kind::Climate(room, t)),
+        ];
+        // Gaps from a second to five hours.
+        prop::collection::vec((1_000i64..5 * HOUR_MS, kind), 1..120)
+    }
+
+    fn readings(h: &[(i64, Kind)]) -> Vec<Reading> {
+        let device = DeviceId::parse("m-1").unwrap();
+        let (mut t, mut kwh) = (T0, 1000.0f64);
+        h.iter()
+            .map(|(gap, kind)| {
+                t += gap;
+                let measurement = match kind {
+                    Kind::Climate(room, temp) => Measurement::climate(
+                        RoomId::parse(["bedroom", "hall"][*room as usize]).unwrap(),
+                        (temp * 100.0).round() / 100.0,
+                        50.0,
+                    ),
+                    Kind::Meter(share) => {
+                        kwh = ((kwh * (1.0 + share)) * 1000.0).round() / 1000.0;
+                        Measurement::power(kwh, 2.0, 100.0)
+                    }
+                    Kind::Zero => Measurement::power(0.0, 2.0, 100.0),
+                    Kind::NewMeter => {
+                        kwh = 3.0;
+                        Measurement::power(kwh, 2.0, 100.0)
+                    }
+                }
+                .unwrap();
+                Reading {
+                    device_id: device.clone(),
+                    timestamp: ts(t),
+                    measurement,
+                }
+            })
+            .collect()
+    }
+
+    /// The raw answers: what `query::stats` and `query::energy` compute.
+    fn raw(
+        all: &[Reading],
+        b: Bucketing,
+        range: TimeRange,
+    ) -> (
+        Vec<super::super::BucketStats>,
+        Vec<super::super::EnergyBucket>,
+    ) {
+        let mut stats = StatsFold::new(b);
+        let mut energy = EnergyFold::new(b, range);
+        let before = all
+            .iter()
+            .filter(|r| r.timestamp < range.from())
+            .filter_map(|r| counters(r).map(|c| (r.timestamp, c)))
+            .next_back();
+        let after = all
+            .iter()
+            .filter(|r| r.timestamp >= range.to())
+            .find_map(|r| counters(r).map(|c| (r.timestamp, c)));
+        if let Some((t, (p, n))) = before {
+            energy.add(t, p, n);
+        }
+        for r in all.iter().filter(|r| range.contains(r.timestamp)) {
+            stats.add(r);
+            if let Some((p, n)) = counters(r) {
+                energy.add(r.timestamp, p, n);
+            }
+        }
+        if let Some((t, (p, n))) = after {
+            energy.add(t, p, n);
+        }
+        (stats.finish(), energy.finish())
+    }
+
+    /// The same from the hour rollups (the range is whole hours), falling
+    /// back to an hour's readings while the fold's chain is not the rollups'.
+    fn from_rollups(
+        all: &[Reading],
+        hours: &[Rollup],
+        b: Bucketing,
+        range: TimeRange,
+    ) -> (
+        Vec<super::super::BucketStats>,
+        Vec<super::super::EnergyBucket>,
+    ) {
+        let mut stats = StatsFold::new(b);
+        let mut energy = EnergyFold::new(b, range);
+        let feed = |energy: &mut EnergyFold, r: &Reading| {
+            if let Some((p, n)) = counters(r) {
+                energy.add(r.timestamp, p, n);
+            }
+        };
+        if let Some(r) = all
+            .iter()
+            .filter(|r| r.timestamp < range.from() && counters(r).is_some())
+            .next_back()
+        {
+            feed(&mut energy, r);
+        }
+        for h in hours
+            .iter()
+            .filter(|h| h.start >= range.from() && h.end() <= range.to())
+        {
+            stats.add_tally(h.start, &h.all);
+            let Some(c) = &h.counters else { continue };
+            if energy.chain() == c.entering {
+                energy.add_counters(h.start, c);
+            } else {
+                for r in all
+                    .iter()
+                    .filter(|r| h.start <= r.timestamp && r.timestamp < h.end())
+                {
+                    feed(&mut energy, r);
+                }
+            }
+        }
+        if let Some(r) = all
+            .iter()
+            .find(|r| r.timestamp >= range.to() && counters(r).is_some())
+        {
+            feed(&mut energy, r);
+        }
+        (stats.finish(), energy.finish())
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-6 * (1.0 + a.abs().max(b.abs()))
+    }
+
+    proptest! {
+        /// Stats and energy from hour rollups equal the raw computation, for
+        /// hour and day buckets, in UTC and in zones a whole number of hours
+        /// off, over any whole-hour range.
+        #[test]
+        fn rollups_answer_as_the_readings_do(
+            h in history(),
+            from_h in 0i64..48,
+            len_h in 1i64..200,
+            zone in 0usize..4,
+            hourly in any::<bool>(),
+        ) {
+            let all = readings(&h);
+            let hours = hours(None, &all);
+            let tz = [None, Some(chrono_tz::Europe::Berlin), Some(chrono_tz::America::New_York), Some(chrono_tz::Asia::Tokyo)][zone];
+            let b = Bucketing::new(if hourly { Width::Hour } else { Width::Day }, tz);
+            // A range of whole buckets: whole hours, or local days.
+            let from = b.start_of(ts(T0 + from_h * HOUR_MS));
+            let mut to = from;
+            for _ in 0..(if hourly { len_h } else { 1 + len_h / 24 }) {
+                to = b.end_of(to);
+            }
+            let range = TimeRange::new(from, to).unwrap();
+            let (stats, energy) = raw(&all, b, range);
+            let (r_stats, r_energy) = from_rollups(&all, &hours, b, range);
+            prop_assert_eq!(stats.len(), r_stats.len());
+            for (a, b) in stats.iter().zip(&r_stats) {
+                prop_assert_eq!((a.start, a.count), (b.start, b.count));
+                prop_assert_eq!(a.fields.keys().collect::<Vec<_>>(), b.fields.keys().collect::<Vec<_>>());
+                for (k, f) in &a.fields {
+                    let g = b.fields[k];
+                    prop_assert!((f.min, f.max, f.count) == (g.min, g.max, g.count) && close(f.sum, g.sum), "{k}: {f:?} {g:?}");
+                }
+            }
+            prop_assert_eq!(energy.len(), r_energy.len(), "{:?}\n{:?}", energy, r_energy);
+            for (a, b) in energy.iter().zip(&r_energy) {
+                prop_assert_eq!((a.start, a.resets), (b.start, b.resets));
+                prop_assert!(close(a.kwh_bought, b.kwh_bought) && close(a.kwh_sold, b.kwh_sold), "{a:?} {b:?}");
+            }
+        }
+
+        /// A day rollup is its hours merged: the same tallies, and counters
+        /// that answer a day bucket as the hours do.
+        #[test]
+        fn a_day_is_its_hours(h in history()) {
+            let all = readings(&h);
+            let hours = hours(None, &all);
+            let first_day = Span::Day.start_of(all[0].timestamp);
+            let of_day: Vec<Rollup> = hours.iter().filter(|r| Span::Day.start_of(r.start) == first_day).cloned().collect();
+            let d = day(first_day, &of_day);
+            let count: u64 = of_day.iter().map(|r| r.all.count).sum();
+            prop_assert_eq!(d.all.count, count);
+            let b = Bucketing::new(Width::Day, None);
+            let range = TimeRange::new(first_day, Span::Day.end_of(first_day)).unwrap();
+            let mut from_hours = EnergyFold::new(b, range);
+            let mut from_day = EnergyFold::new(b, range);
+            for r in &of_day {
+                if let Some(c) = &r.counters { from_hours.add_counters(r.start, c); }
+            }
+            if let Some(c) = &d.counters { from_day.add_counters(d.start, c); }
+            prop_assert_eq!(from_hours.chain(), from_day.chain());
+            let (x, y) = (from_hours.finish(), from_day.finish());
+            prop_assert_eq!(x.len(), y.len());
+            for (a, b) in x.iter().zip(&y) {
+                prop_assert!(a.resets == b.resets && close(a.kwh_bought, b.kwh_bought), "{a:?} {b:?}");
+            }
+        }
+    }
+}
