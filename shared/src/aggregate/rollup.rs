@@ -349,8 +349,7 @@ mod tests {
         };
         if let Some(r) = all
             .iter()
-            .filter(|r| r.timestamp < range.from() && counters(r).is_some())
-            .next_back()
+            .rfind(|r| r.timestamp < range.from() && counters(r).is_some())
         {
             feed(&mut energy, r);
         }
