@@ -111,6 +111,11 @@ pub struct Rollup {
     /// (what a room's answers count).
     pub rooms: BTreeMap<RoomId, Tally>,
     pub counters: Option<CounterSummary>,
+    /// The device's counter chain after the span: `counters.leaving`, or the
+    /// chain it entered with when the span has no counter reading.
+    pub chain: Option<Chain>,
+    /// The time of the span's last reading.
+    pub last: Timestamp,
 }
 
 /// The quantities a room's answers are made of.
@@ -128,13 +133,24 @@ pub fn counters(r: &Reading) -> Option<(f64, f64)> {
 }
 
 impl Rollup {
-    fn empty(span: Span, start: Timestamp) -> Self {
+    /// The chain the span was entered with.
+    pub fn entering(&self) -> Option<Chain> {
+        match &self.counters {
+            Some(c) => c.entering,
+            None => self.chain,
+        }
+    }
+
+    /// An empty span, entered with the device's counter chain `entering`.
+    pub fn new(span: Span, start: Timestamp, entering: Option<Chain>) -> Self {
         Self {
             span,
             start,
             all: Tally::default(),
             rooms: BTreeMap::new(),
             counters: None,
+            chain: entering,
+            last: start,
         }
     }
 
@@ -142,9 +158,9 @@ impl Rollup {
         self.span.end_of(self.start)
     }
 
-    /// Adds the next reading of the span (in time order); `chain` is the
-    /// device's counter chain, carried from span to span.
-    fn add(&mut self, r: &Reading, chain: &mut Option<Chain>) {
+    /// Adds the next reading of the span (later than every one added).
+    pub fn add(&mut self, r: &Reading) {
+        self.last = r.timestamp;
         self.all.add(r.measurement.values().iter().copied());
         if let Some(room) = r.room() {
             let mut values = room_values(r).peekable();
@@ -155,7 +171,7 @@ impl Rollup {
         let Some((bought, sold)) = counters(r) else {
             return;
         };
-        let (next, link) = match *chain {
+        let (next, link) = match self.chain {
             None => (Chain::start(r.timestamp, bought, sold), None),
             Some(c) => {
                 let (next, link) = c.next(r.timestamp, bought, sold);
@@ -165,7 +181,7 @@ impl Rollup {
         match &mut self.counters {
             None => {
                 self.counters = Some(CounterSummary {
-                    entering: *chain,
+                    entering: self.chain,
                     incoming: link,
                     first_at: r.timestamp,
                     inside_bought: 0.0,
@@ -182,7 +198,7 @@ impl Rollup {
                 c.leaving = next;
             }
         }
-        *chain = Some(next);
+        self.chain = Some(next);
     }
 }
 
@@ -190,22 +206,33 @@ impl Rollup {
 /// times), one per UTC hour that has readings. `entering` is the device's
 /// counter chain before the first reading (the `leaving` of the hour before).
 pub fn hours(entering: Option<Chain>, readings: &[Reading]) -> Vec<Rollup> {
+    spans(Span::Hour, entering, readings.iter())
+}
+
+/// The rollups of a span of one device's readings (in time order, distinct times).
+pub fn spans<'a>(
+    span: Span,
+    entering: Option<Chain>,
+    readings: impl Iterator<Item = &'a Reading>,
+) -> Vec<Rollup> {
     let mut out: Vec<Rollup> = Vec::new();
-    let mut chain = entering;
     for r in readings {
-        let start = Span::Hour.start_of(r.timestamp);
+        let start = span.start_of(r.timestamp);
         if out.last().map(|h| h.start) != Some(start) {
-            out.push(Rollup::empty(Span::Hour, start));
+            let chain = out.last().map_or(entering, |h| h.chain);
+            out.push(Rollup::new(span, start, chain));
         }
-        out.last_mut().expect("pushed").add(r, &mut chain);
+        out.last_mut().expect("pushed").add(r);
     }
     out
 }
 
 /// The day rollup of a UTC day from its hour rollups (in time order).
 pub fn day(start: Timestamp, hours: &[Rollup]) -> Rollup {
-    let mut d = Rollup::empty(Span::Day, start);
+    let mut d = Rollup::new(Span::Day, start, hours.first().and_then(|h| h.entering()));
     for h in hours {
+        d.last = h.last;
+        d.chain = h.chain;
         d.all.merge(&h.all);
         for (room, t) in &h.rooms {
             d.rooms.entry(room.clone()).or_default().merge(t);
@@ -225,6 +252,159 @@ pub fn day(start: Timestamp, hours: &[Rollup]) -> Rollup {
         }
     }
     d
+}
+
+/// A rollup as both engines store it (JSON text on SQLite, an item's
+/// attributes on DynamoDB): short names, quantities and rooms by name, times
+/// in epoch milliseconds. `v` is the shape's version.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Stored {
+    pub v: u8,
+    /// Readings.
+    pub n: u64,
+    /// (quantity, count, min, max, sum) per quantity.
+    pub f: Vec<StoredField>,
+    /// Per room: its name and its tally, or `None` when that is the whole
+    /// span's (a room sensor's usual case).
+    pub r: Vec<(String, Option<(u64, Vec<StoredField>)>)>,
+    pub c: Option<StoredCounters>,
+    /// The chain after the span: time, kWh bought, kWh sold.
+    pub ch: Option<(i64, f64, f64)>,
+    /// The last reading's time.
+    pub l: i64,
+}
+
+pub type StoredField = (String, u64, f64, f64, f64);
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StoredCounters {
+    pub entering: Option<(i64, f64, f64)>,
+    /// from, to, bought, sold, resets.
+    pub incoming: Option<(i64, i64, f64, f64, u32)>,
+    pub first: i64,
+    pub inside: (f64, f64, u32),
+    pub leaving: (i64, f64, f64),
+}
+
+const STORED_VERSION: u8 = 1;
+
+fn stored_fields(t: &Tally) -> Vec<StoredField> {
+    t.fields
+        .iter()
+        .map(|(q, f)| (q.name().to_owned(), f.count, f.min, f.max, f.sum))
+        .collect()
+}
+
+fn stored_chain(c: &Chain) -> (i64, f64, f64) {
+    (c.at.millis(), c.bought, c.sold)
+}
+
+impl From<&Rollup> for Stored {
+    fn from(r: &Rollup) -> Self {
+        Stored {
+            v: STORED_VERSION,
+            n: r.all.count,
+            f: stored_fields(&r.all),
+            r: r.rooms
+                .iter()
+                .map(|(room, t)| {
+                    let tally = (t != &r.all).then(|| (t.count, stored_fields(t)));
+                    (room.as_str().to_owned(), tally)
+                })
+                .collect(),
+            c: r.counters.as_ref().map(|c| StoredCounters {
+                entering: c.entering.as_ref().map(stored_chain),
+                incoming: c
+                    .incoming
+                    .map(|l| (l.from.millis(), l.to.millis(), l.bought, l.sold, l.resets)),
+                first: c.first_at.millis(),
+                inside: (c.inside_bought, c.inside_sold, c.inside_resets),
+                leaving: stored_chain(&c.leaving),
+            }),
+            ch: r.chain.as_ref().map(stored_chain),
+            l: r.last.millis(),
+        }
+    }
+}
+
+impl Stored {
+    /// The rollup of `span` at `start`; an error names what does not decode.
+    pub fn decode(self, span: Span, start: Timestamp) -> Result<Rollup, String> {
+        if self.v != STORED_VERSION {
+            return Err(format!(
+                "rollup version {} (this build reads {STORED_VERSION})",
+                self.v
+            ));
+        }
+        let time = |ms: i64| Timestamp::from_millis(ms).map_err(|e| format!("time {ms}: {e}"));
+        let chain = |(at, bought, sold): (i64, f64, f64)| -> Result<Chain, String> {
+            Ok(Chain {
+                at: time(at)?,
+                bought,
+                sold,
+            })
+        };
+        let tally = |count: u64, fields: Vec<StoredField>| -> Result<Tally, String> {
+            let mut t = Tally {
+                count,
+                fields: BTreeMap::new(),
+            };
+            for (name, count, min, max, sum) in fields {
+                let q =
+                    Quantity::parse(&name).ok_or_else(|| format!("unknown quantity {name:?}"))?;
+                t.fields.insert(
+                    q,
+                    FieldStats {
+                        min,
+                        max,
+                        sum,
+                        count,
+                    },
+                );
+            }
+            Ok(t)
+        };
+        let all = tally(self.n, self.f)?;
+        let mut rooms = BTreeMap::new();
+        for (name, t) in self.r {
+            let room = RoomId::parse(&name).map_err(|e| format!("room {name:?}: {e}"))?;
+            let t = match t {
+                Some((count, fields)) => tally(count, fields)?,
+                None => all.clone(),
+            };
+            rooms.insert(room, t);
+        }
+        let counters = match self.c {
+            None => None,
+            Some(c) => Some(CounterSummary {
+                entering: c.entering.map(chain).transpose()?,
+                incoming: match c.incoming {
+                    None => None,
+                    Some((from, to, bought, sold, resets)) => Some(Link {
+                        from: time(from)?,
+                        to: time(to)?,
+                        bought,
+                        sold,
+                        resets,
+                    }),
+                },
+                first_at: time(c.first)?,
+                inside_bought: c.inside.0,
+                inside_sold: c.inside.1,
+                inside_resets: c.inside.2,
+                leaving: chain(c.leaving)?,
+            }),
+        };
+        Ok(Rollup {
+            span,
+            start,
+            all,
+            rooms,
+            counters,
+            chain: self.ch.map(chain).transpose()?,
+            last: time(self.l)?,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -421,6 +601,17 @@ mod tests {
             for (a, b) in energy.iter().zip(&r_energy) {
                 prop_assert_eq!((a.start, a.resets), (b.start, b.resets));
                 prop_assert!(close(a.kwh_bought, b.kwh_bought) && close(a.kwh_sold, b.kwh_sold), "{a:?} {b:?}");
+            }
+        }
+
+        /// The stored shape gives back the rollup, bit for bit.
+        #[test]
+        fn a_stored_rollup_comes_back_whole(h in history()) {
+            let all = readings(&h);
+            for r in hours(None, &all).into_iter().chain(spans(Span::Day, None, all.iter())) {
+                let text = serde_json::to_string(&Stored::from(&r)).unwrap();
+                let back: Stored = serde_json::from_str(&text).unwrap();
+                prop_assert_eq!(back.decode(r.span, r.start).unwrap(), r);
             }
         }
 
