@@ -50,7 +50,7 @@ impl Width {
         }
     }
 
-    fn millis(self) -> i64 {
+    pub fn millis(self) -> i64 {
         60_000
             * match self {
                 Width::Minute => 1,

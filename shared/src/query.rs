@@ -1,6 +1,7 @@
 //! Queries: time ranges of a device or a room (one page, with an opaque cursor),
 //! latest reading, and registry lookups that fall back to the table on a cache miss.
 
+use crate::aggregate::rollup::{counters, segments, Segment};
 use crate::aggregate::{BucketStats, Bucketing, EnergyBucket, EnergyFold, StatsFold};
 use crate::keys::zorder::{self, ZKey};
 use crate::keys::{self, CursorError, CursorScope, Position};
@@ -33,6 +34,7 @@ pub enum QueryError {
     Store(#[from] StoreError),
 }
 
+#[derive(Debug, Clone, Copy)]
 pub enum Partition<'a> {
     Device(&'a DeviceId),
     Room(&'a RoomId),
@@ -143,20 +145,109 @@ async fn each_reading<S: Store>(
     }
 }
 
+/// An aggregate answer, what it was computed from and how many items it read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Aggregate<B> {
+    pub buckets: Vec<B>,
+    pub source: Source,
+    /// Readings and rollups read.
+    pub items_read: usize,
+}
+
+/// What an aggregate was computed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Every reading of the range.
+    Raw,
+    /// Rollups only.
+    Rollups,
+    /// Rollups, and the readings of the range's ends that are not whole hours.
+    RollupsAndRaw,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Raw => "raw",
+            Source::Rollups => "rollups",
+            Source::RollupsAndRaw => "rollups+raw",
+        }
+    }
+
+    fn of(segments: &[Segment]) -> Self {
+        let rollups = segments.iter().any(|s| matches!(s, Segment::Rollups(..)));
+        let raw = segments.iter().any(|s| matches!(s, Segment::Raw(_)));
+        match (rollups, raw) {
+            (true, false) => Source::Rollups,
+            (true, true) => Source::RollupsAndRaw,
+            _ => Source::Raw,
+        }
+    }
+}
+
+/// How to answer an aggregate: rollups where the engine keeps them and the
+/// buckets allow (`rollup::segments`), readings elsewhere.
+fn plan<S: Store>(store: &S, q: &StatsQuery) -> Vec<Segment> {
+    if store.keeps_rollups() {
+        segments(&q.bucketing, q.range)
+    } else {
+        vec![Segment::Raw(q.range)]
+    }
+}
+
 /// min/max/mean/count per bucket and numeric field; empty buckets omitted.
 pub async fn stats<S: Store>(
     store: &S,
     partition: Partition<'_>,
     q: &StatsQuery,
-) -> Result<Vec<BucketStats>, StoreError> {
+) -> Result<Aggregate<BucketStats>, StoreError> {
+    let segments = plan(store, q);
     let mut fold = StatsFold::new(q.bucketing);
-    each_reading(store, &partition, q.range, |r| fold.add(r)).await?;
-    Ok(fold.finish())
-}
-
-/// kWh bought and sold, when the reading has both counters.
-fn counters(r: &Reading) -> Option<(f64, f64)> {
-    Some((r.get(Quantity::EnergyBought)?, r.get(Quantity::EnergySold)?))
+    let mut items_read = 0;
+    // A room's rollups are its devices' (each reading counts in the room it named).
+    let uses_rollups = segments.iter().any(|s| matches!(s, Segment::Rollups(..)));
+    let room_devices: Vec<DeviceId> = match &partition {
+        Partition::Room(room) if uses_rollups => store
+            .room(room)
+            .await?
+            .map(|r| r.devices.into_iter().collect())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    for segment in &segments {
+        match segment {
+            Segment::Raw(range) => {
+                each_reading(store, &partition, *range, |r| {
+                    items_read += 1;
+                    fold.add(r)
+                })
+                .await?
+            }
+            Segment::Rollups(span, range) => match &partition {
+                Partition::Device(device) => {
+                    for r in store.rollups(device, *span, range).await? {
+                        items_read += 1;
+                        fold.add_tally(r.start, &r.all);
+                    }
+                }
+                Partition::Room(room) => {
+                    for device in &room_devices {
+                        for r in store.rollups(device, *span, range).await? {
+                            items_read += 1;
+                            if let Some(tally) = r.rooms.get(*room) {
+                                fold.add_tally(r.start, tally);
+                            }
+                        }
+                    }
+                }
+            },
+        }
+    }
+    Ok(Aggregate {
+        buckets: fold.finish(),
+        source: Source::of(&segments),
+        items_read,
+    })
 }
 
 /// The nearest power reading outside the range, on one side.
@@ -165,8 +256,10 @@ async fn neighbour<S: Store>(
     device: &DeviceId,
     range: Option<TimeRange>,
     order: Order,
-) -> Result<Option<Reading>, StoreError> {
-    let Some(range) = range else { return Ok(None) };
+) -> Result<(Option<Reading>, usize), StoreError> {
+    let Some(range) = range else {
+        return Ok((None, 0));
+    };
     let request = RangeRequest {
         range,
         order,
@@ -174,31 +267,77 @@ async fn neighbour<S: Store>(
         after: None,
     };
     let page = store.device_readings(device, &request).await?;
-    Ok(page.readings.into_iter().find(|r| counters(r).is_some()))
+    let read = page.readings.len();
+    Ok((
+        page.readings.into_iter().find(|r| counters(r).is_some()),
+        read,
+    ))
 }
 
-/// kWh bought and sold per bucket from the cumulative counters (rules in `aggregate::EnergyFold`).
+/// kWh bought and sold per bucket from the cumulative counters (rules in
+/// `aggregate::EnergyFold` and `aggregate::counter`). From rollups where the
+/// fold stands where a rollup's readings began; where it does not (the
+/// reading before the range was a dip, so the fold's reference differs from
+/// the device's), that span's readings, until the two agree again.
 pub async fn energy<S: Store>(
     store: &S,
     device: &DeviceId,
     q: &StatsQuery,
-) -> Result<Vec<EnergyBucket>, StoreError> {
+) -> Result<Aggregate<EnergyBucket>, StoreError> {
+    let segments = plan(store, q);
     let before = TimeRange::new(Timestamp::MIN, q.range.from()).ok();
     let after = TimeRange::new(q.range.to(), Timestamp::MAX).ok();
     let mut fold = EnergyFold::new(q.bucketing, q.range);
-    let mut feed = |r: &Reading| {
+    let mut items_read = 0;
+    let feed = |fold: &mut EnergyFold, r: &Reading| {
         if let Some((p, n)) = counters(r) {
             fold.add(r.timestamp, p, n);
         }
     };
-    if let Some(r) = neighbour(store, device, before, Order::Desc).await? {
-        feed(&r);
+    let (r, read) = neighbour(store, device, before, Order::Desc).await?;
+    items_read += read;
+    if let Some(r) = r {
+        feed(&mut fold, &r);
     }
-    each_reading(store, &Partition::Device(device), q.range, &mut feed).await?;
-    if let Some(r) = neighbour(store, device, after, Order::Asc).await? {
-        feed(&r);
+    let partition = Partition::Device(device);
+    for segment in &segments {
+        match segment {
+            Segment::Raw(range) => {
+                each_reading(store, &partition, *range, |r| {
+                    items_read += 1;
+                    feed(&mut fold, r)
+                })
+                .await?
+            }
+            Segment::Rollups(span, range) => {
+                for rollup in store.rollups(device, *span, range).await? {
+                    items_read += 1;
+                    let Some(c) = &rollup.counters else { continue };
+                    if fold.chain() == c.entering {
+                        fold.add_counters(rollup.start, c);
+                    } else {
+                        let span_range = TimeRange::new(rollup.start, rollup.end())
+                            .expect("a span is not empty");
+                        each_reading(store, &partition, span_range, |r| {
+                            items_read += 1;
+                            feed(&mut fold, r)
+                        })
+                        .await?;
+                    }
+                }
+            }
+        }
     }
-    Ok(fold.finish())
+    let (r, read) = neighbour(store, device, after, Order::Asc).await?;
+    items_read += read;
+    if let Some(r) = r {
+        feed(&mut fold, &r);
+    }
+    Ok(Aggregate {
+        buckets: fold.finish(),
+        source: Source::of(&segments),
+        items_read,
+    })
 }
 
 /// A validated box search: a time range and inclusive bounds on temperature

@@ -176,6 +176,54 @@ async fn long_ranges_are_aggregated_page_by_page<S: TestStore>() {
     );
 }
 
+/// A counter that dips a little, or reads 0, is glitching, not a new meter:
+/// no reset, and no energy spike when the old value comes back (the rule of
+/// docs/rollups.md, as Home Assistant's 90 %).
+async fn a_dip_or_a_zero_is_not_a_new_meter<S: TestStore>() {
+    let app = app(S::fresh("dips").await, None, RouteSet::All).await;
+    post(
+        &app,
+        &[
+            power("meter-1", "2026-11-21T00:00:00Z", 5000.0, 10.0, 0.0),
+            power("meter-1", "2026-11-21T00:20:00Z", 4990.0, 10.0, 0.0), // a dip
+            power("meter-1", "2026-11-21T00:40:00Z", 5000.5, 10.0, 0.0),
+            power("meter-1", "2026-11-21T01:00:00Z", 0.0, 0.0, 0.0), // a zero
+            power("meter-1", "2026-11-21T01:30:00Z", 5001.0, 10.25, 0.0),
+            power("meter-1", "2026-11-21T02:00:00Z", 4.0, 0.0, 0.0), // a new meter (sold reads 0)
+            power("meter-1", "2026-11-21T02:30:00Z", 5.0, 0.5, 0.0), // sold: a new meter too
+        ],
+    )
+    .await;
+    let (status, body) = get(
+        &app,
+        "/devices/meter-1/energy",
+        &[
+            ("from", "2026-11-21T00:00:00Z"),
+            ("to", "2026-11-21T03:00:00Z"),
+            ("bucket", "1h"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let got: Vec<(f64, f64, u64)> = body["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["kwh_bought"].as_f64().unwrap(),
+                b["kwh_sold"].as_f64().unwrap(),
+                b["resets"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![(0.5, 0.0, 0), (0.5, 0.25, 0), (1.0, 0.0, 2)],
+        "{body}"
+    );
+}
+
 async fn energy_counts_growth_resets_gaps_and_the_reading_before_from<S: TestStore>() {
     let app = app(S::fresh("energy").await, None, RouteSet::All).await;
     post(
@@ -184,10 +232,10 @@ async fn energy_counts_growth_resets_gaps_and_the_reading_before_from<S: TestSto
             power("meter-1", "2026-11-20T23:30:00Z", 98.0, 10.0, 0.0), // before `from`
             power("meter-1", "2026-11-21T00:30:00Z", 100.0, 10.0, 0.0),
             power("meter-1", "2026-11-21T01:00:00Z", 101.5, 10.5, 0.0),
-            power("meter-1", "2026-11-21T01:20:00Z", 2.0, 0.0, 0.0), // meter replaced
-            power("meter-1", "2026-11-21T02:00:00Z", 3.0, 0.0, 0.0),
+            power("meter-1", "2026-11-21T01:20:00Z", 2.0, 0.05, 0.0), // meter replaced
+            power("meter-1", "2026-11-21T02:00:00Z", 3.0, 0.05, 0.0),
             // gap: nothing until 05:00
-            power("meter-1", "2026-11-21T05:00:00Z", 6.0, 0.3, 0.0),
+            power("meter-1", "2026-11-21T05:00:00Z", 6.0, 0.35, 0.0),
         ],
     )
     .await;
@@ -293,5 +341,6 @@ on_every_store!(
     day_buckets_follow_local_midnight_in_a_time_zone,
     long_ranges_are_aggregated_page_by_page,
     energy_counts_growth_resets_gaps_and_the_reading_before_from,
+    a_dip_or_a_zero_is_not_a_new_meter,
     too_many_buckets_and_bad_parameters_get_400,
 );

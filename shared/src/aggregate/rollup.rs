@@ -15,8 +15,8 @@
 //! order cannot count twice.
 
 use super::counter::{Chain, Link};
-use super::FieldStats;
-use crate::model::{Quantity, Reading, RoomId, Timestamp};
+use super::{Bucketing, FieldStats};
+use crate::model::{Quantity, Reading, RoomId, TimeRange, Timestamp};
 use std::collections::BTreeMap;
 
 pub const HOUR_MS: i64 = 3_600_000;
@@ -254,6 +254,69 @@ pub fn day(start: Timestamp, hours: &[Rollup]) -> Rollup {
     d
 }
 
+/// A part of a query's range, and what answers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Segment {
+    /// The readings themselves (a range's ragged ends, or all of it).
+    Raw(TimeRange),
+    /// Rollups of this span, every one of which lies in one bucket.
+    Rollups(Span, TimeRange),
+}
+
+/// How an aggregate over `range` in `bucketing`'s buckets splits into raw
+/// readings and rollups: whole UTC days where every bucket boundary is a
+/// UTC midnight, whole hours where every one is a whole UTC hour, and the
+/// readings of what is left at the ends. All raw when buckets are shorter
+/// than an hour, or a boundary falls inside an hour (a zone whose offset is
+/// not a whole number of hours: India, Nepal, parts of Australia).
+pub fn segments(bucketing: &Bucketing, range: TimeRange) -> Vec<Segment> {
+    let all_raw = vec![Segment::Raw(range)];
+    if bucketing.width().millis() < HOUR_MS {
+        return all_raw;
+    }
+    let (from, to) = (range.from().millis(), range.to().millis());
+    let mut aligned_to = [true, true]; // hours, days
+    let mut start = bucketing.start_of(range.from());
+    while start < range.to() {
+        if start.millis() > from {
+            aligned_to[0] &= start.millis().rem_euclid(HOUR_MS) == 0;
+            aligned_to[1] &= start.millis().rem_euclid(DAY_MS) == 0;
+        }
+        start = bucketing.end_of(start);
+    }
+    if !aligned_to[0] {
+        return all_raw;
+    }
+    let ceil = |ms: i64, unit: i64| ms + (unit - ms.rem_euclid(unit)).rem_euclid(unit);
+    let floor = |ms: i64, unit: i64| ms - ms.rem_euclid(unit);
+    let (h0, h1) = (ceil(from, HOUR_MS), floor(to, HOUR_MS));
+    if h0 >= h1 {
+        return all_raw;
+    }
+    let (d0, d1) = (ceil(h0, DAY_MS), floor(h1, DAY_MS));
+    let mut cuts = vec![(from, None), (h0, Some(Span::Hour))];
+    if aligned_to[1] && d0 < d1 {
+        cuts.push((d0, Some(Span::Day)));
+        cuts.push((d1, Some(Span::Hour)));
+    }
+    cuts.push((h1, None));
+    cuts.push((to, None));
+    cuts.windows(2)
+        .filter(|w| w[0].0 < w[1].0)
+        .map(|w| {
+            let r = TimeRange::new(
+                Timestamp::from_millis(w[0].0).expect("inside the range"),
+                Timestamp::from_millis(w[1].0).expect("inside the range"),
+            )
+            .expect("from < to");
+            match w[0].1 {
+                Some(span) => Segment::Rollups(span, r),
+                None => Segment::Raw(r),
+            }
+        })
+        .collect()
+}
+
 /// A rollup as both engines store it (JSON text on SQLite, an item's
 /// attributes on DynamoDB): short names, quantities and rooms by name, times
 /// in epoch milliseconds. `v` is the shape's version.
@@ -266,7 +329,7 @@ pub struct Stored {
     pub f: Vec<StoredField>,
     /// Per room: its name and its tally, or `None` when that is the whole
     /// span's (a room sensor's usual case).
-    pub r: Vec<(String, Option<(u64, Vec<StoredField>)>)>,
+    pub r: Vec<StoredRoom>,
     pub c: Option<StoredCounters>,
     /// The chain after the span: time, kWh bought, kWh sold.
     pub ch: Option<(i64, f64, f64)>,
@@ -275,6 +338,7 @@ pub struct Stored {
 }
 
 pub type StoredField = (String, u64, f64, f64, f64);
+pub type StoredRoom = (String, Option<(u64, Vec<StoredField>)>);
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StoredCounters {
@@ -561,6 +625,66 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-6 * (1.0 + a.abs().max(b.abs()))
+    }
+
+    fn utc(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    fn shown(segs: &[Segment]) -> Vec<String> {
+        segs.iter()
+            .map(|s| match s {
+                Segment::Raw(r) => format!(
+                    "raw {}..{}",
+                    &r.from().to_string()[5..16],
+                    &r.to().to_string()[5..16]
+                ),
+                Segment::Rollups(span, r) => format!(
+                    "{} {}..{}",
+                    span.as_str(),
+                    &r.from().to_string()[5..16],
+                    &r.to().to_string()[5..16]
+                ),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_range_splits_into_ragged_ends_hours_and_days() {
+        let r = TimeRange::new(utc("2026-11-01T10:30:00Z"), utc("2026-11-04T05:15:00Z")).unwrap();
+        assert_eq!(
+            shown(&segments(&Bucketing::new(Width::Day, None), r)),
+            [
+                "raw 11-01T10:30..11-01T11:00",
+                "hour 11-01T11:00..11-02T00:00",
+                "day 11-02T00:00..11-04T00:00",
+                "hour 11-04T00:00..11-04T05:00",
+                "raw 11-04T05:00..11-04T05:15"
+            ]
+        );
+        // Local days in a whole-hour zone compose hours; in India, readings.
+        let berlin = Bucketing::new(Width::Day, Some(chrono_tz::Europe::Berlin));
+        assert_eq!(
+            shown(&segments(&berlin, r)),
+            [
+                "raw 11-01T10:30..11-01T11:00",
+                "hour 11-01T11:00..11-04T05:00",
+                "raw 11-04T05:00..11-04T05:15"
+            ]
+        );
+        let india = Bucketing::new(Width::Day, Some(chrono_tz::Asia::Kolkata));
+        assert_eq!(
+            shown(&segments(&india, r)),
+            ["raw 11-01T10:30..11-04T05:15"]
+        );
+        let quarter = Bucketing::new(Width::FifteenMinutes, None);
+        assert_eq!(segments(&quarter, r), vec![Segment::Raw(r)]);
+        let short =
+            TimeRange::new(utc("2026-11-01T10:30:00Z"), utc("2026-11-01T11:15:00Z")).unwrap();
+        assert_eq!(
+            segments(&Bucketing::new(Width::Hour, None), short),
+            vec![Segment::Raw(short)]
+        );
     }
 
     proptest! {

@@ -2,8 +2,8 @@
 
 use crate::aggregate::{BucketStats, EnergyBucket};
 use crate::model::{DeviceId, Quantity, Reading};
-use crate::query::ReadingsPage;
 use crate::query::StatsQuery;
+use crate::query::{Aggregate, ReadingsPage};
 use crate::store::{DeviceRecord, RoomRecord};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
@@ -21,9 +21,18 @@ fn header(owner: (&str, &str), q: &StatsQuery) -> Map<String, Value> {
     m
 }
 
-/// `{"device_id"|"room_id", from, to, bucket, tz, "empty_buckets": "omitted", "buckets": [...]}`
-pub fn stats(owner: (&str, &str), q: &StatsQuery, buckets: &[BucketStats]) -> Value {
+/// What every aggregate answer says it was computed from.
+fn cost<B>(m: &mut Map<String, Value>, a: &Aggregate<B>) {
+    m.insert("source".into(), json!(a.source.as_str()));
+    m.insert("items_read".into(), json!(a.items_read));
+}
+
+/// `{"device_id"|"room_id", from, to, bucket, tz, "empty_buckets": "omitted",
+/// "source", "items_read", "buckets": [...]}`
+pub fn stats(owner: (&str, &str), q: &StatsQuery, a: &Aggregate<BucketStats>) -> Value {
     let mut m = header(owner, q);
+    cost(&mut m, a);
+    let buckets = &a.buckets;
     let buckets: Vec<Value> = buckets
         .iter()
         .map(|b| {
@@ -46,8 +55,10 @@ pub fn stats(owner: (&str, &str), q: &StatsQuery, buckets: &[BucketStats]) -> Va
 }
 
 /// Energy per bucket, with totals and the number of counter resets.
-pub fn energy(device: &DeviceId, q: &StatsQuery, buckets: &[EnergyBucket]) -> Value {
+pub fn energy(device: &DeviceId, q: &StatsQuery, a: &Aggregate<EnergyBucket>) -> Value {
     let mut m = header(("device_id", device.as_str()), q);
+    cost(&mut m, a);
+    let buckets = &a.buckets;
     let round = |v: f64| (v * 1e6).round() / 1e6;
     let bought: f64 = buckets.iter().map(|b| b.kwh_bought).sum();
     let sold: f64 = buckets.iter().map(|b| b.kwh_sold).sum();

@@ -6,6 +6,7 @@ pub mod item;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
+use crate::aggregate::rollup::{Rollup, Span};
 use crate::keys::zorder::ZKey;
 use crate::keys::Position;
 use crate::model::{DeviceId, Name, Quantity, Reading, ReadingKind, RoomId, TimeRange, Timestamp};
@@ -227,6 +228,20 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// consumer does it, later (DynamoDB).
     fn registry_follows_writes(&self) -> bool {
         false
+    }
+    /// Whether the engine keeps hour and day rollups of every device's
+    /// readings (docs/rollups.md); otherwise aggregates read the readings.
+    fn keeps_rollups(&self) -> bool {
+        false
+    }
+    /// A device's rollups of a span that lie wholly inside `range`, oldest first.
+    fn rollups(
+        &self,
+        _device: &DeviceId,
+        _span: Span,
+        _range: &TimeRange,
+    ) -> impl Future<Output = Result<Vec<Rollup>, StoreError>> + Send {
+        async { Ok(Vec::new()) }
     }
     fn device_readings(
         &self,

@@ -13,6 +13,7 @@
 
 mod names;
 mod registry;
+mod rollups;
 mod rows;
 mod schema;
 mod upgrade;
@@ -22,8 +23,9 @@ use super::{
     RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport, ZIndex,
     ZPage, ZRangeRequest,
 };
+use crate::aggregate::rollup::{Rollup, Span};
 use crate::keys::zorder::ZKey;
-use crate::model::{DeviceId, Name, Reading, RoomId};
+use crate::model::{DeviceId, Name, Reading, RoomId, TimeRange};
 use rows::{Bounds, Writer};
 use rusqlite::Connection;
 use std::path::Path;
@@ -39,6 +41,9 @@ pub struct SqliteStore {
     writer: Arc<Mutex<Writer>>,
     readers: Arc<Vec<Mutex<Connection>>>,
     retention: Option<Retention>,
+    /// Whether aggregates read the rollups (always kept): off only to
+    /// compare with the readings' answers (tests, benchmarks).
+    rollup_reads: bool,
     /// A file's checkpointer, which stops when the last clone goes. Last in
     /// the struct, so dropped after the other connections are closed: its
     /// closing checkpoint then empties the WAL.
@@ -168,6 +173,7 @@ impl SqliteStore {
             writer: Arc::new(Mutex::new(Writer::new(conn))),
             readers: Arc::new(Vec::new()),
             retention: None,
+            rollup_reads: true,
             _checkpointer: None,
         })
     }
@@ -176,6 +182,14 @@ impl SqliteStore {
     /// [`Self::delete_expired`]. A reading expires at its time plus the
     /// retention in force, so changing `RETENTION_DAYS` applies to every
     /// reading already stored, as an InfluxDB retention policy does.
+    /// Aggregates from the readings even where rollups would answer (the
+    /// rollups are kept all the same): the baseline that rollup answers are
+    /// compared with in tests and benchmarks.
+    pub fn without_rollup_reads(mut self) -> Self {
+        self.rollup_reads = false;
+        self
+    }
+
     pub fn with_retention(mut self, retention: Option<Retention>) -> Self {
         self.retention = retention;
         self
@@ -340,12 +354,22 @@ impl SqliteStore {
     fn write_readings_now(&self, readings: &[Reading]) -> WriteReport {
         let deduped = Deduped::new(readings);
         let result = self.write(|tx, names, newest| {
-            Writer::put_readings(
+            let touched = Writer::put_readings(
                 tx,
                 names,
                 newest,
                 deduped.winners.iter().map(|&i| &readings[i]),
             )?;
+            // The rollups, in the same transaction, per device in time order.
+            for (id, batch) in touched {
+                rollups::update(
+                    tx,
+                    id,
+                    &batch.readings[0].device_id,
+                    &batch.readings,
+                    batch.appended,
+                )?;
+            }
             // The registry, in the same transaction: what the stream Lambda
             // would do with these records, planned by the same code.
             let plan = crate::registry::plan(deduped.winners.iter().map(|&i| (i, &readings[i])));
@@ -479,6 +503,28 @@ impl SqliteStore {
 impl Store for SqliteStore {
     fn registry_follows_writes(&self) -> bool {
         true
+    }
+
+    fn keeps_rollups(&self) -> bool {
+        self.rollup_reads
+    }
+
+    async fn rollups(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        range: &TimeRange,
+    ) -> Result<Vec<Rollup>, StoreError> {
+        let (device, range) = (device.clone(), *range);
+        self.blocking(move |s| {
+            s.read(|conn| {
+                let Some(id) = names::find(conn, schema::DEVICE, device.as_str())? else {
+                    return Ok(Vec::new());
+                };
+                rollups::within(conn, id, span, &range)
+            })
+        })
+        .await
     }
 
     async fn write_readings(&self, readings: &[Reading]) -> WriteReport {

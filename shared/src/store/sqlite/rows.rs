@@ -80,8 +80,9 @@ impl Writer {
         names: &mut Names,
         newest: &mut HashMap<i64, i64>,
         readings: impl Iterator<Item = &'a Reading>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<HashMap<i64, Touched<'a>>, StoreError> {
         let mut rows: Vec<Vec<Row>> = families().iter().map(|_| Vec::new()).collect();
+        let mut touched: HashMap<i64, Touched<'a>> = HashMap::new();
         for r in readings {
             let device = names.device(tx, &r.device_id)?;
             let room = r.room().map(|room| names.room(tx, room)).transpose()?;
@@ -90,8 +91,14 @@ impl Writer {
                 Some(t) => *t,
                 None => newest_time(tx, device)?.unwrap_or(i64::MIN),
             };
+            let t = touched.entry(device).or_insert_with(|| Touched {
+                readings: Vec::new(),
+                appended: true,
+            });
+            t.readings.push(r);
             if ts <= stored_newest {
                 delete_at(tx, device, ts)?;
+                t.appended = false;
             }
             newest.insert(device, stored_newest.max(ts));
             let mut split: [Option<Row>; schema::FAMILIES.len()] = Default::default();
@@ -116,13 +123,42 @@ impl Writer {
             rows.sort_unstable_by_key(|r| (r.device, r.ts));
             insert_rows(tx, family, rows)?;
         }
-        Ok(())
+        for t in touched.values_mut() {
+            t.readings.sort_unstable_by_key(|r| r.timestamp);
+        }
+        Ok(touched)
     }
 
     /// The connection, the ids and the newest times, borrowed apart.
     pub fn parts(&mut self) -> (&mut Connection, &mut Names, &mut HashMap<i64, i64>) {
         (&mut self.conn, &mut self.names, &mut self.newest)
     }
+}
+
+/// The times of a device's first and last readings, across the families.
+pub fn time_span(conn: &Connection, device: i64) -> Result<Option<(i64, i64)>, StoreError> {
+    let mut span: Option<(i64, i64)> = None;
+    for family in families() {
+        let (lo, hi): (Option<i64>, Option<i64>) = conn
+            .prepare_cached(&format!(
+                "SELECT min(ts), max(ts) FROM {} WHERE device = ?1",
+                family.table
+            ))
+            .map_err(db_err)?
+            .query_row(params![device], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(db_err)?;
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            span = Some(span.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+        }
+    }
+    Ok(span)
+}
+
+/// A device's readings in a batch, in time order, and whether every one is
+/// newer than its readings before the batch (then its rollups just continue).
+pub struct Touched<'a> {
+    pub readings: Vec<&'a Reading>,
+    pub appended: bool,
 }
 
 /// One family's row of a reading.

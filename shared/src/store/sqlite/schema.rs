@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 
 /// `PRAGMA user_version` of this schema. Version 1 (no user_version) kept
 /// every item as DynamoDB JSON in `items`; `upgrade` brings it here.
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 
 /// The families, each with its table.
 pub const FAMILIES: [ReadingKind; 4] = [
@@ -173,6 +173,15 @@ pub fn create() -> String {
             room   INTEGER NOT NULL,
             device INTEGER NOT NULL,
             PRIMARY KEY (room, device)
+        ) WITHOUT ROWID;\n";
+    // Hour and day rollups (docs/rollups.md): span 0 an hour, 1 a day; the
+    // body is the stored shape as JSON.
+    sql += "CREATE TABLE IF NOT EXISTS rollups (
+            device INTEGER NOT NULL,
+            span   INTEGER NOT NULL,
+            start  INTEGER NOT NULL,
+            body   TEXT NOT NULL,
+            PRIMARY KEY (device, span, start)
         ) WITHOUT ROWID;\n";
     sql += "CREATE INDEX IF NOT EXISTS readings_climate_z
         ON readings_climate (device, zaddr(ts, temperature, humidity))

@@ -447,3 +447,125 @@ async fn the_checkpointer_copies_the_wal_into_the_file() {
     assert_eq!(store.stored_readings().await.unwrap(), 5000);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+mod rollups_kept {
+    use super::*;
+    use crate::aggregate::rollup::{spans, Span};
+    use proptest::prelude::*;
+
+    /// A reading of a generated history: device, minute, kind, value.
+    fn readings() -> impl Strategy<Value = Vec<(u8, i64, u8, f64)>> {
+        prop::collection::vec((0u8..2, 0i64..4 * 1440, 0u8..4, 0.0f64..1.0), 1..200)
+    }
+
+    fn make(device: u8, minute: i64, kind: u8, x: f64) -> Reading {
+        let device_id = DeviceId::parse(["meter-1", "sensor-1"][device as usize]).unwrap();
+        let measurement = match kind {
+            // A counter that mostly grows, sometimes dips, reads 0 or restarts.
+            0 | 1 => Measurement::power(
+                match (x * 20.0) as u32 {
+                    0 => 0.0,
+                    1 => 3.0,
+                    2 => 900.0 + minute as f64 * 0.01,
+                    _ => 1000.0 + minute as f64 * 0.01,
+                },
+                2.0,
+                100.0,
+            ),
+            2 => Measurement::climate(RoomId::parse("bedroom").unwrap(), 15.0 + x * 10.0, 50.0),
+            _ => Measurement::climate(RoomId::parse("hall").unwrap(), 15.0 + x * 10.0, 40.0),
+        };
+        Reading {
+            device_id,
+            timestamp: at(minute),
+            measurement: measurement.unwrap(),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// Whatever the batches and their order (late readings, a key
+        /// written again with other values, a batch out of order), the kept
+        /// rollups are those of the stored readings computed afresh.
+        #[test]
+        fn kept_rollups_are_the_stored_readings_rollups(
+            history in readings(),
+            batch in 1usize..60,
+            sorted in any::<bool>(),
+        ) {
+            let mut history: Vec<Reading> = history.into_iter().map(|(d, m, k, x)| make(d, m, k, x)).collect();
+            if sorted {
+                // Mostly appends: the usual case, continued span by span.
+                history.sort_by_key(|r| r.timestamp);
+            }
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            rt.block_on(async {
+                let store = SqliteStore::in_memory().unwrap();
+                for chunk in history.chunks(batch) {
+                    assert!(store.write_readings(chunk).await.unwritten.is_empty());
+                }
+                let everything = crate::model::TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap();
+                let writer = store.lock();
+                for device in ["meter-1", "sensor-1"] {
+                    let device_id = DeviceId::parse(device).unwrap();
+                    let Some(id) = names::find(&writer.conn, schema::DEVICE, device).unwrap() else { continue };
+                    let stored = rows::device_readings(
+                        &writer.conn, id, &device_id,
+                        rows::Bounds { lo: 0, hi: i64::MAX }, Order::Asc, 1_000_000,
+                    ).unwrap();
+                    for span in [Span::Hour, Span::Day] {
+                        let kept = rollups::within(&writer.conn, id, span, &everything).unwrap();
+                        let fresh = spans(span, None, stored.iter());
+                        assert_eq!(kept, fresh, "{device} {span:?}");
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// A version 2 file (the time-series tables, no rollups) gets its rollups
+/// built from its readings when it is opened, once.
+#[tokio::test]
+async fn a_version_2_file_gets_its_rollups_on_open() {
+    use crate::aggregate::rollup::{spans, Span};
+    let dir = temp_dir("v2-rollups");
+    let path = dir.join("ingester.db");
+    let written: Vec<Reading> = (0..300)
+        .map(|m| reading("meter-1", None, m * 7, 100.0 + m as f64 * 0.5))
+        .chain((0..300).map(|m| reading("sensor-1", Some("hall"), m * 7, 20.0 + (m % 9) as f64)))
+        .collect();
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        assert!(store.write_readings(&written).await.unwritten.is_empty());
+    }
+    {
+        // As version 2 left it.
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("DROP TABLE rollups; PRAGMA user_version = 2;")
+            .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let everything = crate::model::TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap();
+    let writer = store.lock();
+    let version: i64 = writer
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, schema::VERSION);
+    for device in ["meter-1", "sensor-1"] {
+        let id = names::find(&writer.conn, schema::DEVICE, device)
+            .unwrap()
+            .unwrap();
+        let mine: Vec<Reading> = written
+            .iter()
+            .filter(|r| r.device_id.as_str() == device)
+            .cloned()
+            .collect();
+        for span in [Span::Hour, Span::Day] {
+            let kept = rollups::within(&writer.conn, id, span, &everything).unwrap();
+            assert!(!kept.is_empty());
+            assert_eq!(kept, spans(span, None, mine.iter()), "{device} {span:?}");
+        }
+    }
+}

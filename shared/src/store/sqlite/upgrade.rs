@@ -10,10 +10,10 @@
 //! version 1 file as it was, and an item that does not decode stops the
 //! migration with an error naming it, rather than dropping it.
 
-use super::names::Names;
+use super::names::{self, Names};
 use super::rows::Writer;
-use super::{db_err, registry, schema};
-use crate::model::Reading;
+use super::{db_err, registry, rollups, schema};
+use crate::model::{Reading, TimeRange, Timestamp};
 use crate::store::item::{DeviceItem, ReadingItem, RoomItem};
 use crate::store::{now_epoch_seconds, StoreError};
 use rusqlite::{params, Connection};
@@ -51,6 +51,16 @@ pub struct Moved {
 /// Brings a file to the current schema; a no-op for a current or new file.
 pub fn to_current(conn: &mut Connection) -> Result<Option<Moved>, StoreError> {
     if !has_table(conn, "items")? {
+        // Version 2 had the time-series tables but no rollups.
+        if has_table(conn, "readings_climate")? && !has_table(conn, "rollups")? {
+            let started = std::time::Instant::now();
+            let built = with_rollups(conn)?;
+            tracing::info!(
+                rollups = built,
+                seconds = started.elapsed().as_secs_f64(),
+                "built the rollups of a version 2 database (once)"
+            );
+        }
         return Ok(None);
     }
     tracing::info!("migrating a version 1 database to the time-series schema (once)");
@@ -133,10 +143,32 @@ fn from_items(conn: &mut Connection) -> Result<Moved, StoreError> {
          DROP TABLE IF EXISTS settings;",
     )
     .map_err(db_err)?;
+    build_rollups(&tx)?;
     tx.pragma_update(None, "user_version", schema::VERSION)
         .map_err(db_err)?;
     tx.commit().map_err(db_err)?;
     Ok(moved)
+}
+
+/// Version 2 to 3: the rollups table, filled from the readings, in one transaction.
+fn with_rollups(conn: &mut Connection) -> Result<usize, StoreError> {
+    let tx = conn.transaction().map_err(db_err)?;
+    tx.execute_batch(&schema::create()).map_err(db_err)?;
+    let built = build_rollups(&tx)?;
+    tx.pragma_update(None, "user_version", schema::VERSION)
+        .map_err(db_err)?;
+    tx.commit().map_err(db_err)?;
+    Ok(built)
+}
+
+/// Every device's rollups, from all its readings.
+fn build_rollups(tx: &Connection) -> Result<usize, StoreError> {
+    let all = TimeRange::new(Timestamp::MIN, Timestamp::MAX).expect("MIN < MAX");
+    let mut built = 0;
+    for (id, device) in names::devices(tx)? {
+        built += rollups::rebuild(tx, id, &device, &all)?;
+    }
+    Ok(built)
 }
 
 /// A version 1 file from before the registry was kept in the write

@@ -1,0 +1,311 @@
+//! Rollups on the embedded store, kept in the write transaction of the
+//! readings they summarize (docs/rollups.md). One row per device, span and
+//! start; the body is the rollup's stored shape as JSON.
+//!
+//! A batch that only appends to a device (every reading newer than its
+//! newest stored one, the usual case) continues the device's newest hour
+//! and day, reading for reading: the same fold a recomputation would do.
+//! Any other batch recomputes each touched span from its readings, and when
+//! the counter chain leaving a span changed, the next span too, since it
+//! entered with that chain.
+
+use super::rows::{self, Bounds};
+use super::{db_err, StoreError};
+use crate::aggregate::rollup::{spans, Rollup, Span, Stored};
+use crate::model::{DeviceId, Reading, TimeRange, Timestamp};
+use crate::store::Order;
+use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::BTreeSet;
+
+pub const SPANS: [Span; 2] = [Span::Hour, Span::Day];
+
+/// Most readings one span may hold (a day of readings every second).
+const MAX_SPAN_READINGS: usize = 86_400;
+
+fn code(span: Span) -> i64 {
+    match span {
+        Span::Hour => 0,
+        Span::Day => 1,
+    }
+}
+
+fn decode(span: Span, start: i64, body: &str) -> Result<Rollup, StoreError> {
+    let corrupt =
+        |e: String| StoreError::Corrupt(format!("{} rollup at {start}: {e}", span.as_str()));
+    let stored: Stored = serde_json::from_str(body).map_err(|e| corrupt(e.to_string()))?;
+    let start = Timestamp::from_millis(start).map_err(|e| corrupt(e.to_string()))?;
+    stored.decode(span, start).map_err(corrupt)
+}
+
+/// The newest rollup of a span starting before `before`.
+fn latest_before(
+    conn: &Connection,
+    device: i64,
+    span: Span,
+    before: i64,
+) -> Result<Option<Rollup>, StoreError> {
+    let row: Option<(i64, String)> = conn
+        .prepare_cached(
+            "SELECT start, body FROM rollups WHERE device = ?1 AND span = ?2 AND start < ?3
+             ORDER BY start DESC LIMIT 1",
+        )
+        .map_err(db_err)?
+        .query_row(params![device, code(span), before], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()
+        .map_err(db_err)?;
+    row.map(|(start, body)| decode(span, start, &body))
+        .transpose()
+}
+
+/// The start of the first rollup of a span after `after`.
+fn next_after(
+    conn: &Connection,
+    device: i64,
+    span: Span,
+    after: i64,
+) -> Result<Option<i64>, StoreError> {
+    conn.prepare_cached(
+        "SELECT start FROM rollups WHERE device = ?1 AND span = ?2 AND start > ?3
+         ORDER BY start LIMIT 1",
+    )
+    .map_err(db_err)?
+    .query_row(params![device, code(span), after], |r| r.get(0))
+    .optional()
+    .map_err(db_err)
+}
+
+fn at(
+    conn: &Connection,
+    device: i64,
+    span: Span,
+    start: i64,
+) -> Result<Option<Rollup>, StoreError> {
+    let body: Option<String> = conn
+        .prepare_cached("SELECT body FROM rollups WHERE device = ?1 AND span = ?2 AND start = ?3")
+        .map_err(db_err)?
+        .query_row(params![device, code(span), start], |r| r.get(0))
+        .optional()
+        .map_err(db_err)?;
+    body.map(|b| decode(span, start, &b)).transpose()
+}
+
+fn put(conn: &Connection, device: i64, r: &Rollup) -> Result<(), StoreError> {
+    let body = serde_json::to_string(&Stored::from(r))
+        .map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO rollups (device, span, start, body) VALUES (?1, ?2, ?3, ?4)",
+    )
+    .map_err(db_err)?
+    .execute(params![device, code(r.span), r.start.millis(), body])
+    .map_err(db_err)?;
+    Ok(())
+}
+
+/// Brings a device's rollups up to date with a batch of its readings (in
+/// time order, as written). `appended`: every one is newer than the
+/// device's newest reading before the batch.
+pub fn update(
+    tx: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+    readings: &[&Reading],
+    appended: bool,
+) -> Result<(), StoreError> {
+    for span in SPANS {
+        if appended {
+            append(tx, device, span, readings)?;
+        } else {
+            let starts = readings
+                .iter()
+                .map(|r| span.start_of(r.timestamp).millis())
+                .collect();
+            recompute(tx, device, device_id, span, starts)?;
+        }
+    }
+    Ok(())
+}
+
+fn append(
+    tx: &Connection,
+    device: i64,
+    span: Span,
+    readings: &[&Reading],
+) -> Result<(), StoreError> {
+    let Some(first) = readings.first() else {
+        return Ok(());
+    };
+    let mut current = latest_before(
+        tx,
+        device,
+        span,
+        span.end_of(span.start_of(first.timestamp)).millis(),
+    )?;
+    let mut dirty = false;
+    for r in readings {
+        let start = span.start_of(r.timestamp);
+        match &mut current {
+            Some(c) if c.start == start => c.add(r),
+            _ => {
+                let entering = current.as_ref().and_then(|c| c.chain);
+                if let Some(done) = current.take().filter(|_| dirty) {
+                    put(tx, device, &done)?;
+                }
+                let mut fresh = Rollup::new(span, start, entering);
+                fresh.add(r);
+                current = Some(fresh);
+            }
+        }
+        dirty = true;
+    }
+    if let Some(done) = current.filter(|_| dirty) {
+        put(tx, device, &done)?;
+    }
+    Ok(())
+}
+
+/// Recomputes the spans at `starts` from their readings, in time order, and
+/// each following span whose entering chain changed.
+fn recompute(
+    tx: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+    span: Span,
+    mut starts: BTreeSet<i64>,
+) -> Result<(), StoreError> {
+    while let Some(start) = starts.pop_first() {
+        let old = at(tx, device, span, start)?;
+        let entering = latest_before(tx, device, span, start)?.and_then(|r| r.chain);
+        let end = span
+            .end_of(Timestamp::from_millis(start).map_err(|e| StoreError::Corrupt(e.to_string()))?);
+        let readings = rows::device_readings(
+            tx,
+            device,
+            device_id,
+            Bounds {
+                lo: start,
+                hi: end.millis() - 1,
+            },
+            Order::Asc,
+            MAX_SPAN_READINGS,
+        )?;
+        let new = spans(span, entering, readings.iter()).pop();
+        match &new {
+            Some(r) => put(tx, device, r)?,
+            None => {
+                tx.prepare_cached(
+                    "DELETE FROM rollups WHERE device = ?1 AND span = ?2 AND start = ?3",
+                )
+                .map_err(db_err)?
+                .execute(params![device, code(span), start])
+                .map_err(db_err)?;
+            }
+        }
+        let chain_after = |r: &Option<Rollup>| r.as_ref().map(|r| r.chain);
+        if chain_after(&old) != chain_after(&new) {
+            if let Some(next) = next_after(tx, device, span, start)? {
+                starts.insert(next);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A device's rollups of a span that lie wholly inside `range`, oldest first.
+pub fn within(
+    conn: &Connection,
+    device: i64,
+    span: Span,
+    range: &TimeRange,
+) -> Result<Vec<Rollup>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT start, body FROM rollups WHERE device = ?1 AND span = ?2
+               AND start >= ?3 AND start <= ?4 ORDER BY start",
+        )
+        .map_err(db_err)?;
+    let last_start = range.to().millis() - span.millis();
+    let mut rows = stmt
+        .query(params![
+            device,
+            code(span),
+            range.from().millis(),
+            last_start
+        ])
+        .map_err(db_err)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(db_err)? {
+        let start: i64 = row.get(0).map_err(db_err)?;
+        let body: String = row.get(1).map_err(db_err)?;
+        out.push(decode(span, start, &body)?);
+    }
+    Ok(out)
+}
+
+/// Builds a device's rollups from its readings, a day at a time, for the
+/// days that overlap `range` (a file written before rollups, and
+/// `ingester-local rollups rebuild`); the span after them is recomputed too
+/// when the chain it entered with changed. Returns the rollups written.
+pub fn rebuild(
+    tx: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+    range: &TimeRange,
+) -> Result<usize, StoreError> {
+    let from = Span::Day.start_of(range.from()).millis();
+    let to = Span::Day
+        .end_of(Span::Day.start_of(range.to().saturating_add_millis(-1)))
+        .millis();
+    // Days with readings only: the range may be all time.
+    let Some((first, last)) = rows::time_span(tx, device)? else {
+        return Ok(0);
+    };
+    let day_of = |ms: i64| ms - ms.rem_euclid(Span::Day.millis());
+    let (read_from, read_to) = (
+        from.max(day_of(first)),
+        to.min(day_of(last) + Span::Day.millis()),
+    );
+    for span in SPANS {
+        tx.prepare_cached(
+            "DELETE FROM rollups WHERE device = ?1 AND span = ?2 AND start >= ?3 AND start < ?4",
+        )
+        .map_err(db_err)?
+        .execute(params![device, code(span), from, to])
+        .map_err(db_err)?;
+    }
+    // In the order of SPANS.
+    let mut chains = [
+        latest_before(tx, device, Span::Hour, from)?.and_then(|r| r.chain),
+        latest_before(tx, device, Span::Day, from)?.and_then(|r| r.chain),
+    ];
+    let mut built = 0;
+    let mut day = read_from;
+    while day < read_to {
+        let readings = rows::device_readings(
+            tx,
+            device,
+            device_id,
+            Bounds {
+                lo: day,
+                hi: day + Span::Day.millis() - 1,
+            },
+            Order::Asc,
+            usize::MAX >> 1,
+        )?;
+        for (span, chain) in SPANS.into_iter().zip(chains.iter_mut()) {
+            for r in spans(span, *chain, readings.iter()) {
+                *chain = r.chain;
+                put(tx, device, &r)?;
+                built += 1;
+            }
+        }
+        day += Span::Day.millis();
+    }
+    for span in SPANS {
+        if let Some(next) = next_after(tx, device, span, to - 1)? {
+            recompute(tx, device, device_id, span, BTreeSet::from([next]))?;
+        }
+    }
+    Ok(built)
+}
