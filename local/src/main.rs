@@ -9,6 +9,7 @@ use aws_sdk_dynamodb::config::{Credentials, Region};
 use clap::{Args, Parser, Subcommand};
 use ingester_local::{replay, stream_poller::StreamPoller};
 use shared::api::{Access, App, BearerToken, ReadAccess, RouteSet};
+use shared::model::{DeviceId, TimeRange, Timestamp};
 use shared::store::{now_epoch_seconds, DynamoStore, Retention, SqliteStore, Store};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -78,6 +79,29 @@ enum Command {
               value_parser = clap::value_parser!(u64).range(1..=1000))]
         page: u64,
     },
+    /// Hour and day rollups (docs/rollups.md).
+    Rollups {
+        #[command(subcommand)]
+        action: RollupsAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum RollupsAction {
+    /// Rebuild rollups from the readings: after a restore, or for readings written by hand into the file. Opening a file from before rollups builds them already.
+    Rebuild {
+        /// The first day to rebuild (RFC 3339; its UTC day is rebuilt whole). Default: the first reading.
+        #[arg(long)]
+        from: Option<String>,
+        /// The end of the range to rebuild (RFC 3339, exclusive; the UTC day holding it is rebuilt whole). Default: the last reading.
+        #[arg(long)]
+        to: Option<String>,
+        /// Only this device.
+        #[arg(long)]
+        device: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
 }
 
 /// A store named on the command line: a file, `dynamodb:TABLE` or `dynamodb:TABLE@URL`.
@@ -99,6 +123,44 @@ fn store_args(spec: &str, create_table: bool, retention_days: u32) -> StoreArgs 
         shards: shared::keys::DEFAULT_SHARDS,
         stream_checkpoint: None,
     }
+}
+
+/// `rollups rebuild` on the embedded store: one device at a time, each in its
+/// own transaction, with a progress bar.
+async fn rebuild_rollups(
+    store: &SqliteStore,
+    only: Option<DeviceId>,
+    range: TimeRange,
+) -> Result<bool, String> {
+    let wanted = only.is_some();
+    let devices = store
+        .rollup_devices(only)
+        .await
+        .map_err(|e| e.to_string())?;
+    if wanted && devices.is_empty() {
+        return Err("--device: no readings of that device".into());
+    }
+    let bar = indicatif::ProgressBar::new(devices.len() as u64).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} devices {pos}/{len} {wide_bar} {msg} ({elapsed})",
+        )
+        .map_err(|e| e.to_string())?,
+    );
+    let mut written = 0;
+    for device in &devices {
+        bar.set_message(device.to_string());
+        written += store
+            .rebuild_rollups(device, range)
+            .await
+            .map_err(|e| format!("{device}: {e}"))?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    println!(
+        "{}",
+        serde_json::json!({"devices": devices.len(), "rollups_written": written})
+    );
+    Ok(true)
 }
 
 async fn migrate_between<A: Store, B: Store>(
@@ -342,6 +404,35 @@ async fn run(cli: Cli) -> Result<bool, String> {
                 (Backend::Dynamo(a, ..), Backend::Dynamo(b, ..)) => {
                     migrate_between(&a, &b, names, &checkpoint, page).await
                 }
+            }
+        }
+        Command::Rollups {
+            action:
+                RollupsAction::Rebuild {
+                    from,
+                    to,
+                    device,
+                    store,
+                },
+        } => {
+            let time = |name: &str, v: Option<String>, default: Timestamp| match v {
+                None => Ok(default),
+                Some(text) => Timestamp::parse(&text).map_err(|e| format!("--{name}: {e}")),
+            };
+            let range = TimeRange::new(
+                time("from", from, Timestamp::MIN)?,
+                time("to", to, Timestamp::MAX)?,
+            )
+            .map_err(|e| format!("--from and --to: {e}"))?;
+            let device = device
+                .map(|d| DeviceId::parse(&d).map_err(|e| format!("--device: {e}")))
+                .transpose()?;
+            match open(&store).await? {
+                Backend::Embedded(s) => rebuild_rollups(&s, device, range).await,
+                Backend::Dynamo(..) => Err(
+                    "rollups are kept by the embedded store only, so far; on DynamoDB aggregates read the readings (docs/rollups.md)"
+                        .into(),
+                ),
             }
         }
         Command::Replay { files, store } => match open(&store).await? {

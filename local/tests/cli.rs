@@ -291,3 +291,65 @@ fn replay_names_a_bad_file_and_exits_non_zero() {
         "the good file still ran"
     );
 }
+
+#[test]
+fn rollups_rebuild_writes_each_device_hours_and_days_and_answers_stay_the_same() {
+    let dir = temp_dir("rollups");
+    let db = dir.join("readings.db");
+    let db_arg = db.to_str().unwrap();
+    let readings = json!([
+        power("meter-1", "2026-11-21T00:10:00Z", 100.0, 1.0, 300.0),
+        power("meter-1", "2026-11-21T00:50:00Z", 101.0, 1.0, 300.0),
+        power("meter-1", "2026-11-21T02:10:00Z", 103.0, 1.5, 300.0),
+        power("meter-1", "2026-11-22T05:00:00Z", 110.0, 2.0, 300.0),
+        climate("sensor-1", "bedroom", "2026-11-21T00:30:00Z", 20.5, 40.0),
+    ]);
+    let stats =
+        "/devices/meter-1/stats?from=2026-11-21T00:00:00Z&to=2026-11-23T00:00:00Z&bucket=1d";
+    let energy =
+        "/devices/meter-1/energy?from=2026-11-21T00:00:00Z&to=2026-11-23T00:00:00Z&bucket=1h";
+    let server = Server::start(&["--db", db_arg]);
+    assert_eq!(
+        server
+            .request("POST", "/readings", Some(&readings.to_string()))
+            .0,
+        200
+    );
+    let (_, before_stats) = server.request("GET", stats, None);
+    let (_, before_energy) = server.request("GET", energy, None);
+    assert_eq!(before_stats["source"], "rollups", "{before_stats}");
+    server.stop();
+
+    let rebuild = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["rollups", "rebuild", "--db", db_arg])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // Meter: 3 hours and 2 days; sensor: 1 hour and 1 day.
+    let (ok, out, err) = rebuild(&[]);
+    assert!(ok, "{err}");
+    let summary: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(summary, json!({"devices": 2, "rollups_written": 7}));
+    let (ok, out, _) = rebuild(&["--device", "meter-1", "--from", "2026-11-22T00:00:00Z"]);
+    assert!(ok);
+    assert_eq!(
+        serde_json::from_str::<Value>(out.trim()).unwrap(),
+        json!({"devices": 1, "rollups_written": 2})
+    );
+    let (ok, _, err) = rebuild(&["--device", "nobody"]);
+    assert!(!ok && err.contains("--device"), "{err}");
+    let (ok, _, err) = rebuild(&["--from", "yesterday"]);
+    assert!(!ok && err.contains("--from"), "{err}");
+
+    let again = Server::start(&["--db", db_arg]);
+    assert_eq!(again.request("GET", stats, None).1, before_stats);
+    assert_eq!(again.request("GET", energy, None).1, before_energy);
+    again.stop();
+}

@@ -8,7 +8,7 @@ pub mod counter;
 pub mod rollup;
 
 use crate::model::{Reading, TimeRange, Timestamp};
-use chrono::{DateTime, NaiveDate, TimeZone, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
 use chrono_tz::Tz;
 use counter::{Chain, Link};
 use rollup::{CounterSummary, Tally};
@@ -24,10 +24,14 @@ pub enum Width {
     FifteenMinutes,
     Hour,
     Day,
+    /// Calendar weeks, Monday to Monday, in the query's zone.
+    Week,
+    /// Calendar months in the query's zone.
+    Month,
 }
 
 impl Width {
-    pub const NAMES: [&'static str; 5] = ["1m", "5m", "15m", "1h", "1d"];
+    pub const NAMES: [&'static str; 7] = ["1m", "5m", "15m", "1h", "1d", "1w", "1mo"];
 
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
@@ -36,6 +40,8 @@ impl Width {
             "15m" => Width::FifteenMinutes,
             "1h" => Width::Hour,
             "1d" => Width::Day,
+            "1w" => Width::Week,
+            "1mo" => Width::Month,
             _ => return None,
         })
     }
@@ -47,18 +53,36 @@ impl Width {
             Width::FifteenMinutes => "15m",
             Width::Hour => "1h",
             Width::Day => "1d",
+            Width::Week => "1w",
+            Width::Month => "1mo",
         }
     }
 
-    pub fn millis(self) -> i64 {
-        60_000
-            * match self {
-                Width::Minute => 1,
-                Width::FiveMinutes => 5,
-                Width::FifteenMinutes => 15,
-                Width::Hour => 60,
-                Width::Day => 1440,
-            }
+    /// The length of a bucket in UTC; `None` for weeks and months, whose
+    /// length the calendar decides.
+    fn fixed_millis(self) -> Option<i64> {
+        Some(
+            60_000
+                * match self {
+                    Width::Minute => 1,
+                    Width::FiveMinutes => 5,
+                    Width::FifteenMinutes => 15,
+                    Width::Hour => 60,
+                    Width::Day => 1440,
+                    Width::Week | Width::Month => return None,
+                },
+        )
+    }
+
+    /// The shortest a bucket can be, in any zone (a local day can be 23 h).
+    pub fn shortest_millis(self) -> i64 {
+        const HOUR: i64 = 3_600_000;
+        match self {
+            Width::Day => 23 * HOUR,
+            Width::Week => 7 * 24 * HOUR - HOUR,
+            Width::Month => 28 * 24 * HOUR - HOUR,
+            other => other.fixed_millis().expect("a sub-day width"),
+        }
     }
 }
 
@@ -66,7 +90,7 @@ impl Width {
 #[derive(Debug, Clone, Copy)]
 pub struct Bucketing {
     width: Width,
-    /// Day buckets start at local midnight here; `None` is UTC.
+    /// Day, week and month buckets start at local midnight here; `None` is UTC.
     tz: Option<Tz>,
 }
 
@@ -83,51 +107,74 @@ impl Bucketing {
         self.tz.map_or("UTC", |t| t.name())
     }
 
-    fn local_day(&self) -> Option<Tz> {
-        self.tz.filter(|_| self.width == Width::Day)
+    /// The zone whose calendar places the buckets; `None` when they are a
+    /// fixed length from the epoch (sub-day widths, and UTC days).
+    fn calendar(&self) -> Option<Tz> {
+        match self.width {
+            Width::Day => self.tz,
+            Width::Week | Width::Month => Some(self.tz.unwrap_or(chrono_tz::UTC)),
+            _ => None,
+        }
+    }
+
+    /// The first date of the bucket holding `date`.
+    fn first_date(&self, date: NaiveDate) -> NaiveDate {
+        match self.width {
+            Width::Week => {
+                date - chrono::Days::new(u64::from(date.weekday().num_days_from_monday()))
+            }
+            Width::Month => date.with_day(1).expect("every month has a first"),
+            _ => date,
+        }
+    }
+
+    /// The first date of the bucket after the one starting on `date`.
+    fn next_date(&self, date: NaiveDate) -> Option<NaiveDate> {
+        match self.width {
+            Width::Week => date.checked_add_days(chrono::Days::new(7)),
+            Width::Month => date.checked_add_months(chrono::Months::new(1)),
+            _ => date.succ_opt(),
+        }
     }
 
     /// Start of the bucket holding `t`.
     pub fn start_of(&self, t: Timestamp) -> Timestamp {
-        match self.local_day() {
-            Some(tz) => {
+        match (self.calendar(), self.width.fixed_millis()) {
+            (Some(tz), _) => {
                 let date = DateTime::<Utc>::from_timestamp_millis(t.millis())
                     .expect("a valid timestamp")
                     .with_timezone(&tz)
                     .date_naive();
-                local_midnight(tz, date)
+                local_midnight(tz, self.first_date(date))
             }
-            None => {
-                let w = self.width.millis();
-                Timestamp::from_millis(t.millis() - t.millis().rem_euclid(w))
-                    .unwrap_or(Timestamp::MIN)
-            }
+            (None, Some(w)) => Timestamp::from_millis(t.millis() - t.millis().rem_euclid(w))
+                .unwrap_or(Timestamp::MIN),
+            (None, None) => unreachable!("weeks and months have a calendar"),
         }
     }
 
     /// End (exclusive) of the bucket that starts at `start`.
     pub fn end_of(&self, start: Timestamp) -> Timestamp {
-        match self.local_day() {
-            Some(tz) => {
-                // Noon is safely inside the day, whatever DST does around midnight.
+        match (self.calendar(), self.width.fixed_millis()) {
+            (Some(tz), _) => {
+                // Noon is safely inside the first day, whatever DST does around midnight.
                 let date = DateTime::<Utc>::from_timestamp_millis(start.millis() + 12 * 3_600_000)
                     .expect("a valid timestamp")
                     .with_timezone(&tz)
                     .date_naive();
-                date.succ_opt()
+                self.next_date(date)
                     .map_or(Timestamp::MAX, |next| local_midnight(tz, next))
             }
-            None => start.saturating_add_millis(self.width.millis()),
+            (None, Some(w)) => start.saturating_add_millis(w),
+            (None, None) => unreachable!("weeks and months have a calendar"),
         }
     }
 
     /// An upper bound of how many buckets overlap `range`.
     pub fn max_buckets(&self, range: &TimeRange) -> usize {
-        // A local day is at least 23 h long.
-        let shortest = if self.local_day().is_some() {
-            23 * 3_600_000
-        } else {
-            self.width.millis()
+        let shortest = match self.calendar() {
+            Some(_) => self.width.shortest_millis(),
+            None => self.width.fixed_millis().expect("a fixed width"),
         };
         ((range.to().millis() - range.from().millis()) / shortest + 2) as usize
     }
@@ -474,6 +521,36 @@ mod tests {
         assert_eq!(
             tokyo_hours.start_of(ts("2026-11-21T10:44:00Z")).to_string(),
             "2026-11-21T10:00:00.000Z"
+        );
+    }
+
+    #[test]
+    fn weeks_start_on_monday_and_months_on_the_first_at_local_midnight() {
+        let week = Bucketing::new(Width::Week, None);
+        // 2026-11-22 is a Sunday: its week began on Monday the 16th.
+        let start = week.start_of(ts("2026-11-22T23:59:00Z"));
+        assert_eq!(start.to_string(), "2026-11-16T00:00:00.000Z");
+        assert_eq!(week.end_of(start).to_string(), "2026-11-23T00:00:00.000Z");
+        let berlin_month = Bucketing::new(Width::Month, Some(chrono_tz::Europe::Berlin));
+        // 23:30 UTC on 31 October is 00:30 on 1 November in Berlin (CET).
+        let start = berlin_month.start_of(ts("2026-10-31T23:30:00Z"));
+        assert_eq!(start.to_string(), "2026-10-31T23:00:00.000Z");
+        assert_eq!(
+            berlin_month.end_of(start).to_string(),
+            "2026-11-30T23:00:00.000Z"
+        );
+        // March in Berlin: 31 days less the hour DST takes.
+        let march = berlin_month.start_of(ts("2026-03-15T12:00:00Z"));
+        assert_eq!(
+            berlin_month.end_of(march).millis() - march.millis(),
+            31 * 86_400_000 - 3_600_000
+        );
+        let february = Bucketing::new(Width::Month, None).start_of(ts("2028-02-29T12:00:00Z"));
+        assert_eq!(
+            Bucketing::new(Width::Month, None)
+                .end_of(february)
+                .to_string(),
+            "2028-03-01T00:00:00.000Z"
         );
     }
 

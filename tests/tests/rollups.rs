@@ -1,6 +1,7 @@
 //! Rollups answer as the readings do (issue 14): on the embedded store, for
 //! random readings delivered in random batches and orders (late, repeated
-//! with other values, reversed), random ranges, hour and day buckets, in UTC
+//! with other values, reversed), random ranges, hour, day, week and month
+//! buckets, in UTC
 //! and in zones with whole-hour and half-hour offsets, `stats` and `energy`
 //! from rollups equal the same queries over the readings (the same store
 //! with rollup reads off), within float tolerance.
@@ -80,7 +81,7 @@ proptest! {
         from_min in 0i64..3 * 1440,
         len_min in 60i64..4 * 1440,
         zone in 0usize..4,
-        daily in any::<bool>(),
+        width in 0usize..4,
     ) {
         let mut all = readings(&h);
         match order {
@@ -89,7 +90,7 @@ proptest! {
             _ => {} // as generated: late readings, and keys written again
         }
         let tz = [None, Some(chrono_tz::Europe::Berlin), Some(chrono_tz::America::New_York), Some(chrono_tz::Asia::Kolkata)][zone];
-        let bucketing = Bucketing::new(if daily { Width::Day } else { Width::Hour }, tz);
+        let bucketing = Bucketing::new([Width::Hour, Width::Day, Width::Week, Width::Month][width], tz);
         let range = TimeRange::new(
             Timestamp::from_millis(T0 + from_min * MINUTE).unwrap(),
             Timestamp::from_millis(T0 + (from_min + len_min) * MINUTE).unwrap(),

@@ -114,8 +114,6 @@ pub struct Rollup {
     /// The device's counter chain after the span: `counters.leaving`, or the
     /// chain it entered with when the span has no counter reading.
     pub chain: Option<Chain>,
-    /// The time of the span's last reading.
-    pub last: Timestamp,
 }
 
 /// The quantities a room's answers are made of.
@@ -150,7 +148,6 @@ impl Rollup {
             rooms: BTreeMap::new(),
             counters: None,
             chain: entering,
-            last: start,
         }
     }
 
@@ -160,7 +157,6 @@ impl Rollup {
 
     /// Adds the next reading of the span (later than every one added).
     pub fn add(&mut self, r: &Reading) {
-        self.last = r.timestamp;
         self.all.add(r.measurement.values().iter().copied());
         if let Some(room) = r.room() {
             let mut values = room_values(r).peekable();
@@ -231,7 +227,6 @@ pub fn spans<'a>(
 pub fn day(start: Timestamp, hours: &[Rollup]) -> Rollup {
     let mut d = Rollup::new(Span::Day, start, hours.first().and_then(|h| h.entering()));
     for h in hours {
-        d.last = h.last;
         d.chain = h.chain;
         d.all.merge(&h.all);
         for (room, t) in &h.rooms {
@@ -271,7 +266,7 @@ pub enum Segment {
 /// not a whole number of hours: India, Nepal, parts of Australia).
 pub fn segments(bucketing: &Bucketing, range: TimeRange) -> Vec<Segment> {
     let all_raw = vec![Segment::Raw(range)];
-    if bucketing.width().millis() < HOUR_MS {
+    if bucketing.width().shortest_millis() < HOUR_MS {
         return all_raw;
     }
     let (from, to) = (range.from().millis(), range.to().millis());
@@ -317,7 +312,7 @@ pub fn segments(bucketing: &Bucketing, range: TimeRange) -> Vec<Segment> {
         .collect()
 }
 
-/// A rollup as both engines store it (JSON text on SQLite, an item's
+/// A rollup as both engines store it (postcard bytes on SQLite, an item's
 /// attributes on DynamoDB): short names, quantities and rooms by name, times
 /// in epoch milliseconds. `v` is the shape's version.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -331,10 +326,9 @@ pub struct Stored {
     /// span's (a room sensor's usual case).
     pub r: Vec<StoredRoom>,
     pub c: Option<StoredCounters>,
-    /// The chain after the span: time, kWh bought, kWh sold.
+    /// The chain after a span without counter readings (time, kWh bought,
+    /// kWh sold); with them, it is `c.leaving`.
     pub ch: Option<(i64, f64, f64)>,
-    /// The last reading's time.
-    pub l: i64,
 }
 
 pub type StoredField = (String, u64, f64, f64, f64);
@@ -385,8 +379,11 @@ impl From<&Rollup> for Stored {
                 inside: (c.inside_bought, c.inside_sold, c.inside_resets),
                 leaving: stored_chain(&c.leaving),
             }),
-            ch: r.chain.as_ref().map(stored_chain),
-            l: r.last.millis(),
+            ch: r
+                .chain
+                .as_ref()
+                .filter(|_| r.counters.is_none())
+                .map(stored_chain),
         }
     }
 }
@@ -459,14 +456,17 @@ impl Stored {
                 leaving: chain(c.leaving)?,
             }),
         };
+        let chain = match &counters {
+            Some(c) => Some(c.leaving),
+            None => self.ch.map(chain).transpose()?,
+        };
         Ok(Rollup {
             span,
             start,
             all,
             rooms,
             counters,
-            chain: self.ch.map(chain).transpose()?,
-            last: time(self.l)?,
+            chain,
         })
     }
 }
@@ -735,6 +735,9 @@ mod tests {
             for r in hours(None, &all).into_iter().chain(spans(Span::Day, None, all.iter())) {
                 let text = serde_json::to_string(&Stored::from(&r)).unwrap();
                 let back: Stored = serde_json::from_str(&text).unwrap();
+                prop_assert_eq!(back.decode(r.span, r.start).unwrap(), r.clone());
+                let bytes = postcard::to_allocvec(&Stored::from(&r)).unwrap();
+                let back: Stored = postcard::from_bytes(&bytes).unwrap();
                 prop_assert_eq!(back.decode(r.span, r.start).unwrap(), r);
             }
         }

@@ -307,6 +307,44 @@ impl SqliteStore {
         result
     }
 
+    /// The devices whose rollups `rebuild_rollups` would rebuild: `only`, or
+    /// every device with readings.
+    pub async fn rollup_devices(
+        &self,
+        only: Option<DeviceId>,
+    ) -> Result<Vec<DeviceId>, StoreError> {
+        self.blocking(move |s| {
+            s.read(|conn| {
+                Ok(names::devices(conn)?
+                    .into_iter()
+                    .map(|(_, d)| d)
+                    .filter(|d| only.as_ref().is_none_or(|o| o == d))
+                    .collect())
+            })
+        })
+        .await
+    }
+
+    /// Rebuilds one device's hour and day rollups from its readings, for the
+    /// days that overlap `range`, in one transaction (`ingester-local
+    /// rollups rebuild`). Returns the rollups written.
+    pub async fn rebuild_rollups(
+        &self,
+        device: &DeviceId,
+        range: TimeRange,
+    ) -> Result<usize, StoreError> {
+        let device = device.clone();
+        self.blocking(move |s| {
+            s.write(|tx, _, _| {
+                let Some(id) = names::find(tx, schema::DEVICE, device.as_str())? else {
+                    return Ok(0);
+                };
+                rollups::rebuild(tx, id, &device, &range)
+            })
+        })
+        .await
+    }
+
     /// Copies everything in the WAL into the database file and empties the WAL,
     /// so that the file alone holds every committed write (a backup, a fixture).
     pub async fn checkpoint(&self) -> Result<(), StoreError> {

@@ -175,12 +175,12 @@ pub fn create() -> String {
             PRIMARY KEY (room, device)
         ) WITHOUT ROWID;\n";
     // Hour and day rollups (docs/rollups.md): span 0 an hour, 1 a day; the
-    // body is the stored shape as JSON.
+    // body is the stored shape, postcard-encoded.
     sql += "CREATE TABLE IF NOT EXISTS rollups (
             device INTEGER NOT NULL,
             span   INTEGER NOT NULL,
             start  INTEGER NOT NULL,
-            body   TEXT NOT NULL,
+            body   BLOB NOT NULL,
             PRIMARY KEY (device, span, start)
         ) WITHOUT ROWID;\n";
     sql += "CREATE INDEX IF NOT EXISTS readings_climate_z
