@@ -287,17 +287,13 @@ impl SqliteStore {
     /// Runs `change` in one write transaction; a failure rolls it back whole.
     fn write<T>(
         &self,
-        change: impl FnOnce(
-            &Connection,
-            &mut names::Names,
-            &mut std::collections::HashMap<i64, i64>,
-        ) -> Result<T, StoreError>,
+        change: impl FnOnce(&Connection, &mut names::Names, &mut rows::Cache) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut writer = self.lock();
         let result = (|| {
-            let (conn, names, newest) = writer.parts();
+            let (conn, names, cache) = writer.parts();
             let tx = conn.transaction().map_err(db_err)?;
-            let value = change(&tx, names, newest)?;
+            let value = change(&tx, names, cache)?;
             tx.commit().map_err(db_err)?;
             Ok(value)
         })();
@@ -335,10 +331,11 @@ impl SqliteStore {
     ) -> Result<usize, StoreError> {
         let device = device.clone();
         self.blocking(move |s| {
-            s.write(|tx, _, _| {
+            s.write(|tx, _, cache| {
                 let Some(id) = names::find(tx, schema::DEVICE, device.as_str())? else {
                     return Ok(0);
                 };
+                cache.spans.retain(|(d, _), _| *d != id);
                 rollups::rebuild(tx, id, &device, &range)
             })
         })
@@ -391,17 +388,18 @@ impl SqliteStore {
 impl SqliteStore {
     fn write_readings_now(&self, readings: &[Reading]) -> WriteReport {
         let deduped = Deduped::new(readings);
-        let result = self.write(|tx, names, newest| {
+        let result = self.write(|tx, names, cache| {
             let touched = Writer::put_readings(
                 tx,
                 names,
-                newest,
+                &mut cache.newest,
                 deduped.winners.iter().map(|&i| &readings[i]),
             )?;
             // The rollups, in the same transaction, per device in time order.
             for (id, batch) in touched {
                 rollups::update(
                     tx,
+                    &mut cache.spans,
                     id,
                     &batch.readings[0].device_id,
                     &batch.readings,

@@ -16,7 +16,7 @@ use crate::aggregate::rollup::{spans, Rollup, Span, Stored};
 use crate::model::{DeviceId, Reading, TimeRange, Timestamp};
 use crate::store::Order;
 use rusqlite::{params, Connection, OptionalExtension};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 pub const SPANS: [Span; 2] = [Span::Hour, Span::Day];
 
@@ -109,6 +109,7 @@ fn put(conn: &Connection, device: i64, r: &Rollup) -> Result<(), StoreError> {
 /// device's newest reading before the batch.
 pub fn update(
     tx: &Connection,
+    newest: &mut HashMap<(i64, Span), Rollup>,
     device: i64,
     device_id: &DeviceId,
     readings: &[&Reading],
@@ -116,8 +117,9 @@ pub fn update(
 ) -> Result<(), StoreError> {
     for span in SPANS {
         if appended {
-            append(tx, device, span, readings)?;
+            append(tx, newest, device, span, readings)?;
         } else {
+            newest.remove(&(device, span));
             let starts = readings
                 .iter()
                 .map(|r| span.start_of(r.timestamp).millis())
@@ -128,21 +130,22 @@ pub fn update(
     Ok(())
 }
 
+/// Continues the device's newest span (remembered from the last batch, or
+/// read) with readings all newer than it, and remembers the newest after.
 fn append(
     tx: &Connection,
+    newest: &mut HashMap<(i64, Span), Rollup>,
     device: i64,
     span: Span,
     readings: &[&Reading],
 ) -> Result<(), StoreError> {
-    let Some(first) = readings.first() else {
+    if readings.is_empty() {
         return Ok(());
+    }
+    let mut current = match newest.remove(&(device, span)) {
+        Some(r) => Some(r),
+        None => latest_before(tx, device, span, i64::MAX)?,
     };
-    let mut current = latest_before(
-        tx,
-        device,
-        span,
-        span.end_of(span.start_of(first.timestamp)).millis(),
-    )?;
     let mut dirty = false;
     for r in readings {
         let start = span.start_of(r.timestamp);
@@ -160,8 +163,11 @@ fn append(
         }
         dirty = true;
     }
-    if let Some(done) = current.filter(|_| dirty) {
-        put(tx, device, &done)?;
+    if let Some(done) = current {
+        if dirty {
+            put(tx, device, &done)?;
+        }
+        newest.insert((device, span), done);
     }
     Ok(())
 }

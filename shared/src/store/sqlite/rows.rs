@@ -5,6 +5,7 @@
 use super::db_err;
 use super::names::{self, Names};
 use super::schema::{self, families, read_value, stored_value};
+use crate::aggregate::rollup::{Rollup, Span};
 use crate::keys::zorder::ZKey;
 use crate::keys::Position;
 use crate::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
@@ -54,7 +55,16 @@ impl Bounds {
 pub struct Writer {
     pub conn: Connection,
     pub names: Names,
-    newest: HashMap<i64, i64>,
+    cache: Cache,
+}
+
+/// What the writer remembers between transactions (and forgets after one
+/// that rolled back): each device's newest time, and its newest rollup of
+/// each span as stored (what an append continues).
+#[derive(Default)]
+pub struct Cache {
+    pub newest: HashMap<i64, i64>,
+    pub spans: HashMap<(i64, Span), Rollup>,
 }
 
 impl Writer {
@@ -62,14 +72,14 @@ impl Writer {
         Self {
             conn,
             names: Names::default(),
-            newest: HashMap::new(),
+            cache: Cache::default(),
         }
     }
 
     /// Forgets what a rolled-back transaction may have cached.
     pub fn forget(&mut self) {
         self.names.clear();
-        self.newest.clear();
+        self.cache = Cache::default();
     }
 
     /// Writes readings (distinct keys) in the caller's transaction: the
@@ -130,8 +140,8 @@ impl Writer {
     }
 
     /// The connection, the ids and the newest times, borrowed apart.
-    pub fn parts(&mut self) -> (&mut Connection, &mut Names, &mut HashMap<i64, i64>) {
-        (&mut self.conn, &mut self.names, &mut self.newest)
+    pub fn parts(&mut self) -> (&mut Connection, &mut Names, &mut Cache) {
+        (&mut self.conn, &mut self.names, &mut self.cache)
     }
 }
 
