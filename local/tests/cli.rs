@@ -231,6 +231,7 @@ fn replay_of_every_event_file_prints_the_expected_answers() {
             ok.clone(),
             ok.clone(),
             ok.clone(),
+            ok.clone(),
             ok.clone()
         ]
     );
@@ -261,6 +262,14 @@ fn replay_of_every_event_file_prints_the_expected_answers() {
         .map(|r| r["temperature"].as_f64().unwrap())
         .collect();
     assert_eq!(temps, vec![21.7, 21.5]);
+    // The embedded store answers stats from its hour rollups.
+    assert_eq!(
+        (
+            body(11)["source"].clone(),
+            body(11)["buckets"][0]["count"].clone()
+        ),
+        (json!("rollups"), json!(2))
+    );
 }
 
 #[test]

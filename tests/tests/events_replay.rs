@@ -31,7 +31,7 @@ fn stream(name: &str) -> Event {
 }
 
 /// The files this test replays, in order. A new fixture must be added here.
-const ORDER: [&str; 11] = [
+const ORDER: [&str; 12] = [
     "01-post-reading-power.json",
     "02-post-readings-batch.json",
     "03-post-readings-invalid.json",
@@ -43,6 +43,7 @@ const ORDER: [&str; 11] = [
     "09-get-rooms.json",
     "10-get-room.json",
     "11-get-room-readings.json",
+    "12-get-device-stats.json",
 ];
 
 #[test]
@@ -154,6 +155,34 @@ async fn fixtures_replay_through_the_handlers<S: TestStore>() {
         .map(|r| r["temperature"].as_f64().unwrap())
         .collect();
     assert_eq!(temps, vec![21.7, 21.5]);
+    let stats = get("12-get-device-stats.json").await;
+    let hour = &stats["buckets"][0];
+    assert_eq!(
+        (
+            stats["buckets"].as_array().unwrap().len(),
+            &hour["start"],
+            &hour["count"]
+        ),
+        (1, &json!("2026-11-21T01:00:00.000Z"), &json!(2))
+    );
+    assert_eq!(
+        hour["fields"]["temperature"],
+        json!({"min": 21.5, "max": 21.7, "mean": 21.6, "count": 2})
+    );
+    // The embedded store answers from its hour rollups; DynamoDB, which keeps
+    // none yet (docs/rollups.md), from the readings.
+    let expected = if store.keeps_rollups() {
+        ("rollups", 1)
+    } else {
+        ("raw", 2)
+    };
+    assert_eq!(
+        (
+            stats["source"].as_str().unwrap(),
+            stats["items_read"].as_u64().unwrap()
+        ),
+        expected
+    );
 }
 
 async fn a_poison_record_is_reported_by_sequence_number_and_the_rest_applied<S: TestStore>() {
@@ -266,9 +295,15 @@ async fn answers<S: TestStore>() -> Vec<Value> {
 
 #[tokio::test]
 async fn the_embedded_store_and_dynamodb_give_the_same_answers() {
-    let dynamo = answers::<shared::store::DynamoStore>().await;
-    let sqlite = answers::<shared::store::SqliteStore>().await;
-    assert_eq!(dynamo.len(), 11);
+    let mut dynamo = answers::<shared::store::DynamoStore>().await;
+    let mut sqlite = answers::<shared::store::SqliteStore>().await;
+    assert_eq!(dynamo.len(), 12);
+    // What an aggregate was computed from differs (rollups on the embedded
+    // store only); what it answers may not.
+    for answers in [&mut dynamo, &mut sqlite] {
+        let body = answers[11]["body"].as_object_mut().unwrap();
+        assert!(body.remove("source").is_some() && body.remove("items_read").is_some());
+    }
     for (i, (d, s)) in dynamo.iter().zip(&sqlite).enumerate() {
         assert_eq!(d, s, "answer {i} ({})", ORDER[i]);
     }

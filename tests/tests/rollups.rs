@@ -134,3 +134,60 @@ proptest! {
         });
     }
 }
+
+/// A year of a meter: daily stats and monthly energy read a day rollup per
+/// day (≤ 400 items), not every reading, and give the readings' answers.
+#[tokio::test]
+async fn a_year_of_daily_stats_and_monthly_energy_reads_day_rollups() {
+    const STEP: i64 = 10 * MINUTE; // 52,560 readings: a year at 1/minute reads the same rollups
+    let start = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+    let year: Vec<Reading> = (0..365 * 144)
+        .map(|i| Reading {
+            device_id: DeviceId::parse("meter-1").unwrap(),
+            timestamp: Timestamp::from_millis(start + i * STEP).unwrap(),
+            measurement: Measurement::power(1000.0 + i as f64 * 0.01, 5.0, 300.0).unwrap(),
+        })
+        .collect();
+    let store = SqliteStore::in_memory().unwrap();
+    for chunk in year.chunks(1000) {
+        assert!(store.write_readings(chunk).await.unwritten.is_empty());
+    }
+    let raw = store.clone().without_rollup_reads();
+    let meter = DeviceId::parse("meter-1").unwrap();
+    let range = TimeRange::new(
+        Timestamp::from_millis(start).unwrap(),
+        Timestamp::from_millis(start + 365 * 86_400_000).unwrap(),
+    )
+    .unwrap();
+    let daily = StatsQuery {
+        range,
+        bucketing: Bucketing::new(Width::Day, None),
+    };
+    let got = query::stats(&store, Partition::Device(&meter), &daily)
+        .await
+        .unwrap();
+    let want = query::stats(&raw, Partition::Device(&meter), &daily)
+        .await
+        .unwrap();
+    assert_eq!(
+        (got.source, got.items_read, got.buckets.len()),
+        (Source::Rollups, 365, 365)
+    );
+    assert_eq!(want.items_read, year.len());
+    for (a, b) in got.buckets.iter().zip(&want.buckets) {
+        assert_eq!((a.start, a.count), (b.start, b.count));
+    }
+    let monthly = StatsQuery {
+        range,
+        bucketing: Bucketing::new(Width::Month, None),
+    };
+    let got = query::energy(&store, &meter, &monthly).await.unwrap();
+    let want = query::energy(&raw, &meter, &monthly).await.unwrap();
+    assert_eq!(got.buckets.len(), 12);
+    assert!(got.items_read <= 400, "{} items", got.items_read);
+    for (a, b) in got.buckets.iter().zip(&want.buckets) {
+        assert!(close(a.kwh_bought, b.kwh_bought), "{a:?} {b:?}");
+    }
+    let total: f64 = got.buckets.iter().map(|b| b.kwh_bought).sum();
+    assert!(close(total, (year.len() - 1) as f64 * 0.01), "{total}");
+}
