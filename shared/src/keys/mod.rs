@@ -5,6 +5,7 @@
 
 pub mod zorder;
 
+use crate::aggregate::rollup::Span;
 use crate::model::{DeviceId, RoomId, TimeRange, Timestamp};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -128,6 +129,52 @@ pub fn parse_reading_sk(sk: &str) -> Option<Timestamp> {
 /// Inclusive `sk` bounds of a half-open time range, for `sk BETWEEN :lo AND :hi`.
 pub fn reading_sk_bounds(range: &TimeRange) -> (String, String) {
     (reading_sk(range.from()), reading_sk(range.last()))
+}
+
+/// Sort-key prefixes of a device's hour and day rollups (docs/rollups.md), in
+/// the device's own partition: `RH#<hour start>` and `RD#<day start>`. `R`
+/// sorts before `T`, so no reading range (`TS#...`) can reach one, and a
+/// rollup item carries none of the attributes the indexes are keyed on
+/// (`room`, `z`, `shard`, `ats`), so no index holds it.
+pub const HOUR_ROLLUP_PREFIX: &str = "RH#";
+pub const DAY_ROLLUP_PREFIX: &str = "RD#";
+
+fn rollup_prefix(span: Span) -> &'static str {
+    match span {
+        Span::Hour => HOUR_ROLLUP_PREFIX,
+        Span::Day => DAY_ROLLUP_PREFIX,
+    }
+}
+
+/// `sk` of a device's rollup of `span` starting at `start`: `RH#2026-11-22T01:00:00.000Z`.
+pub fn rollup_sk(span: Span, start: Timestamp) -> String {
+    let mut s = String::with_capacity(3 + Timestamp::TEXT_LEN);
+    s.push_str(rollup_prefix(span));
+    start.write_to(&mut s);
+    s
+}
+
+/// The span and start of a rollup `sk`, or `None` if `sk` is not one (or
+/// not a span's start).
+pub fn parse_rollup_sk(sk: &str) -> Option<(Span, Timestamp)> {
+    let (span, text) = match sk.get(..3)? {
+        HOUR_ROLLUP_PREFIX => (Span::Hour, &sk[3..]),
+        DAY_ROLLUP_PREFIX => (Span::Day, &sk[3..]),
+        _ => return None,
+    };
+    let ts = Timestamp::parse(text).ok()?;
+    (text.len() == Timestamp::TEXT_LEN && ts.to_string() == text && span.start_of(ts) == ts)
+        .then_some((span, ts))
+}
+
+/// Inclusive `sk` bounds of the rollups of `span` lying wholly inside `range`
+/// (`None` when no whole span fits).
+pub fn rollup_sk_bounds(span: Span, range: &TimeRange) -> Option<(String, String)> {
+    let first = span.start_of(range.from().saturating_add_millis(span.millis() - 1));
+    let last = span
+        .start_of(range.to())
+        .saturating_add_millis(-span.millis());
+    (first <= last).then(|| (rollup_sk(span, first), rollup_sk(span, last)))
 }
 
 /// Where a page of readings ended: the key of its last item.
@@ -311,6 +358,42 @@ pub fn decode_search_cursor(scope: &str, cursor: &str) -> Result<zorder::ZKey, C
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rollup_keys_round_trip_and_no_reading_range_reaches_them() {
+        let t = |s: &str| Timestamp::parse(s).unwrap();
+        let hour = rollup_sk(Span::Hour, t("2026-11-22T01:00:00Z"));
+        assert_eq!(hour, "RH#2026-11-22T01:00:00.000Z");
+        assert_eq!(
+            parse_rollup_sk(&hour),
+            Some((Span::Hour, t("2026-11-22T01:00:00Z")))
+        );
+        assert_eq!(
+            parse_rollup_sk("RD#2026-11-22T00:00:00.000Z").map(|(s, _)| s),
+            Some(Span::Day)
+        );
+        // Not a span's start, not canonical, or not a rollup at all.
+        assert_eq!(parse_rollup_sk("RD#2026-11-22T01:00:00.000Z"), None);
+        assert_eq!(parse_rollup_sk("RH#2026-11-22T01:00:00Z"), None);
+        assert_eq!(parse_rollup_sk("TS#2026-11-22T01:00:00.000Z"), None);
+        assert_eq!(parse_reading_sk(&hour), None);
+        // The widest reading range there is still sorts after every rollup key.
+        let all = TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap();
+        let (lo, _) = reading_sk_bounds(&all);
+        assert!(rollup_sk(Span::Hour, Span::Hour.start_of(Timestamp::MAX)) < lo);
+        assert!(rollup_sk(Span::Day, Span::Day.start_of(Timestamp::MAX)) < lo);
+        // Whole spans inside a range only.
+        let r = TimeRange::new(t("2026-11-21T10:30:00Z"), t("2026-11-24T00:00:00Z")).unwrap();
+        assert_eq!(
+            rollup_sk_bounds(Span::Day, &r),
+            Some((
+                "RD#2026-11-22T00:00:00.000Z".into(),
+                "RD#2026-11-23T00:00:00.000Z".into()
+            ))
+        );
+        let short = TimeRange::new(t("2026-11-21T10:30:00Z"), t("2026-11-21T11:15:00Z")).unwrap();
+        assert_eq!(rollup_sk_bounds(Span::Hour, &short), None);
+    }
 
     #[test]
     fn the_shard_is_seed_000_s_suffix() {

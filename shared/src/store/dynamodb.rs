@@ -9,12 +9,13 @@ use super::{
     RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport, ZIndex,
     ZPage, ZRangeRequest,
 };
+use crate::aggregate::rollup::{Rollup, Span, Stored};
 use crate::keys::zorder::ZKey;
 use crate::keys::{
     self, attr, ALL_TIME_INDEX, DEVICE_PARTITION, DEVICE_Z_INDEX, READING_PREFIX, ROOM_PARTITION,
     ROOM_TIME_INDEX, ROOM_Z_INDEX,
 };
-use crate::model::{DeviceId, Name, Reading, RoomId, Timestamp};
+use crate::model::{DeviceId, Name, Reading, RoomId, TimeRange, Timestamp};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::batch_write_item::BatchWriteItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, ReturnValue, WriteRequest};
@@ -380,6 +381,66 @@ impl DynamoStore {
                 None => return Ok((items, false)),
             }
         }
+    }
+
+    /// Puts a device's rollup whole (`RH#`/`RD#` in its partition). Nothing
+    /// maintains them on DynamoDB yet (docs/rollups.md), so `keeps_rollups`
+    /// stays false and aggregates read the readings.
+    pub async fn put_rollup(&self, device: &DeviceId, rollup: &Rollup) -> Result<(), StoreError> {
+        let mut item: Item = serde_dynamo::to_item(Stored::from(rollup))
+            .map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
+        item.insert(attr::PK.to_owned(), s(keys::reading_pk(device)));
+        item.insert(
+            attr::SK.to_owned(),
+            AttributeValue::S(keys::rollup_sk(rollup.span, rollup.start)),
+        );
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    /// A device's rollups of `span` lying wholly inside `range`, oldest first (all pages).
+    pub async fn read_rollups(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        range: &TimeRange,
+    ) -> Result<Vec<Rollup>, StoreError> {
+        let Some((lo, hi)) = keys::rollup_sk_bounds(span, range) else {
+            return Ok(Vec::new());
+        };
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
+            .expression_attribute_names("#pk", attr::PK)
+            .expression_attribute_names("#sk", attr::SK)
+            .expression_attribute_values(":pk", s(keys::reading_pk(device)))
+            .expression_attribute_values(":lo", AttributeValue::S(lo))
+            .expression_attribute_values(":hi", AttributeValue::S(hi));
+        let (items, _) = self.query_pages(query, usize::MAX).await?;
+        items
+            .into_iter()
+            .map(|mut item| {
+                let sk = match item.remove(attr::SK) {
+                    Some(AttributeValue::S(sk)) => sk,
+                    _ => return Err(StoreError::Corrupt("a rollup item without sk".into())),
+                };
+                item.remove(attr::PK);
+                let corrupt = |e: String| StoreError::Corrupt(format!("rollup {sk}: {e}"));
+                let (span, start) =
+                    keys::parse_rollup_sk(&sk).ok_or_else(|| corrupt("not a rollup key".into()))?;
+                let stored: Stored =
+                    serde_dynamo::from_item(item).map_err(|e| corrupt(e.to_string()))?;
+                stored.decode(span, start).map_err(corrupt)
+            })
+            .collect()
     }
 
     /// Every item of one registry partition, all pages.
