@@ -188,7 +188,7 @@ impl Source {
 /// How to answer an aggregate: rollups where the engine keeps them and the
 /// buckets allow (`rollup::segments`), readings elsewhere.
 fn plan<S: Store>(store: &S, q: &StatsQuery) -> Vec<Segment> {
-    if store.keeps_rollups() {
+    if store.answers_from_rollups() {
         segments(&q.bucketing, q.range)
     } else {
         vec![Segment::Raw(q.range)]

@@ -176,6 +176,23 @@ async fn long_ranges_are_aggregated_page_by_page<S: TestStore>() {
     );
 }
 
+/// An energy answer's buckets: start (hh:mm), kWh bought, kWh sold, resets.
+fn energy_buckets(body: &Value) -> Vec<(String, f64, f64, u64)> {
+    body["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["start"].as_str().unwrap()[11..16].to_owned(),
+                b["kwh_bought"].as_f64().unwrap(),
+                b["kwh_sold"].as_f64().unwrap(),
+                b["resets"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// A counter that dips a little, or reads 0, is glitching, not a new meter:
 /// no reset, and no energy spike when the old value comes back (the rule of
 /// docs/rollups.md, as Home Assistant's 90 %).
@@ -205,21 +222,13 @@ async fn a_dip_or_a_zero_is_not_a_new_meter<S: TestStore>() {
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    let got: Vec<(f64, f64, u64)> = body["buckets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| {
-            (
-                b["kwh_bought"].as_f64().unwrap(),
-                b["kwh_sold"].as_f64().unwrap(),
-                b["resets"].as_u64().unwrap(),
-            )
-        })
-        .collect();
     assert_eq!(
-        got,
-        vec![(0.5, 0.0, 0), (0.5, 0.25, 0), (1.0, 0.0, 2)],
+        energy_buckets(&body),
+        vec![
+            ("00:00".into(), 0.5, 0.0, 0),
+            ("01:00".into(), 0.5, 0.25, 0),
+            ("02:00".into(), 1.0, 0.0, 2)
+        ],
         "{body}"
     );
 }
@@ -250,19 +259,7 @@ async fn energy_counts_growth_resets_gaps_and_the_reading_before_from<S: TestSto
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    let got: Vec<(String, f64, f64, u64)> = body["buckets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| {
-            (
-                b["start"].as_str().unwrap()[11..16].to_owned(),
-                b["kwh_bought"].as_f64().unwrap(),
-                b["kwh_sold"].as_f64().unwrap(),
-                b["resets"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let got = energy_buckets(&body);
     assert_eq!(
         got,
         vec![

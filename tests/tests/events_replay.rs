@@ -171,7 +171,7 @@ async fn fixtures_replay_through_the_handlers<S: TestStore>() {
     );
     // The embedded store answers from its hour rollups; DynamoDB, which keeps
     // none yet (docs/rollups.md), from the readings.
-    let expected = if store.keeps_rollups() {
+    let expected = if store.answers_from_rollups() {
         ("rollups", 1)
     } else {
         ("raw", 2)

@@ -273,7 +273,7 @@ async fn rollup_items_round_trip_on_dynamodb_and_stay_out_of_reading_ranges() {
         "the registry is the stream's to fill"
     );
     assert!(
-        !store.keeps_rollups(),
+        !store.answers_from_rollups(),
         "until the stream function keeps them"
     );
 }

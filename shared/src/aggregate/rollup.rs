@@ -161,7 +161,11 @@ impl Rollup {
         if let Some(room) = r.room() {
             let mut values = room_values(r).peekable();
             if values.peek().is_some() {
-                self.rooms.entry(room.clone()).or_default().add(values);
+                // No id clone per reading: the room is nearly always there already.
+                match self.rooms.get_mut(room) {
+                    Some(tally) => tally.add(values),
+                    None => self.rooms.entry(room.clone()).or_default().add(values),
+                }
             }
         }
         let Some((bought, sold)) = counters(r) else {

@@ -119,3 +119,37 @@ pub async fn ingest<S: Store>(
         Err(IngestError::Unavailable { unwritten, total })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Quantity;
+
+    /// A value with 17 significant digits is stored as the `f64` its text
+    /// names, bit for bit (serde_json's `float_roundtrip`; without it this
+    /// one came back one ulp off).
+    #[test]
+    fn long_values_are_parsed_exactly() {
+        for text in [
+            "43.019999999999996",
+            "45.000000000000007",
+            "0.30000000000000004",
+        ] {
+            let body = format!(
+                r#"{{"device_id":"t-1","room":"hall","temperature":20.0,"humidity":{text}}}"#
+            );
+            let parsed = parse_batch(
+                body.as_bytes(),
+                Timestamp::now(),
+                &RegistrySnapshot::default(),
+            )
+            .unwrap();
+            let want: f64 = text.parse().unwrap();
+            assert_eq!(
+                parsed[0].get(Quantity::Humidity).map(f64::to_bits),
+                Some(want.to_bits()),
+                "{text}"
+            );
+        }
+    }
+}

@@ -384,7 +384,7 @@ impl DynamoStore {
     }
 
     /// Puts a device's rollup whole (`RH#`/`RD#` in its partition). Nothing
-    /// maintains them on DynamoDB yet (docs/rollups.md), so `keeps_rollups`
+    /// maintains them on DynamoDB yet (docs/rollups.md), so `answers_from_rollups`
     /// stays false and aggregates read the readings.
     pub async fn put_rollup(&self, device: &DeviceId, rollup: &Rollup) -> Result<(), StoreError> {
         let mut item: Item = serde_dynamo::to_item(Stored::from(rollup))

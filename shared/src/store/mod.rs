@@ -229,9 +229,9 @@ pub trait Store: Clone + Send + Sync + 'static {
     fn registry_follows_writes(&self) -> bool {
         false
     }
-    /// Whether the engine keeps hour and day rollups of every device's
-    /// readings (docs/rollups.md); otherwise aggregates read the readings.
-    fn keeps_rollups(&self) -> bool {
+    /// Whether aggregates are answered from hour and day rollups of every
+    /// device's readings (docs/rollups.md); otherwise they read the readings.
+    fn answers_from_rollups(&self) -> bool {
         false
     }
     /// A device's rollups of a span that lie wholly inside `range`, oldest first.

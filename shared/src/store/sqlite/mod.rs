@@ -541,7 +541,7 @@ impl Store for SqliteStore {
         true
     }
 
-    fn keeps_rollups(&self) -> bool {
+    fn answers_from_rollups(&self) -> bool {
         self.rollup_reads
     }
 
