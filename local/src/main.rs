@@ -88,7 +88,7 @@ enum Command {
 
 #[derive(Subcommand)]
 enum RollupsAction {
-    /// Rebuild rollups from the readings: after a restore, or for readings written by hand into the file. Opening a file from before rollups builds them already.
+    /// Rebuild rollups from the readings, on the embedded store or DynamoDB: after a restore, for readings written by hand, or on a DynamoDB table written before rollups (docs/rollups.md). Opening a file from before rollups builds them already.
     Rebuild {
         /// The first day to rebuild (RFC 3339; its UTC day is rebuilt whole). Default: the first reading.
         #[arg(long)]
@@ -125,10 +125,10 @@ fn store_args(spec: &str, create_table: bool, retention_days: u32) -> StoreArgs 
     }
 }
 
-/// `rollups rebuild` on the embedded store: one device at a time, each in its
-/// own transaction, with a progress bar.
-async fn rebuild_rollups(
-    store: &SqliteStore,
+/// `rollups rebuild` on either engine: one device at a time (on the embedded
+/// store each in its own transaction), with a progress bar.
+async fn rebuild_rollups<S: Store>(
+    store: &S,
     only: Option<DeviceId>,
     range: TimeRange,
 ) -> Result<bool, String> {
@@ -429,10 +429,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
                 .transpose()?;
             match open(&store).await? {
                 Backend::Embedded(s) => rebuild_rollups(&s, device, range).await,
-                Backend::Dynamo(..) => Err(
-                    "rollups are kept by the embedded store only, so far; on DynamoDB aggregates read the readings (docs/rollups.md)"
-                        .into(),
-                ),
+                Backend::Dynamo(s, ..) => rebuild_rollups(&s, device, range).await,
             }
         }
         Command::Replay { files, store } => match open(&store).await? {

@@ -96,7 +96,7 @@ impl StreamPoller {
         }
     }
 
-    /// Reads what is new on every shard and hands it to the registry handler.
+    /// Reads what is new on every shard and hands it to the registry and rollups handlers.
     /// Returns how many records were handled.
     pub async fn poll_once(&mut self, store: &DynamoStore) -> Result<usize, String> {
         let described = store
@@ -191,12 +191,18 @@ impl StreamPoller {
                 .collect();
             let mut event = Event::default();
             event.records = records;
-            let response = shared::stream::handle(store, event).await;
-            match response
+            // Both consumers of the table's stream, as on AWS: the registry and
+            // the rollups. Both are idempotent, so the earlier failure of the
+            // two is where both resume.
+            let registry = shared::stream::handle(store, event.clone()).await;
+            let rollups = shared::stream::rollups::handle(store, event).await;
+            let failed = registry
                 .batch_item_failures
-                .first()
-                .and_then(|f| f.item_identifier.clone())
-            {
+                .iter()
+                .chain(&rollups.batch_item_failures)
+                .filter_map(|f| f.item_identifier.clone())
+                .min_by_key(|id| seqs.iter().position(|s| s.as_deref() == Some(id.as_str())));
+            match failed {
                 None => {
                     if let Some(Some(last)) = seqs.last() {
                         self.positions.insert(shard.to_owned(), last.clone());
@@ -216,9 +222,7 @@ impl StreamPoller {
                         }
                     }
                     self.save();
-                    return Err(format!(
-                        "registry handler failed at sequence number {failed}"
-                    ));
+                    return Err(format!("stream handler failed at sequence number {failed}"));
                 }
             }
             iterator = page.next_shard_iterator().map(str::to_owned);

@@ -185,14 +185,33 @@ impl Source {
     }
 }
 
-/// How to answer an aggregate: rollups where the engine keeps them and the
-/// buckets allow (`rollup::segments`), readings elsewhere.
-fn plan<S: Store>(store: &S, q: &StatsQuery) -> Vec<Segment> {
-    if store.answers_from_rollups() {
-        segments(&q.bucketing, q.range)
-    } else {
-        vec![Segment::Raw(q.range)]
+/// How to answer an aggregate over `devices`' readings: rollups where the
+/// engine has complete ones for all of them (`Store::rollup_coverage`) and
+/// the buckets allow (`rollup::segments`), readings elsewhere, in time order.
+async fn plan<S: Store>(
+    store: &S,
+    devices: &[DeviceId],
+    q: &StatsQuery,
+) -> Result<Vec<Segment>, StoreError> {
+    let all_raw = vec![Segment::Raw(q.range)];
+    if !store.answers_from_rollups() {
+        return Ok(all_raw);
     }
+    let Some(cover) = store.rollup_coverage(devices).await? else {
+        return Ok(all_raw);
+    };
+    let (from, to) = (
+        q.range.from().max(cover.from()),
+        q.range.to().min(cover.to()),
+    );
+    let Ok(middle) = TimeRange::new(from, to) else {
+        return Ok(all_raw);
+    };
+    let raw = |a, b| TimeRange::new(a, b).ok().map(Segment::Raw);
+    let mut out: Vec<Segment> = raw(q.range.from(), from).into_iter().collect();
+    out.extend(segments(&q.bucketing, middle));
+    out.extend(raw(to, q.range.to()));
+    Ok(out)
 }
 
 /// min/max/mean/count per bucket and numeric field; empty buckets omitted.
@@ -201,19 +220,19 @@ pub async fn stats<S: Store>(
     partition: Partition<'_>,
     q: &StatsQuery,
 ) -> Result<Aggregate<BucketStats>, StoreError> {
-    let segments = plan(store, q);
-    let mut fold = StatsFold::new(q.bucketing);
-    let mut items_read = 0;
     // A room's rollups are its devices' (each reading counts in the room it named).
-    let uses_rollups = segments.iter().any(|s| matches!(s, Segment::Rollups(..)));
-    let room_devices: Vec<DeviceId> = match &partition {
-        Partition::Room(room) if uses_rollups => store
+    let devices: Vec<DeviceId> = match &partition {
+        Partition::Device(device) => vec![(*device).clone()],
+        Partition::Room(room) if store.answers_from_rollups() => store
             .room(room)
             .await?
             .map(|r| r.devices.into_iter().collect())
             .unwrap_or_default(),
-        _ => Vec::new(),
+        Partition::Room(_) => Vec::new(),
     };
+    let segments = plan(store, &devices, q).await?;
+    let mut fold = StatsFold::new(q.bucketing);
+    let mut items_read = 0;
     for segment in &segments {
         match segment {
             Segment::Raw(range) => {
@@ -231,7 +250,7 @@ pub async fn stats<S: Store>(
                     }
                 }
                 Partition::Room(room) => {
-                    for device in &room_devices {
+                    for device in &devices {
                         for r in store.rollups(device, *span, range).await? {
                             items_read += 1;
                             if let Some(tally) = r.rooms.get(*room) {
@@ -284,7 +303,7 @@ pub async fn energy<S: Store>(
     device: &DeviceId,
     q: &StatsQuery,
 ) -> Result<Aggregate<EnergyBucket>, StoreError> {
-    let segments = plan(store, q);
+    let segments = plan(store, std::slice::from_ref(device), q).await?;
     let before = TimeRange::new(Timestamp::MIN, q.range.from()).ok();
     let after = TimeRange::new(q.range.to(), Timestamp::MAX).ok();
     let mut fold = EnergyFold::new(q.bucketing, q.range);

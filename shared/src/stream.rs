@@ -96,3 +96,5 @@ pub async fn handle<S: Store>(store: &S, event: Event) -> DynamoDbEventResponse 
     }
     response
 }
+
+pub mod rollups;

@@ -287,6 +287,33 @@ fn each_function_has_exactly_its_least_privileges() {
     expected.sort();
     assert_eq!(statements(&t, "RegistryFunction"), expected, "registry");
 
+    // Reads readings and rollups, writes rollups: device partitions only, no index.
+    let mut expected = vec![
+        stmt(
+            &[
+                "dynamodb:Query",
+                "dynamodb:GetItem",
+                "dynamodb:PutItem",
+                "dynamodb:DeleteItem",
+            ],
+            &[table],
+            readings_only,
+        ),
+        stmt(
+            &[
+                "dynamodb:DescribeStream",
+                "dynamodb:GetRecords",
+                "dynamodb:GetShardIterator",
+            ],
+            &["!GetAtt ReadingsTable.StreamArn"],
+            "",
+        ),
+        stmt(&["dynamodb:ListStreams"], &["*"], ""),
+        stmt(&["sqs:SendMessage"], &["!GetAtt RollupFailures.Arn"], ""),
+    ];
+    expected.sort();
+    assert_eq!(statements(&t, "RollupsFunction"), expected, "rollups");
+
     // No wildcard action anywhere, and no function without a role of its own.
     let text =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();

@@ -146,6 +146,10 @@ fn rollup_prefix(span: Span) -> &'static str {
     }
 }
 
+/// `sk` of a device's rollup marker on DynamoDB: the hour from which its
+/// rollups are complete (docs/rollups.md). Neither a reading nor a rollup key.
+pub const ROLLUPS_SINCE_SK: &str = "RSINCE";
+
 /// `sk` of a device's rollup of `span` starting at `start`: `RH#2026-11-22T01:00:00.000Z`.
 pub fn rollup_sk(span: Span, start: Timestamp) -> String {
     let mut s = String::with_capacity(3 + Timestamp::TEXT_LEN);

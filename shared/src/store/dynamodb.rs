@@ -6,10 +6,10 @@
 use super::item::{z_key, DeviceItem, ReadingItem, RoomItem, SnapshotItem};
 use super::{
     now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
-    RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport, ZIndex,
-    ZPage, ZRangeRequest,
+    RegistrySnapshot, Retention, RollupWrites, RoomRecord, RoomUpdate, Store, StoreError,
+    WriteReport, ZIndex, ZPage, ZRangeRequest,
 };
-use crate::aggregate::rollup::{Rollup, Span, Stored};
+use crate::aggregate::rollup::{Rollup, Span};
 use crate::keys::zorder::ZKey;
 use crate::keys::{
     self, attr, ALL_TIME_INDEX, DEVICE_PARTITION, DEVICE_Z_INDEX, READING_PREFIX, ROOM_PARTITION,
@@ -22,10 +22,17 @@ use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, ReturnValue, WriteRequ
 use aws_sdk_dynamodb::Client;
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
+mod rollups;
+
 type Item = HashMap<String, AttributeValue>;
+
+/// How far behind now the rollups stream function is assumed to be at worst:
+/// its batching window (300 s) with room for retries. Aggregates read the
+/// readings for the hours after that.
+pub const DEFAULT_ROLLUP_LAG: Duration = Duration::from_secs(15 * 60);
 
 /// BatchWriteItem's hard limit.
 pub const BATCH_WRITE_MAX: usize = 25;
@@ -71,6 +78,8 @@ pub struct DynamoStore {
     registry_page_limit: Option<i32>,
     retention: Option<Retention>,
     shards: u32,
+    /// Answer aggregates from rollups up to this far behind now; `None`: never.
+    rollup_lag: Option<Duration>,
 }
 
 impl DynamoStore {
@@ -122,7 +131,15 @@ impl DynamoStore {
             registry_page_limit: None,
             retention: None,
             shards: keys::DEFAULT_SHARDS,
+            rollup_lag: Some(DEFAULT_ROLLUP_LAG),
         }
+    }
+
+    /// How far behind now aggregates may use rollups (`None`: never, the
+    /// readings answer everything; a baseline in tests and benches).
+    pub fn with_rollup_lag(mut self, lag: Option<Duration>) -> Self {
+        self.rollup_lag = lag;
+        self
     }
 
     /// A client from the standard AWS configuration chain; honours
@@ -381,66 +398,6 @@ impl DynamoStore {
                 None => return Ok((items, false)),
             }
         }
-    }
-
-    /// Puts a device's rollup whole (`RH#`/`RD#` in its partition). Nothing
-    /// maintains them on DynamoDB yet (docs/rollups.md), so `answers_from_rollups`
-    /// stays false and aggregates read the readings.
-    pub async fn put_rollup(&self, device: &DeviceId, rollup: &Rollup) -> Result<(), StoreError> {
-        let mut item: Item = serde_dynamo::to_item(Stored::from(rollup))
-            .map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
-        item.insert(attr::PK.to_owned(), s(keys::reading_pk(device)));
-        item.insert(
-            attr::SK.to_owned(),
-            AttributeValue::S(keys::rollup_sk(rollup.span, rollup.start)),
-        );
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(())
-    }
-
-    /// A device's rollups of `span` lying wholly inside `range`, oldest first (all pages).
-    pub async fn read_rollups(
-        &self,
-        device: &DeviceId,
-        span: Span,
-        range: &TimeRange,
-    ) -> Result<Vec<Rollup>, StoreError> {
-        let Some((lo, hi)) = keys::rollup_sk_bounds(span, range) else {
-            return Ok(Vec::new());
-        };
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
-            .expression_attribute_names("#pk", attr::PK)
-            .expression_attribute_names("#sk", attr::SK)
-            .expression_attribute_values(":pk", s(keys::reading_pk(device)))
-            .expression_attribute_values(":lo", AttributeValue::S(lo))
-            .expression_attribute_values(":hi", AttributeValue::S(hi));
-        let (items, _) = self.query_pages(query, usize::MAX).await?;
-        items
-            .into_iter()
-            .map(|mut item| {
-                let sk = match item.remove(attr::SK) {
-                    Some(AttributeValue::S(sk)) => sk,
-                    _ => return Err(StoreError::Corrupt("a rollup item without sk".into())),
-                };
-                item.remove(attr::PK);
-                let corrupt = |e: String| StoreError::Corrupt(format!("rollup {sk}: {e}"));
-                let (span, start) =
-                    keys::parse_rollup_sk(&sk).ok_or_else(|| corrupt("not a rollup key".into()))?;
-                let stored: Stored =
-                    serde_dynamo::from_item(item).map_err(|e| corrupt(e.to_string()))?;
-                stored.decode(span, start).map_err(corrupt)
-            })
-            .collect()
     }
 
     /// Every item of one registry partition, all pages.
@@ -799,6 +756,48 @@ fn page_of(items: Vec<Item>, more: bool) -> Result<Page, StoreError> {
 }
 
 impl Store for DynamoStore {
+    fn answers_from_rollups(&self) -> bool {
+        self.rollup_lag.is_some()
+    }
+
+    async fn rollup_coverage(&self, devices: &[DeviceId]) -> Result<Option<TimeRange>, StoreError> {
+        self.coverage(devices).await
+    }
+
+    async fn rollups(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        range: &TimeRange,
+    ) -> Result<Vec<Rollup>, StoreError> {
+        self.read_rollups(device, span, range).await
+    }
+
+    async fn refresh_rollups(
+        &self,
+        device: &DeviceId,
+        hours: BTreeSet<Timestamp>,
+    ) -> Result<RollupWrites, StoreError> {
+        self.refresh_device_rollups(device, hours).await
+    }
+
+    async fn rollup_devices(&self, only: Option<DeviceId>) -> Result<Vec<DeviceId>, StoreError> {
+        let registry = self.load_registry().await?;
+        Ok(registry
+            .devices
+            .into_keys()
+            .filter(|d| only.as_ref().is_none_or(|o| o == d))
+            .collect())
+    }
+
+    async fn rebuild_rollups(
+        &self,
+        device: &DeviceId,
+        range: TimeRange,
+    ) -> Result<usize, StoreError> {
+        self.rebuild_device_rollups(device, range).await
+    }
+
     async fn write_readings(&self, readings: &[Reading]) -> WriteReport {
         let deduped = Deduped::new(readings);
         let items: Vec<(usize, Item)> = deduped

@@ -200,6 +200,25 @@ pub struct RoomUpdate {
     pub devices: BTreeSet<DeviceId>,
 }
 
+/// What refreshing rollups wrote (reported per stream batch).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct RollupWrites {
+    /// Hour items put or deleted.
+    pub hours: usize,
+    /// Day items put or deleted.
+    pub days: usize,
+    /// Write units the engine reported for them (DynamoDB's `ConsumedCapacity`).
+    pub write_units: f64,
+}
+
+impl std::ops::AddAssign for RollupWrites {
+    fn add_assign(&mut self, o: Self) {
+        self.hours += o.hours;
+        self.days += o.days;
+        self.write_units += o.write_units;
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
     /// The engine did not answer, throttled past the retry budget, or refused.
@@ -229,11 +248,46 @@ pub trait Store: Clone + Send + Sync + 'static {
     fn registry_follows_writes(&self) -> bool {
         false
     }
-    /// Whether aggregates are answered from hour and day rollups of every
-    /// device's readings (docs/rollups.md); otherwise they read the readings.
+    /// Whether aggregates may be answered from hour and day rollups of the
+    /// devices' readings (docs/rollups.md); otherwise they read the readings.
     fn answers_from_rollups(&self) -> bool {
         false
     }
+    /// The time range over which every one of `devices` has complete rollups
+    /// (`None`: none). The embedded store keeps them in the readings' own
+    /// transaction, so always; on DynamoDB the stream function keeps them a
+    /// little behind, from the hour it first saw each device
+    /// (`rollups rebuild` extends that back).
+    fn rollup_coverage(
+        &self,
+        _devices: &[DeviceId],
+    ) -> impl Future<Output = Result<Option<TimeRange>, StoreError>> + Send {
+        async { Ok(None) }
+    }
+    /// Recomputes a device's hour rollups at `hours` (hour starts) from its
+    /// readings, the hours after them whose entering counter chain changed,
+    /// and their days: what the rollups stream function does per batch. An
+    /// engine that keeps rollups in the write transaction has nothing to do.
+    fn refresh_rollups(
+        &self,
+        _device: &DeviceId,
+        _hours: BTreeSet<Timestamp>,
+    ) -> impl Future<Output = Result<RollupWrites, StoreError>> + Send {
+        async { Ok(RollupWrites::default()) }
+    }
+    /// Devices whose rollups `rollups rebuild` would build (`only`, if it has readings).
+    fn rollup_devices(
+        &self,
+        only: Option<DeviceId>,
+    ) -> impl Future<Output = Result<Vec<DeviceId>, StoreError>> + Send;
+    /// Rebuilds a device's rollups from its readings over the days that overlap
+    /// `range`, and the span after when its entering chain changed. Returns
+    /// the rollups written.
+    fn rebuild_rollups(
+        &self,
+        device: &DeviceId,
+        range: TimeRange,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send;
     /// A device's rollups of a span that lie wholly inside `range`, oldest first.
     fn rollups(
         &self,

@@ -25,7 +25,7 @@ use super::{
 };
 use crate::aggregate::rollup::{Rollup, Span};
 use crate::keys::zorder::ZKey;
-use crate::model::{DeviceId, Name, Reading, RoomId, TimeRange};
+use crate::model::{DeviceId, Name, Reading, RoomId, TimeRange, Timestamp};
 use rows::{Bounds, Writer};
 use rusqlite::Connection;
 use std::path::Path;
@@ -303,45 +303,6 @@ impl SqliteStore {
         result
     }
 
-    /// The devices whose rollups `rebuild_rollups` would rebuild: `only`, or
-    /// every device with readings.
-    pub async fn rollup_devices(
-        &self,
-        only: Option<DeviceId>,
-    ) -> Result<Vec<DeviceId>, StoreError> {
-        self.blocking(move |s| {
-            s.read(|conn| {
-                Ok(names::devices(conn)?
-                    .into_iter()
-                    .map(|(_, d)| d)
-                    .filter(|d| only.as_ref().is_none_or(|o| o == d))
-                    .collect())
-            })
-        })
-        .await
-    }
-
-    /// Rebuilds one device's hour and day rollups from its readings, for the
-    /// days that overlap `range`, in one transaction (`ingester-local
-    /// rollups rebuild`). Returns the rollups written.
-    pub async fn rebuild_rollups(
-        &self,
-        device: &DeviceId,
-        range: TimeRange,
-    ) -> Result<usize, StoreError> {
-        let device = device.clone();
-        self.blocking(move |s| {
-            s.write(|tx, _, cache| {
-                let Some(id) = names::find(tx, schema::DEVICE, device.as_str())? else {
-                    return Ok(0);
-                };
-                cache.spans.retain(|(d, _), _| *d != id);
-                rollups::rebuild(tx, id, &device, &range)
-            })
-        })
-        .await
-    }
-
     /// Copies everything in the WAL into the database file and empties the WAL,
     /// so that the file alone holds every committed write (a backup, a fixture).
     pub async fn checkpoint(&self) -> Result<(), StoreError> {
@@ -543,6 +504,52 @@ impl Store for SqliteStore {
 
     fn answers_from_rollups(&self) -> bool {
         self.rollup_reads
+    }
+
+    async fn rollup_coverage(
+        &self,
+        _devices: &[DeviceId],
+    ) -> Result<Option<TimeRange>, StoreError> {
+        // Kept in the readings' own write transaction: always complete.
+        Ok(self
+            .rollup_reads
+            .then(|| TimeRange::new(Timestamp::MIN, Timestamp::MAX).expect("MIN < MAX")))
+    }
+
+    /// The devices whose rollups `rebuild_rollups` would rebuild: `only`, or
+    /// every device with readings.
+    async fn rollup_devices(&self, only: Option<DeviceId>) -> Result<Vec<DeviceId>, StoreError> {
+        self.blocking(move |s| {
+            s.read(|conn| {
+                Ok(names::devices(conn)?
+                    .into_iter()
+                    .map(|(_, d)| d)
+                    .filter(|d| only.as_ref().is_none_or(|o| o == d))
+                    .collect())
+            })
+        })
+        .await
+    }
+
+    /// Rebuilds one device's hour and day rollups from its readings, for the
+    /// days that overlap `range`, in one transaction (`ingester-local
+    /// rollups rebuild`). Returns the rollups written.
+    async fn rebuild_rollups(
+        &self,
+        device: &DeviceId,
+        range: TimeRange,
+    ) -> Result<usize, StoreError> {
+        let device = device.clone();
+        self.blocking(move |s| {
+            s.write(|tx, _, cache| {
+                let Some(id) = names::find(tx, schema::DEVICE, device.as_str())? else {
+                    return Ok(0);
+                };
+                cache.spans.retain(|(d, _), _| *d != id);
+                rollups::rebuild(tx, id, &device, &range)
+            })
+        })
+        .await
     }
 
     async fn rollups(

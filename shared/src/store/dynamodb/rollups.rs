@@ -1,0 +1,620 @@
+//! Rollups on DynamoDB (docs/rollups.md): `RH#<hour>` and `RD#<day>` items in
+//! the device's own partition, kept by the rollups stream function.
+//!
+//! Each touched hour is recomputed from a strongly consistent Query of its
+//! readings (with the counter chain of the hour rollup before it) and put
+//! whole, then its day from its hours. Recompute-and-put depends only on
+//! what the table holds, so duplicate, late and reordered delivery cannot
+//! count a reading twice. When an hour's leaving chain changes, the next
+//! hour rollup is recomputed too, since it entered with that chain.
+//!
+//! A marker item (`RSINCE`) per device says from which hour on its rollups
+//! are complete: the first hour the function saw, where every hour with
+//! readings from there on was recomputed (the beginning of time, for a device
+//! with no reading before that hour), or what `rollups rebuild` covered.
+//! Queries use rollups only from there (and only up to the function's lag).
+
+use super::{decode_reading, s, unavailable, DynamoStore, Item};
+use crate::aggregate::counter::Chain;
+use crate::aggregate::rollup::{day, spans, Rollup, Span, Stored};
+use crate::keys::{self, attr, ROLLUPS_SINCE_SK};
+use crate::model::{DeviceId, Reading, TimeRange, Timestamp};
+use crate::store::{RollupWrites, StoreError};
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
+use futures_util::StreamExt;
+use std::collections::BTreeSet;
+
+const SINCE: &str = "since";
+
+fn range(from: Timestamp, to: Timestamp) -> Option<TimeRange> {
+    TimeRange::new(from, to).ok()
+}
+
+impl DynamoStore {
+    /// Puts a device's rollup whole; returns the write units DynamoDB reported
+    /// (0 where the server reports none).
+    pub async fn put_rollup(&self, device: &DeviceId, rollup: &Rollup) -> Result<f64, StoreError> {
+        let out = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(rollup_item(device, rollup)?))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(out
+            .consumed_capacity()
+            .and_then(|c| c.capacity_units())
+            .unwrap_or(0.0))
+    }
+
+    async fn delete_rollup(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        start: Timestamp,
+    ) -> Result<f64, StoreError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(keys::reading_pk(device)))
+            .key(attr::SK, AttributeValue::S(keys::rollup_sk(span, start)))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(out
+            .consumed_capacity()
+            .and_then(|c| c.capacity_units())
+            .unwrap_or(0.0))
+    }
+
+    fn rollup_query(&self, device: &DeviceId, lo: String, hi: String) -> QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
+            .expression_attribute_names("#pk", attr::PK)
+            .expression_attribute_names("#sk", attr::SK)
+            .expression_attribute_values(":pk", s(keys::reading_pk(device)))
+            .expression_attribute_values(":lo", AttributeValue::S(lo))
+            .expression_attribute_values(":hi", AttributeValue::S(hi))
+    }
+
+    /// A device's rollups of `span` lying wholly inside `range`, oldest first (all pages).
+    pub async fn read_rollups(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        range: &TimeRange,
+    ) -> Result<Vec<Rollup>, StoreError> {
+        self.rollups_within(device, span, range, false, usize::MAX)
+            .await
+    }
+
+    async fn rollups_within(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        range: &TimeRange,
+        consistent: bool,
+        limit: usize,
+    ) -> Result<Vec<Rollup>, StoreError> {
+        self.rollups_ordered(device, span, range, consistent, true, limit)
+            .await
+    }
+
+    async fn rollups_ordered(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        range: &TimeRange,
+        consistent: bool,
+        ascending: bool,
+        limit: usize,
+    ) -> Result<Vec<Rollup>, StoreError> {
+        let Some((lo, hi)) = keys::rollup_sk_bounds(span, range) else {
+            return Ok(Vec::new());
+        };
+        let query = self
+            .rollup_query(device, lo, hi)
+            .consistent_read(consistent)
+            .scan_index_forward(ascending);
+        let (items, _) = self.query_pages(query, limit).await?;
+        items.into_iter().map(decode_rollup).collect()
+    }
+
+    /// The newest rollup of `span` starting before `start`.
+    async fn rollup_before(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        start: Timestamp,
+    ) -> Result<Option<Rollup>, StoreError> {
+        let Some(before) = range(Timestamp::MIN, start) else {
+            return Ok(None);
+        };
+        Ok(self
+            .rollups_ordered(device, span, &before, true, false, 1)
+            .await?
+            .pop())
+    }
+
+    /// The first rollup of `span` after the one at `start`.
+    async fn rollup_after(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        start: Timestamp,
+    ) -> Result<Option<Rollup>, StoreError> {
+        let Some(after) = range(span.end_of(start), Timestamp::MAX) else {
+            return Ok(None);
+        };
+        Ok(self
+            .rollups_ordered(device, span, &after, true, true, 1)
+            .await?
+            .pop())
+    }
+
+    /// Recomputes the hours at `todo` in time order, and each next hour
+    /// rollup that entered with another chain than the one now leaving the
+    /// hour before it; then their days. Comparing with the next rollup
+    /// itself, rather than with what the hour held before, also heals a
+    /// cascade a failed batch left half done, when the batch is retried.
+    async fn recompute_hours(
+        &self,
+        device: &DeviceId,
+        mut todo: BTreeSet<Timestamp>,
+    ) -> Result<RollupWrites, StoreError> {
+        let mut writes = RollupWrites::default();
+        let mut days = BTreeSet::new();
+        while let Some(hour) = todo.pop_first() {
+            let (leaving, written) = self.recompute_hour(device, hour).await?;
+            if let Some(units) = written {
+                writes.hours += 1;
+                writes.write_units += units;
+            }
+            days.insert(Span::Day.start_of(hour));
+            if let Some(next) = self.rollup_after(device, Span::Hour, hour).await? {
+                if next.entering() != leaving {
+                    todo.insert(next.start);
+                }
+            }
+        }
+        for start in days {
+            if let Some(units) = self.recompute_day(device, start).await? {
+                writes.days += 1;
+                writes.write_units += units;
+            }
+        }
+        Ok(writes)
+    }
+
+    async fn rollup_at(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        start: Timestamp,
+    ) -> Result<Option<Rollup>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(keys::reading_pk(device)))
+            .key(attr::SK, AttributeValue::S(keys::rollup_sk(span, start)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.item().cloned().map(decode_rollup).transpose()
+    }
+
+    /// Every reading of a device in `range`, oldest first, strongly
+    /// consistent, including readings past their expiry that TTL has not
+    /// deleted yet (rollups outlive readings).
+    async fn readings_for_rollups(
+        &self,
+        device: &DeviceId,
+        range: &TimeRange,
+    ) -> Result<Vec<Reading>, StoreError> {
+        let (lo, hi) = keys::reading_sk_bounds(range);
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
+            .expression_attribute_names("#pk", attr::PK)
+            .expression_attribute_names("#sk", attr::SK)
+            .expression_attribute_values(":pk", s(keys::reading_pk(device)))
+            .expression_attribute_values(":lo", s(&lo))
+            .expression_attribute_values(":hi", s(&hi))
+            .consistent_read(true);
+        let (items, _) = self.query_pages(query, usize::MAX).await?;
+        items.iter().map(decode_reading).collect()
+    }
+
+    /// The start of every hour with readings of a device from `from` on (keys only).
+    async fn hours_with_readings(
+        &self,
+        device: &DeviceId,
+        from: Timestamp,
+    ) -> Result<BTreeSet<Timestamp>, StoreError> {
+        let Some(all) = range(from, Timestamp::MAX) else {
+            return Ok(BTreeSet::new());
+        };
+        let (lo, hi) = keys::reading_sk_bounds(&all);
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
+            .expression_attribute_names("#pk", attr::PK)
+            .expression_attribute_names("#sk", attr::SK)
+            .expression_attribute_values(":pk", s(keys::reading_pk(device)))
+            .expression_attribute_values(":lo", s(&lo))
+            .expression_attribute_values(":hi", s(&hi))
+            .projection_expression("#sk")
+            .consistent_read(true);
+        let (items, _) = self.query_pages(query, usize::MAX).await?;
+        Ok(items
+            .iter()
+            .filter_map(|i| i.get(attr::SK)?.as_s().ok())
+            .filter_map(|sk| keys::parse_reading_sk(sk))
+            .map(|t| Span::Hour.start_of(t))
+            .collect())
+    }
+
+    /// The hour from which a device's rollups are complete, if they are kept.
+    pub async fn rollups_since(
+        &self,
+        device: &DeviceId,
+        consistent: bool,
+    ) -> Result<Option<Timestamp>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(keys::reading_pk(device)))
+            .key(attr::SK, s(ROLLUPS_SINCE_SK))
+            .consistent_read(consistent)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let Some(item) = out.item() else {
+            return Ok(None);
+        };
+        let corrupt = || StoreError::Corrupt(format!("{device}: a rollup marker without `since`"));
+        let ms: i64 = item
+            .get(SINCE)
+            .and_then(|v| v.as_n().ok())
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(corrupt)?;
+        Timestamp::from_millis(ms)
+            .map(Some)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))
+    }
+
+    async fn set_rollups_since(
+        &self,
+        device: &DeviceId,
+        since: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item(attr::PK, s(keys::reading_pk(device)))
+            .item(attr::SK, s(ROLLUPS_SINCE_SK))
+            .item(SINCE, AttributeValue::N(since.millis().to_string()))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    /// The hour rollups ending before this are not recomputed: their
+    /// readings may be gone to TTL, and a rollup outlives them.
+    fn recompute_floor(&self) -> Timestamp {
+        let Some(retention) = self.retention else {
+            return Timestamp::MIN;
+        };
+        let first_kept = retention.first_kept_millis(super::now_epoch_seconds());
+        Timestamp::from_millis(first_kept.max(0))
+            .map(|t| Span::Hour.start_of(t))
+            .unwrap_or(Timestamp::MIN)
+    }
+
+    /// `Store::refresh_rollups` on DynamoDB (module comment).
+    pub(super) async fn refresh_device_rollups(
+        &self,
+        device: &DeviceId,
+        hours: BTreeSet<Timestamp>,
+    ) -> Result<RollupWrites, StoreError> {
+        let floor = self.recompute_floor();
+        let mut todo: BTreeSet<Timestamp> = hours
+            .into_iter()
+            .map(|h| Span::Hour.start_of(h))
+            .filter(|h| *h >= floor)
+            .collect();
+        let Some(&first) = todo.first() else {
+            return Ok(RollupWrites::default());
+        };
+        let since = self.rollups_since(device, true).await?;
+        let first_sight = since.is_none();
+        if first_sight {
+            // Hours from here on may hold readings written before rollups
+            // were kept: recompute them all, so that the marker holds.
+            todo.extend(self.hours_with_readings(device, first).await?);
+        }
+        let writes = self.recompute_hours(device, todo).await?;
+        if first_sight {
+            // Complete from the start when nothing lies before (a new device).
+            let before = range(Timestamp::MIN, first);
+            let older = match before {
+                Some(before) => self.edge_reading(device, &before, false).await?,
+                None => None,
+            };
+            let since = if older.is_some() {
+                first
+            } else {
+                Timestamp::MIN
+            };
+            self.set_rollups_since(device, since).await?;
+        }
+        Ok(writes)
+    }
+
+    /// Recomputes one hour rollup from its readings; returns the counter
+    /// chain leaving it (what the next hour enters with), and the write units
+    /// spent (`None`: nothing written, the rollup was already right).
+    async fn recompute_hour(
+        &self,
+        device: &DeviceId,
+        start: Timestamp,
+    ) -> Result<(Option<Chain>, Option<f64>), StoreError> {
+        let old = self.rollup_at(device, Span::Hour, start).await?;
+        let entering = self
+            .rollup_before(device, Span::Hour, start)
+            .await?
+            .and_then(|r| r.chain);
+        let hour = range(start, Span::Hour.end_of(start)).expect("an hour is not empty");
+        let readings = self.readings_for_rollups(device, &hour).await?;
+        let new = spans(Span::Hour, entering, readings.iter()).pop();
+        let units = match (&old, &new) {
+            (_, Some(r)) if old.as_ref() == Some(r) => None,
+            (_, Some(r)) => Some(self.put_rollup(device, r).await?),
+            (Some(_), None) => Some(self.delete_rollup(device, Span::Hour, start).await?),
+            (None, None) => None,
+        };
+        Ok((new.as_ref().map_or(entering, |r| r.chain), units))
+    }
+
+    /// Recomputes a day rollup from its hour rollups; returns the write units
+    /// (`None`: nothing written).
+    async fn recompute_day(
+        &self,
+        device: &DeviceId,
+        start: Timestamp,
+    ) -> Result<Option<f64>, StoreError> {
+        let whole = range(start, Span::Day.end_of(start)).expect("a day is not empty");
+        let hours = self
+            .rollups_within(device, Span::Hour, &whole, true, usize::MAX)
+            .await?;
+        let old = self.rollup_at(device, Span::Day, start).await?;
+        match (old, hours.is_empty()) {
+            (None, true) => Ok(None),
+            (Some(_), true) => self.delete_rollup(device, Span::Day, start).await.map(Some),
+            (old, false) => {
+                let new = day(start, &hours);
+                if old.as_ref() == Some(&new) {
+                    return Ok(None);
+                }
+                self.put_rollup(device, &new).await.map(Some)
+            }
+        }
+    }
+
+    /// The time of a device's first or last reading in `within`.
+    async fn edge_reading(
+        &self,
+        device: &DeviceId,
+        within: &TimeRange,
+        ascending: bool,
+    ) -> Result<Option<Timestamp>, StoreError> {
+        let (lo, hi) = keys::reading_sk_bounds(within);
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
+            .expression_attribute_names("#pk", attr::PK)
+            .expression_attribute_names("#sk", attr::SK)
+            .expression_attribute_values(":pk", s(keys::reading_pk(device)))
+            .expression_attribute_values(":lo", s(&lo))
+            .expression_attribute_values(":hi", s(&hi))
+            .projection_expression("#sk")
+            .scan_index_forward(ascending)
+            .consistent_read(true)
+            .limit(1)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(out
+            .items()
+            .first()
+            .and_then(|i| i.get(attr::SK)?.as_s().ok())
+            .and_then(|sk| keys::parse_reading_sk(sk)))
+    }
+
+    /// `Store::rebuild_rollups` on DynamoDB: the days overlapping `range` that
+    /// hold readings, a day at a time, written in batches; rollups there
+    /// without readings any more are deleted; then the hour after, whose
+    /// entering chain may have changed; then the marker, when the rebuilt
+    /// days reach back to the device's first reading or join the hours the
+    /// stream function already covers.
+    pub(super) async fn rebuild_device_rollups(
+        &self,
+        device: &DeviceId,
+        range: TimeRange,
+    ) -> Result<usize, StoreError> {
+        let from = Span::Day.start_of(range.from());
+        let to = Span::Day.end_of(Span::Day.start_of(range.to().saturating_add_millis(-1)));
+        let days = TimeRange::new(from, to).expect("whole days around a range");
+        let (Some(first), Some(last)) = (
+            self.edge_reading(device, &days, true).await?,
+            self.edge_reading(device, &days, false).await?,
+        ) else {
+            return Ok(0);
+        };
+        let mut stale: BTreeSet<(Span, Timestamp)> = BTreeSet::new();
+        for span in [Span::Hour, Span::Day] {
+            for r in self
+                .rollups_within(device, span, &days, true, usize::MAX)
+                .await?
+            {
+                stale.insert((span, r.start));
+            }
+        }
+        let mut chains = [
+            self.rollup_before(device, Span::Hour, from)
+                .await?
+                .and_then(|r| r.chain),
+            self.rollup_before(device, Span::Day, from)
+                .await?
+                .and_then(|r| r.chain),
+        ];
+        let mut built = 0;
+        let mut day_start = Span::Day.start_of(first);
+        while day_start <= last {
+            let whole = TimeRange::new(day_start, Span::Day.end_of(day_start)).expect("a day");
+            let readings = self.readings_for_rollups(device, &whole).await?;
+            let mut items = Vec::new();
+            for (span, chain) in [Span::Hour, Span::Day].into_iter().zip(chains.iter_mut()) {
+                for r in spans(span, *chain, readings.iter()) {
+                    *chain = r.chain;
+                    stale.remove(&(span, r.start));
+                    items.push(rollup_item(device, &r)?);
+                }
+            }
+            built += items.len();
+            self.put_all(items).await?;
+            day_start = Span::Day.end_of(day_start);
+        }
+        for (span, start) in stale {
+            self.delete_rollup(device, span, start).await?;
+        }
+        // The hour after the rebuilt days entered with the chain they leave.
+        let last_hour = to.saturating_add_millis(-Span::Hour.millis());
+        if let Some(after) = self.rollup_after(device, Span::Hour, last_hour).await? {
+            self.recompute_hours(device, BTreeSet::from([after.start]))
+                .await?;
+        }
+        let earliest = self
+            .edge_reading(
+                device,
+                &TimeRange::new(Timestamp::MIN, Timestamp::MAX).expect("MIN < MAX"),
+                true,
+            )
+            .await?;
+        let reaches_back = earliest.is_some_and(|e| e >= from);
+        let since = self.rollups_since(device, true).await?;
+        let new_since = if reaches_back {
+            Span::Day.start_of(first)
+        } else {
+            from
+        };
+        match since {
+            // Joins what the stream function keeps: complete from the rebuilt days on.
+            Some(s) if s <= to && new_since < s => {
+                self.set_rollups_since(device, new_since).await?
+            }
+            // Never seen by the function: complete when the rebuild reaches now.
+            None if to.millis() >= super::now_epoch_seconds() * 1000 => {
+                self.set_rollups_since(device, new_since).await?
+            }
+            _ => {}
+        }
+        Ok(built)
+    }
+
+    /// Puts items in BatchWriteItem chunks, retried like readings.
+    async fn put_all(&self, items: Vec<Item>) -> Result<(), StoreError> {
+        let mut chunks = Vec::new();
+        let mut items = items.into_iter().enumerate().peekable();
+        while items.peek().is_some() {
+            chunks.push(
+                items
+                    .by_ref()
+                    .take(super::BATCH_WRITE_MAX)
+                    .collect::<Vec<_>>(),
+            );
+        }
+        let unwritten: usize = futures_util::stream::iter(chunks)
+            .map(|c| self.write_chunk(c))
+            .buffer_unordered(self.policy.chunk_concurrency)
+            .map(|left| left.len())
+            .fold(0, |a, b| async move { a + b })
+            .await;
+        if unwritten > 0 {
+            return Err(StoreError::Unavailable(format!(
+                "{unwritten} rollup items unwritten after retries"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The range over which every one of `devices` has complete rollups:
+    /// from the latest of their markers to the last whole hour the stream
+    /// function has surely reached (`rollup_lag` behind now).
+    pub(super) async fn coverage(
+        &self,
+        devices: &[DeviceId],
+    ) -> Result<Option<TimeRange>, StoreError> {
+        let Some(lag) = self.rollup_lag else {
+            return Ok(None);
+        };
+        if devices.is_empty() {
+            return Ok(None);
+        }
+        let marks = futures_util::future::try_join_all(
+            devices.iter().map(|d| self.rollups_since(d, false)),
+        )
+        .await?;
+        let mut from = Timestamp::MIN;
+        for mark in marks {
+            match mark {
+                Some(t) => from = from.max(t),
+                None => return Ok(None),
+            }
+        }
+        let now = super::now_epoch_seconds() * 1000 - lag.as_millis() as i64;
+        let to = Span::Hour.start_of(Timestamp::from_millis(now.max(0)).unwrap_or(Timestamp::MIN));
+        Ok(range(from, to))
+    }
+}
+
+fn rollup_item(device: &DeviceId, rollup: &Rollup) -> Result<Item, StoreError> {
+    let mut item: Item = serde_dynamo::to_item(Stored::from(rollup))
+        .map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
+    item.insert(attr::PK.to_owned(), s(keys::reading_pk(device)));
+    item.insert(
+        attr::SK.to_owned(),
+        AttributeValue::S(keys::rollup_sk(rollup.span, rollup.start)),
+    );
+    Ok(item)
+}
+
+fn decode_rollup(mut item: Item) -> Result<Rollup, StoreError> {
+    let sk = match item.remove(attr::SK) {
+        Some(AttributeValue::S(sk)) => sk,
+        _ => return Err(StoreError::Corrupt("a rollup item without sk".into())),
+    };
+    item.remove(attr::PK);
+    let corrupt = |e: String| StoreError::Corrupt(format!("rollup {sk}: {e}"));
+    let (span, start) =
+        keys::parse_rollup_sk(&sk).ok_or_else(|| corrupt("not a rollup key".into()))?;
+    let stored: Stored = serde_dynamo::from_item(item).map_err(|e| corrupt(e.to_string()))?;
+    stored.decode(span, start).map_err(corrupt)
+}

@@ -1,0 +1,150 @@
+//! The rollups stream function's handler (docs/rollups.md): the touched
+//! (device, hour) pairs of a batch, each device's hours recomputed from the
+//! table (`Store::refresh_rollups`), and `batchItemFailures` naming the
+//! first record of the first device that failed.
+//!
+//! Only the keys of a record matter: the hours are recomputed from what the
+//! table holds, never from the record's image. Removals (TTL expiry
+//! included) are ignored, since rollups outlive readings; rollup and
+//! registry items' own records are not readings and are ignored too.
+
+use crate::keys;
+use crate::model::{DeviceId, Timestamp};
+use crate::store::item::ReadingItem;
+use crate::store::{RollupWrites, Store};
+use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Devices refreshed at once.
+const CONCURRENT_DEVICES: usize = 8;
+
+#[derive(Deserialize)]
+struct Keys {
+    pk: String,
+    sk: String,
+}
+
+/// What one record asks of the rollups.
+#[derive(Debug, PartialEq)]
+pub enum Touch {
+    /// A reading of this device at this time was written.
+    Reading(DeviceId, Timestamp),
+    Ignored(&'static str),
+    Poison(String),
+}
+
+pub fn classify(record: &EventRecord) -> Touch {
+    match record.event_name.as_str() {
+        "INSERT" | "MODIFY" => {}
+        "REMOVE" => return Touch::Ignored("removal"),
+        _ => return Touch::Poison(format!("unknown eventName {:?}", record.event_name)),
+    }
+    let keys: Keys = match serde_dynamo::from_item(record.change.keys.clone()) {
+        Ok(k) => k,
+        Err(e) => return Touch::Poison(format!("keys: {e}")),
+    };
+    if !ReadingItem::is_reading_key(&keys.pk, &keys.sk) {
+        return Touch::Ignored("not a reading item");
+    }
+    let Some(at) = keys::parse_reading_sk(&keys.sk) else {
+        return Touch::Ignored("not a reading item");
+    };
+    match DeviceId::parse(&keys.pk) {
+        Ok(device) => Touch::Reading(device, at),
+        Err(e) => Touch::Poison(format!("pk {:?}: {e}", keys.pk)),
+    }
+}
+
+/// What one batch did: logged, and measured by the benches.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct BatchReport {
+    pub records: usize,
+    pub readings: usize,
+    pub devices: usize,
+    pub writes: RollupWrites,
+    pub failed: Option<usize>,
+}
+
+/// Handles one batch and says what it did.
+pub async fn handle_batch<S: Store>(store: &S, event: &Event) -> BatchReport {
+    // Per device: the index of its first record, and its touched hours.
+    let mut touched: BTreeMap<DeviceId, (usize, BTreeSet<Timestamp>)> = BTreeMap::new();
+    let mut report = BatchReport {
+        records: event.records.len(),
+        ..BatchReport::default()
+    };
+    let mut failed: Option<usize> = None;
+    for (i, record) in event.records.iter().enumerate() {
+        match classify(record) {
+            Touch::Reading(device, at) => {
+                report.readings += 1;
+                let entry = touched.entry(device).or_insert((i, BTreeSet::new()));
+                entry
+                    .1
+                    .insert(crate::aggregate::rollup::Span::Hour.start_of(at));
+            }
+            Touch::Ignored(_) => {}
+            Touch::Poison(why) => {
+                tracing::error!(
+                    record = i,
+                    sequence = record.change.sequence_number.as_deref().unwrap_or("?"),
+                    why,
+                    "poison record"
+                );
+                failed = Some(failed.map_or(i, |f| f.min(i)));
+            }
+        }
+    }
+    report.devices = touched.len();
+    let results: Vec<_> = futures_util::stream::iter(touched)
+        .map(|(device, (first, hours))| async move {
+            let result = store.refresh_rollups(&device, hours).await;
+            (device, first, result)
+        })
+        .buffer_unordered(CONCURRENT_DEVICES)
+        .collect()
+        .await;
+    for (device, first, result) in results {
+        match result {
+            Ok(w) => report.writes += w,
+            Err(e) => {
+                tracing::error!(device = %device, error = %e, "rollup refresh failed");
+                failed = Some(failed.map_or(first, |f| f.min(first)));
+            }
+        }
+    }
+    report.failed = failed;
+    tracing::info!(
+        records = report.records,
+        readings = report.readings,
+        devices = report.devices,
+        hour_writes = report.writes.hours,
+        day_writes = report.writes.days,
+        write_units = report.writes.write_units,
+        failed = failed.is_some(),
+        "rollup batch"
+    );
+    report
+}
+
+/// The Lambda handler: one batch in, the first failed record out.
+pub async fn handle<S: Store>(store: &S, event: Event) -> DynamoDbEventResponse {
+    let report = handle_batch(store, &event).await;
+    let mut response = DynamoDbEventResponse::default();
+    if let Some(i) = report.failed {
+        let mut failure = DynamoDbBatchItemFailure::default();
+        // An empty identifier makes Lambda retry the whole batch, the safe fallback.
+        failure.item_identifier = Some(
+            event.records[i]
+                .change
+                .sequence_number
+                .clone()
+                .unwrap_or_default(),
+        );
+        response.batch_item_failures.push(failure);
+    }
+    response
+}
