@@ -253,3 +253,105 @@ async fn ingest_stream_registry_query() {
         .collect();
     assert_eq!(temps, vec![21.0, 21.5]);
 }
+
+/// Issue 14 end to end on moto: readings posted to the ingest handler, the
+/// table's real stream through the registry and rollups handlers (in
+/// batches, one batch again, then every record alone in reverse), and the
+/// query handler answering stats and energy from the rollups with the
+/// readings' answers.
+#[tokio::test]
+async fn ingest_stream_rollups_stats() {
+    let store = fresh_store(&moto(), "e2e-rollups").await;
+    let ingest = app(store.clone(), Some("tok"), RouteSet::Ingest).await;
+    // A day and six hours: a meter every 10 minutes, a bedroom sensor every 15.
+    let start = shared::model::Timestamp::parse("2026-11-20T00:00:00Z").unwrap();
+    let at = |minutes: i64| start.saturating_add_millis(minutes * 60_000).to_string();
+    let mut readings = Vec::new();
+    for i in 0..180 {
+        let kwh = 100.0 + i as f64 * 0.125;
+        readings.push(power("meter-1", &at(i * 10), kwh, 2.0, 300.0));
+    }
+    for i in 0..120 {
+        let t = 19.0 + (i % 8) as f64 * 0.5;
+        readings.push(climate("s-bed", "bedroom", &at(i * 15), t, 50.0));
+    }
+    for batch in readings.chunks(50) {
+        let body = Value::Array(batch.to_vec()).to_string();
+        let (status, _) = answer(
+            &handle(
+                &ingest,
+                api_event(
+                    "POST",
+                    "/readings",
+                    &[],
+                    Some(&body),
+                    &[("authorization", "Bearer tok")],
+                ),
+            )
+            .await,
+        );
+        assert_eq!(status, 200);
+    }
+
+    let records = stream_records(&moto(), store.table()).await;
+    assert_eq!(records.len(), 300, "one INSERT per reading");
+    let mut written = shared::store::RollupWrites::default();
+    for batch in records.chunks(40) {
+        let registry = shared::stream::handle(&store, stream_event(batch.to_vec())).await;
+        assert!(registry.batch_item_failures.is_empty());
+        let report =
+            shared::stream::rollups::handle_batch(&store, &stream_event(batch.to_vec())).await;
+        assert_eq!(report.failed, None);
+        written += report.writes;
+    }
+    // Every reading was in the table before the first batch, and the first
+    // batch of a device recomputes every hour from its first touched one:
+    // 30 hours of the meter, 30 of the sensor, two days each.
+    assert_eq!((written.hours, written.days), (60, 4));
+    // Delivered again, and one record at a time in reverse: nothing to rewrite.
+    let again =
+        shared::stream::rollups::handle_batch(&store, &stream_event(records[..40].to_vec())).await;
+    assert_eq!(
+        (again.failed, again.writes.hours, again.writes.days),
+        (None, 0, 0)
+    );
+    for r in records.iter().rev().take(30) {
+        let late =
+            shared::stream::rollups::handle_batch(&store, &stream_event(vec![r.clone()])).await;
+        assert_eq!((late.failed, late.writes.hours), (None, 0));
+    }
+
+    let query = app(store.clone(), None, RouteSet::Query).await;
+    let raw = app(store.clone().with_rollup_lag(None), None, RouteSet::Query).await;
+    let range = [
+        ("from", "2026-11-20T00:00:00Z"),
+        ("to", "2026-11-21T06:00:00Z"),
+    ];
+    for (path, extra) in [
+        ("/devices/meter-1/stats", [("bucket", "1d"), ("tz", "UTC")]),
+        ("/devices/s-bed/stats", [("bucket", "1h"), ("tz", "UTC")]),
+        ("/rooms/bedroom/stats", [("bucket", "1d"), ("tz", "UTC")]),
+        (
+            "/devices/meter-1/energy",
+            [("bucket", "1d"), ("tz", "Europe/Berlin")],
+        ),
+    ] {
+        let params: Vec<(&str, &str)> = range.iter().chain(&extra).copied().collect();
+        let mut got = get(&query, path, &params).await;
+        let mut want = get(&raw, path, &params).await;
+        assert_eq!(got["source"], "rollups", "{path}: {got}");
+        assert_eq!(want["source"], "raw");
+        assert!(
+            got["items_read"].as_u64() < want["items_read"].as_u64(),
+            "{path}: {} vs {}",
+            got["items_read"],
+            want["items_read"]
+        );
+        for answer in [&mut got, &mut want] {
+            let o = answer.as_object_mut().unwrap();
+            o.remove("source");
+            o.remove("items_read");
+        }
+        assert_eq!(got, want, "{path}");
+    }
+}
