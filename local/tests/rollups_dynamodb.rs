@@ -136,7 +136,10 @@ async fn rebuild_on_a_table_from_before_rollups_then_answers_come_from_them() {
     let report = shared::stream::rollups::handle_batch(&store, &stream_event_for(&late)).await;
     assert_eq!(report.failed, None);
     let meter = DeviceId::parse("meter-1").unwrap();
-    let cover = store.rollup_coverage(&[meter.clone()]).await.unwrap();
+    let cover = store
+        .rollup_coverage(std::slice::from_ref(&meter))
+        .await
+        .unwrap();
     assert_eq!(
         cover.map(|c| c.from().to_string()),
         Some("2026-11-21T23:00:00.000Z".to_owned()),
@@ -172,7 +175,7 @@ async fn rebuild_on_a_table_from_before_rollups_then_answers_come_from_them() {
         serde_json::json!({"devices": 2, "rollups_written": kept})
     );
     let cover = store
-        .rollup_coverage(&[meter.clone()])
+        .rollup_coverage(std::slice::from_ref(&meter))
         .await
         .unwrap()
         .unwrap();
