@@ -53,8 +53,20 @@ pub async fn run<S: Store>(app: &App<S>, event: LambdaEvent) -> Value {
             serde_json::to_value(api::lambda::invoke(router, *request).await).unwrap_or(Value::Null)
         }
         LambdaEvent::Stream(event) => {
-            serde_json::to_value(shared::stream::handle(&app.store, event).await)
-                .unwrap_or(Value::Null)
+            // Both consumers of the table's stream, as on AWS: the registry
+            // and the rollups functions; the answer names either's failures.
+            let mut answer = shared::stream::handle(&app.store, event.clone()).await;
+            let rollups = shared::stream::rollups::handle(&app.store, event).await;
+            for failure in rollups.batch_item_failures {
+                if !answer
+                    .batch_item_failures
+                    .iter()
+                    .any(|f| f.item_identifier == failure.item_identifier)
+                {
+                    answer.batch_item_failures.push(failure);
+                }
+            }
+            serde_json::to_value(answer).unwrap_or(Value::Null)
         }
     }
 }
