@@ -172,7 +172,8 @@ fn percent_encode(s: &str) -> String {
 pub fn answer(resp: &ApiGatewayV2httpResponse) -> (u16, Value) {
     let body = match &resp.body {
         Some(Body::Text(t)) if t.is_empty() => Value::Null,
-        Some(Body::Text(t)) => serde_json::from_str(t).expect("JSON body"),
+        // The dashboard's pages and images are not JSON: their text as a string.
+        Some(Body::Text(t)) => serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.clone())),
         Some(Body::Binary(b)) => serde_json::from_slice(b).expect("JSON body"),
         _ => Value::Null,
     };

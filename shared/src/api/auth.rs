@@ -5,10 +5,16 @@ use axum::http::HeaderMap;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+/// The dashboard's session cookie (docs/dashboard.md).
+pub const SESSION_COOKIE: &str = "ingester_session";
+
 #[derive(Clone)]
 pub struct BearerToken {
     /// Only the digest is kept: comparing digests takes the same time whatever the length.
     digest: [u8; 32],
+    /// The dashboard's session value: derived from the token, so the cookie
+    /// never holds the token itself and stops working when the token changes.
+    session: [u8; 32],
 }
 
 impl std::fmt::Debug for BearerToken {
@@ -23,7 +29,31 @@ impl BearerToken {
         let token = token.trim();
         (!token.is_empty()).then(|| Self {
             digest: Sha256::digest(token.as_bytes()).into(),
+            session: Sha256::new()
+                .chain_update(b"ingester dashboard session\0")
+                .chain_update(token.as_bytes())
+                .finalize()
+                .into(),
         })
+    }
+
+    /// The value of the session cookie this token grants (hex).
+    pub fn session_value(&self) -> String {
+        self.session.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// True when the request carries this token's session cookie.
+    pub fn admits_session(&self, headers: &HeaderMap) -> bool {
+        let expected = self.session_value();
+        headers
+            .get_all("cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|c| c.trim().split_once('='))
+            .any(|(name, value)| {
+                name == SESSION_COOKIE && bool::from(value.as_bytes().ct_eq(expected.as_bytes()))
+            })
     }
 
     /// True when `Authorization: Bearer <token>` carries this token.

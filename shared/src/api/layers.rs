@@ -82,7 +82,13 @@ pub fn body_limit(bytes: usize) -> (Extension<BodyLimit>, DefaultBodyLimit) {
 pub async fn require_token(State(access): State<Access>, req: Request, next: Next) -> Response {
     let read = matches!(*req.method(), Method::GET | Method::HEAD);
     if let Some(token) = &access.token {
-        if (!read || access.reads == ReadAccess::Token) && !token.admits(req.headers()) {
+        let headers = req.headers();
+        // The dashboard's session cookie admits too; for a write only with the
+        // header its script sends, which no cross-site form can (CSRF), on top
+        // of the cookie's SameSite=Strict.
+        let session =
+            token.admits_session(headers) && (read || headers.contains_key("x-dashboard"));
+        if (!read || access.reads == ReadAccess::Token) && !token.admits(headers) && !session {
             return ApiError::Unauthorized.into_response();
         }
     }
@@ -95,11 +101,14 @@ pub async fn json_errors(req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let response = next.run(req).await;
     let status = response.status();
-    let is_json = response
+    // Ours already: JSON, or a dashboard page (its sign-in and not-found pages).
+    let is_ours = response
         .headers()
         .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if is_json || !(status.is_client_error() || status.is_server_error()) {
+        .is_some_and(|v| {
+            v.as_bytes().starts_with(b"application/json") || v.as_bytes().starts_with(b"text/html")
+        });
+    if is_ours || !(status.is_client_error() || status.is_server_error()) {
         return response;
     }
     let error = match status.as_u16() {

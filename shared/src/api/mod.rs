@@ -4,6 +4,7 @@
 //! concerns in `layers`, and every error answer comes from `ApiError`.
 
 mod auth;
+pub mod dashboard;
 mod error;
 mod extract;
 pub mod influx;
@@ -29,7 +30,7 @@ use std::sync::Arc;
 use tower::ServiceBuilder;
 
 /// Every route the API serves, as `template.yaml` must declare them.
-pub const ROUTES: [(&str, &str); 22] = [
+pub const ROUTES: [(&str, &str); 28] = [
     ("POST", "/readings"),
     ("GET", "/readings"),
     ("GET", "/devices"),
@@ -53,6 +54,13 @@ pub const ROUTES: [(&str, &str); 22] = [
     ("POST", "/query"),
     ("GET", "/health"),
     ("GET", "/ping"),
+    // The dashboard (`api::dashboard`): pages, chart images, sign-in.
+    ("GET", "/"),
+    ("GET", "/ui/devices/{id}"),
+    ("GET", "/ui/rooms/{id}"),
+    ("GET", "/devices/{id}/chart.svg"),
+    ("GET", "/rooms/{id}/chart.svg"),
+    ("POST", "/ui/login"),
 ];
 
 /// The application: every route, with the layers. A route of a set the process
@@ -90,6 +98,7 @@ pub fn router<S: Store>(app: App<S>) -> Router {
             layers::require_token,
         ))
         .merge(influx_routes::<S>(set, access))
+        .merge(dashboard_routes::<S>(set))
         .fallback(routes::not_found)
         .with_state(Arc::new(app))
         .layer(
@@ -132,6 +141,28 @@ fn influx_routes<S: Store>(set: Served, access: Access) -> Router<Arc<App<S>>> {
             set.route(ingest, MethodFilter::GET, influx::health),
         )
         .route("/ping", set.route(ingest, MethodFilter::GET, influx::ping))
+}
+
+/// The dashboard: the query function's. Each page asks for the token itself
+/// (a sign-in page rather than a JSON 401).
+fn dashboard_routes<S: Store>(set: Served) -> Router<Arc<App<S>>> {
+    Router::new()
+        .route("/", set.read(dashboard::overview::<S>))
+        .route("/ui/devices/{id}", set.read(dashboard::device_page::<S>))
+        .route("/ui/rooms/{id}", set.read(dashboard::room_page::<S>))
+        .route(
+            "/devices/{id}/chart.svg",
+            set.read(dashboard::device_chart::<S>),
+        )
+        .route(
+            "/rooms/{id}/chart.svg",
+            set.read(dashboard::room_chart::<S>),
+        )
+        .route(
+            "/ui/login",
+            set.route(RouteSet::Query, MethodFilter::POST, dashboard::login::<S>)
+                .layer(layers::body_limit(4096)),
+        )
 }
 
 /// The routes a device and a room both have.

@@ -46,6 +46,18 @@ route_params!(
     StatsParams { from, to, bucket, tz }
 );
 route_params!(
+    /// The dashboard's pages: a picked `range` or `from`/`to`, and `tz`.
+    DashboardParams { range, from, to, tz }
+);
+route_params!(
+    /// The chart images: what to draw, the page's range parameters, a width in pixels.
+    ChartParams { quantity, range, from, to, tz, width }
+);
+route_params!(
+    /// The dashboard's sign-in form.
+    LoginForm { token, next }
+);
+route_params!(
     /// Box search: the range and the box, inclusive.
     SearchParams { from, to, tmin, tmax, hmin, hmax, limit, cursor }
 );

@@ -1,0 +1,705 @@
+//! The dashboard (docs/dashboard.md): server-rendered pages over the same
+//! store and queries as the JSON API, served by the same Router (the query
+//! function on AWS, `ingester-local serve` at home).
+//!
+//! - `/`: every room (latest temperature and humidity, a 24-hour sparkline),
+//!   every device (room, last seen, quiet ones flagged), energy today and yesterday;
+//! - `/ui/devices/{id}`, `/ui/rooms/{id}`: a chart per quantity over a range,
+//!   energy bars for meters, the latest reading, renaming;
+//! - `/devices/{id}/chart.svg`, `/rooms/{id}/chart.svg`: the same charts as images;
+//! - `POST /ui/login`: the token once, kept as a session cookie.
+
+pub mod charts;
+mod pages;
+
+use super::auth::SESSION_COOKIE;
+use super::error::ApiError;
+use super::extract::{Id, Params};
+use super::params::{DashboardParams, LoginForm};
+use super::state::{App, ReadAccess};
+use crate::aggregate::{Bucketing, Width};
+use crate::model::{DeviceId, Quantity, QuantityKind, RoomId, TimeRange, Timestamp};
+use crate::query::{self, Partition, StatsQuery};
+use crate::store::{Order, RangeRequest, Store};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use charts::{BandPoint, Bar, Chart, Data, Line};
+use chrono::TimeZone;
+use chrono_tz::Tz;
+use std::sync::Arc;
+
+type AppState<S> = State<Arc<App<S>>>;
+
+/// A device is flagged quiet after this long without a reading.
+pub const QUIET_AFTER_MS: i64 = 60 * 60 * 1000;
+/// Raw readings drawn at most; a longer short range is drawn as 5-minute buckets.
+const MAX_RAW_POINTS: usize = 3000;
+const HOUR_MS: i64 = 3_600_000;
+const DAY_MS: i64 = 24 * HOUR_MS;
+
+/// The ranges the picker offers, and a custom one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Span {
+    Day,
+    Week,
+    Month,
+    Year,
+    Custom,
+}
+
+impl Span {
+    pub const PICKS: [(Span, &'static str); 4] = [
+        (Span::Day, "24h"),
+        (Span::Week, "7d"),
+        (Span::Month, "30d"),
+        (Span::Year, "1y"),
+    ];
+}
+
+/// What a page or chart shows: its range, zone and how it is drawn.
+#[derive(Debug, Clone, Copy)]
+pub struct View {
+    pub span: Span,
+    pub range: TimeRange,
+    pub tz: Tz,
+}
+
+impl View {
+    /// Raw lines up to two days; hourly bands up to two months; daily beyond.
+    fn band_width(&self) -> Option<Width> {
+        let ms = self.range.to().millis() - self.range.from().millis();
+        if ms <= 2 * DAY_MS {
+            None
+        } else if ms <= 62 * DAY_MS {
+            Some(Width::Hour)
+        } else {
+            Some(Width::Day)
+        }
+    }
+
+    fn energy_width(&self) -> Width {
+        let ms = self.range.to().millis() - self.range.from().millis();
+        if ms <= 2 * DAY_MS {
+            Width::Hour
+        } else if ms <= 62 * DAY_MS {
+            Width::Day
+        } else {
+            Width::Month
+        }
+    }
+
+    fn query(&self, width: Width) -> StatsQuery {
+        StatsQuery {
+            range: self.range,
+            bucketing: Bucketing::new(width, Some(self.tz)),
+        }
+    }
+
+    /// The query string that gives this view again (for links and image URLs).
+    pub fn query_string(&self) -> String {
+        let tz = self.tz.name();
+        match self.span {
+            Span::Custom => format!("from={}&to={}&tz={tz}", self.range.from(), self.range.to()),
+            span => {
+                let pick = Span::PICKS.iter().find(|(s, _)| *s == span).map(|p| p.1);
+                format!("range={}&tz={tz}", pick.unwrap_or("24h"))
+            }
+        }
+    }
+}
+
+/// `range` (24h, 7d, 30d, 1y; default 24h) or `from` and `to`, and `tz`.
+pub fn view(p: &DashboardParams, now: Timestamp) -> Result<View, ApiError> {
+    let mut problems = Vec::new();
+    let tz = match p.tz.as_deref() {
+        None | Some("") => Tz::UTC,
+        Some(v) => v.parse::<Tz>().unwrap_or_else(|_| {
+            problems.push(("tz".into(), format!("{v:?} is not an IANA time zone name")));
+            Tz::UTC
+        }),
+    };
+    let (span, range) = match (&p.range, &p.from) {
+        (Some(_), Some(_)) => {
+            problems.push((
+                "range".into(),
+                "give `range` or `from`/`to`, not both".into(),
+            ));
+            (Span::Day, None)
+        }
+        (_, Some(_)) => {
+            let params = super::params::StatsParams {
+                from: p.from.clone(),
+                to: p.to.clone(),
+                bucket: None,
+                tz: None,
+            };
+            match super::params::stats_query(&params, now) {
+                Ok(q) => (Span::Custom, Some(q.range)),
+                Err(e) => {
+                    problems.extend(e);
+                    (Span::Custom, None)
+                }
+            }
+        }
+        (pick, None) => {
+            let pick = pick.as_deref().unwrap_or("24h");
+            let (span, days) = match pick {
+                "24h" => (Span::Day, 1),
+                "7d" => (Span::Week, 7),
+                "30d" => (Span::Month, 30),
+                "1y" => (Span::Year, 365),
+                other => {
+                    problems.push((
+                        "range".into(),
+                        format!("must be one of 24h, 7d, 30d, 1y, got {other:?}"),
+                    ));
+                    (Span::Day, 1)
+                }
+            };
+            if p.to.is_some() {
+                problems.push(("to".into(), "`to` goes with `from`".into()));
+            }
+            let to = now;
+            let from = to.saturating_add_millis(-days * DAY_MS);
+            (span, TimeRange::new(from, to).ok())
+        }
+    };
+    match range {
+        Some(range) if problems.is_empty() => Ok(View { span, range, tz }),
+        _ => Err(ApiError::InvalidParameters(problems)),
+    }
+}
+
+/// Whether this request may read: reads are open, or it carries the token
+/// (bearer header or the session cookie).
+fn may_read<S>(app: &App<S>, headers: &HeaderMap) -> bool {
+    match &app.access.token {
+        None => true,
+        Some(_) if app.access.reads == ReadAccess::Open => true,
+        Some(token) => token.admits(headers) || token.admits_session(headers),
+    }
+}
+
+fn html(status: StatusCode, body: maud::Markup) -> Response {
+    let mut r = (status, body.into_string()).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    // Our own styles and two small scripts only: no CDN, nothing inline from elsewhere.
+    r.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+fn login_page(next: &str) -> Response {
+    html(StatusCode::UNAUTHORIZED, pages::login(next, false))
+}
+
+/// Points of one gauge quantity: raw lines, or a band of buckets.
+async fn gauge_data<S: Store>(
+    store: &S,
+    partition: Partition<'_>,
+    quantity: Quantity,
+    view: &View,
+) -> Result<Data, ApiError> {
+    let name = quantity.name();
+    if view.band_width().is_none() {
+        let request = RangeRequest {
+            range: view.range,
+            order: Order::Asc,
+            limit: MAX_RAW_POINTS + 1,
+            after: None,
+        };
+        let page = match partition {
+            Partition::Device(d) => store.device_readings(d, &request).await?,
+            Partition::Room(r) => store.room_readings(r, &request).await?,
+        };
+        if page.readings.len() <= MAX_RAW_POINTS {
+            // One line per device (a room has several).
+            let mut lines: Vec<Line> = Vec::new();
+            for r in &page.readings {
+                let Some(v) = r.get(quantity) else { continue };
+                let label = r.device_id.as_str();
+                match lines.iter_mut().find(|l| l.label == label) {
+                    Some(line) => line.points.push((r.timestamp.millis(), v)),
+                    None => lines.push(Line {
+                        label: label.to_owned(),
+                        points: vec![(r.timestamp.millis(), v)],
+                    }),
+                }
+            }
+            return Ok(Data::Lines(lines));
+        }
+    }
+    let width = view.band_width().unwrap_or(Width::FiveMinutes);
+    let stats = query::stats(store, partition, &view.query(width)).await?;
+    Ok(Data::Band(
+        stats
+            .buckets
+            .iter()
+            .filter_map(|b| {
+                let f = b.fields.get(name)?;
+                Some(BandPoint {
+                    start: b.start.millis(),
+                    end: b.end.millis(),
+                    min: f.min,
+                    mean: f.sum / f.count as f64,
+                    max: f.max,
+                })
+            })
+            .collect(),
+    ))
+}
+
+async fn energy_data<S: Store>(
+    store: &S,
+    device: &DeviceId,
+    view: &View,
+) -> Result<Data, ApiError> {
+    let energy = query::energy(store, device, &view.query(view.energy_width())).await?;
+    Ok(Data::Bars(
+        energy
+            .buckets
+            .iter()
+            .map(|b| Bar {
+                start: b.start.millis(),
+                end: b.end.millis(),
+                bought: b.kwh_bought,
+                sold: b.kwh_sold,
+            })
+            .collect(),
+    ))
+}
+
+/// What a chart is of: a gauge quantity, or a meter's energy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Plot {
+    Gauge(Quantity),
+    Energy,
+}
+
+impl Plot {
+    fn parse(s: &str) -> Option<Self> {
+        if s == "energy" {
+            return Some(Plot::Energy);
+        }
+        Quantity::parse(s)
+            .filter(|q| q.kind() == QuantityKind::Gauge)
+            .map(Plot::Gauge)
+    }
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Plot::Gauge(q) => q.name(),
+            Plot::Energy => "energy",
+        }
+    }
+
+    pub fn unit(self) -> &'static str {
+        match self {
+            Plot::Gauge(q) => q.spec().unit,
+            Plot::Energy => "kWh",
+        }
+    }
+}
+
+/// The plots of a device: its gauges, and energy when it has both counters.
+fn plots(quantities: impl Iterator<Item = Quantity> + Clone) -> Vec<Plot> {
+    let mut out: Vec<Plot> = quantities
+        .clone()
+        .filter(|q| q.kind() == QuantityKind::Gauge)
+        .map(Plot::Gauge)
+        .collect();
+    let has = |q| quantities.clone().any(|x| x == q);
+    if has(Quantity::EnergyBought) && has(Quantity::EnergySold) {
+        out.push(Plot::Energy);
+    }
+    out
+}
+
+/// One chart, drawn.
+pub struct Drawn {
+    pub plot: Plot,
+    pub svg: String,
+    pub points: usize,
+    /// `[[time, value], ...]` of the chart's line (the first line, or the
+    /// band's mean), for the value under the pointer.
+    pub values: String,
+}
+
+async fn draw<S: Store>(
+    store: &S,
+    partition: Partition<'_>,
+    plot: Plot,
+    view: &View,
+    title: &str,
+    size: (u32, u32),
+) -> Result<Drawn, ApiError> {
+    let data = match (plot, &partition) {
+        (Plot::Energy, Partition::Device(d)) => energy_data(store, d, view).await?,
+        (Plot::Energy, Partition::Room(_)) => Data::Bars(Vec::new()),
+        (Plot::Gauge(q), _) => gauge_data(store, partition, q, view).await?,
+    };
+    let svg = charts::svg(&Chart {
+        title,
+        unit: plot.unit(),
+        from: view.range.from().millis(),
+        to: view.range.to().millis(),
+        tz: view.tz,
+        width: size.0,
+        height: size.1,
+        data: &data,
+    });
+    let label = |ms: i64| {
+        view.tz
+            .timestamp_millis_opt(ms)
+            .single()
+            .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+            .unwrap_or_default()
+    };
+    let line: Vec<(String, f64)> = match &data {
+        Data::Lines(lines) => lines
+            .first()
+            .map(|l| l.points.iter().map(|(t, v)| (label(*t), *v)).collect())
+            .unwrap_or_default(),
+        Data::Band(band) => band
+            .iter()
+            .map(|p| (label(p.start), (p.mean * 100.0).round() / 100.0))
+            .collect(),
+        Data::Bars(_) => Vec::new(),
+    };
+    Ok(Drawn {
+        plot,
+        points: data.points(),
+        svg,
+        values: serde_json::to_string(&line).unwrap_or_default(),
+    })
+}
+
+/// `GET /`: the overview.
+pub async fn overview<S: Store>(
+    State(app): AppState<S>,
+    headers: HeaderMap,
+    Params(p): Params<DashboardParams>,
+) -> Result<Response, ApiError> {
+    if !may_read(&app, &headers) {
+        return Ok(login_page("/"));
+    }
+    let now = Timestamp::now();
+    let view = view(&p, now)?;
+    let registry = app.registry.current(&app.store).await;
+    let day = TimeRange::new(now.saturating_add_millis(-DAY_MS), now).expect("a day");
+    let mut rooms = Vec::new();
+    for room in registry.rooms.values() {
+        let q = StatsQuery {
+            range: day,
+            bucketing: Bucketing::new(Width::Hour, None),
+        };
+        let stats = query::stats(&app.store, Partition::Room(&room.room_id), &q).await?;
+        let points: Vec<(i64, f64)> = stats
+            .buckets
+            .iter()
+            .filter_map(|b| {
+                let f = b.fields.get(Quantity::Temperature.name())?;
+                Some((b.start.millis() + HOUR_MS / 2, f.sum / f.count as f64))
+            })
+            .collect();
+        let spark = charts::sparkline(
+            &points,
+            day.from().millis(),
+            day.to().millis(),
+            &format!("{}: temperature, last 24 hours", pages::room_name(room)),
+        );
+        rooms.push((room.clone(), spark));
+    }
+    // Energy today and yesterday, in the view's zone, over every meter.
+    let today = view
+        .tz
+        .timestamp_millis_opt(now.millis())
+        .single()
+        .map(|t| t.date_naive());
+    let mut energy = [(0.0, 0.0); 2];
+    if let Some(today) = today {
+        let midnight = |d: chrono::NaiveDate| {
+            d.and_hms_opt(0, 0, 0)
+                .and_then(|t| view.tz.from_local_datetime(&t).earliest())
+                .and_then(|t| Timestamp::from_millis(t.timestamp_millis()).ok())
+        };
+        let bounds = (
+            today.pred_opt().and_then(midnight),
+            midnight(today),
+            today.succ_opt().and_then(midnight),
+        );
+        if let (Some(y), Some(t), Some(end)) = bounds {
+            for device in registry.devices.values() {
+                let meter = device.quantities.contains(&Quantity::EnergyBought)
+                    && device.quantities.contains(&Quantity::EnergySold);
+                if !meter {
+                    continue;
+                }
+                let q = StatsQuery {
+                    range: TimeRange::new(y, end).expect("two days"),
+                    bucketing: Bucketing::new(Width::Day, Some(view.tz)),
+                };
+                let e = query::energy(&app.store, &device.device_id, &q).await?;
+                for b in &e.buckets {
+                    let i = usize::from(b.start >= t);
+                    energy[1 - i].0 += b.kwh_bought;
+                    energy[1 - i].1 += b.kwh_sold;
+                }
+            }
+        }
+    }
+    let devices: Vec<_> = registry.devices.values().cloned().collect();
+    Ok(html(
+        StatusCode::OK,
+        pages::overview(&pages::Overview {
+            rooms: &rooms,
+            devices: &devices,
+            energy_today: energy[0],
+            energy_yesterday: energy[1],
+            now,
+            view: &view,
+        }),
+    ))
+}
+
+/// `GET /ui/devices/{id}`.
+pub async fn device_page<S: Store>(
+    State(app): AppState<S>,
+    headers: HeaderMap,
+    Id(id): Id<DeviceId>,
+    Params(p): Params<DashboardParams>,
+) -> Result<Response, ApiError> {
+    if !may_read(&app, &headers) {
+        return Ok(login_page(&format!("/ui/devices/{id}")));
+    }
+    let view = view(&p, Timestamp::now())?;
+    let Some(device) = query::device(&app.store, &app.registry, &id).await? else {
+        return Ok(html(
+            StatusCode::NOT_FOUND,
+            pages::not_found(&format!("No device {id}.")),
+        ));
+    };
+    let mut drawn = Vec::new();
+    for plot in plots(device.quantities.iter().copied()) {
+        let title = format!("{}: {}", pages::device_name(&device), plot.key());
+        drawn.push(
+            draw(
+                &app.store,
+                Partition::Device(&id),
+                plot,
+                &view,
+                &title,
+                (720, 260),
+            )
+            .await?,
+        );
+    }
+    Ok(html(StatusCode::OK, pages::device(&device, &drawn, &view)))
+}
+
+/// `GET /ui/rooms/{id}`.
+pub async fn room_page<S: Store>(
+    State(app): AppState<S>,
+    headers: HeaderMap,
+    Id(id): Id<RoomId>,
+    Params(p): Params<DashboardParams>,
+) -> Result<Response, ApiError> {
+    if !may_read(&app, &headers) {
+        return Ok(login_page(&format!("/ui/rooms/{id}")));
+    }
+    let view = view(&p, Timestamp::now())?;
+    let Some(room) = query::room(&app.store, &app.registry, &id).await? else {
+        return Ok(html(
+            StatusCode::NOT_FOUND,
+            pages::not_found(&format!("No room {id}.")),
+        ));
+    };
+    let registry = app.registry.current(&app.store).await;
+    let devices: Vec<_> = room
+        .devices
+        .iter()
+        .filter_map(|d| registry.devices.get(d).cloned())
+        .collect();
+    let mut drawn = Vec::new();
+    for q in [Quantity::Temperature, Quantity::Humidity] {
+        let title = format!("{}: {}", pages::room_name(&room), q.name());
+        drawn.push(
+            draw(
+                &app.store,
+                Partition::Room(&id),
+                Plot::Gauge(q),
+                &view,
+                &title,
+                (720, 260),
+            )
+            .await?,
+        );
+    }
+    Ok(html(
+        StatusCode::OK,
+        pages::room(&room, &devices, &drawn, &view),
+    ))
+}
+
+/// `quantity` and the view's parameters, for the image routes.
+fn chart_params(
+    p: &super::params::ChartParams,
+) -> Result<(Plot, DashboardParams, (u32, u32)), ApiError> {
+    let mut problems = Vec::new();
+    let plot = match p.quantity.as_deref() {
+        None => {
+            problems.push((
+                "quantity".into(),
+                "required: a gauge quantity (temperature, humidity, current_w, ...) or energy"
+                    .into(),
+            ));
+            None
+        }
+        Some(v) => Plot::parse(v).or_else(|| {
+            problems.push((
+                "quantity".into(),
+                format!("{v:?} is not a gauge quantity or energy"),
+            ));
+            None
+        }),
+    };
+    let width = match p.width.as_deref() {
+        None => Some(720),
+        Some(v) => v
+            .parse::<u32>()
+            .ok()
+            .filter(|w| (200..=2000).contains(w))
+            .or_else(|| {
+                problems.push((
+                    "width".into(),
+                    format!("must be a number of pixels from 200 to 2000, got {v:?}"),
+                ));
+                None
+            }),
+    };
+    match (plot, width) {
+        (Some(plot), Some(w)) if problems.is_empty() => Ok((
+            plot,
+            DashboardParams {
+                range: p.range.clone(),
+                from: p.from.clone(),
+                to: p.to.clone(),
+                tz: p.tz.clone(),
+            },
+            (w, w * 9 / 25),
+        )),
+        _ => Err(ApiError::InvalidParameters(problems)),
+    }
+}
+
+fn svg_response(svg: String) -> Response {
+    let mut r = svg.into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("image/svg+xml"),
+    );
+    r
+}
+
+/// `GET /devices/{id}/chart.svg?quantity=...&range=...`.
+pub async fn device_chart<S: Store>(
+    State(app): AppState<S>,
+    headers: HeaderMap,
+    Id(id): Id<DeviceId>,
+    Params(p): Params<super::params::ChartParams>,
+) -> Result<Response, ApiError> {
+    if !may_read(&app, &headers) {
+        return Err(ApiError::Unauthorized);
+    }
+    let (plot, p, size) = chart_params(&p)?;
+    let view = view(&p, Timestamp::now())?;
+    let Some(device) = query::device(&app.store, &app.registry, &id).await? else {
+        return Err(ApiError::NotFound(format!("no device {id}")));
+    };
+    let title = format!("{}: {}", pages::device_name(&device), plot.key());
+    let drawn = draw(
+        &app.store,
+        Partition::Device(&id),
+        plot,
+        &view,
+        &title,
+        size,
+    )
+    .await?;
+    Ok(svg_response(drawn.svg))
+}
+
+/// `GET /rooms/{id}/chart.svg?quantity=...&range=...`.
+pub async fn room_chart<S: Store>(
+    State(app): AppState<S>,
+    headers: HeaderMap,
+    Id(id): Id<RoomId>,
+    Params(p): Params<super::params::ChartParams>,
+) -> Result<Response, ApiError> {
+    if !may_read(&app, &headers) {
+        return Err(ApiError::Unauthorized);
+    }
+    let (plot, p, size) = chart_params(&p)?;
+    if plot == Plot::Energy {
+        return Err(ApiError::InvalidParameters(vec![(
+            "quantity".into(),
+            "energy is a device's (a meter's), not a room's".into(),
+        )]));
+    }
+    let view = view(&p, Timestamp::now())?;
+    let Some(room) = query::room(&app.store, &app.registry, &id).await? else {
+        return Err(ApiError::NotFound(format!("no room {id}")));
+    };
+    let title = format!("{}: {}", pages::room_name(&room), plot.key());
+    let drawn = draw(&app.store, Partition::Room(&id), plot, &view, &title, size).await?;
+    Ok(svg_response(drawn.svg))
+}
+
+/// `POST /ui/login` (a form with `token` and `next`): sets the session
+/// cookie and goes back, or shows the form again.
+pub async fn login<S: Store>(
+    State(app): AppState<S>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let text = std::str::from_utf8(&body)
+        .map_err(|_| ApiError::InvalidBody(vec![("body".into(), "not UTF-8".into())]))?;
+    let form: LoginForm = super::params::parse(text).map_err(ApiError::InvalidBody)?;
+    let next = form
+        .next
+        .as_deref()
+        .filter(|n| n.starts_with('/') && !n.starts_with("//"))
+        .unwrap_or("/")
+        .to_owned();
+    let Some(token) = &app.access.token else {
+        return Ok((StatusCode::SEE_OTHER, [(header::LOCATION, next)]).into_response());
+    };
+    if !token.admits_token(form.token.as_deref().unwrap_or("")) {
+        return Ok(html(StatusCode::UNAUTHORIZED, pages::login(&next, true)));
+    }
+    // `Secure` where the page came over HTTPS (API Gateway says so); a home
+    // server on plain HTTP would otherwise never get the cookie back.
+    let https = headers
+        .get("x-forwarded-proto")
+        .is_some_and(|v| v.as_bytes() == b"https");
+    let cookie = format!(
+        "{SESSION_COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000{}",
+        token.session_value(),
+        if https { "; Secure" } else { "" }
+    );
+    let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, next)]).into_response();
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        r.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    Ok(r)
+}

@@ -1,0 +1,332 @@
+//! The dashboard's HTML, from maud templates (every interpolated value is
+//! escaped). One self-contained page each: its styles and two small scripts
+//! inline (the range picker, the value under the pointer, renaming), charts
+//! as inline SVG; no JavaScript toolchain, no CDN.
+
+use super::{Drawn, Span, View, QUIET_AFTER_MS};
+use crate::model::{Reading, Timestamp};
+use crate::store::{DeviceRecord, RoomRecord};
+use chrono::TimeZone;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+
+const STYLE: &str = r#"
+:root{--ink:#1f2937;--muted:#4b5563;--line:#d1d5db;--accent:#1d4ed8;--warn:#b91c1c;--bg:#f9fafb}
+*{box-sizing:border-box}
+body{margin:0;font:16px/1.5 system-ui,sans-serif;color:var(--ink);background:var(--bg)}
+header{display:flex;flex-wrap:wrap;gap:.5rem 1.5rem;align-items:baseline;padding:.75rem 1rem;background:#fff;border-bottom:1px solid var(--line)}
+header h1{font-size:1.25rem;margin:0}
+main{padding:1rem;max-width:64rem;margin:0 auto}
+a{color:var(--accent)}
+a:focus,button:focus,input:focus,select:focus{outline:3px solid #f59e0b;outline-offset:2px}
+section{background:#fff;border:1px solid var(--line);border-radius:.5rem;padding:1rem;margin:0 0 1rem}
+h2{font-size:1.1rem;margin:0 0 .5rem}
+table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid var(--line);vertical-align:middle}
+.quiet{color:var(--warn);font-weight:600}
+.muted{color:var(--muted)}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(14rem,1fr));gap:1rem}
+.card{background:#fff;border:1px solid var(--line);border-radius:.5rem;padding:.75rem}
+.big{font-size:1.5rem;font-weight:600}
+figure{margin:0 0 1rem}
+figure svg{width:100%;height:auto;max-width:720px}
+figcaption{font-weight:600}
+.tip{min-height:1.5em;color:var(--muted)}
+nav.ranges a{margin-right:.75rem}
+nav.ranges a[aria-current]{font-weight:700;color:var(--ink)}
+form.inline{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
+input,button,select{font:inherit;padding:.35rem .5rem}
+button{background:var(--accent);color:#fff;border:0;border-radius:.25rem}
+@media (max-width:480px){main{padding:.5rem}th,td{padding:.25rem}.hide-narrow{display:none}}
+"#;
+
+/// The value under the pointer: the nearest drawn point of the chart's line.
+const POINTER_SCRIPT: &str = r#"
+document.querySelectorAll('figure[data-chart]').forEach(function (fig) {
+  var svg = fig.querySelector('svg'); var tip = fig.querySelector('.tip');
+  var line = svg && Array.prototype.slice.call(svg.querySelectorAll('polyline')).filter(function (p) { return p.getAttribute('stroke-width') === '2'; })[0];
+  if (!line) { return; }
+  var pts = line.getAttribute('points').trim().split(/\s+/).map(function (p) { var xy = p.split(','); return [+xy[0], +xy[1]]; });
+  svg.addEventListener('mousemove', function (e) {
+    var box = svg.getBoundingClientRect(); var vb = svg.viewBox.baseVal;
+    var x = (e.clientX - box.left) * (vb.width / box.width);
+    var best = pts[0];
+    pts.forEach(function (p) { if (Math.abs(p[0] - x) < Math.abs(best[0] - x)) { best = p; } });
+    var i = pts.indexOf(best); var v = JSON.parse(fig.dataset.values || '[]')[i];
+    if (v) { tip.textContent = v[0] + ': ' + v[1] + ' ' + fig.dataset.unit; }
+  });
+});
+"#;
+
+/// Renaming through the API's PUT route, with the session cookie; the
+/// `X-Dashboard` header is what a cross-site form can never send.
+const RENAME_SCRIPT: &str = r#"
+var form = document.getElementById('rename');
+if (form) {
+  form.addEventListener('submit', function (e) {
+    e.preventDefault();
+    var status = document.getElementById('rename-status');
+    var name = form.elements.name.value.trim();
+    fetch(form.dataset.url, { method: 'PUT', credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json', 'X-Dashboard': '1' },
+      body: JSON.stringify({ name: name === '' ? null : name }) })
+      .then(function (r) { return r.json().then(function (b) { return [r.ok, b]; }); })
+      .then(function (rb) {
+        if (rb[0]) { status.textContent = 'Saved.'; location.reload(); }
+        else { status.textContent = (rb[1].error && rb[1].error.message) || 'Not saved.'; }
+      })
+      .catch(function () { status.textContent = 'Not saved: no answer.'; });
+  });
+}
+"#;
+
+pub fn device_name(d: &DeviceRecord) -> String {
+    d.name.clone().unwrap_or_else(|| d.device_id.to_string())
+}
+
+pub fn room_name(r: &RoomRecord) -> String {
+    r.name.clone().unwrap_or_else(|| r.room_id.to_string())
+}
+
+fn when(t: Timestamp, view: &View) -> String {
+    view.tz
+        .timestamp_millis_opt(t.millis())
+        .single()
+        .map(|t| t.format("%Y-%m-%d %H:%M %Z").to_string())
+        .unwrap_or_default()
+}
+
+fn layout(title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · IoT readings" }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                header {
+                    h1 { a href="/" { "Home" } }
+                    span.muted { (title) }
+                }
+                main { (body) }
+                script { (PreEscaped(POINTER_SCRIPT)) }
+                script { (PreEscaped(RENAME_SCRIPT)) }
+            }
+        }
+    }
+}
+
+pub fn login(next: &str, failed: bool) -> Markup {
+    layout(
+        "Sign in",
+        html! {
+            section {
+                h2 { "This dashboard needs the token" }
+                p.muted { "The same bearer token the API takes. It is kept in a cookie this browser sends to this site only." }
+                @if failed { p.quiet role="alert" { "That is not the token." } }
+                form.inline method="post" action="/ui/login" {
+                    input type="hidden" name="next" value=(next);
+                    label for="token" { "Token" }
+                    input #token type="password" name="token" autocomplete="current-password" required;
+                    button type="submit" { "Sign in" }
+                }
+            }
+        },
+    )
+}
+
+pub fn not_found(message: &str) -> Markup {
+    layout(
+        "Not found",
+        html! { section { p { (message) } p { a href="/" { "Back to the overview" } } } },
+    )
+}
+
+pub struct Overview<'a> {
+    pub rooms: &'a [(RoomRecord, String)],
+    pub devices: &'a [DeviceRecord],
+    pub energy_today: (f64, f64),
+    pub energy_yesterday: (f64, f64),
+    pub now: Timestamp,
+    pub view: &'a View,
+}
+
+fn latest_value(r: &Option<Reading>, q: crate::model::Quantity) -> Option<f64> {
+    r.as_ref().and_then(|r| r.get(q))
+}
+
+pub fn overview(o: &Overview) -> Markup {
+    use crate::model::Quantity::{Humidity, Temperature};
+    let tz = o.view.tz.name();
+    layout(
+        "Overview",
+        html! {
+            section aria-labelledby="rooms-h" {
+                h2 #rooms-h { "Rooms" }
+                @if o.rooms.is_empty() { p.muted { "No rooms yet: readings that name a room make one." } }
+                div.cards {
+                    @for (room, spark) in o.rooms {
+                        div.card.room data-room=(room.room_id.as_str()) {
+                            a href={ "/ui/rooms/" (room.room_id.as_str()) "?tz=" (tz) } { strong.name { (room_name(room)) } }
+                            div {
+                                @if let Some(t) = latest_value(&room.latest, Temperature) { span.big { (format!("{t:.1}")) " °C" } " " }
+                                @if let Some(h) = latest_value(&room.latest, Humidity) { span { (format!("{h:.0}")) " %" } }
+                            }
+                            @if let Some(r) = &room.latest { div.muted { (when(r.timestamp, o.view)) } }
+                            (PreEscaped(spark))
+                        }
+                    }
+                }
+            }
+            section aria-labelledby="energy-h" {
+                h2 #energy-h { "Electricity" }
+                table {
+                    thead { tr { th scope="col" { "Day" } th scope="col" { "Bought (kWh)" } th scope="col" { "Sold (kWh)" } } }
+                    tbody {
+                        tr.today { th scope="row" { "Today" } td { (format!("{:.2}", o.energy_today.0)) } td { (format!("{:.2}", o.energy_today.1)) } }
+                        tr.yesterday { th scope="row" { "Yesterday" } td { (format!("{:.2}", o.energy_yesterday.0)) } td { (format!("{:.2}", o.energy_yesterday.1)) } }
+                    }
+                }
+            }
+            section aria-labelledby="devices-h" {
+                h2 #devices-h { "Devices" }
+                table {
+                    thead { tr { th scope="col" { "Device" } th scope="col" { "Room" } th scope="col" { "Last seen" } } }
+                    tbody {
+                        @for d in o.devices {
+                            @let quiet = d.last_seen.is_none_or(|t| o.now.millis() - t.millis() > QUIET_AFTER_MS);
+                            tr.device data-device=(d.device_id.as_str()) {
+                                td { a.name href={ "/ui/devices/" (d.device_id.as_str()) "?tz=" (tz) } { (device_name(d)) } }
+                                td { @if let Some(r) = &d.room { (r.as_str()) } }
+                                td {
+                                    @if let Some(t) = d.last_seen { (when(t, o.view)) }
+                                    @if quiet { " " span.quiet { "quiet" } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+fn ranges(path: &str, view: &View) -> Markup {
+    let tz = view.tz.name();
+    html! {
+        nav.ranges aria-label="Range" {
+            @for (span, pick) in Span::PICKS {
+                @if span == view.span {
+                    a href={ (path) "?range=" (pick) "&tz=" (tz) } aria-current="page" { (pick) }
+                } @else {
+                    a href={ (path) "?range=" (pick) "&tz=" (tz) } { (pick) }
+                }
+            }
+        }
+        form.inline method="get" action=(path) aria-label="Custom range" {
+            label for="from" { "From" }
+            input #from type="datetime-local" name="from" value=(view.range.from().to_string().trim_end_matches('Z').get(..16).unwrap_or(""));
+            label for="to" { "to (UTC)" }
+            input #to type="datetime-local" name="to" value=(view.range.to().to_string().trim_end_matches('Z').get(..16).unwrap_or(""));
+            input type="hidden" name="tz" value=(tz);
+            button type="submit" { "Show" }
+        }
+    }
+}
+
+fn chart(d: &Drawn, unit: &str) -> Markup {
+    html! {
+        figure data-chart=(d.plot.key()) data-unit=(unit) data-points=(d.points) data-values=(d.values) {
+            figcaption { (d.plot.key()) " (" (unit) ")" }
+            @if d.points == 0 { p.muted { "No readings in this range." } }
+            (PreEscaped(&d.svg))
+            p.tip aria-live="polite" {}
+        }
+    }
+}
+
+fn latest_table(r: &Option<Reading>, view: &View) -> Markup {
+    html! {
+        @match r {
+            None => p.muted { "No reading yet." },
+            Some(r) => {
+                p.muted { (when(r.timestamp, view)) }
+                table.latest {
+                    tbody {
+                        @for (q, v) in r.measurement.values() {
+                            tr { th scope="row" { (q.name()) } td { (v) " " (q.spec().unit) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn rename(url: &str, current: &Option<String>) -> Markup {
+    html! {
+        form #rename.inline data-url=(url) aria-label="Rename" {
+            label for="name" { "Name" }
+            input #name type="text" name="name" maxlength="64" value=(current.clone().unwrap_or_default());
+            button type="submit" { "Rename" }
+            span #rename-status role="status" {}
+        }
+    }
+}
+
+pub fn device(d: &DeviceRecord, charts: &[Drawn], view: &View) -> Markup {
+    let id = d.device_id.as_str();
+    let path = format!("/ui/devices/{id}");
+    layout(
+        &device_name(d),
+        html! {
+            section {
+                h2.name { (device_name(d)) }
+                p.muted {
+                    "Device " code { (id) }
+                    @if let Some(r) = &d.room { " in " a href={ "/ui/rooms/" (r.as_str()) } { (r.as_str()) } }
+                }
+                (rename(&format!("/devices/{id}"), &d.name))
+            }
+            section aria-labelledby="latest-h" { h2 #latest-h { "Latest reading" } (latest_table(&d.latest, view)) }
+            section aria-labelledby="history-h" {
+                h2 #history-h { "History" }
+                (ranges(&path, view))
+                @for c in charts { (chart(c, c.plot.unit())) }
+                p.muted.hide-narrow {
+                    "Each chart is an image too: "
+                    code { "/devices/" (id) "/chart.svg?quantity=…&" (view.query_string()) }
+                }
+            }
+        },
+    )
+}
+
+pub fn room(r: &RoomRecord, devices: &[DeviceRecord], charts: &[Drawn], view: &View) -> Markup {
+    let id = r.room_id.as_str();
+    let path = format!("/ui/rooms/{id}");
+    layout(
+        &room_name(r),
+        html! {
+            section {
+                h2.name { (room_name(r)) }
+                p.muted { "Room " code { (id) } }
+                (rename(&format!("/rooms/{id}"), &r.name))
+                h3 { "Devices" }
+                ul {
+                    @for d in devices {
+                        li { a href={ "/ui/devices/" (d.device_id.as_str()) } { (device_name(d)) } }
+                    }
+                }
+            }
+            section aria-labelledby="latest-h" { h2 #latest-h { "Latest reading" } (latest_table(&r.latest, view)) }
+            section aria-labelledby="history-h" {
+                h2 #history-h { "History" }
+                (ranges(&path, view))
+                @for c in charts { (chart(c, c.plot.unit())) }
+            }
+        },
+    )
+}

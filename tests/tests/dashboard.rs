@@ -1,0 +1,422 @@
+//! The dashboard (issue 15) through the handlers, on every engine: the pages
+//! name the rooms and devices, charts carry one point per reading (short
+//! ranges) or per bucket (long ones), the image routes, escaping, the quiet
+//! flag, energy today and yesterday, and the token: a sign-in page, the
+//! session cookie, and renames that a cross-site form cannot make.
+
+use integration_tests::handle;
+use integration_tests::{
+    answer, api_event, app, climate, on_every_store, power, stream_event_for, TestStore,
+};
+use serde_json::{json, Value};
+use shared::api::{App, RouteSet};
+use shared::aws_lambda_events::apigw::ApiGatewayV2httpResponse;
+use shared::model::{Reading, Timestamp};
+use shared::store::Store;
+
+const TOKEN: &str = "dash-token";
+
+fn bearer() -> (&'static str, String) {
+    ("authorization", format!("Bearer {TOKEN}"))
+}
+
+/// Minutes before now, on the minute.
+fn ago(minutes: i64) -> String {
+    let now = Timestamp::now().millis();
+    Timestamp::from_millis(now - now % 60_000 - minutes * 60_000)
+        .unwrap()
+        .to_string()
+}
+
+async fn post<S: Store>(app: &App<S>, readings: &[Value]) {
+    let (b, v) = bearer();
+    for chunk in readings.chunks(1000) {
+        let body = serde_json::to_string(chunk).unwrap();
+        let (status, answer) = answer(
+            &handle(
+                app,
+                api_event("POST", "/readings", &[], Some(&body), &[(b, &v)]),
+            )
+            .await,
+        );
+        assert_eq!(status, 200, "{answer}");
+    }
+    if !app.store.registry_follows_writes() {
+        // DynamoDB: the registry function's part, from the table's stream.
+        let readings: Vec<Reading> = readings
+            .iter()
+            .map(|v| Reading::from_json(v, Timestamp::now(), |_| None).unwrap())
+            .collect();
+        let r = shared::stream::handle(&app.store, stream_event_for(&readings)).await;
+        assert!(r.batch_item_failures.is_empty());
+    }
+    app.registry.invalidate();
+}
+
+async fn get<S: Store>(
+    app: &App<S>,
+    path: &str,
+    query: &[(&str, &str)],
+    headers: &[(&str, &str)],
+) -> ApiGatewayV2httpResponse {
+    handle(app, api_event("GET", path, query, None, headers)).await
+}
+
+fn text(r: &ApiGatewayV2httpResponse) -> (u16, String) {
+    let (status, body) = answer(r);
+    let text = match body {
+        Value::String(s) => s,
+        other => other.to_string(),
+    };
+    (status, text)
+}
+
+fn header<'a>(r: &'a ApiGatewayV2httpResponse, name: &str) -> &'a str {
+    r.headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+fn set_cookie(r: &ApiGatewayV2httpResponse) -> String {
+    r.cookies
+        .first()
+        .cloned()
+        .unwrap_or_else(|| header(r, "set-cookie").to_owned())
+}
+
+/// `data-points` of the figure of `key` on a page.
+fn points(page: &str, key: &str) -> usize {
+    let at = page
+        .find(&format!("data-chart=\"{key}\""))
+        .unwrap_or_else(|| panic!("no chart {key}"));
+    let rest = &page[at..];
+    rest.split("data-points=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// A day and two hours of a bedroom sensor and a meter every 10 minutes, and
+/// a hall sensor quiet for three hours.
+fn history() -> Vec<Value> {
+    let mut out = Vec::new();
+    for i in 0..156 {
+        let m = 10 + i * 10;
+        out.push(climate(
+            "s-bed",
+            "bedroom",
+            &ago(m),
+            19.0 + (i % 7) as f64 * 0.5,
+            45.0,
+        ));
+        out.push(power(
+            "meter-1",
+            &ago(m),
+            1000.0 + (156 - i) as f64 * 0.1,
+            50.0,
+            300.0,
+        ));
+    }
+    out.push(climate("s-hall", "hall", &ago(180), 17.5, 60.0));
+    out
+}
+
+async fn pages_name_rooms_and_devices_and_draw_every_reading<S: TestStore>() {
+    let app = app(S::fresh("dash-pages").await, Some(TOKEN), RouteSet::All).await;
+    post(&app, &history()).await;
+    let (b, v) = bearer();
+    let auth = [(b, v.as_str())];
+
+    let r = get(&app, "/", &[], &auth).await;
+    let (status, page) = text(&r);
+    assert_eq!(status, 200, "{page}");
+    assert!(header(&r, "content-type").starts_with("text/html"));
+    for name in ["bedroom", "hall", "s-bed", "meter-1", "s-hall"] {
+        assert!(
+            page.contains(&format!(">{name}<")),
+            "{name} on the overview"
+        );
+    }
+    // The hall sensor, three hours quiet, is flagged; the others are not.
+    let row = |d: &str| {
+        let at = page.find(&format!("data-device=\"{d}\"")).unwrap();
+        page[at..].split("</tr>").next().unwrap().to_owned()
+    };
+    assert!(row("s-hall").contains("quiet"));
+    assert!(!row("s-bed").contains("quiet"));
+    // A 24-hour sparkline per room: the bedroom's hours with readings.
+    let bedroom = &page[page.find("data-room=\"bedroom\"").unwrap()..];
+    let spark: usize = bedroom
+        .split("data-points=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((24..=25).contains(&spark), "{spark}");
+
+    // The device page over 24 hours: one point per reading in the range.
+    let r = get(&app, "/ui/devices/s-bed", &[("range", "24h")], &auth).await;
+    let (status, page) = text(&r);
+    assert_eq!(status, 200);
+    // Readings 10, 20, ... minutes ago: those less than a day ago.
+    let in_day = (1..=156).filter(|i| i * 10 < 24 * 60).count();
+    assert_eq!(points(&page, "temperature"), in_day);
+    assert_eq!(points(&page, "humidity"), in_day);
+    assert!(page.contains("Latest reading"));
+    // Seven days: a band of hourly buckets (27 hours hold readings at most).
+    let r = get(&app, "/ui/devices/s-bed", &[("range", "7d")], &auth).await;
+    let (_, page) = text(&r);
+    let hours = points(&page, "temperature");
+    assert!((26..=28).contains(&hours), "{hours}");
+    // The meter: its power line and energy bars, hourly over a day.
+    let (_, page) = text(&get(&app, "/ui/devices/meter-1", &[("range", "24h")], &auth).await);
+    assert_eq!(points(&page, "current_w"), in_day);
+    let bars = points(&page, "energy");
+    assert!((24..=25).contains(&bars), "{bars}");
+    // The room page.
+    let (status, page) = text(&get(&app, "/ui/rooms/bedroom", &[("range", "24h")], &auth).await);
+    assert_eq!(status, 200);
+    assert_eq!(points(&page, "temperature"), in_day);
+    assert!(page.contains("/ui/devices/s-bed"));
+
+    // The same chart as an image.
+    let r = get(
+        &app,
+        "/devices/s-bed/chart.svg",
+        &[("quantity", "temperature"), ("range", "24h")],
+        &auth,
+    )
+    .await;
+    let (status, svg) = text(&r);
+    assert_eq!(status, 200);
+    assert_eq!(header(&r, "content-type"), "image/svg+xml");
+    assert!(svg.starts_with("<svg"));
+    assert!(svg.contains(&format!("data-points=\"{in_day}\"")));
+    let r = get(
+        &app,
+        "/rooms/bedroom/chart.svg",
+        &[("quantity", "humidity"), ("range", "7d")],
+        &auth,
+    )
+    .await;
+    assert_eq!(text(&r).0, 200);
+}
+
+async fn bad_parameters_get_a_400_that_names_them<S: TestStore>() {
+    let app = app(S::fresh("dash-bad").await, None, RouteSet::All).await;
+    post(&app, &history()).await;
+    for (path, query, field) in [
+        (
+            "/devices/s-bed/chart.svg",
+            vec![("quantity", "cumulative_kwh_p")],
+            "quantity",
+        ),
+        ("/devices/s-bed/chart.svg", vec![], "quantity"),
+        (
+            "/devices/s-bed/chart.svg",
+            vec![("quantity", "temperature"), ("width", "9")],
+            "width",
+        ),
+        (
+            "/rooms/bedroom/chart.svg",
+            vec![("quantity", "energy")],
+            "quantity",
+        ),
+        ("/ui/devices/s-bed", vec![("range", "2w")], "range"),
+        ("/ui/devices/s-bed", vec![("tz", "Mars/Base")], "tz"),
+        ("/", vec![("rnage", "7d")], "rnage"),
+    ] {
+        let (status, body) = answer(&get(&app, path, &query, &[]).await);
+        assert_eq!(status, 400, "{path} {query:?}: {body}");
+        let named: Vec<&str> = body["error"]["details"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|d| d["field"].as_str().or(d["parameter"].as_str()))
+            .collect();
+        assert!(named.contains(&field), "{path} {query:?}: {body}");
+    }
+    let r = get(&app, "/ui/devices/nobody", &[], &[]).await;
+    assert_eq!(r.status_code, 404);
+    assert!(text(&r).1.contains("No device nobody"));
+    let (status, _) = answer(
+        &get(
+            &app,
+            "/devices/nobody/chart.svg",
+            &[("quantity", "temperature")],
+            &[],
+        )
+        .await,
+    );
+    assert_eq!(status, 404);
+}
+
+async fn names_are_escaped<S: TestStore>() {
+    let app = app(S::fresh("dash-escape").await, None, RouteSet::All).await;
+    post(&app, &history()).await;
+    let body = json!({"name": "<script>alert(1)</script> & co"}).to_string();
+    let (status, answer_body) = answer(
+        &handle(
+            &app,
+            api_event("PUT", "/devices/s-bed", &[], Some(&body), &[]),
+        )
+        .await,
+    );
+    assert_eq!(status, 200, "{answer_body}");
+    app.registry.invalidate();
+    for path in ["/", "/ui/devices/s-bed", "/ui/rooms/bedroom"] {
+        let (status, page) = text(&get(&app, path, &[], &[]).await);
+        assert_eq!(status, 200);
+        assert!(!page.contains("<script>alert"), "{path}");
+        assert!(
+            page.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; co"),
+            "{path}"
+        );
+    }
+}
+
+async fn energy_today_and_yesterday_are_the_energy_routes<S: TestStore>() {
+    let app = app(S::fresh("dash-energy").await, None, RouteSet::All).await;
+    post(&app, &history()).await;
+    let (_, page) = text(&get(&app, "/", &[], &[]).await);
+    let cell = |row: &str| {
+        let at = page.find(&format!("<tr class=\"{row}\">")).unwrap();
+        page[at..]
+            .split("<td>")
+            .nth(1)
+            .unwrap()
+            .split('<')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let now = Timestamp::now().millis();
+    let midnight = now - now % 86_400_000;
+    let day = |from: i64, to: i64| {
+        let from = Timestamp::from_millis(from).unwrap().to_string();
+        let to = Timestamp::from_millis(to).unwrap().to_string();
+        (from, to)
+    };
+    for (row, (from, to)) in [
+        ("today", day(midnight, midnight + 86_400_000)),
+        ("yesterday", day(midnight - 86_400_000, midnight)),
+    ] {
+        let (status, e) = answer(
+            &get(
+                &app,
+                "/devices/meter-1/energy",
+                &[("from", &from), ("to", &to), ("bucket", "1d")],
+                &[],
+            )
+            .await,
+        );
+        assert_eq!(status, 200, "{e}");
+        let want = e["kwh_bought"].as_f64().unwrap();
+        assert_eq!(cell(row), format!("{want:.2}"), "{row}");
+    }
+}
+
+async fn the_token_is_asked_once_and_kept_in_a_strict_cookie<S: TestStore>() {
+    let app = app(S::fresh("dash-token").await, Some(TOKEN), RouteSet::All).await;
+    post(&app, &history()).await;
+    // No token: the sign-in page, and no data.
+    let r = get(&app, "/", &[], &[]).await;
+    let (status, page) = text(&r);
+    assert_eq!(status, 401);
+    assert!(page.contains("action=\"/ui/login\""));
+    assert!(!page.contains("s-bed") && !page.contains("bedroom"));
+    let (status, _) = text(&get(&app, "/ui/devices/s-bed", &[], &[]).await);
+    assert_eq!(status, 401);
+    let (status, body) = answer(
+        &get(
+            &app,
+            "/devices/s-bed/chart.svg",
+            &[("quantity", "temperature")],
+            &[],
+        )
+        .await,
+    );
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("unauthorized"))
+    );
+
+    let login = |token: &str, proto: &str| {
+        let body = format!("token={token}&next=%2Fui%2Frooms%2Fbedroom");
+        api_event(
+            "POST",
+            "/ui/login",
+            &[],
+            Some(&body),
+            &[
+                ("content-type", "application/x-www-form-urlencoded"),
+                ("x-forwarded-proto", proto),
+            ],
+        )
+    };
+    let r = handle(&app, login("nope", "http")).await;
+    assert_eq!(r.status_code, 401);
+    assert!(text(&r).1.contains("That is not the token"));
+    assert_eq!(set_cookie(&r), "");
+
+    let r = handle(&app, login(TOKEN, "https")).await;
+    assert_eq!(r.status_code, 303);
+    assert_eq!(header(&r, "location"), "/ui/rooms/bedroom");
+    // API Gateway (v2) carries `Set-Cookie` in the answer's `cookies`.
+    let cookie = set_cookie(&r);
+    for part in ["HttpOnly", "SameSite=Strict", "Secure", "Path=/"] {
+        assert!(cookie.contains(part), "{cookie}");
+    }
+    assert!(!cookie.contains(TOKEN), "the cookie never holds the token");
+    let session = cookie.split(';').next().unwrap().to_owned();
+    // Plain HTTP (a home server): no `Secure`, or the browser would drop it.
+    let r = handle(&app, login(TOKEN, "http")).await;
+    assert!(!set_cookie(&r).contains("Secure"));
+    assert!(set_cookie(&r).contains("HttpOnly"));
+
+    // The cookie reads the pages and the API.
+    let with = [("cookie", session.as_str())];
+    assert_eq!(text(&get(&app, "/", &[], &with).await).0, 200);
+    assert_eq!(answer(&get(&app, "/devices", &[], &with).await).0, 200);
+    // And renames only with the dashboard's header, which a cross-site form cannot send.
+    let rename = |headers: &[(&str, &str)]| {
+        api_event(
+            "PUT",
+            "/devices/s-bed",
+            &[],
+            Some(r#"{"name":"Bed"}"#),
+            headers,
+        )
+    };
+    let r = handle(&app, rename(&with)).await;
+    assert_eq!(r.status_code, 401, "a cookie alone does not write");
+    let r = handle(
+        &app,
+        rename(&[("cookie", session.as_str()), ("x-dashboard", "1")]),
+    )
+    .await;
+    assert_eq!(r.status_code, 200);
+    app.registry.invalidate();
+    assert!(text(&get(&app, "/ui/devices/s-bed", &[], &with).await)
+        .1
+        .contains(">Bed<"));
+    // A forged cookie is no session.
+    let forged = [("cookie", "ingester_session=00ff")];
+    assert_eq!(text(&get(&app, "/", &[], &forged).await).0, 401);
+}
+
+on_every_store!(
+    pages_name_rooms_and_devices_and_draw_every_reading,
+    bad_parameters_get_a_400_that_names_them,
+    names_are_escaped,
+    energy_today_and_yesterday_are_the_energy_routes,
+    the_token_is_asked_once_and_kept_in_a_strict_cookie,
+);
