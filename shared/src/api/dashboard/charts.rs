@@ -308,7 +308,10 @@ mod tests {
         let s = sparkline(&[(0, 1.0), (10, 2.0), (20, 1.5)], 0, 20, "x");
         assert!(s.contains("data-points=\"3\""));
         assert_eq!(
-            s.split("points=\"")
+            s.split("<polyline")
+                .nth(1)
+                .unwrap()
+                .split("points=\"")
                 .nth(1)
                 .unwrap()
                 .split('"')
