@@ -208,6 +208,31 @@ async fn pages_name_rooms_and_devices_and_draw_every_reading<S: TestStore>() {
     )
     .await;
     assert_eq!(text(&r).0, 200);
+    // The custom range form: wall times in the page's zone, as the browser sends them.
+    let hours_ago = |h: i64| {
+        let ms = Timestamp::now().millis() - h * 3_600_000;
+        let t = chrono::DateTime::from_timestamp_millis(ms).unwrap();
+        t.with_timezone(&chrono_tz::Asia::Tokyo)
+            .format("%Y-%m-%dT%H:%M")
+            .to_string()
+    };
+    let (from, to) = (hours_ago(6), hours_ago(0));
+    let r = get(
+        &app,
+        "/ui/devices/s-bed",
+        &[("from", &from), ("to", &to), ("tz", "Asia/Tokyo")],
+        &auth,
+    )
+    .await;
+    let (status, page) = text(&r);
+    assert_eq!(status, 200, "{page}");
+    let six_hours = (1..=156).filter(|i| i * 10 < 6 * 60).count();
+    let drawn = points(&page, "temperature");
+    assert!((six_hours - 1..=six_hours + 1).contains(&drawn), "{drawn}");
+    assert!(
+        page.contains(&format!("value=\"{from}\"")),
+        "the form shows the range"
+    );
 }
 
 async fn bad_parameters_get_a_400_that_names_them<S: TestStore>() {
@@ -327,14 +352,15 @@ async fn energy_today_and_yesterday_are_the_energy_routes<S: TestStore>() {
 async fn the_token_is_asked_once_and_kept_in_a_strict_cookie<S: TestStore>() {
     let app = app(S::fresh("dash-token").await, Some(TOKEN), RouteSet::All).await;
     post(&app, &history()).await;
-    // No token: the sign-in page, and no data.
+    // No token: the sign-in page (a 200, as a browser expects), and no data.
     let r = get(&app, "/", &[], &[]).await;
     let (status, page) = text(&r);
-    assert_eq!(status, 401);
+    assert_eq!(status, 200);
     assert!(page.contains("action=\"/ui/login\""));
     assert!(!page.contains("s-bed") && !page.contains("bedroom"));
-    let (status, _) = text(&get(&app, "/ui/devices/s-bed", &[], &[]).await);
-    assert_eq!(status, 401);
+    let (status, page) = text(&get(&app, "/ui/devices/s-bed", &[], &[]).await);
+    assert_eq!(status, 200);
+    assert!(page.contains("action=\"/ui/login\"") && !page.contains("temperature"));
     let (status, body) = answer(
         &get(
             &app,
@@ -410,7 +436,9 @@ async fn the_token_is_asked_once_and_kept_in_a_strict_cookie<S: TestStore>() {
         .contains(">Bed<"));
     // A forged cookie is no session.
     let forged = [("cookie", "ingester_session=00ff")];
-    assert_eq!(text(&get(&app, "/", &[], &forged).await).0, 401);
+    assert!(text(&get(&app, "/", &[], &forged).await)
+        .1
+        .contains("action=\"/ui/login\""));
 }
 
 on_every_store!(

@@ -144,9 +144,9 @@ fn draw<DB: DrawingBackend>(
     let mut c = ChartBuilder::on(root)
         .margin(8)
         .x_label_area_size(22)
-        .y_label_area_size(48)
+        .y_label_area_size(72)
         .build_cartesian_2d(chart.from..chart.to, y_lo..y_hi)?;
-    let text = ("sans-serif", 12).into_font().color(&INK);
+    let text = ("sans-serif", 15).into_font().color(&INK);
     c.configure_mesh()
         .x_labels(6)
         .y_labels(5)

@@ -128,9 +128,20 @@ pub fn view(p: &DashboardParams, now: Timestamp) -> Result<View, ApiError> {
             (Span::Day, None)
         }
         (_, Some(_)) => {
+            // The custom range form's `datetime-local` values have no zone:
+            // they are wall time in `tz`.
+            let local = |v: &Option<String>| {
+                v.as_ref().map(|v| {
+                    chrono::NaiveDateTime::parse_from_str(v, "%Y-%m-%dT%H:%M")
+                        .ok()
+                        .and_then(|t| tz.from_local_datetime(&t).earliest())
+                        .map(|t| t.to_rfc3339())
+                        .unwrap_or_else(|| v.clone())
+                })
+            };
             let params = super::params::StatsParams {
-                from: p.from.clone(),
-                to: p.to.clone(),
+                from: local(&p.from),
+                to: local(&p.to),
                 bucket: None,
                 tz: None,
             };
@@ -191,7 +202,7 @@ fn html(status: StatusCode, body: maud::Markup) -> Response {
     r.headers_mut().insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
         ),
     );
     r.headers_mut()
@@ -199,8 +210,10 @@ fn html(status: StatusCode, body: maud::Markup) -> Response {
     r
 }
 
+/// The sign-in page, in place of a page that needs the token: no data in it.
+/// A 200, as sign-in pages are: a browser logs a 401 page load as an error.
 fn login_page(next: &str) -> Response {
-    html(StatusCode::UNAUTHORIZED, pages::login(next, false))
+    html(StatusCode::OK, pages::login(next, false))
 }
 
 /// Points of one gauge quantity: raw lines, or a band of buckets.
@@ -330,8 +343,8 @@ pub struct Drawn {
     pub plot: Plot,
     pub svg: String,
     pub points: usize,
-    /// `[[time, value], ...]` of the chart's line (the first line, or the
-    /// band's mean), for the value under the pointer.
+    /// `[[minutes from the range's start, value], ...]` of the chart's line
+    /// (the first line, or the band's mean), for the value under the pointer.
     pub values: String,
 }
 
@@ -358,21 +371,18 @@ async fn draw<S: Store>(
         height: size.1,
         data: &data,
     });
-    let label = |ms: i64| {
-        view.tz
-            .timestamp_millis_opt(ms)
-            .single()
-            .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
-            .unwrap_or_default()
-    };
-    let line: Vec<(String, f64)> = match &data {
+    // Minutes from the range's start and values, compact: a day of 1-minute
+    // readings is 1440 of them per chart.
+    let from = view.range.from().millis();
+    let at = |ms: i64| (ms - from) / 60_000;
+    let line: Vec<(i64, f64)> = match &data {
         Data::Lines(lines) => lines
             .first()
-            .map(|l| l.points.iter().map(|(t, v)| (label(*t), *v)).collect())
+            .map(|l| l.points.iter().map(|(t, v)| (at(*t), *v)).collect())
             .unwrap_or_default(),
         Data::Band(band) => band
             .iter()
-            .map(|p| (label(p.start), (p.mean * 100.0).round() / 100.0))
+            .map(|p| (at(p.start), (p.mean * 100.0).round() / 100.0))
             .collect(),
         Data::Bars(_) => Vec::new(),
     };

@@ -52,7 +52,11 @@ document.querySelectorAll('figure[data-chart]').forEach(function (fig) {
     var best = pts[0];
     pts.forEach(function (p) { if (Math.abs(p[0] - x) < Math.abs(best[0] - x)) { best = p; } });
     var i = pts.indexOf(best); var v = JSON.parse(fig.dataset.values || '[]')[i];
-    if (v) { tip.textContent = v[0] + ': ' + v[1] + ' ' + fig.dataset.unit; }
+    if (v) {
+      var when = new Date(+fig.dataset.from + v[0] * 60000).toLocaleString(undefined,
+        { timeZone: fig.dataset.tz, dateStyle: 'medium', timeStyle: 'short' });
+      tip.textContent = when + ': ' + v[1] + ' ' + fig.dataset.unit;
+    }
   });
 });
 "#;
@@ -102,6 +106,8 @@ fn layout(title: &str, body: Markup) -> Markup {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
+                // No favicon to fetch (and no 404 for it in the console).
+                link rel="icon" href="data:,";
                 title { (title) " · IoT readings" }
                 style { (PreEscaped(STYLE)) }
             }
@@ -213,6 +219,15 @@ pub fn overview(o: &Overview) -> Markup {
     )
 }
 
+/// A time as a `datetime-local` value: wall time in the view's zone.
+fn local_input(t: Timestamp, view: &View) -> String {
+    view.tz
+        .timestamp_millis_opt(t.millis())
+        .single()
+        .map(|t| t.format("%Y-%m-%dT%H:%M").to_string())
+        .unwrap_or_default()
+}
+
 fn ranges(path: &str, view: &View) -> Markup {
     let tz = view.tz.name();
     html! {
@@ -227,18 +242,18 @@ fn ranges(path: &str, view: &View) -> Markup {
         }
         form.inline method="get" action=(path) aria-label="Custom range" {
             label for="from" { "From" }
-            input #from type="datetime-local" name="from" value=(view.range.from().to_string().trim_end_matches('Z').get(..16).unwrap_or(""));
-            label for="to" { "to (UTC)" }
-            input #to type="datetime-local" name="to" value=(view.range.to().to_string().trim_end_matches('Z').get(..16).unwrap_or(""));
+            input #from type="datetime-local" name="from" value=(local_input(view.range.from(), view));
+            label for="to" { "to (" (tz) ")" }
+            input #to type="datetime-local" name="to" value=(local_input(view.range.to(), view));
             input type="hidden" name="tz" value=(tz);
             button type="submit" { "Show" }
         }
     }
 }
 
-fn chart(d: &Drawn, unit: &str) -> Markup {
+fn chart(d: &Drawn, unit: &str, view: &View) -> Markup {
     html! {
-        figure data-chart=(d.plot.key()) data-unit=(unit) data-points=(d.points) data-values=(d.values) {
+        figure data-chart=(d.plot.key()) data-unit=(unit) data-points=(d.points) data-values=(d.values) data-from=(view.range.from().millis()) data-tz=(view.tz.name()) {
             figcaption { (d.plot.key()) " (" (unit) ")" }
             @if d.points == 0 { p.muted { "No readings in this range." } }
             (PreEscaped(&d.svg))
@@ -294,7 +309,7 @@ pub fn device(d: &DeviceRecord, charts: &[Drawn], view: &View) -> Markup {
             section aria-labelledby="history-h" {
                 h2 #history-h { "History" }
                 (ranges(&path, view))
-                @for c in charts { (chart(c, c.plot.unit())) }
+                @for c in charts { (chart(c, c.plot.unit(), view)) }
                 p.muted.hide-narrow {
                     "Each chart is an image too: "
                     code { "/devices/" (id) "/chart.svg?quantity=…&" (view.query_string()) }
@@ -325,7 +340,7 @@ pub fn room(r: &RoomRecord, devices: &[DeviceRecord], charts: &[Drawn], view: &V
             section aria-labelledby="history-h" {
                 h2 #history-h { "History" }
                 (ranges(&path, view))
-                @for c in charts { (chart(c, c.plot.unit())) }
+                @for c in charts { (chart(c, c.plot.unit(), view)) }
             }
         },
     )

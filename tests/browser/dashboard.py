@@ -1,0 +1,187 @@
+"""The dashboard in a real browser (issue 15): headless Chromium (Debian's
+chromium and chromium-driver) driven by Selenium, against `ingester-local
+serve` on 127.0.0.1 with a token. It signs in through the page's form,
+loads each page, and checks that the room and device names are there, that
+each chart has the expected number of points, that renaming works through
+the page's form (the PUT route with the session cookie), that the pages fit
+390 px and can be used from the keyboard, and that the console shows no
+errors. With SCREENSHOTS=dir it saves the overview and a device page at
+desktop and phone widths there.
+
+Usage: dashboard.py <ingester-local binary>
+"""
+
+import datetime
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+TOKEN = "browser-token"
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_port(port):
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"port {port} did not open")
+
+
+def readings(now):
+    """Two days of a bedroom and a kitchen sensor and a meter, every 5 minutes."""
+    out = []
+    for i in range(576, 0, -1):
+        t = now - datetime.timedelta(minutes=5 * i)
+        ts = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+        h = t.hour + t.minute / 60
+        out.append({"device_id": "sensor-bedroom", "timestamp": ts, "type": "climate", "room": "bedroom",
+                    "temperature": round(19 + (h % 6) / 3, 2), "humidity": 45.0})
+        out.append({"device_id": "sensor-kitchen", "timestamp": ts, "type": "climate", "room": "kitchen",
+                    "temperature": round(21 + (h % 4) / 4, 2), "humidity": 55.0})
+        out.append({"device_id": "meter-1", "timestamp": ts, "type": "power",
+                    "cumulative_kwh_p": round(5000 + (576 - i) * 0.02, 3),
+                    "cumulative_kwh_n": round(100 + (576 - i) * 0.005, 3), "current_w": 300 + (i % 12) * 10})
+    return out
+
+
+def post(port, batch):
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/readings", data=json.dumps(batch).encode(),
+        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        assert r.status == 200, r.status
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--hide-scrollbars", f"--user-data-dir={tempfile.mkdtemp()}"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+
+
+def console_errors(driver):
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    for e in errors:
+        print("console:", e["message"])
+    return errors
+
+
+def main():
+    binary = sys.argv[1]
+    port = free_port()
+    server = subprocess.Popen([binary, "serve", "--memory", "--addr", f"127.0.0.1:{port}", "--token", TOKEN],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    driver = None
+    failures = []
+
+    def check(ok, what):
+        print(("ok   " if ok else "FAIL ") + what)
+        if not ok:
+            failures.append(what)
+
+    try:
+        wait_port(port)
+        now = datetime.datetime.now(datetime.timezone.utc).replace(second=0, microsecond=0)
+        data = readings(now)
+        for k in range(0, len(data), 900):
+            post(port, data[k:k + 900])
+        base = f"http://127.0.0.1:{port}"
+        driver = browser()
+        driver.set_window_size(1280, 1000)
+
+        # Reads need the token: the sign-in page, no data, then the form.
+        driver.get(base + "/")
+        check("bedroom" not in driver.page_source, "no data before signing in")
+        driver.find_element(By.ID, "token").send_keys(TOKEN + Keys.ENTER)
+        time.sleep(0.5)
+        names = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".name")]
+        for name in ["bedroom", "kitchen", "meter-1", "sensor-bedroom", "sensor-kitchen"]:
+            check(name in names, f"overview names {name}")
+        sparks = driver.find_elements(By.CSS_SELECTOR, ".room svg.spark")
+        check(len(sparks) == 2, "a sparkline per room")
+        check(console_errors(driver) == [], "overview console")
+        if os.environ.get("SCREENSHOTS"):
+            driver.save_screenshot(os.path.join(os.environ["SCREENSHOTS"], "overview-desktop.png"))
+
+        # A device page over a day: a point per reading (288 in 24 hours, 5-minute steps).
+        driver.get(base + "/ui/devices/meter-1?range=24h")
+        fig = driver.find_element(By.CSS_SELECTOR, 'figure[data-chart="current_w"]')
+        drawn = driver.execute_script(
+            "return arguments[0].querySelector('polyline[stroke-width=\"2\"]').getAttribute('points').trim().split(/\\s+/).length", fig)
+        check(int(fig.get_attribute("data-points")) in (287, 288), f"current_w points {fig.get_attribute('data-points')}")
+        check(drawn == int(fig.get_attribute("data-points")), f"the line has its {drawn} points")
+        bars = driver.find_element(By.CSS_SELECTOR, 'figure[data-chart="energy"]')
+        check(int(bars.get_attribute("data-points")) in (24, 25), "hourly energy bars")
+        # The value under the pointer.
+        webdriver.ActionChains(driver).move_to_element(fig.find_element(By.TAG_NAME, "svg")).perform()
+        time.sleep(0.2)
+        check("W" in fig.find_element(By.CSS_SELECTOR, ".tip").text, "the value under the pointer")
+        if os.environ.get("SCREENSHOTS"):
+            driver.save_screenshot(os.path.join(os.environ["SCREENSHOTS"], "device-desktop.png"))
+
+        # A year: bands of daily buckets from the rollups (two or three days hold readings).
+        driver.get(base + "/ui/devices/sensor-bedroom?range=1y")
+        fig = driver.find_element(By.CSS_SELECTOR, 'figure[data-chart="temperature"]')
+        check(int(fig.get_attribute("data-points")) in (2, 3), f"daily buckets {fig.get_attribute('data-points')}")
+        check(len(fig.find_elements(By.TAG_NAME, "polygon")) == 1, "a min-max band")
+
+        # Renaming through the page: the PUT route with the session cookie.
+        driver.get(base + "/ui/rooms/bedroom")
+        field = driver.find_element(By.ID, "name")
+        field.clear()
+        field.send_keys("Bedroom upstairs" + Keys.ENTER)
+        time.sleep(1.0)
+        check(driver.find_element(By.CSS_SELECTOR, "h2.name").text == "Bedroom upstairs", "renamed")
+        check(console_errors(driver) == [], "room console")
+
+        # Keyboard: the first Tab reaches a link.
+        driver.get(base + "/")
+        driver.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
+        check(driver.switch_to.active_element.tag_name == "a", "Tab reaches a link")
+
+        # A phone: 390 px wide, nothing wider than the screen.
+        driver.set_window_size(390, 844)
+        for path, shot in [("/", "overview-phone.png"), ("/ui/devices/meter-1?range=24h", "device-phone.png")]:
+            driver.get(base + path)
+            width = driver.execute_script("return document.documentElement.scrollWidth")
+            inner = driver.execute_script("return window.innerWidth")
+            check(width <= inner, f"{path} fits {inner} px (scrollWidth {width})")
+            if os.environ.get("SCREENSHOTS"):
+                driver.save_screenshot(os.path.join(os.environ["SCREENSHOTS"], shot))
+        check(console_errors(driver) == [], "console")
+    finally:
+        if driver:
+            driver.quit()
+        server.terminate()
+        server.wait()
+    if failures:
+        raise SystemExit(f"{len(failures)} browser checks failed")
+    print("browser checks passed")
+
+
+if __name__ == "__main__":
+    main()
