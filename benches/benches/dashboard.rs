@@ -86,7 +86,7 @@ async fn main() {
     let reps = if full { 7 } else { 1 };
     let dir = std::env::temp_dir().join(format!("dashboard-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let store = SqliteStore::open(&dir.join("ingester.db")).unwrap();
+    let store = SqliteStore::open(dir.join("ingester.db")).unwrap();
     let now = Timestamp::now().millis();
     let started = Instant::now();
     let mut n = 0;
