@@ -4,5 +4,6 @@
 //! and a replayer of Lambda event files (`replay`).
 
 pub mod migrate;
+pub mod reindex;
 pub mod replay;
 pub mod stream_poller;

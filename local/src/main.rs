@@ -79,6 +79,17 @@ enum Command {
               value_parser = clap::value_parser!(u64).range(1..=1000))]
         page: u64,
     },
+    /// Give every reading on a DynamoDB table the keys of the optional indexes that are on (--box-search, --all-devices-feed, --shards, as the stack has them): after turning an index on, changing the shard count, or for readings from before the index. Parallel Scan segments, resumable, with a progress bar; removes nothing (docs/cost.md).
+    Reindex {
+        /// Parallel Scan segments.
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(i32).range(1..=64))]
+        segments: i32,
+        /// Where each segment's position is kept, to resume after an interruption.
+        #[arg(long, default_value = "reindex-checkpoint.json")]
+        checkpoint: PathBuf,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Hour and day rollups (docs/rollups.md).
     Rollups {
         #[command(subcommand)]
@@ -121,8 +132,19 @@ fn store_args(spec: &str, create_table: bool, retention_days: u32) -> StoreArgs 
         table,
         retention_days,
         shards: shared::keys::DEFAULT_SHARDS,
+        // As the table's stack has them (the same variables as `serve`).
+        box_search: switch_from_env("BOX_SEARCH"),
+        all_devices_feed: switch_from_env("ALL_DEVICES_FEED"),
         stream_checkpoint: None,
     }
+}
+
+/// `enabled` unless the variable says `disabled`.
+fn switch_from_env(name: &'static str) -> bool {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| shared::config::parse_switch(name, &v).ok())
+        .unwrap_or(true)
 }
 
 /// `rollups rebuild` on either engine: one device at a time (on the embedded
@@ -192,7 +214,7 @@ struct StoreArgs {
     /// Use this DynamoDB table instead of the embedded store.
     #[arg(long, conflicts_with = "db")]
     table: Option<String>,
-    /// Create the table, when it does not exist yet, as template.yaml defines it (keys, the room-time, room-z, device-z and all-time indexes, stream, TTL).
+    /// Create the table, when it does not exist yet, as template.yaml defines it (keys, the room-time index and the enabled optional ones, stream, TTL).
     #[arg(long, requires = "table")]
     create_table: bool,
     /// Keep readings this many days (0: forever); expired ones are hidden and, on the embedded store, deleted.
@@ -202,6 +224,14 @@ struct StoreArgs {
     #[arg(long, env = "ALL_DEVICES_SHARDS", default_value_t = shared::keys::DEFAULT_SHARDS,
           value_parser = |v: &str| shared::config::parse_shards(v).map_err(|e| e.to_string()))]
     shards: u32,
+    /// The box search indexes (room-z, device-z) on DynamoDB: `enabled` or `disabled`, as the stack's BoxSearch parameter (docs/cost.md).
+    #[arg(long, env = "BOX_SEARCH", default_value = "enabled", action = clap::ArgAction::Set,
+          value_parser = |v: &str| shared::config::parse_switch("BOX_SEARCH", v).map_err(|e| e.to_string()))]
+    box_search: bool,
+    /// The all-devices feed index (all-time) on DynamoDB: `enabled` or `disabled`, as the stack's AllDevicesFeed parameter.
+    #[arg(long, env = "ALL_DEVICES_FEED", default_value = "enabled", action = clap::ArgAction::Set,
+          value_parser = |v: &str| shared::config::parse_switch("ALL_DEVICES_FEED", v).map_err(|e| e.to_string()))]
+    all_devices_feed: bool,
     /// File that keeps the stream position across restarts (DynamoDB only).
     #[arg(long, requires = "table")]
     stream_checkpoint: Option<PathBuf>,
@@ -256,7 +286,11 @@ async fn open(args: &StoreArgs) -> Result<Backend, String> {
     );
     let store = DynamoStore::new(ddb, table)
         .with_retention(Retention::days(args.retention_days))
-        .with_shards(args.shards);
+        .with_shards(args.shards)
+        .with_indexes(shared::store::Indexes {
+            box_search: args.box_search,
+            all_devices: args.all_devices_feed,
+        });
     // Created when missing, so that the same command line works again.
     let exists = || async {
         store
@@ -432,6 +466,24 @@ async fn run(cli: Cli) -> Result<bool, String> {
                 Backend::Dynamo(s, ..) => rebuild_rollups(&s, device, range).await,
             }
         }
+        Command::Reindex {
+            segments,
+            checkpoint,
+            store,
+        } => match open(&store).await? {
+            Backend::Embedded(_) => Err(
+                "reindex is for a DynamoDB table (--table): the embedded store keeps its indexes itself"
+                    .into(),
+            ),
+            Backend::Dynamo(s, ..) => {
+                let done = ingester_local::reindex::run(&s, segments, &checkpoint, true).await?;
+                println!(
+                    "{}",
+                    serde_json::json!({"segments": segments, "scanned": done.scanned, "updated": done.updated})
+                );
+                Ok(true)
+            }
+        },
         Command::Replay { files, store } => match open(&store).await? {
             Backend::Embedded(s) => {
                 // The registry follows each write: nothing to wait for between events.

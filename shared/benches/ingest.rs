@@ -48,7 +48,14 @@ fn line_body(n: usize) -> String {
 fn items(readings: &[shared::model::Reading]) -> Vec<impl Sized> {
     readings
         .iter()
-        .map(|r| shared::store::dynamodb::reading_item(r, None, shared::keys::DEFAULT_SHARDS))
+        .map(|r| {
+            shared::store::dynamodb::reading_item(
+                r,
+                None,
+                shared::keys::DEFAULT_SHARDS,
+                shared::store::Indexes::ALL,
+            )
+        })
         .collect()
 }
 

@@ -1,7 +1,7 @@
 //! Configuration from the environment (DESIGN §6).
 
 use crate::api::{BearerToken, ReadAccess};
-use crate::store::Retention;
+use crate::store::{Indexes, Retention};
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
@@ -23,6 +23,23 @@ pub struct Config {
     /// `ALL_DEVICES_SHARDS` (default 11): `all-time` shards, an odd number from 1
     /// to 63; every function of a deployment must agree (`docs/all-devices.md`).
     pub shards: u32,
+    /// `BOX_SEARCH` and `ALL_DEVICES_FEED` (`enabled` or `disabled`; default
+    /// `enabled`): the optional indexes the table has (template parameters
+    /// `BoxSearch` and `AllDevicesFeed`, docs/cost.md).
+    pub indexes: Indexes,
+}
+
+/// `enabled` or `disabled`, for a setting named `name`.
+pub fn parse_switch(name: &'static str, v: &str) -> Result<bool, ConfigError> {
+    match v.trim() {
+        "enabled" => Ok(true),
+        "disabled" => Ok(false),
+        _ => Err(ConfigError::Invalid {
+            name,
+            expected: "enabled or disabled",
+            value: v.to_owned(),
+        }),
+    }
 }
 
 /// An odd shard count from 1 to `MAX_SHARDS`: with an even count the
@@ -118,6 +135,14 @@ impl Config {
             None => crate::keys::DEFAULT_SHARDS,
             Some(v) => parse_shards(&v)?,
         };
+        let switch = |name: &'static str| match get(name) {
+            None => Ok(true),
+            Some(v) => parse_switch(name, &v),
+        };
+        let indexes = Indexes {
+            box_search: switch("BOX_SEARCH")?,
+            all_devices: switch("ALL_DEVICES_FEED")?,
+        };
         Ok(Self {
             table_name,
             ingest_token,
@@ -126,6 +151,7 @@ impl Config {
             retention,
             read_access,
             shards,
+            indexes,
         })
     }
 }

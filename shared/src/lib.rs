@@ -30,7 +30,8 @@ pub async fn cold_start(
     let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), &config.table_name)
         .with_retention(config.retention)
-        .with_shards(config.shards);
+        .with_shards(config.shards)
+        .with_indexes(config.indexes);
     let token = match &config.ingest_token_parameter {
         Some(name) => Some(config::fetch_token(&aws_sdk_ssm::Client::new(&sdk), name).await?),
         None => config.ingest_token.clone(),

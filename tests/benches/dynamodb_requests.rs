@@ -57,7 +57,12 @@ async fn main() {
         let other = readings(n, (rep * 2 * n + n) as i64);
         let started = Instant::now();
         for r in &other {
-            let item = shared::store::dynamodb::reading_item(r, None, shared::keys::DEFAULT_SHARDS);
+            let item = shared::store::dynamodb::reading_item(
+                r,
+                None,
+                shared::keys::DEFAULT_SHARDS,
+                shared::store::Indexes::ALL,
+            );
             naive
                 .put_item()
                 .table_name(&table)

@@ -403,6 +403,30 @@ async fn the_token_is_asked_once_and_kept_in_a_strict_cookie<S: TestStore>() {
     }
     assert!(!cookie.contains(TOKEN), "the cookie never holds the token");
     let session = cookie.split(';').next().unwrap().to_owned();
+    // `next` stays on this site.
+    for evil in [
+        "//evil.example/x",
+        "/%5Cevil.example",
+        "https://evil.example/",
+    ] {
+        let body = format!("token={TOKEN}&next={evil}");
+        let r = handle(
+            &app,
+            api_event(
+                "POST",
+                "/ui/login",
+                &[],
+                Some(&body),
+                &[("content-type", "application/x-www-form-urlencoded")],
+            ),
+        )
+        .await;
+        assert_eq!(
+            (r.status_code, header(&r, "location")),
+            (303, "/"),
+            "{evil}"
+        );
+    }
     // Plain HTTP (a home server): no `Secure`, or the browser would drop it.
     let r = handle(&app, login(TOKEN, "http")).await;
     assert!(!set_cookie(&r).contains("Secure"));

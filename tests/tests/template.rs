@@ -20,11 +20,73 @@ fn s(v: &Yaml) -> String {
         .to_owned()
 }
 
+/// The template with its conditions decided: `!If [Cond, a, b]` becomes `a`
+/// or `b`, and `!Ref AWS::NoValue` drops out of lists and mappings.
+fn resolve(v: &Yaml, conditions: &[(&str, bool)]) -> Option<Yaml> {
+    use serde_yaml_ng::value::{Tag, TaggedValue};
+    match v {
+        Yaml::Tagged(t) if t.tag == Tag::new("If") => {
+            let args = t.value.as_sequence().unwrap();
+            let name = args[0].as_str().unwrap();
+            let on = conditions
+                .iter()
+                .find(|(c, _)| *c == name)
+                .unwrap_or_else(|| panic!("condition {name} not decided"))
+                .1;
+            resolve(&args[if on { 1 } else { 2 }], conditions)
+        }
+        Yaml::Tagged(t) if t.tag == Tag::new("Ref") && t.value.as_str() == Some("AWS::NoValue") => {
+            None
+        }
+        Yaml::Tagged(t) => Some(Yaml::Tagged(Box::new(TaggedValue {
+            tag: t.tag.clone(),
+            value: resolve(&t.value, conditions)?,
+        }))),
+        Yaml::Sequence(items) => Some(Yaml::Sequence(
+            items
+                .iter()
+                .filter_map(|i| resolve(i, conditions))
+                .collect(),
+        )),
+        Yaml::Mapping(m) => Some(Yaml::Mapping(
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), resolve(v, conditions)?)))
+                .collect(),
+        )),
+        other => Some(other.clone()),
+    }
+}
+
+/// Every combination of the optional indexes (docs/cost.md).
+const COMBINATIONS: [(bool, bool); 4] =
+    [(false, false), (true, false), (false, true), (true, true)];
+
 #[tokio::test]
 async fn the_template_table_is_the_table_the_code_creates() {
-    let t = template();
+    for (box_search, all_devices) in COMBINATIONS {
+        let t = resolve(
+            &template(),
+            &[
+                ("HasToken", false),
+                ("HasBoxSearch", box_search),
+                ("HasAllDevicesFeed", all_devices),
+            ],
+        )
+        .unwrap();
+        let indexes = shared::store::Indexes {
+            box_search,
+            all_devices,
+        };
+        same_table(&t, indexes).await;
+    }
+}
+
+async fn same_table(t: &Yaml, indexes: shared::store::Indexes) {
     let props = &t["Resources"]["ReadingsTable"]["Properties"];
-    let store = fresh_store(&moto(), "template").await;
+    let store =
+        shared::store::DynamoStore::new(client(&moto()), integration_tests::table_name("template"))
+            .with_indexes(indexes);
+    store.create_table().await.unwrap();
     let ddb = client(&moto());
     let described = ddb
         .describe_table()
@@ -74,7 +136,16 @@ async fn the_template_table_is_the_table_the_code_creates() {
     assert_eq!(attrs, yaml_attrs);
 
     let yaml_gsis = props["GlobalSecondaryIndexes"].as_sequence().unwrap();
-    assert_eq!(table.global_secondary_indexes().len(), yaml_gsis.len());
+    assert_eq!(
+        table.global_secondary_indexes().len(),
+        yaml_gsis.len(),
+        "{indexes:?}"
+    );
+    // room-time always; the optional ones as the parameters say.
+    assert_eq!(
+        yaml_gsis.len(),
+        1 + 2 * usize::from(indexes.box_search) + usize::from(indexes.all_devices)
+    );
     for yaml_gsi in yaml_gsis {
         let gsi = table
             .global_secondary_indexes()

@@ -21,6 +21,12 @@ pub enum ApiError {
     Unauthorized,
     #[error("{0}")]
     NotFound(String),
+    /// A route whose optional index this deployment does not keep (docs/cost.md).
+    #[error("{what} is turned off in this deployment: deploy with {setting}=enabled, then run `ingester-local reindex` (docs/cost.md)")]
+    IndexDisabled {
+        what: &'static str,
+        setting: &'static str,
+    },
     /// The `Allow` header comes with the router's own 405.
     #[error("method {0} is not allowed here")]
     MethodNotAllowed(String),
@@ -71,7 +77,7 @@ impl ApiError {
             | ApiError::UnreadableBody(_)
             | ApiError::InvalidBody(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::NotFound(_) | ApiError::IndexDisabled { .. } => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::UnsupportedEncoding(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Other(status, _) => *status,
@@ -95,6 +101,7 @@ impl ApiError {
             ApiError::InvalidBody(_) | ApiError::UnreadableBody(_) => "invalid_body",
             ApiError::Unauthorized => "unauthorized",
             ApiError::NotFound(_) => "not_found",
+            ApiError::IndexDisabled { .. } => "index_disabled",
             ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::UnsupportedEncoding(_) => "unsupported_encoding",
             ApiError::Other(status, _) if status.is_server_error() => "internal",

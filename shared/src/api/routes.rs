@@ -83,6 +83,12 @@ pub async fn search<S: Store, O: Owner>(
     Id(id): Id<O>,
     Params(p): Params<SearchParams>,
 ) -> Answer {
+    if !app.store.indexes().box_search {
+        return Err(ApiError::IndexDisabled {
+            what: "box search",
+            setting: "BoxSearch",
+        });
+    }
     let q = params::search_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
     ok(query::search(&app.store, id.z_index(), &q).await?)
 }
@@ -230,6 +236,12 @@ pub async fn all_readings<S: Store>(
     State(app): AppState<S>,
     Params(p): Params<RangeParams>,
 ) -> Answer {
+    if !app.store.indexes().all_devices {
+        return Err(ApiError::IndexDisabled {
+            what: "the all-devices feed",
+            setting: "AllDevicesFeed",
+        });
+    }
     let (q, format) =
         params::readings_request(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
     page_answer(query::all_readings(&app.store, &q).await?, format, true)

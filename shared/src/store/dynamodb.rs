@@ -5,7 +5,7 @@
 
 use super::item::{z_key, DeviceItem, ReadingItem, RoomItem, SnapshotItem};
 use super::{
-    now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
+    now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Indexes, Order, Page, RangeRequest,
     RegistrySnapshot, Retention, RollupWrites, RoomRecord, RoomUpdate, Store, StoreError,
     WriteReport, ZIndex, ZPage, ZRangeRequest,
 };
@@ -25,7 +25,10 @@ use serde::de::DeserializeOwned;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
+mod reindex;
 mod rollups;
+
+pub use reindex::{ReindexPage, ScanKey};
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -80,6 +83,8 @@ pub struct DynamoStore {
     shards: u32,
     /// Answer aggregates from rollups up to this far behind now; `None`: never.
     rollup_lag: Option<Duration>,
+    /// The optional indexes the table has, and readings carry keys for.
+    indexes: Indexes,
 }
 
 impl DynamoStore {
@@ -132,7 +137,15 @@ impl DynamoStore {
             retention: None,
             shards: keys::DEFAULT_SHARDS,
             rollup_lag: Some(DEFAULT_ROLLUP_LAG),
+            indexes: Indexes::ALL,
         }
+    }
+
+    /// The optional indexes: readings carry the keys of the enabled ones
+    /// only, and `create_table` creates those only.
+    pub fn with_indexes(mut self, indexes: Indexes) -> Self {
+        self.indexes = indexes;
+        self
     }
 
     /// How far behind now aggregates may use rollups (`None`: never, the
@@ -216,32 +229,40 @@ impl DynamoStore {
                 .build()
                 .expect("complete")
         };
-        self.client
+        let mut create = self
+            .client
             .create_table()
             .table_name(&self.table)
             .attribute_definitions(string_attr(attr::PK))
             .attribute_definitions(string_attr(attr::SK))
             .attribute_definitions(string_attr(attr::ROOM))
-            .attribute_definitions(string_attr(attr::Z))
-            .attribute_definitions(string_attr(attr::SHARD))
-            .attribute_definitions(string_attr(attr::ATS))
             .key_schema(key(attr::PK, KeyType::Hash))
             .key_schema(key(attr::SK, KeyType::Range))
-            .global_secondary_indexes(index(ROOM_TIME_INDEX, attr::ROOM, attr::SK, &[]))
-            .global_secondary_indexes(index(ROOM_Z_INDEX, attr::ROOM, attr::Z, &[]))
-            .global_secondary_indexes(index(DEVICE_Z_INDEX, attr::PK, attr::Z, &[attr::ROOM]))
-            .global_secondary_indexes(index(
-                ALL_TIME_INDEX,
-                attr::SHARD,
-                attr::ATS,
-                &[
-                    "type",
-                    "cumulative_kwh_p",
-                    "cumulative_kwh_n",
-                    "current_w",
-                    attr::ROOM,
-                ],
-            ))
+            .global_secondary_indexes(index(ROOM_TIME_INDEX, attr::ROOM, attr::SK, &[]));
+        if self.indexes.box_search {
+            create = create
+                .attribute_definitions(string_attr(attr::Z))
+                .global_secondary_indexes(index(ROOM_Z_INDEX, attr::ROOM, attr::Z, &[]))
+                .global_secondary_indexes(index(DEVICE_Z_INDEX, attr::PK, attr::Z, &[attr::ROOM]));
+        }
+        if self.indexes.all_devices {
+            create = create
+                .attribute_definitions(string_attr(attr::SHARD))
+                .attribute_definitions(string_attr(attr::ATS))
+                .global_secondary_indexes(index(
+                    ALL_TIME_INDEX,
+                    attr::SHARD,
+                    attr::ATS,
+                    &[
+                        "type",
+                        "cumulative_kwh_p",
+                        "cumulative_kwh_n",
+                        "current_w",
+                        attr::ROOM,
+                    ],
+                ));
+        }
+        create
             .billing_mode(BillingMode::PayPerRequest)
             .stream_specification(
                 StreamSpecification::builder()
@@ -682,18 +703,25 @@ fn unavailable<
 /// The item of a reading, built straight into `AttributeValue`s: the hot path of
 /// every write. It is the same item as `serde_dynamo::to_item(ReadingItem::…)`
 /// (a unit test holds them equal), at well under half the CPU (docs/BENCHMARKS.md).
-pub fn reading_item(r: &Reading, retention: Option<Retention>, shards: u32) -> Item {
+pub fn reading_item(
+    r: &Reading,
+    retention: Option<Retention>,
+    shards: u32,
+    indexes: Indexes,
+) -> Item {
     let n = |v: f64| AttributeValue::N(number_text(v));
     let mut item = Item::with_capacity(10);
     let sk = keys::reading_sk(r.timestamp);
-    item.insert(
-        attr::SHARD.to_owned(),
-        AttributeValue::S(keys::all_time_pk(keys::shard_of(&r.device_id, shards))),
-    );
-    item.insert(
-        attr::ATS.to_owned(),
-        AttributeValue::S(keys::all_time_sk_of(&sk, &r.device_id)),
-    );
+    if indexes.all_devices {
+        item.insert(
+            attr::SHARD.to_owned(),
+            AttributeValue::S(keys::all_time_pk(keys::shard_of(&r.device_id, shards))),
+        );
+        item.insert(
+            attr::ATS.to_owned(),
+            AttributeValue::S(keys::all_time_sk_of(&sk, &r.device_id)),
+        );
+    }
     item.insert(attr::PK.to_owned(), s(keys::reading_pk(&r.device_id)));
     item.insert(attr::SK.to_owned(), AttributeValue::S(sk));
     item.insert("type".to_owned(), s(r.kind().as_str()));
@@ -703,7 +731,7 @@ pub fn reading_item(r: &Reading, retention: Option<Retention>, shards: u32) -> I
     for (q, v) in r.measurement.values() {
         item.insert(q.name().to_owned(), n(*v));
     }
-    if let Some(z) = z_key(r) {
+    if let Some(z) = z_key(r).filter(|_| indexes.box_search) {
         item.insert(attr::Z.to_owned(), AttributeValue::S(z));
     }
     if let Some(k) = retention {
@@ -756,6 +784,10 @@ fn page_of(items: Vec<Item>, more: bool) -> Result<Page, StoreError> {
 }
 
 impl Store for DynamoStore {
+    fn indexes(&self) -> Indexes {
+        self.indexes
+    }
+
     fn answers_from_rollups(&self) -> bool {
         self.rollup_lag.is_some()
     }
@@ -807,7 +839,7 @@ impl Store for DynamoStore {
             .map(|(slot, &i)| {
                 (
                     slot,
-                    reading_item(&readings[i], self.retention, self.shards),
+                    reading_item(&readings[i], self.retention, self.shards, self.indexes),
                 )
             })
             .collect();
@@ -1109,7 +1141,7 @@ mod tests {
                 let via_codec: Item =
                     serde_dynamo::to_item(ReadingItem::stored(r, retention, 7)).unwrap();
                 assert_eq!(
-                    reading_item(r, retention, 7),
+                    reading_item(r, retention, 7, Indexes::ALL),
                     via_codec,
                     "{r:?} {retention:?}"
                 );

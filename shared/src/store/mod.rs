@@ -200,6 +200,30 @@ pub struct RoomUpdate {
     pub devices: BTreeSet<DeviceId>,
 }
 
+/// The optional indexes of a DynamoDB deployment (template parameters
+/// `BoxSearch` and `AllDevicesFeed`, docs/cost.md). A reading enters an index,
+/// and pays its write units, only when the index is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Indexes {
+    /// `room-z` and `device-z`: the box search routes.
+    pub box_search: bool,
+    /// `all-time`: `GET /readings`.
+    pub all_devices: bool,
+}
+
+impl Indexes {
+    pub const ALL: Indexes = Indexes {
+        box_search: true,
+        all_devices: true,
+    };
+}
+
+impl Default for Indexes {
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
 /// What refreshing rollups wrote (reported per stream batch).
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct RollupWrites {
@@ -247,6 +271,11 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// consumer does it, later (DynamoDB).
     fn registry_follows_writes(&self) -> bool {
         false
+    }
+    /// The optional indexes this store keeps (the embedded store: all, at no
+    /// extra cost per reading worth a setting).
+    fn indexes(&self) -> Indexes {
+        Indexes::ALL
     }
     /// Whether aggregates may be answered from hour and day rollups of the
     /// devices' readings (docs/rollups.md); otherwise they read the readings.

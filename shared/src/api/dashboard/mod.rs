@@ -688,7 +688,8 @@ pub async fn login<S: Store>(
     let next = form
         .next
         .as_deref()
-        .filter(|n| n.starts_with('/') && !n.starts_with("//"))
+        // A path on this site only: `//host` and `/\host` would leave it.
+        .filter(|n| n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\"))
         .unwrap_or("/")
         .to_owned();
     let Some(token) = &app.access.token else {
