@@ -391,3 +391,58 @@ pub fn stream_event_for(
         .collect();
     stream_event(records)
 }
+
+/// The template with its conditions decided: `!If [Cond, a, b]` becomes `a`
+/// or `b`, and `!Ref AWS::NoValue` drops out of lists and mappings.
+pub fn resolve_template(
+    v: &serde_yaml_ng::Value,
+    conditions: &[(&str, bool)],
+) -> Option<serde_yaml_ng::Value> {
+    use serde_yaml_ng::value::{Tag, TaggedValue};
+    match v {
+        serde_yaml_ng::Value::Tagged(t) if t.tag == Tag::new("If") => {
+            let args = t.value.as_sequence().unwrap();
+            let name = args[0].as_str().unwrap();
+            let on = conditions
+                .iter()
+                .find(|(c, _)| *c == name)
+                .unwrap_or_else(|| panic!("condition {name} not decided"))
+                .1;
+            resolve_template(&args[if on { 1 } else { 2 }], conditions)
+        }
+        serde_yaml_ng::Value::Tagged(t)
+            if t.tag == Tag::new("Ref") && t.value.as_str() == Some("AWS::NoValue") =>
+        {
+            None
+        }
+        serde_yaml_ng::Value::Tagged(t) => {
+            Some(serde_yaml_ng::Value::Tagged(Box::new(TaggedValue {
+                tag: t.tag.clone(),
+                value: resolve_template(&t.value, conditions)?,
+            })))
+        }
+        serde_yaml_ng::Value::Sequence(items) => Some(serde_yaml_ng::Value::Sequence(
+            items
+                .iter()
+                .filter_map(|i| resolve_template(i, conditions))
+                .collect(),
+        )),
+        serde_yaml_ng::Value::Mapping(m) => Some(serde_yaml_ng::Value::Mapping(
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), resolve_template(v, conditions)?)))
+                .collect(),
+        )),
+        other => Some(other.clone()),
+    }
+}
+
+/// Every combination of the optional indexes (box search, all-devices feed; docs/cost.md).
+pub const INDEX_COMBINATIONS: [(bool, bool); 4] =
+    [(false, false), (true, false), (false, true), (true, true)];
+
+/// `template.yaml`, parsed.
+pub fn template() -> serde_yaml_ng::Value {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    serde_yaml_ng::from_str(&text).unwrap()
+}

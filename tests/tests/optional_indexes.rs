@@ -12,12 +12,9 @@ use shared::api::RouteSet;
 use shared::store::{DynamoStore, Indexes};
 use std::collections::BTreeSet;
 
-const COMBINATIONS: [(bool, bool); 4] =
-    [(false, false), (true, false), (false, true), (true, true)];
-
 #[tokio::test]
 async fn every_combination_of_the_optional_indexes() {
-    for (box_search, all_devices) in COMBINATIONS {
+    for (box_search, all_devices) in integration_tests::INDEX_COMBINATIONS {
         let indexes = Indexes {
             box_search,
             all_devices,

@@ -3,16 +3,10 @@
 //! TTL settings), and its HTTP routes are the router's routes.
 
 use integration_tests::handle;
-use integration_tests::{answer, api_event, app, client, dynalite, fresh_store, moto};
+use integration_tests::{answer, api_event, app, client, dynalite, fresh_store, moto, template};
 use serde_yaml_ng::Value as Yaml;
 use shared::api::{RouteSet, ROUTES};
 use std::collections::BTreeSet;
-
-fn template() -> Yaml {
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
-    serde_yaml_ng::from_str(&text).unwrap()
-}
 
 fn s(v: &Yaml) -> String {
     v.as_str()
@@ -20,51 +14,10 @@ fn s(v: &Yaml) -> String {
         .to_owned()
 }
 
-/// The template with its conditions decided: `!If [Cond, a, b]` becomes `a`
-/// or `b`, and `!Ref AWS::NoValue` drops out of lists and mappings.
-fn resolve(v: &Yaml, conditions: &[(&str, bool)]) -> Option<Yaml> {
-    use serde_yaml_ng::value::{Tag, TaggedValue};
-    match v {
-        Yaml::Tagged(t) if t.tag == Tag::new("If") => {
-            let args = t.value.as_sequence().unwrap();
-            let name = args[0].as_str().unwrap();
-            let on = conditions
-                .iter()
-                .find(|(c, _)| *c == name)
-                .unwrap_or_else(|| panic!("condition {name} not decided"))
-                .1;
-            resolve(&args[if on { 1 } else { 2 }], conditions)
-        }
-        Yaml::Tagged(t) if t.tag == Tag::new("Ref") && t.value.as_str() == Some("AWS::NoValue") => {
-            None
-        }
-        Yaml::Tagged(t) => Some(Yaml::Tagged(Box::new(TaggedValue {
-            tag: t.tag.clone(),
-            value: resolve(&t.value, conditions)?,
-        }))),
-        Yaml::Sequence(items) => Some(Yaml::Sequence(
-            items
-                .iter()
-                .filter_map(|i| resolve(i, conditions))
-                .collect(),
-        )),
-        Yaml::Mapping(m) => Some(Yaml::Mapping(
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), resolve(v, conditions)?)))
-                .collect(),
-        )),
-        other => Some(other.clone()),
-    }
-}
-
-/// Every combination of the optional indexes (docs/cost.md).
-const COMBINATIONS: [(bool, bool); 4] =
-    [(false, false), (true, false), (false, true), (true, true)];
-
 #[tokio::test]
 async fn the_template_table_is_the_table_the_code_creates() {
-    for (box_search, all_devices) in COMBINATIONS {
-        let t = resolve(
+    for (box_search, all_devices) in integration_tests::INDEX_COMBINATIONS {
+        let t = integration_tests::resolve_template(
             &template(),
             &[
                 ("HasToken", false),
