@@ -64,6 +64,7 @@ async fn ask(
     let o = body.as_object_mut().unwrap();
     let source = o.remove("source").unwrap().as_str().unwrap().to_owned();
     o.remove("items_read");
+    o.remove("read_units");
     (body, source)
 }
 

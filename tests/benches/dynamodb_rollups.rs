@@ -74,6 +74,7 @@ fn strip(mut v: Value) -> Value {
     let o = v.as_object_mut().unwrap();
     o.remove("source");
     o.remove("items_read");
+    o.remove("read_units");
     v
 }
 
@@ -122,9 +123,10 @@ async fn a_year_of_one_meter(days: i64, reps: usize) {
         let (slow, want) = time_get(&raw, path, &query, 1).await;
         assert_eq!(got["source"], "rollups", "{got}");
         let (got_items, want_items) = (got["items_read"].clone(), want["items_read"].clone());
+        let (got_units, want_units) = (got["read_units"].clone(), want["read_units"].clone());
         assert_eq!(strip(got), strip(want), "{what}: the readings' answer");
         println!(
-            "{what} over {days} days: from rollups {:.1} ms ({got_items} items read), from the readings {:.0} ms ({want_items} items): {:.0}x",
+            "{what} over {days} days: from rollups {:.1} ms ({got_items} items read, {got_units} read units), from the readings {:.0} ms ({want_items} items, {want_units} read units): {:.0}x",
             fast.as_secs_f64() * 1e3,
             slow.as_secs_f64() * 1e3,
             slow.as_secs_f64() / fast.as_secs_f64()

@@ -116,7 +116,8 @@ async fn post_one_reading_or_a_batch_and_read_them_back<S: TestStore>() {
         json!({"readings": [
             {"device_id":"meter-1","timestamp":"2026-11-21T01:00:00.000Z","type":"power","cumulative_kwh_p":1234.5,"cumulative_kwh_n":10.25,"current_w":350.0},
             {"device_id":"meter-1","timestamp":"2026-11-21T01:05:00.000Z","type":"power","cumulative_kwh_p":1234.7,"cumulative_kwh_n":10.25,"current_w":370.0}
-        ], "next_cursor": null})
+        ], "next_cursor": null, "read_units": 0.5}),
+        "two readings under 4 KB: half a read unit, on either engine (docs/cost.md)"
     );
     let (status, body) = get(&app, "/devices/meter-1/latest", &[]).await;
     assert_eq!(

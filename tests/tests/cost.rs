@@ -12,46 +12,12 @@ use integration_tests::{
 };
 use serde_yaml_ng::Value as Yaml;
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
+use shared::store::capacity::{item_size, value_size};
 use shared::store::{DynamoStore, Indexes, Store};
 use std::collections::HashMap;
 use std::fmt::Write;
 
 type Item = HashMap<String, AttributeValue>;
-
-/// DynamoDB's size of a value: strings and binaries by their bytes, numbers
-/// by 1 byte per two significant digits plus 1, maps and lists 3 bytes plus
-/// 1 per element, sets their elements.
-fn value_size(v: &AttributeValue) -> usize {
-    let number = |n: &str| {
-        let digits: String = n.chars().filter(|c| c.is_ascii_digit()).collect();
-        let significant = digits
-            .trim_start_matches('0')
-            .trim_end_matches('0')
-            .len()
-            .max(1);
-        significant.div_ceil(2) + 1
-    };
-    match v {
-        AttributeValue::S(s) => s.len(),
-        AttributeValue::N(n) => number(n),
-        AttributeValue::B(b) => b.as_ref().len(),
-        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
-        AttributeValue::Ss(v) => v.iter().map(String::len).sum(),
-        AttributeValue::Ns(v) => v.iter().map(|n| number(n)).sum(),
-        AttributeValue::L(items) => 3 + items.iter().map(|i| 1 + value_size(i)).sum::<usize>(),
-        AttributeValue::M(m) => {
-            3 + m
-                .iter()
-                .map(|(k, v)| 1 + k.len() + value_size(v))
-                .sum::<usize>()
-        }
-        _ => 0,
-    }
-}
-
-fn item_size(item: &Item) -> usize {
-    item.iter().map(|(k, v)| k.len() + value_size(v)).sum()
-}
 
 /// Write units of an item of `size` bytes (1 per KB, rounded up).
 fn wcu(size: usize) -> usize {

@@ -153,10 +153,14 @@ async fn a_database_from_the_items_version_answers_every_read_as_it_did() {
     let app = app(SqliteStore::open(&copy).unwrap(), None, RouteSet::All).await;
     let mut got = answers(&app).await;
     // Aggregates now also say what they were computed from (issue 14): from
-    // the rollups the upgrade built, with the answers of version 1.
+    // the rollups the upgrade built, with the answers of version 1. Range,
+    // stats and search answers say what they read (issue 16).
     let mut from_rollups = 0;
     for (key, answer) in got.as_object_mut().unwrap() {
         if let Some(body) = answer["body"].as_object_mut() {
+            if let Some(units) = body.remove("read_units") {
+                assert!(units.as_f64().unwrap() > 0.0, "{key}");
+            }
             if let Some(source) = body.remove("source") {
                 assert!(body.remove("items_read").is_some(), "{key}");
                 from_rollups += usize::from(source != "raw");

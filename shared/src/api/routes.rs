@@ -8,6 +8,7 @@ use super::{profile, ApiError, App};
 use crate::ingest;
 use crate::model::{DeviceId, RoomId, Timestamp};
 use crate::query::{self, Partition};
+use crate::store::capacity::metered;
 use crate::store::{Store, ZIndex};
 use axum::extract::State;
 use axum::http::{Method, Uri};
@@ -62,8 +63,8 @@ pub async fn readings<S: Store, O: Owner>(
 ) -> Answer {
     let (q, format) =
         params::readings_request(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    let page = query::readings(&app.store, id.partition(), &q).await?;
-    page_answer(page, format, O::MANY_DEVICES)
+    let (page, units) = metered(query::readings(&app.store, id.partition(), &q)).await;
+    page_answer(page?, format, O::MANY_DEVICES, units)
 }
 
 /// `GET {owner}/stats`: min/max/mean/count per bucket.
@@ -73,8 +74,11 @@ pub async fn stats<S: Store, O: Owner>(
     Params(p): Params<StatsParams>,
 ) -> Answer {
     let q = params::stats_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    let buckets = query::stats(&app.store, id.partition(), &q).await?;
-    ok(views::stats((O::KEY, id.name()), &q, &buckets))
+    let (buckets, units) = metered(query::stats(&app.store, id.partition(), &q)).await;
+    ok(Metered::new(
+        views::stats((O::KEY, id.name()), &q, &buckets?),
+        units,
+    ))
 }
 
 /// `GET {owner}/search`: readings inside a time × temperature × humidity box.
@@ -90,7 +94,8 @@ pub async fn search<S: Store, O: Owner>(
         });
     }
     let q = params::search_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    ok(query::search(&app.store, id.z_index(), &q).await?)
+    let (page, units) = metered(query::search(&app.store, id.z_index(), &q)).await;
+    ok(Metered::new(page?, units))
 }
 type Answer = Result<Response, ApiError>;
 
@@ -100,10 +105,33 @@ fn ok<T: Serialize>(v: T) -> Answer {
 }
 
 /// A page of readings in the asked format.
-fn page_answer(page: query::ReadingsPage, format: params::PageFormat, devices: bool) -> Answer {
+fn page_answer(
+    page: query::ReadingsPage,
+    format: params::PageFormat,
+    devices: bool,
+    read_units: f64,
+) -> Answer {
     match format {
-        params::PageFormat::Objects => ok(page),
-        params::PageFormat::Columns => ok(views::ColumnsPage::new(&page, devices)),
+        params::PageFormat::Objects => ok(Metered::new(page, read_units)),
+        params::PageFormat::Columns => ok(Metered::new(
+            views::ColumnsPage::new(&page, devices),
+            read_units,
+        )),
+    }
+}
+
+/// An answer with the read units its reads consumed (docs/cost.md): as
+/// DynamoDB reported them, or as the embedded store computes them.
+#[derive(Serialize)]
+struct Metered<T: Serialize> {
+    #[serde(flatten)]
+    answer: T,
+    read_units: f64,
+}
+
+impl<T: Serialize> Metered<T> {
+    fn new(answer: T, read_units: f64) -> Self {
+        Self { answer, read_units }
     }
 }
 
@@ -204,8 +232,8 @@ pub async fn device_energy<S: Store>(
     Params(p): Params<StatsParams>,
 ) -> Answer {
     let q = params::stats_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    let buckets = query::energy(&app.store, &id, &q).await?;
-    ok(views::energy(&id, &q, &buckets))
+    let (buckets, units) = metered(query::energy(&app.store, &id, &q)).await;
+    ok(Metered::new(views::energy(&id, &q, &buckets?), units))
 }
 
 pub async fn rooms<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> Answer {
@@ -244,7 +272,8 @@ pub async fn all_readings<S: Store>(
     }
     let (q, format) =
         params::readings_request(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
-    page_answer(query::all_readings(&app.store, &q).await?, format, true)
+    let (page, units) = metered(query::all_readings(&app.store, &q)).await;
+    page_answer(page?, format, true, units)
 }
 
 /// A path the API does not have, or a route another function serves.

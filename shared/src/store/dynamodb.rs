@@ -18,7 +18,9 @@ use crate::keys::{
 use crate::model::{DeviceId, Name, Reading, RoomId, TimeRange, Timestamp};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::batch_write_item::BatchWriteItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, ReturnValue, WriteRequest};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, PutRequest, ReturnConsumedCapacity, ReturnValue, WriteRequest,
+};
 use aws_sdk_dynamodb::Client;
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
@@ -407,9 +409,11 @@ impl DynamoStore {
             let out = query
                 .clone()
                 .limit(remaining)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
                 .await
                 .map_err(unavailable)?;
+            metered(out.consumed_capacity());
             items.extend_from_slice(out.items());
             match out.last_evaluated_key() {
                 Some(lek) if items.len() < limit => {
@@ -645,6 +649,14 @@ fn unexpired_and(
         })
         .expression_attribute_names("#expires_at", "expires_at")
         .expression_attribute_values(":now", AttributeValue::N(now_epoch_seconds().to_string()))
+}
+
+/// Counts what a response says it consumed against the metered request
+/// (`store::capacity`).
+fn metered(consumed: Option<&aws_sdk_dynamodb::types::ConsumedCapacity>) {
+    if let Some(units) = consumed.and_then(|c| c.capacity_units()) {
+        super::capacity::add_read_units(units);
+    }
 }
 
 fn s(v: &str) -> AttributeValue {
@@ -974,7 +986,12 @@ impl Store for DynamoStore {
             .expression_attribute_values(":to", s(request.to.as_str()))
             .set_exclusive_start_key(start)
             .limit(request.limit.min(i32::MAX as usize) as i32);
-        let out = unexpired(query).send().await.map_err(unavailable)?;
+        let out = unexpired(query)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        metered(out.consumed_capacity());
         let z_of = |item: &Item| -> Result<ZKey, StoreError> {
             item.get(attr::Z)
                 .and_then(|v| v.as_s().ok())

@@ -1,6 +1,7 @@
 //! Storage: a small trait over the table, one adapter per engine. The domain
 //! above it sees readings and registry records, never engine types.
 
+pub mod capacity;
 pub mod dynamodb;
 pub mod item;
 #[cfg(feature = "sqlite")]

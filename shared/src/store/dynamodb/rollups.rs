@@ -280,9 +280,11 @@ impl DynamoStore {
             .key(attr::PK, s(keys::reading_pk(device)))
             .key(attr::SK, s(ROLLUPS_SINCE_SK))
             .consistent_read(consistent)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await
             .map_err(unavailable)?;
+        super::metered(out.consumed_capacity());
         let Some(item) = out.item() else {
             return Ok(None);
         };

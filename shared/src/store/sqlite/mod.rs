@@ -19,7 +19,7 @@ mod schema;
 mod upgrade;
 
 use super::{
-    now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
+    capacity, now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
     RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport, ZIndex,
     ZPage, ZRangeRequest,
 };
@@ -497,6 +497,36 @@ impl SqliteStore {
     }
 }
 
+/// What reading a page would cost on DynamoDB (`store::capacity`): the
+/// embedded store meters by the same item sizes.
+fn meter_page(page: &Page) {
+    let bytes: usize = page.readings.iter().map(capacity::reading_size).sum();
+    capacity::add_read_units(capacity::read_units(bytes));
+}
+
+/// The same for rollups: their items' size on DynamoDB, keys included
+/// (`pk`, the device id; `sk`, `RH#` or `RD#` and a time).
+fn meter_rollups(pk_len: usize, found: &[Rollup]) {
+    let bytes: usize = found
+        .iter()
+        .filter_map(|r| {
+            let item: std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> =
+                serde_dynamo::to_item(crate::aggregate::rollup::Stored::from(r)).ok()?;
+            Some(
+                capacity::item_size(&item)
+                    + "pk".len()
+                    + pk_len
+                    + "sk".len()
+                    + 3
+                    + Timestamp::TEXT_LEN,
+            )
+        })
+        .sum();
+    if !found.is_empty() {
+        capacity::add_read_units(capacity::read_units(bytes));
+    }
+}
+
 impl Store for SqliteStore {
     fn registry_follows_writes(&self) -> bool {
         true
@@ -558,6 +588,7 @@ impl Store for SqliteStore {
         span: Span,
         range: &TimeRange,
     ) -> Result<Vec<Rollup>, StoreError> {
+        let pk_len = device.as_str().len();
         let (device, range) = (device.clone(), *range);
         self.blocking(move |s| {
             s.read(|conn| {
@@ -568,6 +599,7 @@ impl Store for SqliteStore {
             })
         })
         .await
+        .inspect(|found| meter_rollups(pk_len, found))
     }
 
     async fn write_readings(&self, readings: &[Reading]) -> WriteReport {
@@ -587,6 +619,7 @@ impl Store for SqliteStore {
         let (device, request) = (device.clone(), request.clone());
         self.blocking(move |s| s.device_readings_now(&device, &request))
             .await
+            .inspect(meter_page)
     }
 
     async fn room_readings(
@@ -597,11 +630,14 @@ impl Store for SqliteStore {
         let (room, request) = (room.clone(), request.clone());
         self.blocking(move |s| s.room_readings_now(&room, &request))
             .await
+            .inspect(meter_page)
     }
 
     async fn all_readings(&self, request: &RangeRequest) -> Result<Page, StoreError> {
         let request = request.clone();
-        self.blocking(move |s| s.all_readings_now(&request)).await
+        self.blocking(move |s| s.all_readings_now(&request))
+            .await
+            .inspect(meter_page)
     }
 
     async fn z_range(
@@ -637,6 +673,16 @@ impl Store for SqliteStore {
             s.z_range_now(index, &request)
         })
         .await
+        .inspect(|page| {
+            // The index items read, returned or not, at the returned ones' mean size.
+            let bytes: usize = page
+                .items
+                .iter()
+                .map(|(_, r)| capacity::reading_size(r))
+                .sum();
+            let mean = bytes / page.items.len().max(1);
+            capacity::add_read_units(capacity::read_units(bytes.max(mean * page.scanned)));
+        })
     }
 
     async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
