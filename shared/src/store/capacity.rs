@@ -26,6 +26,11 @@ pub async fn metered<F: Future>(f: F) -> (F::Output, f64) {
         .await
 }
 
+/// Whether this runs inside a metered request (computing units is wasted otherwise).
+pub fn metering() -> bool {
+    READ_UNITS.try_with(|_| ()).is_ok()
+}
+
 /// Counts `units` against the metered request this runs in, if any.
 pub fn add_read_units(units: f64) {
     let _ = READ_UNITS.try_with(|c| c.set(c.get() + units));

@@ -500,6 +500,9 @@ impl SqliteStore {
 /// What reading a page would cost on DynamoDB (`store::capacity`): the
 /// embedded store meters by the same item sizes.
 fn meter_page(page: &Page) {
+    if !capacity::metering() {
+        return;
+    }
     let bytes: usize = page.readings.iter().map(capacity::reading_size).sum();
     capacity::add_read_units(capacity::read_units(bytes));
 }
@@ -507,6 +510,9 @@ fn meter_page(page: &Page) {
 /// The same for rollups: their items' size on DynamoDB, keys included
 /// (`pk`, the device id; `sk`, `RH#` or `RD#` and a time).
 fn meter_rollups(pk_len: usize, found: &[Rollup]) {
+    if !capacity::metering() {
+        return;
+    }
     let bytes: usize = found
         .iter()
         .filter_map(|r| {
@@ -674,6 +680,9 @@ impl Store for SqliteStore {
         })
         .await
         .inspect(|page| {
+            if !capacity::metering() {
+                return;
+            }
             // The index items read, returned or not, at the returned ones' mean size.
             let bytes: usize = page
                 .items
