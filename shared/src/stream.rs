@@ -21,24 +21,41 @@ pub enum Change {
 }
 
 #[derive(Deserialize)]
-struct Keys {
-    pk: String,
-    sk: String,
+pub(crate) struct Keys {
+    pub(crate) pk: String,
+    pub(crate) sk: String,
 }
 
-pub fn classify(record: &EventRecord) -> Change {
+/// What a record is to every consumer of the stream: a reading written
+/// (inserted or modified) with its keys, nothing to act on, or undecodable.
+pub(crate) enum Written {
+    Reading(Keys),
+    Ignored(&'static str),
+    Poison(String),
+}
+
+pub(crate) fn written(record: &EventRecord) -> Written {
     match record.event_name.as_str() {
         "INSERT" | "MODIFY" => {}
-        // Deletions never make the registry forget (TTL expiry included).
-        "REMOVE" => return Change::Ignored("removal"),
-        _ => return Change::Poison(format!("unknown eventName {:?}", record.event_name)),
+        // Deletions never make the registry forget, nor touch rollups (TTL expiry included).
+        "REMOVE" => return Written::Ignored("removal"),
+        _ => return Written::Poison(format!("unknown eventName {:?}", record.event_name)),
     }
     let keys: Keys = match serde_dynamo::from_item(record.change.keys.clone()) {
         Ok(k) => k,
-        Err(e) => return Change::Poison(format!("keys: {e}")),
+        Err(e) => return Written::Poison(format!("keys: {e}")),
     };
     if !ReadingItem::is_reading_key(&keys.pk, &keys.sk) {
-        return Change::Ignored("not a reading item");
+        return Written::Ignored("not a reading item");
+    }
+    Written::Reading(keys)
+}
+
+pub fn classify(record: &EventRecord) -> Change {
+    match written(record) {
+        Written::Reading(_) => {}
+        Written::Ignored(why) => return Change::Ignored(why),
+        Written::Poison(why) => return Change::Poison(why),
     }
     match serde_dynamo::from_item::<_, ReadingItem>(record.change.new_image.clone()) {
         Ok(item) => match item.into_reading() {
@@ -81,6 +98,11 @@ pub async fn handle<S: Store>(store: &S, event: Event) -> DynamoDbEventResponse 
         failed = failed.is_some(),
         "stream batch"
     );
+    failing_at(&event, failed)
+}
+
+/// The answer to Lambda: the record to retry from, if one failed.
+pub(crate) fn failing_at(event: &Event, failed: Option<usize>) -> DynamoDbEventResponse {
     let mut response = DynamoDbEventResponse::default();
     if let Some(i) = failed {
         let mut failure = DynamoDbBatchItemFailure::default();

@@ -425,6 +425,34 @@ impl DynamoStore {
         }
     }
 
+    /// A Query of one partition's sort keys from `lo` to `hi`, inclusive.
+    fn sk_range_query(
+        &self,
+        pk: &str,
+        lo: String,
+        hi: String,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
+            .expression_attribute_names("#pk", attr::PK)
+            .expression_attribute_names("#sk", attr::SK)
+            .expression_attribute_values(":pk", s(pk))
+            .expression_attribute_values(":lo", AttributeValue::S(lo))
+            .expression_attribute_values(":hi", AttributeValue::S(hi))
+    }
+
+    /// A Query of a device's readings in `range`.
+    fn readings_query(
+        &self,
+        device: &DeviceId,
+        range: &TimeRange,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        let (lo, hi) = keys::reading_sk_bounds(range);
+        self.sk_range_query(keys::reading_pk(device), lo, hi)
+    }
+
     /// Every item of one registry partition, all pages.
     async fn partition<T: DeserializeOwned>(&self, pk: &str) -> Result<Vec<T>, StoreError> {
         let mut out = Vec::new();
@@ -874,18 +902,9 @@ impl Store for DynamoStore {
         device: &DeviceId,
         request: &RangeRequest,
     ) -> Result<Page, StoreError> {
-        let (lo, hi) = keys::reading_sk_bounds(&request.range);
         let pk = keys::reading_pk(device);
         let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
-            .expression_attribute_names("#pk", attr::PK)
-            .expression_attribute_names("#sk", attr::SK)
-            .expression_attribute_values(":pk", s(pk))
-            .expression_attribute_values(":lo", s(&lo))
-            .expression_attribute_values(":hi", s(&hi))
+            .readings_query(device, &request.range)
             .scan_index_forward(request.order == Order::Asc)
             .set_exclusive_start_key(request.after.as_ref().map(|p| {
                 HashMap::from([

@@ -10,22 +10,14 @@
 
 use crate::keys;
 use crate::model::{DeviceId, Timestamp};
-use crate::store::item::ReadingItem;
 use crate::store::{RollupWrites, Store};
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
-use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use futures_util::StreamExt;
-use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Devices refreshed at once.
 const CONCURRENT_DEVICES: usize = 8;
-
-#[derive(Deserialize)]
-struct Keys {
-    pk: String,
-    sk: String,
-}
 
 /// What one record asks of the rollups.
 #[derive(Debug, PartialEq)]
@@ -37,18 +29,12 @@ pub enum Touch {
 }
 
 pub fn classify(record: &EventRecord) -> Touch {
-    match record.event_name.as_str() {
-        "INSERT" | "MODIFY" => {}
-        "REMOVE" => return Touch::Ignored("removal"),
-        _ => return Touch::Poison(format!("unknown eventName {:?}", record.event_name)),
-    }
-    let keys: Keys = match serde_dynamo::from_item(record.change.keys.clone()) {
-        Ok(k) => k,
-        Err(e) => return Touch::Poison(format!("keys: {e}")),
+    let keys = match super::written(record) {
+        super::Written::Reading(keys) => keys,
+        super::Written::Ignored(why) => return Touch::Ignored(why),
+        super::Written::Poison(why) => return Touch::Poison(why),
     };
-    if !ReadingItem::is_reading_key(&keys.pk, &keys.sk) {
-        return Touch::Ignored("not a reading item");
-    }
+    // `written` checked the key is a reading's.
     let Some(at) = keys::parse_reading_sk(&keys.sk) else {
         return Touch::Ignored("not a reading item");
     };
@@ -133,18 +119,5 @@ pub async fn handle_batch<S: Store>(store: &S, event: &Event) -> BatchReport {
 /// The Lambda handler: one batch in, the first failed record out.
 pub async fn handle<S: Store>(store: &S, event: Event) -> DynamoDbEventResponse {
     let report = handle_batch(store, &event).await;
-    let mut response = DynamoDbEventResponse::default();
-    if let Some(i) = report.failed {
-        let mut failure = DynamoDbBatchItemFailure::default();
-        // An empty identifier makes Lambda retry the whole batch, the safe fallback.
-        failure.item_identifier = Some(
-            event.records[i]
-                .change
-                .sequence_number
-                .clone()
-                .unwrap_or_default(),
-        );
-        response.batch_item_failures.push(failure);
-    }
-    response
+    super::failing_at(&event, report.failed)
 }

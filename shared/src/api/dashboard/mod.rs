@@ -38,29 +38,14 @@ const MAX_RAW_POINTS: usize = 3000;
 const HOUR_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 24 * HOUR_MS;
 
-/// The ranges the picker offers, and a custom one.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Span {
-    Day,
-    Week,
-    Month,
-    Year,
-    Custom,
-}
-
-impl Span {
-    pub const PICKS: [(Span, &'static str); 4] = [
-        (Span::Day, "24h"),
-        (Span::Week, "7d"),
-        (Span::Month, "30d"),
-        (Span::Year, "1y"),
-    ];
-}
+/// The ranges the picker offers, ending now, and their days.
+pub const PICKS: [(&str, i64); 4] = [("24h", 1), ("7d", 7), ("30d", 30), ("1y", 365)];
 
 /// What a page or chart shows: its range, zone and how it is drawn.
 #[derive(Debug, Clone, Copy)]
 pub struct View {
-    pub span: Span,
+    /// The picked range (`24h`, ...), or `None` for a custom one.
+    pub pick: Option<&'static str>,
     pub range: TimeRange,
     pub tz: Tz,
 }
@@ -99,12 +84,9 @@ impl View {
     /// The query string that gives this view again (for links and image URLs).
     pub fn query_string(&self) -> String {
         let tz = self.tz.name();
-        match self.span {
-            Span::Custom => format!("from={}&to={}&tz={tz}", self.range.from(), self.range.to()),
-            span => {
-                let pick = Span::PICKS.iter().find(|(s, _)| *s == span).map(|p| p.1);
-                format!("range={}&tz={tz}", pick.unwrap_or("24h"))
-            }
+        match self.pick {
+            None => format!("from={}&to={}&tz={tz}", self.range.from(), self.range.to()),
+            Some(pick) => format!("range={pick}&tz={tz}"),
         }
     }
 }
@@ -119,13 +101,13 @@ pub fn view(p: &DashboardParams, now: Timestamp) -> Result<View, ApiError> {
             Tz::UTC
         }),
     };
-    let (span, range) = match (&p.range, &p.from) {
+    let (pick, range) = match (&p.range, &p.from) {
         (Some(_), Some(_)) => {
             problems.push((
                 "range".into(),
                 "give `range` or `from`/`to`, not both".into(),
             ));
-            (Span::Day, None)
+            (None, None)
         }
         (_, Some(_)) => {
             // The custom range form's `datetime-local` values have no zone:
@@ -146,38 +128,32 @@ pub fn view(p: &DashboardParams, now: Timestamp) -> Result<View, ApiError> {
                 tz: None,
             };
             match super::params::stats_query(&params, now) {
-                Ok(q) => (Span::Custom, Some(q.range)),
+                Ok(q) => (None, Some(q.range)),
                 Err(e) => {
                     problems.extend(e);
-                    (Span::Custom, None)
+                    (None, None)
                 }
             }
         }
         (pick, None) => {
-            let pick = pick.as_deref().unwrap_or("24h");
-            let (span, days) = match pick {
-                "24h" => (Span::Day, 1),
-                "7d" => (Span::Week, 7),
-                "30d" => (Span::Month, 30),
-                "1y" => (Span::Year, 365),
-                other => {
-                    problems.push((
-                        "range".into(),
-                        format!("must be one of 24h, 7d, 30d, 1y, got {other:?}"),
-                    ));
-                    (Span::Day, 1)
-                }
+            let wanted = pick.as_deref().unwrap_or("24h");
+            let Some(&(pick, days)) = PICKS.iter().find(|(name, _)| *name == wanted) else {
+                problems.push((
+                    "range".into(),
+                    format!("must be one of 24h, 7d, 30d, 1y, got {wanted:?}"),
+                ));
+                return Err(ApiError::InvalidParameters(problems));
             };
             if p.to.is_some() {
                 problems.push(("to".into(), "`to` goes with `from`".into()));
             }
             let to = now;
             let from = to.saturating_add_millis(-days * DAY_MS);
-            (span, TimeRange::new(from, to).ok())
+            (Some(pick), TimeRange::new(from, to).ok())
         }
     };
     match range {
-        Some(range) if problems.is_empty() => Ok(View { span, range, tz }),
+        Some(range) if problems.is_empty() => Ok(View { pick, range, tz }),
         _ => Err(ApiError::InvalidParameters(problems)),
     }
 }

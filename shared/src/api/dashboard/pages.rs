@@ -3,7 +3,7 @@
 //! inline (the range picker, the value under the pointer, renaming), charts
 //! as inline SVG; no JavaScript toolchain, no CDN.
 
-use super::{Drawn, Span, View, QUIET_AFTER_MS};
+use super::{Drawn, View, PICKS, QUIET_AFTER_MS};
 use crate::model::{Reading, Timestamp};
 use crate::store::{DeviceRecord, RoomRecord};
 use chrono::TimeZone;
@@ -232,8 +232,8 @@ fn ranges(path: &str, view: &View) -> Markup {
     let tz = view.tz.name();
     html! {
         nav.ranges aria-label="Range" {
-            @for (span, pick) in Span::PICKS {
-                @if span == view.span {
+            @for (pick, _) in PICKS {
+                @if Some(pick) == view.pick {
                     a href={ (path) "?range=" (pick) "&tz=" (tz) } aria-current="page" { (pick) }
                 } @else {
                     a href={ (path) "?range=" (pick) "&tz=" (tz) } { (pick) }

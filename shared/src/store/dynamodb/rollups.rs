@@ -20,7 +20,6 @@ use crate::aggregate::rollup::{day, spans, Rollup, Span, Stored};
 use crate::keys::{self, attr, ROLLUPS_SINCE_SK};
 use crate::model::{DeviceId, Reading, TimeRange, Timestamp};
 use crate::store::{RollupWrites, StoreError};
-use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 use futures_util::StreamExt;
 use std::collections::BTreeSet;
@@ -72,18 +71,6 @@ impl DynamoStore {
             .unwrap_or(0.0))
     }
 
-    fn rollup_query(&self, device: &DeviceId, lo: String, hi: String) -> QueryFluentBuilder {
-        self.client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
-            .expression_attribute_names("#pk", attr::PK)
-            .expression_attribute_names("#sk", attr::SK)
-            .expression_attribute_values(":pk", s(keys::reading_pk(device)))
-            .expression_attribute_values(":lo", AttributeValue::S(lo))
-            .expression_attribute_values(":hi", AttributeValue::S(hi))
-    }
-
     /// A device's rollups of `span` lying wholly inside `range`, oldest first (all pages).
     pub async fn read_rollups(
         &self,
@@ -120,7 +107,7 @@ impl DynamoStore {
             return Ok(Vec::new());
         };
         let query = self
-            .rollup_query(device, lo, hi)
+            .sk_range_query(keys::reading_pk(device), lo, hi)
             .consistent_read(consistent)
             .scan_index_forward(ascending);
         let (items, _) = self.query_pages(query, limit).await?;
@@ -220,18 +207,7 @@ impl DynamoStore {
         device: &DeviceId,
         range: &TimeRange,
     ) -> Result<Vec<Reading>, StoreError> {
-        let (lo, hi) = keys::reading_sk_bounds(range);
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
-            .expression_attribute_names("#pk", attr::PK)
-            .expression_attribute_names("#sk", attr::SK)
-            .expression_attribute_values(":pk", s(keys::reading_pk(device)))
-            .expression_attribute_values(":lo", s(&lo))
-            .expression_attribute_values(":hi", s(&hi))
-            .consistent_read(true);
+        let query = self.readings_query(device, range).consistent_read(true);
         let (items, _) = self.query_pages(query, usize::MAX).await?;
         items.iter().map(decode_reading).collect()
     }
@@ -245,17 +221,8 @@ impl DynamoStore {
         let Some(all) = range(from, Timestamp::MAX) else {
             return Ok(BTreeSet::new());
         };
-        let (lo, hi) = keys::reading_sk_bounds(&all);
         let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
-            .expression_attribute_names("#pk", attr::PK)
-            .expression_attribute_names("#sk", attr::SK)
-            .expression_attribute_values(":pk", s(keys::reading_pk(device)))
-            .expression_attribute_values(":lo", s(&lo))
-            .expression_attribute_values(":hi", s(&hi))
+            .readings_query(device, &all)
             .projection_expression("#sk")
             .consistent_read(true);
         let (items, _) = self.query_pages(query, usize::MAX).await?;
@@ -425,17 +392,8 @@ impl DynamoStore {
         within: &TimeRange,
         ascending: bool,
     ) -> Result<Option<Timestamp>, StoreError> {
-        let (lo, hi) = keys::reading_sk_bounds(within);
         let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
-            .expression_attribute_names("#pk", attr::PK)
-            .expression_attribute_names("#sk", attr::SK)
-            .expression_attribute_values(":pk", s(keys::reading_pk(device)))
-            .expression_attribute_values(":lo", s(&lo))
-            .expression_attribute_values(":hi", s(&hi))
+            .readings_query(device, within)
             .projection_expression("#sk")
             .scan_index_forward(ascending)
             .consistent_read(true)
