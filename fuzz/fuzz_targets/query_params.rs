@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(p) = params::parse::<StatsParams>(text) {
         if let Ok(q) = params::stats_query(&p, now) {
-            assert!(q.bucketing.max_buckets(&q.range) <= shared::aggregate::MAX_BUCKETS);
+            assert!(q.bucketing.max_buckets(&q.range) <= shared::domain::aggregate::MAX_BUCKETS);
         }
     }
 });

@@ -6,7 +6,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use shared::model::Timestamp;
-use shared::store::item::ReadingItem;
+use shared::store::dynamodb::item::ReadingItem;
 use shared::store::RegistrySnapshot;
 use std::hint::black_box;
 

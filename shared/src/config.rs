@@ -1,6 +1,6 @@
 //! Configuration from the environment (DESIGN §6).
 
-use crate::api::{BearerToken, ReadAccess};
+use crate::auth::{BearerToken, ReadAccess};
 use crate::store::{Indexes, Retention};
 use std::time::Duration;
 

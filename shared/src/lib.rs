@@ -4,9 +4,10 @@
 //! (use cases) → `store` (trait + adapters); `keys` is the one place that
 //! formats keys and cursors; `model` holds the validated domain types.
 
-pub mod aggregate;
 pub mod api;
+pub mod auth;
 pub mod config;
+pub mod domain;
 pub mod ingest;
 pub mod keys;
 pub mod model;

@@ -1,8 +1,8 @@
 //! Queries: time ranges of a device or a room (one page, with an opaque cursor),
 //! latest reading, and registry lookups that fall back to the table on a cache miss.
 
-use crate::aggregate::rollup::{counters, segments, Segment};
-use crate::aggregate::{BucketStats, Bucketing, EnergyBucket, EnergyFold, StatsFold};
+use crate::domain::aggregate::rollup::{counters, segments, Segment};
+use crate::domain::aggregate::{BucketStats, Bucketing, EnergyBucket, EnergyFold, StatsFold};
 use crate::keys::zorder::{self, ZKey};
 use crate::keys::{self, CursorError, CursorScope, Position};
 use crate::model::{DeviceId, Quantity, Reading, RoomId, TimeRange, Timestamp};

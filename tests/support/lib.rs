@@ -376,7 +376,7 @@ pub fn stream_event_for(
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let item: serde_dynamo::Item = serde_dynamo::to_item(shared::store::item::ReadingItem::from_reading(r)).unwrap();
+            let item: serde_dynamo::Item = serde_dynamo::to_item(shared::store::dynamodb::item::ReadingItem::from_reading(r)).unwrap();
             let image = serde_json::to_value(&item).unwrap();
             let keys = json!({"pk": image["pk"], "sk": image["sk"]});
             serde_json::from_value(json!({

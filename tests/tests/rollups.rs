@@ -7,7 +7,7 @@
 //! with rollup reads off), within float tolerance.
 
 use proptest::prelude::*;
-use shared::aggregate::{Bucketing, Width};
+use shared::domain::aggregate::{Bucketing, Width};
 use shared::model::{DeviceId, Measurement, Reading, RoomId, TimeRange, Timestamp};
 use shared::query::{self, Partition, Source, StatsQuery};
 use shared::store::{SqliteStore, Store};
@@ -310,7 +310,8 @@ async fn a_year_of_daily_stats_and_monthly_energy_reads_day_rollups() {
 #[tokio::test]
 async fn rollup_items_round_trip_on_dynamodb_and_stay_out_of_reading_ranges() {
     use integration_tests::TestStore;
-    use shared::aggregate::rollup::{spans, Span};
+    use shared::domain::aggregate::rollup::spans;
+use shared::model::Span;
     use shared::store::{DynamoStore, Order, RangeRequest};
     let store = DynamoStore::fresh("rollup-items").await;
     let h: Vec<(i64, What)> = (0..150)

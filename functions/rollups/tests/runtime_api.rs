@@ -5,7 +5,7 @@
 use integration_tests::runtime_api::Runtime;
 use integration_tests::{dynalite, fresh_store};
 use serde_json::{json, Value};
-use shared::aggregate::rollup::Span;
+use shared::model::Span;
 use shared::model::{Reading, TimeRange, Timestamp};
 use shared::store::Store;
 

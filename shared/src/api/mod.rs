@@ -3,7 +3,6 @@
 //! Routes are in `routes`, typed input in `extract`/`params`, cross-cutting
 //! concerns in `layers`, and every error answer comes from `ApiError`.
 
-mod auth;
 pub mod dashboard;
 mod error;
 mod extract;
@@ -16,9 +15,9 @@ mod routes;
 mod state;
 mod views;
 
-pub use auth::BearerToken;
+pub use crate::auth::{Access, BearerToken, ReadAccess};
 pub use error::ApiError;
-pub use state::{Access, App, ReadAccess, RouteSet};
+pub use state::{App, RouteSet};
 
 use crate::ingest::MAX_BODY_BYTES;
 use crate::model::{DeviceId, RoomId};

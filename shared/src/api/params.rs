@@ -2,7 +2,7 @@
 //! repeated parameters are refused by name), then parsed into the use cases'
 //! queries. Every bad value is reported, by name.
 
-use crate::aggregate::{Bucketing, Width, MAX_BUCKETS};
+use crate::domain::aggregate::{Bucketing, Width, MAX_BUCKETS};
 use crate::keys::MAX_CURSOR_LEN;
 use crate::model::Quantity;
 use crate::model::{TimeRange, Timestamp};

@@ -8,7 +8,7 @@ use super::{profile, ApiError, App};
 use crate::ingest;
 use crate::model::{DeviceId, RoomId, Timestamp};
 use crate::query::{self, Partition};
-use crate::store::capacity::metered;
+use crate::store::metering::metered;
 use crate::store::{Store, ZIndex};
 use axum::extract::State;
 use axum::http::{Method, Uri};

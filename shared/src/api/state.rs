@@ -1,7 +1,7 @@
 //! The application state every route shares, built once per process by
 //! [`App::new`]: the Lambdas' cold start, `ingester-local serve` and the tests.
 
-use super::BearerToken;
+use crate::auth::Access;
 use crate::registry::RegistryCache;
 use crate::store::{Store, StoreError};
 use std::time::Duration;
@@ -21,32 +21,6 @@ impl RouteSet {
     /// Whether this set serves a route of the given kind.
     pub fn serves(self, kind: RouteSet) -> bool {
         self == RouteSet::All || self == kind
-    }
-}
-
-/// Whether the read routes need the token too (without a token set, nothing does).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadAccess {
-    /// Reads need the bearer token whenever one is set (the default).
-    Token,
-    /// Reads are open to anyone who can reach the API.
-    Open,
-}
-
-/// Who may call the API: the token (when set) and whether reads need it.
-#[derive(Debug, Clone)]
-pub struct Access {
-    pub token: Option<BearerToken>,
-    pub reads: ReadAccess,
-}
-
-impl Access {
-    /// No token: everything is open.
-    pub fn open() -> Self {
-        Self {
-            token: None,
-            reads: ReadAccess::Open,
-        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! JSON shapes of registry records in answers.
 
-use crate::aggregate::{BucketStats, EnergyBucket};
+use crate::domain::aggregate::{BucketStats, EnergyBucket};
 use crate::model::{DeviceId, Quantity, Reading};
 use crate::query::StatsQuery;
 use crate::query::{Aggregate, ReadingsPage};

@@ -5,8 +5,7 @@
 
 pub mod zorder;
 
-use crate::aggregate::rollup::Span;
-use crate::model::{DeviceId, RoomId, TimeRange, Timestamp};
+use crate::model::{DeviceId, RoomId, Span, TimeRange, Timestamp};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use sha2::{Digest, Sha256};

@@ -5,10 +5,12 @@ mod ids;
 mod quantity;
 mod raw_reading;
 mod reading;
+mod span;
 mod timestamp;
 
 pub use ids::{DeviceId, IdError, Name, RoomId};
 pub use quantity::{Quantity, QuantityKind, ReadingKind, Spec};
 pub use raw_reading::{RawBody, RawReading, RawValue};
 pub use reading::{plausible_time, FieldProblem, Measurement, Reading, BOUNDS};
+pub use span::{Span, DAY_MS, HOUR_MS};
 pub use timestamp::{TimeRange, Timestamp, TimestampError};

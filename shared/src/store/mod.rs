@@ -1,19 +1,22 @@
 //! Storage: a small trait over the table, one adapter per engine. The domain
 //! above it sees readings and registry records, never engine types.
 
-pub mod capacity;
 pub mod dynamodb;
-pub mod item;
+pub mod metering;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
-use crate::aggregate::rollup::{Rollup, Span};
+use crate::domain::aggregate::rollup::Rollup;
+use crate::model::Span;
 use crate::keys::zorder::ZKey;
 use crate::keys::Position;
-use crate::model::{DeviceId, Name, Quantity, Reading, ReadingKind, RoomId, TimeRange, Timestamp};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use crate::model::{DeviceId, Name, Reading, RoomId, TimeRange, Timestamp};
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 
+pub use crate::domain::registry::{
+    DeviceRecord, DeviceUpdate, RegistrySnapshot, RoomRecord, RoomUpdate,
+};
 pub use dynamodb::DynamoStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
@@ -124,81 +127,6 @@ pub struct WriteReport {
     pub items_written: usize,
     /// Readings superseded by a later reading with the same key in the same request.
     pub duplicates: usize,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeviceRecord {
-    pub device_id: DeviceId,
-    /// User-set; registry maintenance never writes it.
-    pub name: Option<String>,
-    pub types: BTreeSet<ReadingKind>,
-    /// Every quantity it has reported.
-    pub quantities: BTreeSet<Quantity>,
-    /// Room of its latest reading that had one.
-    pub room: Option<RoomId>,
-    pub first_seen: Option<Timestamp>,
-    pub last_seen: Option<Timestamp>,
-    pub latest: Option<Reading>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct RoomRecord {
-    pub room_id: RoomId,
-    pub name: Option<String>,
-    /// Every device that has reported a reading in this room.
-    pub devices: BTreeSet<DeviceId>,
-    pub first_seen: Option<Timestamp>,
-    pub last_seen: Option<Timestamp>,
-    pub latest: Option<Reading>,
-}
-
-/// The whole registry, as loaded at cold start.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RegistrySnapshot {
-    pub devices: BTreeMap<DeviceId, DeviceRecord>,
-    pub rooms: BTreeMap<RoomId, RoomRecord>,
-}
-
-/// One coalesced registry change for a device (from one stream batch).
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeviceUpdate {
-    pub device_id: DeviceId,
-    /// Earliest reading timestamp in the batch.
-    pub first_seen: Timestamp,
-    /// The reading with the latest timestamp; its timestamp is the new `last_seen`.
-    pub latest: Reading,
-    pub types: BTreeSet<ReadingKind>,
-    pub quantities: BTreeSet<Quantity>,
-    /// Room of the latest reading in the batch that had one.
-    pub room: Option<RoomId>,
-}
-
-/// The member sets a device update adds to: its `types` and its `quantities`.
-pub(crate) fn device_sets(update: &DeviceUpdate) -> Vec<(&'static str, Vec<String>)> {
-    vec![
-        (
-            "types",
-            update.types.iter().map(|t| t.as_str().to_owned()).collect(),
-        ),
-        (
-            "quantities",
-            update
-                .quantities
-                .iter()
-                .map(|q| q.name().to_owned())
-                .collect(),
-        ),
-    ]
-}
-
-/// One coalesced registry change for a room (from one stream batch).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RoomUpdate {
-    pub room_id: RoomId,
-    pub first_seen: Timestamp,
-    /// The reading in the room with the latest timestamp.
-    pub latest: Reading,
-    pub devices: BTreeSet<DeviceId>,
 }
 
 /// The optional indexes of a DynamoDB deployment (template parameters

@@ -70,7 +70,7 @@ pub async fn handle_batch<S: Store>(store: &S, event: &Event) -> BatchReport {
                 let entry = touched.entry(device).or_insert((i, BTreeSet::new()));
                 entry
                     .1
-                    .insert(crate::aggregate::rollup::Span::Hour.start_of(at));
+                    .insert(crate::model::Span::Hour.start_of(at));
             }
             Touch::Ignored(_) => {}
             Touch::Poison(why) => {

@@ -9,7 +9,7 @@
 
 use super::{decode_reading, reading_item, s, unavailable, DynamoStore, Item};
 use crate::keys::{attr, READING_PREFIX};
-use crate::store::item::ReadingItem;
+use crate::store::dynamodb::item::ReadingItem;
 use crate::store::StoreError;
 use aws_sdk_dynamodb::types::AttributeValue;
 

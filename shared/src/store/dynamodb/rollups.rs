@@ -15,8 +15,9 @@
 //! Queries use rollups only from there (and only up to the function's lag).
 
 use super::{decode_reading, s, unavailable, DynamoStore, Item};
-use crate::aggregate::counter::Chain;
-use crate::aggregate::rollup::{day, spans, Rollup, Span, Stored};
+use crate::domain::aggregate::counter::Chain;
+use crate::domain::aggregate::rollup::{day, spans, Rollup, Stored};
+use crate::model::Span;
 use crate::keys::{self, attr, ROLLUPS_SINCE_SK};
 use crate::model::{DeviceId, Reading, TimeRange, Timestamp};
 use crate::store::{RollupWrites, StoreError};
@@ -555,7 +556,7 @@ impl DynamoStore {
     }
 }
 
-fn rollup_item(device: &DeviceId, rollup: &Rollup) -> Result<Item, StoreError> {
+pub(super) fn rollup_item(device: &DeviceId, rollup: &Rollup) -> Result<Item, StoreError> {
     let mut item: Item = serde_dynamo::to_item(Stored::from(rollup))
         .map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
     item.insert(attr::PK.to_owned(), s(keys::reading_pk(device)));

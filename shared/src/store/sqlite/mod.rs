@@ -5,7 +5,7 @@
 //! - `names`: device and room ids as integers.
 //! - `rows`: readings as rows of the family tables, written and read.
 //! - `registry`: the `devices` and `rooms` records, kept in the write
-//!   transaction by `registry::plan`, the planner the stream Lambda uses.
+//!   transaction by `domain::registry::plan`, the planner the stream Lambda uses.
 //! - `upgrade`: files from the version that kept DynamoDB items, migrated in place.
 //!
 //! One writer connection; read connections of their own (WAL), so reads never
@@ -19,13 +19,15 @@ mod schema;
 mod upgrade;
 
 use super::{
-    capacity, now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
+    metering, now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
     RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport, ZIndex,
     ZPage, ZRangeRequest,
 };
-use crate::aggregate::rollup::{Rollup, Span};
+use crate::domain::aggregate::rollup::{Rollup, Stored};
+use crate::domain::billing;
+
 use crate::keys::zorder::ZKey;
-use crate::model::{DeviceId, Name, Reading, RoomId, TimeRange, Timestamp};
+use crate::model::{DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
 use rows::{Bounds, Writer};
 use rusqlite::Connection;
 use std::path::Path;
@@ -369,7 +371,7 @@ impl SqliteStore {
             }
             // The registry, in the same transaction: what the stream Lambda
             // would do with these records, planned by the same code.
-            let plan = crate::registry::plan(deduped.winners.iter().map(|&i| (i, &readings[i])));
+            let plan = crate::domain::registry::plan(deduped.winners.iter().map(|&i| (i, &readings[i])));
             registry::apply_plan(tx, names, &plan)
         });
         match result {
@@ -391,7 +393,7 @@ impl SqliteStore {
             .bounds(request)
             .after(request.order, request.after.as_ref(), device);
         self.read(|conn| {
-            let Some(id) = names::find(conn, schema::DEVICE, device.as_str())? else {
+            let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
                 return Ok(Page::default());
             };
             let mut readings =
@@ -463,7 +465,7 @@ impl SqliteStore {
         let keep_from = self.keep_from();
         self.read(|conn| match index {
             ZIndex::Device(device) => {
-                let Some(id) = names::find(conn, schema::DEVICE, device.as_str())? else {
+                let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
                     return Ok(ZPage::default());
                 };
                 rows::z_range(conn, &[(id, device.clone())], None, request, keep_from)
@@ -485,7 +487,7 @@ impl SqliteStore {
             hi: crate::model::Timestamp::MAX.millis(),
         };
         self.read(|conn| {
-            let Some(id) = names::find(conn, schema::DEVICE, device.as_str())? else {
+            let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
                 return Ok(None);
             };
             Ok(
@@ -497,40 +499,26 @@ impl SqliteStore {
     }
 }
 
-/// What reading a page would cost on DynamoDB (`store::capacity`): the
+/// What reading a page would cost on DynamoDB (`domain::billing`): the
 /// embedded store meters by the same item sizes.
 fn meter_page(page: &Page) {
-    if !capacity::metering() {
+    if !metering::metering() {
         return;
     }
-    let bytes: usize = page.readings.iter().map(capacity::reading_size).sum();
-    capacity::add_read_units(capacity::read_units(bytes));
+    let bytes: usize = page.readings.iter().map(billing::reading_size).sum();
+    metering::add_read_units(billing::read_units(bytes));
 }
 
-/// The same for rollups: their items' size on DynamoDB, keys included
-/// (`pk`, the device id; `sk`, `RH#` or `RD#` and a time).
+/// The same for rollups: their items' size on DynamoDB, keys included.
 fn meter_rollups(pk_len: usize, found: &[Rollup]) {
-    if !capacity::metering() {
+    if !metering::metering() || found.is_empty() {
         return;
     }
     let bytes: usize = found
         .iter()
-        .filter_map(|r| {
-            let item: std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> =
-                serde_dynamo::to_item(crate::aggregate::rollup::Stored::from(r)).ok()?;
-            Some(
-                capacity::item_size(&item)
-                    + "pk".len()
-                    + pk_len
-                    + "sk".len()
-                    + 3
-                    + Timestamp::TEXT_LEN,
-            )
-        })
+        .map(|r| billing::rollup_size(pk_len, &Stored::from(r)))
         .sum();
-    if !found.is_empty() {
-        capacity::add_read_units(capacity::read_units(bytes));
-    }
+    metering::add_read_units(billing::read_units(bytes));
 }
 
 impl Store for SqliteStore {
@@ -578,7 +566,7 @@ impl Store for SqliteStore {
         let device = device.clone();
         self.blocking(move |s| {
             s.write(|tx, _, cache| {
-                let Some(id) = names::find(tx, schema::DEVICE, device.as_str())? else {
+                let Some(id) = names::find(tx, names::DEVICE, device.as_str())? else {
                     return Ok(0);
                 };
                 cache.spans.retain(|(d, _), _| *d != id);
@@ -598,7 +586,7 @@ impl Store for SqliteStore {
         let (device, range) = (device.clone(), *range);
         self.blocking(move |s| {
             s.read(|conn| {
-                let Some(id) = names::find(conn, schema::DEVICE, device.as_str())? else {
+                let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
                     return Ok(Vec::new());
                 };
                 rollups::within(conn, id, span, &range)
@@ -680,17 +668,17 @@ impl Store for SqliteStore {
         })
         .await
         .inspect(|page| {
-            if !capacity::metering() {
+            if !metering::metering() {
                 return;
             }
             // The index items read, returned or not, at the returned ones' mean size.
             let bytes: usize = page
                 .items
                 .iter()
-                .map(|(_, r)| capacity::reading_size(r))
+                .map(|(_, r)| billing::reading_size(r))
                 .sum();
             let mean = bytes / page.items.len().max(1);
-            capacity::add_read_units(capacity::read_units(bytes.max(mean * page.scanned)));
+            metering::add_read_units(billing::read_units(bytes.max(mean * page.scanned)));
         })
     }
 

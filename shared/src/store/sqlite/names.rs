@@ -1,11 +1,14 @@
 //! Device and room ids as integers: the `names` table, and the writer's cache of it.
 
 use super::db_err;
-use super::schema::{DEVICE, ROOM};
 use crate::model::{DeviceId, RoomId};
 use crate::store::StoreError;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
+
+/// `names.kind` of a device and of a room.
+pub const DEVICE: u8 = 0;
+pub const ROOM: u8 = 1;
 
 /// The integer id of a device (`DEVICE`) or room (`ROOM`), if it has one.
 pub fn find(conn: &Connection, kind: u8, text: &str) -> Result<Option<i64>, StoreError> {

@@ -4,9 +4,9 @@
 
 use super::db_err;
 use super::names::{self, Names};
-use super::schema::{DEVICE, ROOM};
+use super::names::{DEVICE, ROOM};
 use crate::model::{DeviceId, Name, Quantity, Reading, ReadingKind, RoomId, Timestamp};
-use crate::registry::{newer_or_same, RegistryPlan};
+use crate::domain::registry::RegistryPlan;
 use crate::store::{
     DeviceRecord, DeviceUpdate, RegistrySnapshot, RoomRecord, RoomUpdate, StoreError,
 };
@@ -218,73 +218,20 @@ pub fn put_room(tx: &Connection, names: &mut Names, r: &RoomRecord) -> Result<()
     Ok(())
 }
 
-fn empty_device(device_id: &DeviceId) -> DeviceRecord {
-    DeviceRecord {
-        device_id: device_id.clone(),
-        name: None,
-        types: BTreeSet::new(),
-        quantities: BTreeSet::new(),
-        room: None,
-        first_seen: None,
-        last_seen: None,
-        latest: None,
-    }
-}
-
-fn empty_room(room_id: &RoomId) -> RoomRecord {
-    RoomRecord {
-        room_id: room_id.clone(),
-        name: None,
-        devices: BTreeSet::new(),
-        first_seen: None,
-        last_seen: None,
-        latest: None,
-    }
-}
-
-/// Whether `latest` may replace what a record holds: newer, or as new and
-/// from the same or a greater device id (`registry::newer_or_same`).
-fn is_newest(latest: &Reading, current: Option<&Reading>, last_seen: Option<Timestamp>) -> bool {
-    match (current, last_seen) {
-        (Some(current), _) => newer_or_same(latest, current),
-        (None, None) => true,
-        (None, Some(seen)) => seen <= latest.timestamp,
-    }
-}
-
-fn earliest(a: Option<Timestamp>, b: Timestamp) -> Option<Timestamp> {
-    Some(a.map_or(b, |a| a.min(b)))
-}
-
-/// Merges a device update: `latest`, `last_seen` and the room move only
-/// forward, `first_seen` only earlier, sets only grow.
+/// Merges a device update into its record (`DeviceRecord::merge`).
 pub fn apply_device(
     tx: &Connection,
     names: &mut Names,
     u: &DeviceUpdate,
 ) -> Result<(), StoreError> {
-    let mut d = device(tx, &u.device_id)?.unwrap_or_else(|| empty_device(&u.device_id));
-    if is_newest(&u.latest, d.latest.as_ref(), d.last_seen) {
-        d.last_seen = Some(u.latest.timestamp);
-        d.latest = Some(u.latest.clone());
-        if u.room.is_some() {
-            d.room = u.room.clone();
-        }
-    }
-    d.first_seen = earliest(d.first_seen, u.first_seen);
-    d.types.extend(u.types.iter().copied());
-    d.quantities.extend(u.quantities.iter().copied());
+    let mut d = device(tx, &u.device_id)?.unwrap_or_else(|| DeviceRecord::empty(&u.device_id));
+    d.merge(u);
     put_device(tx, names, &d)
 }
 
 pub fn apply_room(tx: &Connection, names: &mut Names, u: &RoomUpdate) -> Result<(), StoreError> {
-    let mut r = room(tx, &u.room_id)?.unwrap_or_else(|| empty_room(&u.room_id));
-    if is_newest(&u.latest, r.latest.as_ref(), r.last_seen) {
-        r.last_seen = Some(u.latest.timestamp);
-        r.latest = Some(u.latest.clone());
-    }
-    r.first_seen = earliest(r.first_seen, u.first_seen);
-    r.devices.extend(u.devices.iter().cloned());
+    let mut r = room(tx, &u.room_id)?.unwrap_or_else(|| RoomRecord::empty(&u.room_id));
+    r.merge(u);
     put_room(tx, names, &r)
 }
 
@@ -310,7 +257,7 @@ pub fn set_device_profile(
     name: Option<&Name>,
     room: Option<&RoomId>,
 ) -> Result<(), StoreError> {
-    let mut d = device(tx, device_id)?.unwrap_or_else(|| empty_device(device_id));
+    let mut d = device(tx, device_id)?.unwrap_or_else(|| DeviceRecord::empty(device_id));
     d.name = name.map(|n| n.as_str().to_owned());
     if let Some(room) = room {
         d.room = Some(room.clone());
@@ -324,7 +271,7 @@ pub fn set_room_name(
     room_id: &RoomId,
     name: Option<&Name>,
 ) -> Result<(), StoreError> {
-    let mut r = room(tx, room_id)?.unwrap_or_else(|| empty_room(room_id));
+    let mut r = room(tx, room_id)?.unwrap_or_else(|| RoomRecord::empty(room_id));
     r.name = name.map(|n| n.as_str().to_owned());
     put_room(tx, names, &r)
 }

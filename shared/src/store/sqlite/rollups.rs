@@ -12,7 +12,8 @@
 
 use super::rows::{self, Bounds};
 use super::{db_err, StoreError};
-use crate::aggregate::rollup::{spans, Rollup, Span, Stored};
+use crate::domain::aggregate::rollup::{spans, Rollup, Stored};
+use crate::model::Span;
 use crate::model::{DeviceId, Reading, TimeRange, Timestamp};
 use crate::store::Order;
 use rusqlite::{params, Connection, OptionalExtension};

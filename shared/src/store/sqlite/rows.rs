@@ -4,8 +4,9 @@
 
 use super::db_err;
 use super::names::{self, Names};
-use super::schema::{self, families, read_value, stored_value};
-use crate::aggregate::rollup::{Rollup, Span};
+use super::schema::{self, families, read_value, stored_value, ROWS_PER_INSERT};
+use crate::domain::aggregate::rollup::Rollup;
+use crate::model::Span;
 use crate::keys::zorder::ZKey;
 use crate::keys::Position;
 use crate::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
@@ -178,10 +179,6 @@ struct Row {
     room: Option<i64>,
     values: [Option<f64>; MAX_COLUMNS],
 }
-
-/// Rows per multi-row INSERT: one statement's start, bindings and reset are
-/// shared by this many rows.
-pub const ROWS_PER_INSERT: usize = 50;
 
 fn bind_row(
     stmt: &mut CachedStatement<'_>,

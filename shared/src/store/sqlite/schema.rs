@@ -34,9 +34,9 @@ pub const FAMILIES: [ReadingKind; 4] = [
     ReadingKind::Device,
 ];
 
-/// `names.kind` of a device and of a room.
-pub const DEVICE: u8 = 0;
-pub const ROOM: u8 = 1;
+/// Rows per multi-row INSERT (`Family::insert_many`): one statement's start,
+/// bindings and reset are shared by this many rows.
+pub const ROWS_PER_INSERT: usize = 50;
 
 /// One family's table and its columns, with the statements that use them
 /// (made once, so that no hot path formats SQL).
@@ -47,7 +47,7 @@ pub struct Family {
     pub columns: Vec<Quantity>,
     /// `INSERT INTO t (device, ts, room, c1..) VALUES (?, ?, ?, ?..)`: one row.
     pub insert: String,
-    /// The same for `rows::ROWS_PER_INSERT` rows.
+    /// The same for `ROWS_PER_INSERT` rows.
     pub insert_many: String,
     /// `ts, room, c1..` of a device's rows `ts BETWEEN ?2 AND ?3`, `LIMIT ?4`,
     /// ascending and descending.
@@ -86,7 +86,7 @@ pub fn families() -> &'static [Family] {
                 };
                 Family {
                     insert: insert(1),
-                    insert_many: insert(super::rows::ROWS_PER_INSERT),
+                    insert_many: insert(ROWS_PER_INSERT),
                     select: [select("ASC"), select("DESC")],
                     delete: format!("DELETE FROM {table} WHERE device = ?1 AND ts = ?2"),
                     newest: format!(

@@ -281,7 +281,7 @@ async fn a_reading_costs_at_most_64_bytes_on_disk() {
 /// no version 1 table behind.
 #[tokio::test]
 async fn a_version_1_file_with_a_change_log_is_migrated_whole() {
-    use crate::store::item::ReadingItem;
+    use crate::store::dynamodb::item::ReadingItem;
     let dir = temp_dir("v1");
     let path = dir.join("old.db");
     let applied = reading("m-1", None, 1, 10.0);
@@ -450,7 +450,8 @@ async fn the_checkpointer_copies_the_wal_into_the_file() {
 
 mod rollups_kept {
     use super::*;
-    use crate::aggregate::rollup::{spans, Span};
+    use crate::domain::aggregate::rollup::spans;
+use crate::model::Span;
     use proptest::prelude::*;
 
     /// A reading of a generated history: device, minute, kind, value.
@@ -508,7 +509,7 @@ mod rollups_kept {
                 let writer = store.lock();
                 for device in ["meter-1", "sensor-1"] {
                     let device_id = DeviceId::parse(device).unwrap();
-                    let Some(id) = names::find(&writer.conn, schema::DEVICE, device).unwrap() else { continue };
+                    let Some(id) = names::find(&writer.conn, names::DEVICE, device).unwrap() else { continue };
                     let stored = rows::device_readings(
                         &writer.conn, id, &device_id,
                         rows::Bounds { lo: 0, hi: i64::MAX }, Order::Asc, 1_000_000,
@@ -528,7 +529,8 @@ mod rollups_kept {
 /// built from its readings when it is opened, once.
 #[tokio::test]
 async fn a_version_2_file_gets_its_rollups_on_open() {
-    use crate::aggregate::rollup::{spans, Span};
+    use crate::domain::aggregate::rollup::spans;
+use crate::model::Span;
     let dir = temp_dir("v2-rollups");
     let path = dir.join("ingester.db");
     let written: Vec<Reading> = (0..300)
@@ -554,7 +556,7 @@ async fn a_version_2_file_gets_its_rollups_on_open() {
         .unwrap();
     assert_eq!(version, schema::VERSION);
     for device in ["meter-1", "sensor-1"] {
-        let id = names::find(&writer.conn, schema::DEVICE, device)
+        let id = names::find(&writer.conn, names::DEVICE, device)
             .unwrap()
             .unwrap();
         let mine: Vec<Reading> = written

@@ -1,5 +1,7 @@
-//! The bearer token. The token never appears in a log line,
-//! an error or a response, and the comparison takes constant time.
+//! Who may call the service: the bearer token and the access rules. A
+//! neutral module: the configuration builds these, the HTTP edge checks
+//! them. The token never appears in a log line, an error or a response, and
+//! the comparison takes constant time.
 
 use axum::http::HeaderMap;
 use sha2::{Digest, Sha256};
@@ -7,6 +9,32 @@ use subtle::ConstantTimeEq;
 
 /// The dashboard's session cookie (docs/dashboard.md).
 pub const SESSION_COOKIE: &str = "ingester_session";
+
+/// Whether the read routes need the token too (without a token set, nothing does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadAccess {
+    /// Reads need the bearer token whenever one is set (the default).
+    Token,
+    /// Reads are open to anyone who can reach the API.
+    Open,
+}
+
+/// Who may call the API: the token (when set) and whether reads need it.
+#[derive(Debug, Clone)]
+pub struct Access {
+    pub token: Option<BearerToken>,
+    pub reads: ReadAccess,
+}
+
+impl Access {
+    /// No token: everything is open.
+    pub fn open() -> Self {
+        Self {
+            token: None,
+            reads: ReadAccess::Open,
+        }
+    }
+}
 
 #[derive(Clone)]
 pub struct BearerToken {

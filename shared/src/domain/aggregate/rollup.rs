@@ -16,43 +16,8 @@
 
 use super::counter::{Chain, Link};
 use super::{Bucketing, FieldStats};
-use crate::model::{Quantity, Reading, RoomId, TimeRange, Timestamp};
+use crate::model::{Quantity, Reading, RoomId, Span, TimeRange, Timestamp, DAY_MS, HOUR_MS};
 use std::collections::BTreeMap;
-
-pub const HOUR_MS: i64 = 3_600_000;
-pub const DAY_MS: i64 = 24 * HOUR_MS;
-
-/// The two spans rollups are kept for, both UTC-aligned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Span {
-    Hour,
-    Day,
-}
-
-impl Span {
-    pub fn millis(self) -> i64 {
-        match self {
-            Span::Hour => HOUR_MS,
-            Span::Day => DAY_MS,
-        }
-    }
-
-    pub fn start_of(self, t: Timestamp) -> Timestamp {
-        let ms = t.millis();
-        Timestamp::from_millis(ms - ms.rem_euclid(self.millis())).unwrap_or(Timestamp::MIN)
-    }
-
-    pub fn end_of(self, start: Timestamp) -> Timestamp {
-        start.saturating_add_millis(self.millis())
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Span::Hour => "hour",
-            Span::Day => "day",
-        }
-    }
-}
 
 /// Statistics of a set of readings: how many, and each quantity's.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -478,7 +443,7 @@ impl Stored {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aggregate::{Bucketing, EnergyFold, StatsFold, Width};
+    use crate::domain::aggregate::{Bucketing, EnergyFold, StatsFold, Width};
     use crate::model::{DeviceId, Measurement, TimeRange};
     use proptest::prelude::*;
 

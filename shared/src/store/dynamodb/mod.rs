@@ -3,13 +3,13 @@
 //! time), every page of a Query read, registry updates as conditional
 //! `UpdateItem`s that never move time backwards.
 
-use super::item::{z_key, DeviceItem, ReadingItem, RoomItem, SnapshotItem};
 use super::{
     now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Indexes, Order, Page, RangeRequest,
     RegistrySnapshot, Retention, RollupWrites, RoomRecord, RoomUpdate, Store, StoreError,
     WriteReport, ZIndex, ZPage, ZRangeRequest,
 };
-use crate::aggregate::rollup::{Rollup, Span};
+use crate::domain::aggregate::rollup::Rollup;
+use crate::model::Span;
 use crate::keys::zorder::ZKey;
 use crate::keys::{
     self, attr, ALL_TIME_INDEX, DEVICE_PARTITION, DEVICE_Z_INDEX, READING_PREFIX, ROOM_PARTITION,
@@ -27,8 +27,12 @@ use serde::de::DeserializeOwned;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
+pub mod item;
 mod reindex;
 mod rollups;
+pub mod size;
+
+use item::{z_key, DeviceItem, ReadingItem, RoomItem, SnapshotItem};
 
 pub use reindex::{ReindexPage, ScanKey};
 
@@ -683,7 +687,7 @@ fn unexpired_and(
 /// (`store::capacity`).
 fn metered(consumed: Option<&aws_sdk_dynamodb::types::ConsumedCapacity>) {
     if let Some(units) = consumed.and_then(|c| c.capacity_units()) {
-        super::capacity::add_read_units(units);
+        super::metering::add_read_units(units);
     }
 }
 
@@ -1082,7 +1086,7 @@ impl Store for DynamoStore {
             sk: update.device_id.as_str(),
             first_seen: update.first_seen,
             latest: &update.latest,
-            sets: super::device_sets(update),
+            sets: device_sets(update),
             room: update.room.as_ref(),
         })
         .await
@@ -1117,6 +1121,24 @@ impl Store for DynamoStore {
         })
         .await
     }
+}
+
+/// The member sets a device update adds to: its `types` and its `quantities`.
+fn device_sets(update: &DeviceUpdate) -> Vec<(&'static str, Vec<String>)> {
+    vec![
+        (
+            "types",
+            update.types.iter().map(|t| t.as_str().to_owned()).collect(),
+        ),
+        (
+            "quantities",
+            update
+                .quantities
+                .iter()
+                .map(|q| q.name().to_owned())
+                .collect(),
+        ),
+    ]
 }
 
 #[cfg(test)]

@@ -1,91 +1,35 @@
-//! Files from earlier versions, migrated in place when they are opened.
-//!
-//! Version 1 kept every item whole, as DynamoDB JSON, in one `items` table
-//! (readings, and the `DEVICE` and `ROOM` registry items), perhaps with a
-//! `change_log` whose newest readings its registry consumer had not applied
-//! yet. Its readings become rows of the family tables and its registry items
-//! become records, through the same item codec the DynamoDB adapter reads
-//! with; pending change-log readings are applied to the registry, by
-//! `registry::plan`. All of it is one transaction: an interruption leaves the
-//! version 1 file as it was, and an item that does not decode stops the
-//! migration with an error naming it, rather than dropping it.
+//! Version 1 files, converted once when opened. Version 1 kept every item
+//! whole, as DynamoDB JSON, in one `items` table (readings, and the `DEVICE`
+//! and `ROOM` registry items), perhaps with a `change_log` whose newest
+//! readings its registry consumer had not applied yet. Its readings become
+//! rows of the family tables and its registry items become records, through
+//! the DynamoDB adapter's item codec (the shape version 1 stored: the only
+//! place the embedded store reads it); pending change-log readings are
+//! applied to the registry by `domain::registry::plan`. All of it is one
+//! transaction: an interruption leaves the version 1 file as it was, and an
+//! item that does not decode stops the migration with an error naming it,
+//! rather than dropping it.
 
-use super::names::{self, Names};
-use super::rows::Writer;
-use super::{db_err, registry, rollups, schema};
-use crate::model::{Reading, TimeRange, Timestamp};
-use crate::store::item::{DeviceItem, ReadingItem, RoomItem};
+use super::super::names::Names;
+use super::super::rows::Writer;
+use super::super::{db_err, registry, schema};
+use super::{build_rollups, has_table, Moved};
+use crate::model::Reading;
+use crate::store::dynamodb::item::{DeviceItem, ReadingItem, RoomItem};
 use crate::store::{now_epoch_seconds, StoreError};
-use rusqlite::{params, Connection};
+use rusqlite::Connection;
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
-
-fn has_table(conn: &Connection, name: &str) -> Result<bool, StoreError> {
-    conn.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
-        params![name],
-        |r| r.get::<_, i64>(0),
-    )
-    .map(|n| n > 0)
-    .map_err(db_err)
-}
 
 fn decode<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     let item: serde_dynamo::Item = serde_json::from_str(text).map_err(|e| e.to_string())?;
     serde_dynamo::from_item(item).map_err(|e| e.to_string())
 }
 
-/// What a migration moved.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Moved {
-    pub readings: usize,
-    /// Readings already past their `expires_at`: version 1 hid them and would
-    /// have deleted them; they are not carried over.
-    pub expired: usize,
-    pub devices: usize,
-    pub rooms: usize,
-    /// Change-log readings the registry had not seen yet.
-    pub pending: usize,
-}
-
-/// Brings a file to the current schema; a no-op for a current or new file.
-pub fn to_current(conn: &mut Connection) -> Result<Option<Moved>, StoreError> {
-    if !has_table(conn, "items")? {
-        // Version 2 had the time-series tables but no rollups.
-        if has_table(conn, "readings_climate")? && !has_table(conn, "rollups")? {
-            let started = std::time::Instant::now();
-            let built = with_rollups(conn)?;
-            tracing::info!(
-                rollups = built,
-                seconds = started.elapsed().as_secs_f64(),
-                "built the rollups of a version 2 database (once)"
-            );
-        }
-        return Ok(None);
-    }
-    tracing::info!("migrating a version 1 database to the time-series schema (once)");
-    let started = std::time::Instant::now();
-    let moved = from_items(conn)?;
-    // The old tables' pages are free now; give them back to the file system
-    // (VACUUM writes the new file through the WAL: empty it into the file).
-    conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
-        .map_err(db_err)?;
-    tracing::info!(
-        readings = moved.readings,
-        expired = moved.expired,
-        devices = moved.devices,
-        rooms = moved.rooms,
-        pending_registry_changes = moved.pending,
-        seconds = started.elapsed().as_secs_f64(),
-        "migrated"
-    );
-    Ok(Some(moved))
-}
-
 /// Rows between writes while migrating: bounds the memory a large file needs.
 const BATCH: usize = 10_000;
 
-fn from_items(conn: &mut Connection) -> Result<Moved, StoreError> {
+pub(super) fn from_items(conn: &mut Connection) -> Result<Moved, StoreError> {
     let tx = conn.transaction().map_err(db_err)?;
     tx.execute_batch(&schema::create()).map_err(db_err)?;
     let (mut names, mut newest) = (Names::default(), HashMap::new());
@@ -150,27 +94,6 @@ fn from_items(conn: &mut Connection) -> Result<Moved, StoreError> {
     Ok(moved)
 }
 
-/// Version 2 to 3: the rollups table, filled from the readings, in one transaction.
-fn with_rollups(conn: &mut Connection) -> Result<usize, StoreError> {
-    let tx = conn.transaction().map_err(db_err)?;
-    tx.execute_batch(&schema::create()).map_err(db_err)?;
-    let built = build_rollups(&tx)?;
-    tx.pragma_update(None, "user_version", schema::VERSION)
-        .map_err(db_err)?;
-    tx.commit().map_err(db_err)?;
-    Ok(built)
-}
-
-/// Every device's rollups, from all its readings.
-fn build_rollups(tx: &Connection) -> Result<usize, StoreError> {
-    let all = TimeRange::new(Timestamp::MIN, Timestamp::MAX).expect("MIN < MAX");
-    let mut built = 0;
-    for (id, device) in names::devices(tx)? {
-        built += rollups::rebuild(tx, id, &device, &all)?;
-    }
-    Ok(built)
-}
-
 /// A version 1 file from before the registry was kept in the write
 /// transaction may have a change log: the readings its registry consumer had
 /// not applied yet (past its checkpoint) are applied now, so a reading
@@ -205,7 +128,7 @@ fn pending_change_log(tx: &Connection, names: &mut Names) -> Result<usize, Store
                 .and_then(|item| item.into_reading().ok())
         })
         .collect();
-    let plan = crate::registry::plan(readings.iter().enumerate());
+    let plan = crate::domain::registry::plan(readings.iter().enumerate());
     registry::apply_plan(tx, names, &plan)?;
     Ok(readings.len())
 }

@@ -3,7 +3,7 @@
 
 use crate::model::Reading;
 use crate::registry;
-use crate::store::item::ReadingItem;
+use crate::store::dynamodb::item::ReadingItem;
 use crate::store::Store;
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
@@ -86,7 +86,7 @@ pub async fn handle<S: Store>(store: &S, event: Event) -> DynamoDbEventResponse 
             }
         }
     }
-    let plan = registry::plan(changes.iter().map(|(i, r)| (*i, r)));
+    let plan = crate::domain::registry::plan(changes.iter().map(|(i, r)| (*i, r)));
     let failures = registry::apply(store, &plan).await;
     if let Some(first) = failures.into_iter().min() {
         failed = Some(failed.map_or(first, |f| f.min(first)));

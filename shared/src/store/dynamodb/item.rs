@@ -1,7 +1,7 @@
 //! The item layout of DESIGN §3 as serde structs. One codec serves every
 //! engine: `serde_dynamo` maps it to SDK items and to stream images alike.
 
-use super::{DeviceRecord, RoomRecord};
+use crate::domain::registry::{DeviceRecord, RoomRecord};
 use crate::keys::{self, DEVICE_PARTITION, ROOM_PARTITION};
 use crate::model::{DeviceId, Measurement, Quantity, Reading, ReadingKind, RoomId, Timestamp};
 use serde::{Deserialize, Serialize};

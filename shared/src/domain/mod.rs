@@ -1,0 +1,14 @@
+//! The domain's rules, below every store: what both engines must agree on is
+//! written here once. Nothing in this folder imports a store, the API, the
+//! stream edge or an AWS SDK; it works on `model` types only.
+//!
+//! - `registry`: a batch of readings → one update per device and per room,
+//!   and how an update merges into a record (time never moves backwards);
+//! - `aggregate`: buckets, statistics and energy folds; `aggregate::rollup`,
+//!   the hour and day rollup algebra and the one cascade rule;
+//!   `aggregate::counter`, the meter rule;
+//! - `billing`: the size rule DynamoDB bills reads by, over our reading type.
+
+pub mod aggregate;
+pub mod billing;
+pub mod registry;

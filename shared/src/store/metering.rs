@@ -1,0 +1,32 @@
+//! Read units in answers (docs/cost.md): a request's reads add to a counter
+//! scoped to the request's task (`metered`), so that the store methods keep
+//! their signatures and reads outside a metered request cost nothing to
+//! count. DynamoDB says what a read consumed in each response; the embedded
+//! store computes it by `domain::billing`'s size rule.
+
+use std::cell::Cell;
+use std::future::Future;
+
+tokio::task_local! {
+    static READ_UNITS: Cell<f64>;
+}
+
+/// Runs `f` and returns what it returned with the read units its reads consumed.
+pub async fn metered<F: Future>(f: F) -> (F::Output, f64) {
+    READ_UNITS
+        .scope(Cell::new(0.0), async {
+            let out = f.await;
+            (out, READ_UNITS.with(Cell::get))
+        })
+        .await
+}
+
+/// Whether this runs inside a metered request (computing units is wasted otherwise).
+pub fn metering() -> bool {
+    READ_UNITS.try_with(|_| ()).is_ok()
+}
+
+/// Counts `units` against the metered request this runs in, if any.
+pub fn add_read_units(units: f64) {
+    let _ = READ_UNITS.try_with(|c| c.set(c.get() + units));
+}

@@ -1,0 +1,92 @@
+//! Files from earlier versions, migrated in place when they are opened:
+//! version 2 gains its rollups here; version 1 (DynamoDB items in one table)
+//! is converted by `from_v1_items`, the one place the embedded store reads
+//! the DynamoDB item shape.
+
+mod from_v1_items;
+
+use super::names;
+use super::{db_err, rollups, schema};
+use crate::model::{TimeRange, Timestamp};
+use crate::store::StoreError;
+use from_v1_items::from_items;
+use rusqlite::{params, Connection};
+
+pub(super) fn has_table(conn: &Connection, name: &str) -> Result<bool, StoreError> {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        params![name],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+    .map_err(db_err)
+}
+
+/// What a migration moved.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Moved {
+    pub readings: usize,
+    /// Readings already past their `expires_at`: version 1 hid them and would
+    /// have deleted them; they are not carried over.
+    pub expired: usize,
+    pub devices: usize,
+    pub rooms: usize,
+    /// Change-log readings the registry had not seen yet.
+    pub pending: usize,
+}
+
+/// Brings a file to the current schema; a no-op for a current or new file.
+pub fn to_current(conn: &mut Connection) -> Result<Option<Moved>, StoreError> {
+    if !has_table(conn, "items")? {
+        // Version 2 had the time-series tables but no rollups.
+        if has_table(conn, "readings_climate")? && !has_table(conn, "rollups")? {
+            let started = std::time::Instant::now();
+            let built = with_rollups(conn)?;
+            tracing::info!(
+                rollups = built,
+                seconds = started.elapsed().as_secs_f64(),
+                "built the rollups of a version 2 database (once)"
+            );
+        }
+        return Ok(None);
+    }
+    tracing::info!("migrating a version 1 database to the time-series schema (once)");
+    let started = std::time::Instant::now();
+    let moved = from_items(conn)?;
+    // The old tables' pages are free now; give them back to the file system
+    // (VACUUM writes the new file through the WAL: empty it into the file).
+    conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
+        .map_err(db_err)?;
+    tracing::info!(
+        readings = moved.readings,
+        expired = moved.expired,
+        devices = moved.devices,
+        rooms = moved.rooms,
+        pending_registry_changes = moved.pending,
+        seconds = started.elapsed().as_secs_f64(),
+        "migrated"
+    );
+    Ok(Some(moved))
+}
+
+/// Version 2 to 3: the rollups table, filled from the readings, in one transaction.
+fn with_rollups(conn: &mut Connection) -> Result<usize, StoreError> {
+    let tx = conn.transaction().map_err(db_err)?;
+    tx.execute_batch(&schema::create()).map_err(db_err)?;
+    let built = build_rollups(&tx)?;
+    tx.pragma_update(None, "user_version", schema::VERSION)
+        .map_err(db_err)?;
+    tx.commit().map_err(db_err)?;
+    Ok(built)
+}
+
+/// Every device's rollups, from all its readings.
+pub(super) fn build_rollups(tx: &Connection) -> Result<usize, StoreError> {
+    let all = TimeRange::new(Timestamp::MIN, Timestamp::MAX).expect("MIN < MAX");
+    let mut built = 0;
+    for (id, device) in names::devices(tx)? {
+        built += rollups::rebuild(tx, id, &device, &all)?;
+    }
+    Ok(built)
+}
+
