@@ -12,7 +12,7 @@ use integration_tests::{
 };
 use serde_yaml_ng::Value as Yaml;
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
-use shared::store::capacity::{item_size, value_size};
+use shared::store::dynamodb::size::{item_size, value_size};
 use shared::store::{DynamoStore, Indexes, Store};
 use std::collections::HashMap;
 use std::fmt::Write;

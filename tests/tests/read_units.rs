@@ -10,7 +10,7 @@ use integration_tests::{answer, api_event, app, climate, handle, TestStore};
 use serde_json::Value;
 use shared::api::RouteSet;
 use shared::model::{Reading, Timestamp};
-use shared::store::capacity::{read_units, reading_size};
+use shared::domain::billing::{read_units, reading_size};
 use shared::store::{DynamoStore, Indexes, SqliteStore, Store};
 
 fn history() -> Vec<Value> {

@@ -17,7 +17,7 @@
 use super::counter::{Chain, Link};
 use super::{Bucketing, FieldStats};
 use crate::model::{Quantity, Reading, RoomId, Span, TimeRange, Timestamp, DAY_MS, HOUR_MS};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Statistics of a set of readings: how many, and each quantity's.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -190,6 +190,47 @@ pub fn spans<'a>(
         out.last_mut().expect("pushed").add(r);
     }
     out
+}
+
+/// The chain leaving a recomputed span: the new rollup's, or, when the span
+/// has no readings any more, the chain it was entered with.
+pub fn leaving(recomputed: Option<&Rollup>, entering: Option<Chain>) -> Option<Chain> {
+    recomputed.map_or(entering, |r| r.chain)
+}
+
+/// The one cascade rule, for both engines: a rollup is computed with the
+/// chain leaving the span before it, so after a span is recomputed, the next
+/// stored rollup of that span is recomputed too while it entered with another
+/// chain than the one that now leaves. Comparing with the next rollup itself
+/// (not with what the span held before) also heals a cascade that a failed
+/// batch left half done, when the batch is retried.
+#[derive(Debug, Default)]
+pub struct Cascade {
+    todo: BTreeSet<Timestamp>,
+}
+
+impl Cascade {
+    /// Spans to recompute (their starts), oldest first.
+    pub fn new(starts: impl IntoIterator<Item = Timestamp>) -> Self {
+        Self {
+            todo: starts.into_iter().collect(),
+        }
+    }
+
+    /// The oldest span still to recompute.
+    pub fn next_start(&mut self) -> Option<Timestamp> {
+        self.todo.pop_first()
+    }
+
+    /// Records that a span was recomputed and now leaves with `leaving`;
+    /// `next` is the first stored rollup after it, if any.
+    pub fn recomputed(&mut self, leaving: Option<Chain>, next: Option<&Rollup>) {
+        if let Some(next) = next {
+            if next.entering() != leaving {
+                self.todo.insert(next.start);
+            }
+        }
+    }
 }
 
 /// The day rollup of a UTC day from its hour rollups (in time order).

@@ -16,7 +16,7 @@
 
 use super::{decode_reading, s, unavailable, DynamoStore, Item};
 use crate::domain::aggregate::counter::Chain;
-use crate::domain::aggregate::rollup::{day, spans, Rollup, Stored};
+use crate::domain::aggregate::rollup::{day, leaving, spans, Cascade, Rollup, Stored};
 use crate::model::Span;
 use crate::keys::{self, attr, ROLLUPS_SINCE_SK};
 use crate::model::{DeviceId, Reading, TimeRange, Timestamp};
@@ -147,30 +147,26 @@ impl DynamoStore {
             .pop())
     }
 
-    /// Recomputes the hours at `todo` in time order, and each next hour
-    /// rollup that entered with another chain than the one now leaving the
-    /// hour before it; then their days. Comparing with the next rollup
-    /// itself, rather than with what the hour held before, also heals a
-    /// cascade a failed batch left half done, when the batch is retried.
+    /// Recomputes the hours at `todo` in time order, and the hours after
+    /// them that the domain's cascade rule names (`rollup::Cascade`); then
+    /// their days.
     async fn recompute_hours(
         &self,
         device: &DeviceId,
-        mut todo: BTreeSet<Timestamp>,
+        todo: BTreeSet<Timestamp>,
     ) -> Result<RollupWrites, StoreError> {
         let mut writes = RollupWrites::default();
         let mut days = BTreeSet::new();
-        while let Some(hour) = todo.pop_first() {
+        let mut cascade = Cascade::new(todo);
+        while let Some(hour) = cascade.next_start() {
             let (leaving, written) = self.recompute_hour(device, hour).await?;
             if let Some(units) = written {
                 writes.hours += 1;
                 writes.write_units += units;
             }
             days.insert(Span::Day.start_of(hour));
-            if let Some(next) = self.rollup_after(device, Span::Hour, hour).await? {
-                if next.entering() != leaving {
-                    todo.insert(next.start);
-                }
-            }
+            let next = self.rollup_after(device, Span::Hour, hour).await?;
+            cascade.recomputed(leaving, next.as_ref());
         }
         for start in days {
             if let Some(units) = self.recompute_day(device, start).await? {
@@ -358,7 +354,7 @@ impl DynamoStore {
             (Some(_), None) => Some(self.delete_rollup(device, Span::Hour, start).await?),
             (None, None) => None,
         };
-        Ok((new.as_ref().map_or(entering, |r| r.chain), units))
+        Ok((leaving(new.as_ref(), entering), units))
     }
 
     /// Recomputes a day rollup from its hour rollups; returns the write units

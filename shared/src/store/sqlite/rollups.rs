@@ -6,18 +6,17 @@
 //! A batch that only appends to a device (every reading newer than its
 //! newest stored one, the usual case) continues the device's newest hour
 //! and day, reading for reading: the same fold a recomputation would do.
-//! Any other batch recomputes each touched span from its readings, and when
-//! the counter chain leaving a span changed, the next span too, since it
-//! entered with that chain.
+//! Any other batch recomputes each touched span from its readings, and the
+//! spans after it by the domain's one cascade rule (`rollup::Cascade`).
 
 use super::rows::{self, Bounds};
 use super::{db_err, StoreError};
-use crate::domain::aggregate::rollup::{spans, Rollup, Stored};
+use crate::domain::aggregate::rollup::{leaving, spans, Cascade, Rollup, Stored};
 use crate::model::Span;
 use crate::model::{DeviceId, Reading, TimeRange, Timestamp};
 use crate::store::Order;
 use rusqlite::{params, Connection, OptionalExtension};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 pub const SPANS: [Span; 2] = [Span::Hour, Span::Day];
 
@@ -61,36 +60,26 @@ fn latest_before(
         .transpose()
 }
 
-/// The start of the first rollup of a span after `after`.
-fn next_after(
+/// The first rollup of a span starting after `after`.
+fn first_after(
     conn: &Connection,
     device: i64,
     span: Span,
     after: i64,
-) -> Result<Option<i64>, StoreError> {
-    conn.prepare_cached(
-        "SELECT start FROM rollups WHERE device = ?1 AND span = ?2 AND start > ?3
-         ORDER BY start LIMIT 1",
-    )
-    .map_err(db_err)?
-    .query_row(params![device, code(span), after], |r| r.get(0))
-    .optional()
-    .map_err(db_err)
-}
-
-fn at(
-    conn: &Connection,
-    device: i64,
-    span: Span,
-    start: i64,
 ) -> Result<Option<Rollup>, StoreError> {
-    let body: Option<Vec<u8>> = conn
-        .prepare_cached("SELECT body FROM rollups WHERE device = ?1 AND span = ?2 AND start = ?3")
+    let row: Option<(i64, Vec<u8>)> = conn
+        .prepare_cached(
+            "SELECT start, body FROM rollups WHERE device = ?1 AND span = ?2 AND start > ?3
+             ORDER BY start LIMIT 1",
+        )
         .map_err(db_err)?
-        .query_row(params![device, code(span), start], |r| r.get(0))
+        .query_row(params![device, code(span), after], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .optional()
         .map_err(db_err)?;
-    body.map(|b| decode(span, start, &b)).transpose()
+    row.map(|(start, body)| decode(span, start, &body))
+        .transpose()
 }
 
 fn put(conn: &Connection, device: i64, r: &Rollup) -> Result<(), StoreError> {
@@ -121,11 +110,8 @@ pub fn update(
             append(tx, newest, device, span, readings)?;
         } else {
             newest.remove(&(device, span));
-            let starts = readings
-                .iter()
-                .map(|r| span.start_of(r.timestamp).millis())
-                .collect();
-            recompute(tx, device, device_id, span, starts)?;
+            let starts = readings.iter().map(|r| span.start_of(r.timestamp));
+            recompute(tx, device, device_id, span, Cascade::new(starts))?;
         }
     }
     Ok(())
@@ -173,20 +159,19 @@ fn append(
     Ok(())
 }
 
-/// Recomputes the spans at `starts` from their readings, in time order, and
-/// each following span whose entering chain changed.
+/// Recomputes the spans of `cascade` from their readings, in time order,
+/// and the spans after them that the cascade rule names.
 fn recompute(
     tx: &Connection,
     device: i64,
     device_id: &DeviceId,
     span: Span,
-    mut starts: BTreeSet<i64>,
+    mut cascade: Cascade,
 ) -> Result<(), StoreError> {
-    while let Some(start) = starts.pop_first() {
-        let old = at(tx, device, span, start)?;
+    while let Some(start_at) = cascade.next_start() {
+        let start = start_at.millis();
         let entering = latest_before(tx, device, span, start)?.and_then(|r| r.chain);
-        let end = span
-            .end_of(Timestamp::from_millis(start).map_err(|e| StoreError::Corrupt(e.to_string()))?);
+        let end = span.end_of(start_at);
         let readings = rows::device_readings(
             tx,
             device,
@@ -210,12 +195,8 @@ fn recompute(
                 .map_err(db_err)?;
             }
         }
-        let chain_after = |r: &Option<Rollup>| r.as_ref().map(|r| r.chain);
-        if chain_after(&old) != chain_after(&new) {
-            if let Some(next) = next_after(tx, device, span, start)? {
-                starts.insert(next);
-            }
-        }
+        let next = first_after(tx, device, span, start)?;
+        cascade.recomputed(leaving(new.as_ref(), entering), next.as_ref());
     }
     Ok(())
 }
@@ -311,8 +292,8 @@ pub fn rebuild(
         day += Span::Day.millis();
     }
     for span in SPANS {
-        if let Some(next) = next_after(tx, device, span, to - 1)? {
-            recompute(tx, device, device_id, span, BTreeSet::from([next]))?;
+        if let Some(next) = first_after(tx, device, span, to - 1)? {
+            recompute(tx, device, device_id, span, Cascade::new([next.start]))?;
         }
     }
     Ok(built)
