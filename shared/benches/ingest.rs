@@ -77,7 +77,7 @@ fn ingest_cpu(c: &mut Criterion) {
         );
         group.bench_with_input(BenchmarkId::new("parse_validate", n), &body, |b, body| {
             b.iter(|| {
-                black_box(shared::ingest::parse_batch(black_box(body), now, &registry).unwrap())
+                black_box(shared::ingest::json::parse_batch(black_box(body), now, &registry).unwrap())
             })
         });
         group.bench_with_input(
@@ -86,7 +86,7 @@ fn ingest_cpu(c: &mut Criterion) {
             |b, body| {
                 b.iter(|| {
                     let readings =
-                        shared::ingest::parse_batch(black_box(body), now, &registry).unwrap();
+                        shared::ingest::json::parse_batch(black_box(body), now, &registry).unwrap();
                     let items: Vec<
                         std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
                     > = readings
@@ -103,7 +103,7 @@ fn ingest_cpu(c: &mut Criterion) {
             |b, body| {
                 b.iter(|| {
                     let readings =
-                        shared::ingest::parse_batch(black_box(body), now, &registry).unwrap();
+                        shared::ingest::json::parse_batch(black_box(body), now, &registry).unwrap();
                     // What the DynamoDB adapter does for each reading before BatchWriteItem.
                     black_box(items(&readings))
                 })
@@ -111,7 +111,7 @@ fn ingest_cpu(c: &mut Criterion) {
         );
         let lines = line_body(n);
         // The part both routes share: building the items of parsed readings.
-        let parsed = shared::ingest::parse_batch(&body, now, &registry).unwrap();
+        let parsed = shared::ingest::json::parse_batch(&body, now, &registry).unwrap();
         group.bench_with_input(
             BenchmarkId::new("build_items_only", n),
             &parsed,

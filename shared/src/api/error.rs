@@ -92,7 +92,9 @@ impl ApiError {
             ApiError::Ingest(IngestError::InvalidJson { .. }) => "invalid_json",
             ApiError::Ingest(IngestError::NotReadings)
             | ApiError::Ingest(IngestError::Empty)
-            | ApiError::Ingest(IngestError::Invalid(_)) => "invalid_readings",
+            | ApiError::Ingest(IngestError::Invalid(_))
+            | ApiError::Ingest(IngestError::InvalidLines(_))
+            | ApiError::Ingest(IngestError::NotUtf8(_)) => "invalid_readings",
             ApiError::Ingest(IngestError::Unavailable { .. }) | ApiError::StorageUnavailable(_) => {
                 "storage_unavailable"
             }

@@ -3,13 +3,16 @@
 //! (v2), `POST /write` (v1), and what their clients probe first (`GET /health`,
 //! `GET /ping`, `/query` for Telegraf's `CREATE DATABASE`). Statuses and error
 //! bodies are InfluxDB's: 204, 400 `{"code":"invalid","message"}` naming the
-//! line, 401, 413, 503. The mapping of lines to readings is `ingest::line_protocol`.
+//! line, 401, 413, 503. Parsing, the limits and the write are the ingest use
+//! case's (`ingest::ingest` with `Wire::LineProtocol`); this route only reads
+//! the parameters and words the answer as InfluxDB does.
 
 use super::extract::{Body, Params};
 use super::{Access, ApiError, App, ReadAccess};
-use crate::ingest::line_protocol::{self, Precision};
+use crate::ingest::line_protocol::Precision;
+use crate::ingest::{self, IngestError, Wire};
 use crate::model::Timestamp;
-use crate::store::{Store, WriteReport};
+use crate::store::Store;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -19,10 +22,6 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
-
-/// Most readings one line-protocol request may hold; past it a 413, on which
-/// Telegraf splits its batch. (The JSON route's limit is 1000 readings.)
-pub const MAX_LINE_READINGS: usize = 5000;
 
 /// The version the probes report: clients check the major version only.
 const V1_VERSION: &str = "1.8.10";
@@ -61,6 +60,17 @@ impl From<ApiError> for InfluxError {
             status: e.status(),
             code,
             message: e.to_string(),
+        }
+    }
+}
+
+impl From<IngestError> for InfluxError {
+    fn from(e: IngestError) -> Self {
+        match e {
+            IngestError::TooLarge(_) | IngestError::Unavailable { .. } => {
+                InfluxError::from(ApiError::Ingest(e))
+            }
+            other => InfluxError::invalid(other.to_string()),
         }
     }
 }
@@ -138,42 +148,17 @@ async fn write<S: Store>(
             ))
         })?,
     };
-    let text = std::str::from_utf8(&body)
-        .map_err(|e| InfluxError::invalid(format!("the body is not UTF-8: {e}")))?;
-    let registry = app.registry.current(&app.store).await;
-    let lines = line_protocol::parse(text, precision, Timestamp::now(), |d| {
-        registry.devices.get(d).and_then(|r| r.room.clone())
-    })
-    .map_err(|e| InfluxError::invalid(e.to_string()))?;
-    if lines.readings.len() > MAX_LINE_READINGS {
-        return Err(InfluxError {
-            status: StatusCode::PAYLOAD_TOO_LARGE,
-            code: "request too large",
-            message: format!(
-                "{} readings in one request; the limit is {MAX_LINE_READINGS}",
-                lines.readings.len()
-            ),
-        });
-    }
-    if !lines.readings.is_empty() {
-        let total = lines.readings.len();
-        let WriteReport { unwritten, .. } = app.store.write_owned_readings(lines.readings).await;
-        if !unwritten.is_empty() {
-            return Err(InfluxError {
-                status: StatusCode::SERVICE_UNAVAILABLE,
-                code: "unavailable",
-                message: format!(
-                    "{} of {total} readings could not be stored; retrying the whole request is safe",
-                    unwritten.len(),
-                ),
-            });
-        }
-        app.readings_written();
-    }
+    let wire = Wire::LineProtocol {
+        body: &body,
+        precision,
+    };
+    let out = ingest::ingest(&app.store, &app.registry, wire, Timestamp::now())
+        .await
+        .map_err(InfluxError::from)?;
     let mut response = StatusCode::NO_CONTENT.into_response();
     response.headers_mut().insert(
         "x-ingester-skipped-lines",
-        HeaderValue::from(lines.skipped as u64),
+        HeaderValue::from(out.skipped_lines as u64),
     );
     Ok(response)
 }

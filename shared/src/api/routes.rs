@@ -152,9 +152,13 @@ pub async fn post_readings<S: Store>(
     _: Params<NoParams>,
     Body(body): Body,
 ) -> Answer {
-    let registry = app.registry.current(&app.store).await;
-    let out = ingest::ingest(&app.store, &registry, &body, Timestamp::now()).await?;
-    app.readings_written();
+    let out = ingest::ingest(
+        &app.store,
+        &app.registry,
+        ingest::Wire::Json(&body),
+        Timestamp::now(),
+    )
+    .await?;
     let mut answer = json!({ "written": out.written });
     if out.duplicates > 0 {
         answer["duplicates"] = json!(out.duplicates);

@@ -50,14 +50,4 @@ impl<S: Store> App<S> {
             routes,
         })
     }
-
-    /// After readings are stored. An engine that keeps the registry in the
-    /// write transaction has just changed it, so the cache is stale: a new
-    /// device is listed at once. (On DynamoDB the stream changes it later, and
-    /// the cache's TTL catches up.)
-    pub(crate) fn readings_written(&self) {
-        if self.store.registry_follows_writes() {
-            self.registry.invalidate();
-        }
-    }
 }

@@ -1,16 +1,32 @@
-//! Ingest: a `POST /readings` body (or line protocol, `line_protocol`) becomes
-//! validated readings (all or nothing),
-//! which are written; what could not be written is reported by index.
+//! Ingest (a use case): a write request's body, whatever its wire format
+//! (JSON, `json`; InfluxDB line protocol, `line_protocol`), becomes validated
+//! readings, all or nothing, which are written; what could not be written
+//! is reported by index. The HTTP routes only choose the format and word
+//! the answer.
 
+pub mod json;
 pub mod line_protocol;
 
-use crate::model::{DeviceId, RawBody, RawReading, Reading, RoomId, Timestamp};
-use crate::store::{RegistrySnapshot, Store, WriteReport};
+use crate::model::{Reading, Timestamp};
+use crate::registry::RegistryCache;
+use crate::store::{Store, WriteReport};
+use line_protocol::Precision;
 
-/// Largest body accepted (DESIGN §5), enforced by the route's body limit layer.
+/// The limits of a write request, one table for every wire format
+/// (docs/api-behaviour.md, "Limits"):
+///
+/// - the body: 1 MiB after inflating (DESIGN §5), enforced by the routes'
+///   body limit layer, for both formats;
+/// - readings per JSON request: 1000 (DESIGN §5);
+/// - readings per line-protocol request: 5000, since one reading of ours is
+///   often several lines of theirs (a line per entity in Home Assistant, a
+///   line per field set in Telegraf), and Telegraf answers a 413 by
+///   splitting its batch.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-/// Most readings in one request (DESIGN §5).
+/// Most readings in one JSON request.
 pub const MAX_READINGS: usize = 1000;
+/// Most readings in one line-protocol request.
+pub const MAX_LINE_READINGS: usize = 5000;
 
 /// A problem with one field of the reading at `index` of the request.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -36,8 +52,25 @@ pub enum IngestError {
     Empty,
     #[error("{} problem(s) in the readings; nothing was written", .0.len())]
     Invalid(Vec<ReadingProblem>),
+    /// Line protocol that does not parse or map (the message names the line).
+    #[error("{0}")]
+    InvalidLines(String),
+    #[error("the body is not UTF-8: {0}")]
+    NotUtf8(String),
     #[error("{} of {total} readings could not be stored; retrying the whole request is safe", unwritten.len())]
     Unavailable { unwritten: Vec<usize>, total: usize },
+}
+
+/// A write request's body, in its wire format.
+#[derive(Debug, Clone, Copy)]
+pub enum Wire<'a> {
+    /// `POST /readings`.
+    Json(&'a [u8]),
+    /// `POST /api/v2/write` and `POST /write`.
+    LineProtocol {
+        body: &'a [u8],
+        precision: Precision,
+    },
 }
 
 /// What a successful ingest stored.
@@ -45,111 +78,71 @@ pub enum IngestError {
 pub struct Ingested {
     pub written: usize,
     pub duplicates: usize,
+    /// Line protocol only: lines with no quantity of the catalogue.
+    pub skipped_lines: usize,
 }
 
-/// Parses and validates a body: one reading or an array of up to 1000. Every
-/// problem of every reading is reported; a single invalid reading rejects all.
-pub fn parse_batch(
-    body: &[u8],
+/// Parses a body into readings, resolving a reading's room from the
+/// registry when it names none.
+fn parse(
+    wire: Wire<'_>,
     now: Timestamp,
-    registry: &RegistrySnapshot,
-) -> Result<Vec<Reading>, IngestError> {
-    // Straight into borrowed fields, not a `serde_json::Value` tree: see `RawReading`.
-    let parsed: RawBody = serde_json::from_slice(body).map_err(|e| IngestError::InvalidJson {
-        message: e.to_string(),
-        line: e.line(),
-        column: e.column(),
-    })?;
-    let items: Vec<RawReading> = match parsed {
-        RawBody::Many(items) => items,
-        RawBody::One(item) => vec![item],
-        RawBody::Neither => return Err(IngestError::NotReadings),
-    };
-    if items.is_empty() {
-        return Err(IngestError::Empty);
-    }
-    if items.len() > MAX_READINGS {
-        return Err(IngestError::TooLarge(format!(
-            "{} readings in one request; the limit is {MAX_READINGS}",
-            items.len()
-        )));
-    }
-    let room_of =
-        |d: &DeviceId| -> Option<RoomId> { registry.devices.get(d).and_then(|r| r.room.clone()) };
-    let mut readings = Vec::with_capacity(items.len());
-    let mut problems = Vec::new();
-    for (index, item) in items.iter().enumerate() {
-        match Reading::from_raw(item, now, room_of) {
-            Ok(r) => readings.push(r),
-            Err(ps) => problems.extend(ps.into_iter().map(|p| ReadingProblem {
-                index,
-                field: p.field,
-                message: p.message,
-            })),
+    registry: &crate::store::RegistrySnapshot,
+) -> Result<(Vec<Reading>, usize), IngestError> {
+    match wire {
+        Wire::Json(body) => Ok((json::parse_batch(body, now, registry)?, 0)),
+        Wire::LineProtocol { body, precision } => {
+            let text = std::str::from_utf8(body).map_err(|e| IngestError::NotUtf8(e.to_string()))?;
+            let lines = line_protocol::parse(text, precision, now, |d| {
+                registry.devices.get(d).and_then(|r| r.room.clone())
+            })
+            .map_err(|e| IngestError::InvalidLines(e.to_string()))?;
+            if lines.readings.len() > MAX_LINE_READINGS {
+                return Err(IngestError::TooLarge(format!(
+                    "{} readings in one request; the limit is {MAX_LINE_READINGS}",
+                    lines.readings.len()
+                )));
+            }
+            Ok((lines.readings, lines.skipped))
         }
     }
-    if problems.is_empty() {
-        Ok(readings)
-    } else {
-        Err(IngestError::Invalid(problems))
-    }
 }
 
-/// Validates and writes a body. On a storage failure the error lists the request
-/// indices that are not stored; the rest are.
+/// Parses, validates and writes a body. On a storage failure the error
+/// lists the request's readings that are not stored; the rest are. A store
+/// that keeps its registry in the write transaction has just changed it:
+/// the cache is marked stale, so a new device is listed at once.
 pub async fn ingest<S: Store>(
     store: &S,
-    registry: &RegistrySnapshot,
-    body: &[u8],
+    registry: &RegistryCache,
+    wire: Wire<'_>,
     now: Timestamp,
 ) -> Result<Ingested, IngestError> {
-    let readings = parse_batch(body, now, registry)?;
+    let snapshot = registry.current(store).await;
+    let (readings, skipped_lines) = parse(wire, now, &snapshot)?;
+    if readings.is_empty() {
+        return Ok(Ingested {
+            written: 0,
+            duplicates: 0,
+            skipped_lines,
+        });
+    }
     let total = readings.len();
     let WriteReport {
         unwritten,
         items_written,
         duplicates,
     } = store.write_owned_readings(readings).await;
+    if store.registry_follows_writes() && items_written > 0 {
+        registry.invalidate();
+    }
     if unwritten.is_empty() {
         Ok(Ingested {
             written: items_written,
             duplicates,
+            skipped_lines,
         })
     } else {
         Err(IngestError::Unavailable { unwritten, total })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::Quantity;
-
-    /// A value with 17 significant digits is stored as the `f64` its text
-    /// names, bit for bit (serde_json's `float_roundtrip`; without it this
-    /// one came back one ulp off).
-    #[test]
-    fn long_values_are_parsed_exactly() {
-        for text in [
-            "43.019999999999996",
-            "45.000000000000007",
-            "0.30000000000000004",
-        ] {
-            let body = format!(
-                r#"{{"device_id":"t-1","room":"hall","temperature":20.0,"humidity":{text}}}"#
-            );
-            let parsed = parse_batch(
-                body.as_bytes(),
-                Timestamp::now(),
-                &RegistrySnapshot::default(),
-            )
-            .unwrap();
-            let want: f64 = text.parse().unwrap();
-            assert_eq!(
-                parsed[0].get(Quantity::Humidity).map(f64::to_bits),
-                Some(want.to_bits()),
-                "{text}"
-            );
-        }
     }
 }
