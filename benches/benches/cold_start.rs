@@ -118,7 +118,7 @@ async fn seeded_table(devices: usize) -> shared::store::DynamoStore {
     let store = fresh_store(&moto(), "bench-cold").await;
     let seed: Vec<Reading> = (0..devices).map(|d| reading(d, 0)).collect();
     assert!(store.write_readings(&seed).await.unwritten.is_empty());
-    let plan = shared::registry::plan(seed.iter().enumerate());
+    let plan = shared::domain::registry::plan(seed.iter().enumerate());
     assert!(shared::registry::apply(&store, &plan).await.is_empty());
     assert_eq!(store.load_registry().await.unwrap().devices.len(), devices);
     store

@@ -5,12 +5,14 @@
 //! DynamoDB-compatible endpoint; `replay` runs Lambda event files through the
 //! same Router and the registry handler.
 
-use aws_sdk_dynamodb::config::{Credentials, Region};
 use clap::{Args, Parser, Subcommand};
 use ingester_local::{replay, stream_poller::StreamPoller};
-use shared::api::{Access, App, BearerToken, ReadAccess, RouteSet};
+use shared::api::{App, RouteSet};
+use shared::assembly::{self, Engine};
+use shared::auth::{Access, BearerToken, ReadAccess};
+use shared::config::{Config, StoreConfig};
 use shared::model::{DeviceId, TimeRange, Timestamp};
-use shared::store::{now_epoch_seconds, DynamoStore, Retention, SqliteStore, Store};
+use shared::store::{now_epoch_seconds, DynamoStore, Indexes, Retention, SqliteStore, Store};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,6 +39,11 @@ enum Command {
         /// Bearer token required by POST /readings (none: open).
         #[arg(long, env = "INGEST_TOKEN", hide_env_values = true)]
         token: Option<String>,
+        /// Serve on an address other than loopback without a token: anyone who
+        /// can reach it may write, rename and read. Without this flag such an
+        /// address needs --token.
+        #[arg(long)]
+        insecure_open: bool,
         /// Let anyone read (GET) even when a token is set; by default reads need it too.
         #[arg(long)]
         open_reads: bool,
@@ -115,36 +122,32 @@ enum RollupsAction {
     },
 }
 
-/// A store named on the command line: a file, `dynamodb:TABLE` or `dynamodb:TABLE@URL`.
-fn store_args(spec: &str, create_table: bool, retention_days: u32) -> StoreArgs {
-    let (db, table, endpoint) = match spec.strip_prefix("dynamodb:") {
-        Some(rest) => match rest.split_once('@') {
-            Some((table, url)) => (PathBuf::new(), Some(table.to_owned()), Some(url.to_owned())),
-            None => (PathBuf::new(), Some(rest.to_owned()), None),
+/// The configuration of a store named on the command line (`migrate`): a
+/// file, `dynamodb:TABLE` or `dynamodb:TABLE@URL`; every other setting
+/// (the optional indexes, shards, the DynamoDB budget) from the
+/// environment, as the table's stack has them, through the same `Config`
+/// the Lambdas read.
+fn spec_config(spec: &str, create_table: bool, retention_days: u32) -> Result<Config, String> {
+    let store = match spec.strip_prefix("dynamodb:") {
+        Some(rest) => {
+            let (table, endpoint) = match rest.split_once('@') {
+                Some((table, url)) => (table, Some(url.to_owned())),
+                None => (rest, None),
+            };
+            StoreConfig::DynamoDb {
+                table: table.to_owned(),
+                endpoint,
+                create_table,
+            }
+        }
+        None => StoreConfig::Embedded {
+            file: Some(PathBuf::from(spec)),
         },
-        None => (PathBuf::from(spec), None, None),
     };
-    StoreArgs {
-        create_table: create_table && table.is_some(),
-        db,
-        memory: false,
-        dynamodb_endpoint: endpoint,
-        table,
-        retention_days,
-        shards: shared::keys::DEFAULT_SHARDS,
-        // As the table's stack has them (the same variables as `serve`).
-        box_search: switch_from_env("BOX_SEARCH"),
-        all_devices_feed: switch_from_env("ALL_DEVICES_FEED"),
-        stream_checkpoint: None,
-    }
-}
-
-/// `enabled` unless the variable says `disabled`.
-fn switch_from_env(name: &'static str) -> bool {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| shared::config::parse_switch(name, &v).ok())
-        .unwrap_or(true)
+    let mut config =
+        Config::with_store(store, |k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
+    config.retention = Retention::days(retention_days);
+    Ok(config)
 }
 
 /// `rollups rebuild` on either engine: one device at a time (on the embedded
@@ -235,96 +238,94 @@ struct StoreArgs {
     /// File that keeps the stream position across restarts (DynamoDB only).
     #[arg(long, requires = "table")]
     stream_checkpoint: Option<PathBuf>,
+    /// How long one store operation on DynamoDB may take, retries included (the adapter's budget).
+    #[arg(long, env = "DYNAMODB_BUDGET_MS", default_value_t = 5000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    dynamodb_budget_ms: u64,
 }
 
+impl StoreArgs {
+    /// The one `Config` these flags (and `serve`'s) stand for.
+    fn config(&self, token: Option<&str>, open_reads: bool, cache_ttl: Duration) -> Config {
+        let store = match &self.table {
+            Some(table) => StoreConfig::DynamoDb {
+                table: table.clone(),
+                endpoint: self.dynamodb_endpoint.clone(),
+                create_table: self.create_table,
+            },
+            None => StoreConfig::Embedded {
+                file: (!self.memory).then(|| self.db.clone()),
+            },
+        };
+        Config {
+            store,
+            ingest_token: token.and_then(BearerToken::new),
+            ingest_token_parameter: None,
+            registry_cache_ttl: cache_ttl,
+            retention: Retention::days(self.retention_days),
+            read_access: if open_reads {
+                ReadAccess::Open
+            } else {
+                ReadAccess::Token
+            },
+            shards: self.shards,
+            indexes: Indexes {
+                box_search: self.box_search,
+                all_devices: self.all_devices_feed,
+            },
+            dynamodb: shared::store::dynamodb::CallPolicy {
+                budget: Duration::from_millis(self.dynamodb_budget_ms),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// An assembled store, with what `serve` and `replay` need beside it on DynamoDB.
 enum Backend {
     Embedded(SqliteStore),
     Dynamo(DynamoStore, aws_sdk_dynamodbstreams::Client, String),
 }
 
-async fn open(args: &StoreArgs) -> Result<Backend, String> {
-    let Some(table) = &args.table else {
-        let store = if args.memory {
-            SqliteStore::in_memory()
-        } else {
-            SqliteStore::open(&args.db)
+/// Assembles what a configuration names (`shared::assembly`, as the Lambdas do).
+async fn open(config: &Config) -> Result<(Backend, Access), String> {
+    let assembled = assembly::assemble(config)
+        .await
+        .map_err(|e| e.to_string())?;
+    let backend = match assembled.engine {
+        Engine::Embedded(store) => Backend::Embedded(store),
+        Engine::DynamoDb(store) => {
+            let sdk = assembled.sdk.as_ref().ok_or("no SDK configuration")?;
+            let region = sdk.region().map(|r| r.to_string()).unwrap_or_default();
+            let streams = aws_sdk_dynamodbstreams::Client::new(sdk);
+            Backend::Dynamo(store, streams, region)
         }
-        .map_err(|e| format!("opening {}: {e}", args.db.display()))?;
-        let store = store.with_retention(Retention::days(args.retention_days));
-        return Ok(Backend::Embedded(store));
     };
-    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
-    if let Some(url) = &args.dynamodb_endpoint {
-        loader = loader.endpoint_url(url);
-        // Local servers accept any credentials; AWS needs real ones from the usual chain.
-        let local =
-            url.contains("://127.") || url.contains("://localhost") || url.contains("://[::1]");
-        if local && std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
-            loader = loader.credentials_provider(Credentials::new(
-                "local",
-                "local",
-                None,
-                None,
-                "ingester-local",
-            ));
-        }
-    }
-    let config = loader.load().await;
-    let region = config
-        .region()
-        .cloned()
-        .unwrap_or_else(|| Region::new("us-east-1"));
-    let ddb = aws_sdk_dynamodb::Client::from_conf(
-        aws_sdk_dynamodb::config::Builder::from(&config)
-            .region(region.clone())
-            .build(),
-    );
-    let streams = aws_sdk_dynamodbstreams::Client::from_conf(
-        aws_sdk_dynamodbstreams::config::Builder::from(&config)
-            .region(region.clone())
-            .build(),
-    );
-    let store = DynamoStore::new(ddb, table)
-        .with_retention(Retention::days(args.retention_days))
-        .with_shards(args.shards)
-        .with_indexes(shared::store::Indexes {
-            box_search: args.box_search,
-            all_devices: args.all_devices_feed,
-        });
-    // Created when missing, so that the same command line works again.
-    let exists = || async {
-        store
-            .table_exists()
-            .await
-            .map_err(|e| format!("table {table}: {e}"))
-    };
-    if args.create_table && !exists().await? {
-        store
-            .create_table()
-            .await
-            .map_err(|e| format!("creating table {table}: {e}"))?;
-        tracing::info!(table, "table created");
-    }
-    Ok(Backend::Dynamo(store, streams, region.to_string()))
+    Ok((backend, assembled.access))
 }
 
-async fn app<S: Store>(
-    store: S,
-    token: Option<&str>,
-    ttl: Duration,
-    open_reads: bool,
-) -> Result<App<S>, String> {
-    let access = Access {
-        token: token.and_then(BearerToken::new),
-        reads: if open_reads {
-            ReadAccess::Open
-        } else {
-            ReadAccess::Token
-        },
-    };
-    App::new(store, access, RouteSet::All, ttl)
+/// The HTTP application on an assembled store.
+async fn app<S: Store>(config: &Config, store: S, access: Access) -> Result<App<S>, String> {
+    assembly::app(config, store, access, RouteSet::All)
         .await
-        .map_err(|e| format!("loading the registry: {e}"))
+        .map_err(|e| e.to_string())
+}
+
+/// Whether `serve` may start: on loopback always; elsewhere only with a
+/// token, or when the user says `--insecure-open` on purpose.
+fn door_check(addr: SocketAddr, token: Option<&str>, insecure_open: bool) -> Result<(), String> {
+    let has_token = token.and_then(BearerToken::new).is_some();
+    if addr.ip().is_loopback() || has_token {
+        return Ok(());
+    }
+    if insecure_open {
+        tracing::warn!(%addr, "serving without a token on a non-loopback address (--insecure-open): anyone who can reach it may write, rename and read");
+        return Ok(());
+    }
+    Err(format!(
+        "refusing to serve on {addr} without a token: anyone on the network could write, rename and read. \
+         Set --token (or INGEST_TOKEN), serve on 127.0.0.1, or pass --insecure-open if that is what you mean"
+    ))
 }
 
 async fn shutdown_signal() {
@@ -388,26 +389,28 @@ async fn run(cli: Cli) -> Result<bool, String> {
         Command::Serve {
             addr,
             token,
+            insecure_open,
             open_reads,
             cache_ttl,
             poll_ms,
             store,
         } => {
-            let ttl = Duration::from_secs(cache_ttl);
+            door_check(addr, token.as_deref(), insecure_open)?;
+            let config = store.config(token.as_deref(), open_reads, Duration::from_secs(cache_ttl));
             let every = Duration::from_millis(poll_ms);
-            match open(&store).await? {
-                Backend::Embedded(s) => {
+            match open(&config).await? {
+                (Backend::Embedded(s), access) => {
                     // The registry is kept in the write transaction: only the
                     // retention purge runs beside the server.
-                    let app = app(s.clone(), token.as_deref(), ttl, open_reads).await?;
+                    let app = app(&config, s.clone(), access).await?;
                     let feeder = tokio::spawn(purge_expired(s));
                     serve(app, addr, feeder).await?;
                 }
-                Backend::Dynamo(s, streams, region) => {
+                (Backend::Dynamo(s, streams, region), access) => {
                     let poller =
                         StreamPoller::new(streams, region, store.stream_checkpoint.clone());
                     let feeder = tokio::spawn(poll_stream(poller, s.clone(), every));
-                    let app = app(s, token.as_deref(), ttl, open_reads).await?;
+                    let app = app(&config, s, access).await?;
                     serve(app, addr, feeder).await?;
                 }
             }
@@ -421,8 +424,8 @@ async fn run(cli: Cli) -> Result<bool, String> {
             retention_days,
             page,
         } => {
-            let source = open(&store_args(&from, false, 0)).await?;
-            let target = open(&store_args(&to, create_table, retention_days)).await?;
+            let (source, _) = open(&spec_config(&from, false, 0)?).await?;
+            let (target, _) = open(&spec_config(&to, create_table, retention_days)?).await?;
             let names = (from.as_str(), to.as_str());
             let page = page as usize;
             match (source, target) {
@@ -461,7 +464,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             let device = device
                 .map(|d| DeviceId::parse(&d).map_err(|e| format!("--device: {e}")))
                 .transpose()?;
-            match open(&store).await? {
+            match open(&store.config(None, false, Duration::ZERO)).await?.0 {
                 Backend::Embedded(s) => rebuild_rollups(&s, device, range).await,
                 Backend::Dynamo(s, ..) => rebuild_rollups(&s, device, range).await,
             }
@@ -470,7 +473,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             segments,
             checkpoint,
             store,
-        } => match open(&store).await? {
+        } => match open(&store.config(None, false, Duration::ZERO)).await?.0 {
             Backend::Embedded(_) => Err(
                 "reindex is for a DynamoDB table (--table): the embedded store keeps its indexes itself"
                     .into(),
@@ -484,31 +487,39 @@ async fn run(cli: Cli) -> Result<bool, String> {
                 Ok(true)
             }
         },
-        Command::Replay { files, store } => match open(&store).await? {
-            Backend::Embedded(s) => {
-                // The registry follows each write: nothing to wait for between events.
-                let app = app(s, None, Duration::ZERO, true).await?;
-                Ok(replay_files(&app, &files, || async { Ok(()) }).await)
-            }
-            Backend::Dynamo(s, streams, region) => {
-                let app = app(s.clone(), None, Duration::ZERO, true).await?;
-                let poller = std::sync::Mutex::new(Some(StreamPoller::new(
-                    streams,
-                    region,
-                    store.stream_checkpoint.clone(),
-                )));
-                Ok(replay_files(&app, &files, || async {
-                    let taken = poller.lock().unwrap().take();
-                    if let Some(mut p) = taken {
-                        let result = p.poll_once(&s).await;
-                        *poller.lock().unwrap() = Some(p);
-                        result?;
-                    }
-                    Ok(())
-                })
-                .await)
-            }
-        },
+        Command::Replay { files, store } => {
+            let config = store.config(None, true, Duration::ZERO);
+            replay_on(&config, &store, &files).await
+        }
+    }
+}
+
+/// `replay` on the assembled store.
+async fn replay_on(config: &Config, store: &StoreArgs, files: &[PathBuf]) -> Result<bool, String> {
+    match open(config).await? {
+        (Backend::Embedded(s), access) => {
+            // The registry follows each write: nothing to wait for between events.
+            let app = app(config, s, access).await?;
+            Ok(replay_files(&app, files, || async { Ok(()) }).await)
+        }
+        (Backend::Dynamo(s, streams, region), access) => {
+            let app = app(config, s.clone(), access).await?;
+            let poller = std::sync::Mutex::new(Some(StreamPoller::new(
+                streams,
+                region,
+                store.stream_checkpoint.clone(),
+            )));
+            Ok(replay_files(&app, files, || async {
+                let taken = poller.lock().unwrap().take();
+                if let Some(mut p) = taken {
+                    let result = p.poll_once(&s).await;
+                    *poller.lock().unwrap() = Some(p);
+                    result?;
+                }
+                Ok(())
+            })
+            .await)
+        }
     }
 }
 

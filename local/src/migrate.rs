@@ -193,24 +193,17 @@ pub async fn run<A: Store, B: Store>(
     }
 }
 
-/// Writes a page, retrying what the target could not store (throttling).
+/// Writes a page. The target's adapter owns retries (on DynamoDB, within
+/// its operation budget); what it still could not store stops the copy,
+/// which resumes from the checkpoint when run again.
 async fn write_all<B: Store>(to: &B, readings: &[shared::model::Reading]) -> Result<(), String> {
-    let mut pending: Vec<shared::model::Reading> = readings.to_vec();
-    for attempt in 0..5 {
-        let report = to.write_readings(&pending).await;
-        if report.unwritten.is_empty() {
-            return Ok(());
-        }
-        pending = report
-            .unwritten
-            .iter()
-            .map(|&i| pending[i].clone())
-            .collect();
-        tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await;
+    let report = to.write_readings(readings).await;
+    if report.unwritten.is_empty() {
+        return Ok(());
     }
     Err(format!(
-        "{} readings could not be written to the target after 5 attempts; run again to resume",
-        pending.len()
+        "{} readings could not be written to the target; run again to resume",
+        report.unwritten.len()
     ))
 }
 

@@ -77,7 +77,9 @@ fn ingest_cpu(c: &mut Criterion) {
         );
         group.bench_with_input(BenchmarkId::new("parse_validate", n), &body, |b, body| {
             b.iter(|| {
-                black_box(shared::ingest::json::parse_batch(black_box(body), now, &registry).unwrap())
+                black_box(
+                    shared::ingest::json::parse_batch(black_box(body), now, &registry).unwrap(),
+                )
             })
         });
         group.bench_with_input(

@@ -1,13 +1,33 @@
-//! Configuration from the environment (DESIGN §6).
+//! The one configuration of a process (DESIGN §6): read from the environment
+//! on Lambda (`Config::from_env`), mapped from `ingester-local`'s flags at
+//! home. `assembly` builds the program from it.
 
 use crate::auth::{BearerToken, ReadAccess};
+use crate::store::dynamodb::CallPolicy;
 use crate::store::{Indexes, Retention};
+use std::path::PathBuf;
 use std::time::Duration;
+
+/// Which engine stores the readings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreConfig {
+    /// A DynamoDB table (`TABLE_NAME`). `endpoint`: a DynamoDB-compatible
+    /// server (dynalite, moto, DynamoDB Local); `None` for AWS, or the SDK's
+    /// own `AWS_ENDPOINT_URL_DYNAMODB`/`AWS_ENDPOINT_URL`.
+    DynamoDb {
+        table: String,
+        endpoint: Option<String>,
+        /// Create the table as `template.yaml` defines it when it is missing.
+        create_table: bool,
+    },
+    /// The embedded store: a file, or `None` for one in memory.
+    Embedded { file: Option<PathBuf> },
+}
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// `TABLE_NAME` (required).
-    pub table_name: String,
+    /// `TABLE_NAME` (required on Lambda), or what `ingester-local` was given.
+    pub store: StoreConfig,
     /// `INGEST_TOKEN`: when set and not empty, the write routes need it as a bearer token
     /// (for local use; on AWS the token comes from SSM, see `ingest_token_parameter`).
     pub ingest_token: Option<BearerToken>,
@@ -27,6 +47,10 @@ pub struct Config {
     /// `enabled`): the optional indexes the table has (template parameters
     /// `BoxSearch` and `AllDevicesFeed`, docs/cost.md).
     pub indexes: Indexes,
+    /// `DYNAMODB_BUDGET_MS` (default 5000): how long one store operation on
+    /// DynamoDB may take, retries included; the adapter owns every retry
+    /// (`store::dynamodb::calls`).
+    pub dynamodb: CallPolicy,
 }
 
 /// `enabled` or `disabled`, for a setting named `name`.
@@ -69,39 +93,30 @@ pub enum ConfigError {
 
 pub const DEFAULT_CACHE_TTL_SECONDS: u64 = 30;
 
-#[derive(Debug, thiserror::Error)]
-pub enum TokenError {
-    #[error("SSM parameter {name}: {reason}")]
-    Parameter { name: String, reason: String },
-}
-
-/// Reads the token from an SSM SecureString (decrypted). The value never
-/// appears in an error: only the parameter's name does.
-pub async fn fetch_token(ssm: &aws_sdk_ssm::Client, name: &str) -> Result<BearerToken, TokenError> {
-    let fail = |reason: String| TokenError::Parameter {
-        name: name.to_owned(),
-        reason,
-    };
-    let out = ssm
-        .get_parameter()
-        .name(name)
-        .with_decryption(true)
-        .send()
-        .await
-        .map_err(|e| fail(aws_sdk_ssm::error::DisplayErrorContext(&e).to_string()))?;
-    let value = out.parameter().and_then(|p| p.value()).unwrap_or_default();
-    BearerToken::new(value).ok_or_else(|| fail("is empty".into()))
-}
-
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 
+    /// A Lambda's configuration: `TABLE_NAME` and the settings below.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let table_name = get("TABLE_NAME")
+        let table = get("TABLE_NAME")
             .filter(|t| !t.is_empty())
             .ok_or(ConfigError::Missing("TABLE_NAME"))?;
+        let store = StoreConfig::DynamoDb {
+            table,
+            endpoint: None,
+            create_table: false,
+        };
+        Self::with_store(store, get)
+    }
+
+    /// A configuration for `store`, every other setting from `get` (the
+    /// environment) or its default.
+    pub fn with_store(
+        store: StoreConfig,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
         let ingest_token = get("INGEST_TOKEN").and_then(|t| BearerToken::new(&t));
         let ingest_token_parameter = get("INGEST_TOKEN_PARAMETER").filter(|p| !p.trim().is_empty());
         let registry_cache_ttl = match get("REGISTRY_CACHE_TTL_SECONDS") {
@@ -143,8 +158,21 @@ impl Config {
             box_search: switch("BOX_SEARCH")?,
             all_devices: switch("ALL_DEVICES_FEED")?,
         };
+        let mut dynamodb = CallPolicy::default();
+        if let Some(v) = get("DYNAMODB_BUDGET_MS") {
+            dynamodb.budget = match v.trim().parse::<u64>() {
+                Ok(ms) if ms > 0 => Duration::from_millis(ms),
+                _ => {
+                    return Err(ConfigError::Invalid {
+                        name: "DYNAMODB_BUDGET_MS",
+                        expected: "a whole number of milliseconds above 0",
+                        value: v,
+                    })
+                }
+            };
+        }
         Ok(Self {
-            table_name,
+            store,
             ingest_token,
             ingest_token_parameter,
             registry_cache_ttl,
@@ -152,6 +180,7 @@ impl Config {
             read_access,
             shards,
             indexes,
+            dynamodb,
         })
     }
 }
@@ -188,6 +217,15 @@ mod tests {
             );
         }
         assert!(c.ingest_token.is_none());
+        assert_eq!(c.dynamodb.budget, Duration::from_secs(5));
+        assert_eq!(
+            cfg(&[("TABLE_NAME", "t"), ("DYNAMODB_BUDGET_MS", "1500")])
+                .unwrap()
+                .dynamodb
+                .budget,
+            Duration::from_millis(1500)
+        );
+        assert!(cfg(&[("TABLE_NAME", "t"), ("DYNAMODB_BUDGET_MS", "0")]).is_err());
         let c = cfg(&[
             ("TABLE_NAME", "t"),
             ("INGEST_TOKEN", "abc"),

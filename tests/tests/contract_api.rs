@@ -36,7 +36,7 @@ async fn register<S: Store>(store: &S, readings: &[Value]) {
         .iter()
         .map(|v| Reading::from_json(v, Timestamp::now(), |_| None).unwrap())
         .collect();
-    let plan = shared::registry::plan(parsed.iter().enumerate());
+    let plan = shared::domain::registry::plan(parsed.iter().enumerate());
     assert!(shared::registry::apply(store, &plan).await.is_empty());
 }
 

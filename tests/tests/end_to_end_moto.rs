@@ -180,7 +180,7 @@ async fn ingest_stream_registry_query() {
     let readings: Vec<_> = records.iter().rev().map(shared::stream::classify).collect();
     for change in readings {
         if let shared::stream::Change::Reading(r) = change {
-            let plan = shared::registry::plan([(0, &*r)]);
+            let plan = shared::domain::registry::plan([(0, &*r)]);
             assert!(shared::registry::apply(&other, &plan).await.is_empty());
         }
     }

@@ -11,7 +11,7 @@ use integration_tests::{answer, api_event, power};
 use serde_json::json;
 use shared::api::{Access, App, RouteSet};
 use shared::registry::RegistryCache;
-use shared::store::dynamodb::WritePolicy;
+use shared::store::dynamodb::CallPolicy;
 use shared::store::{DynamoStore, RegistrySnapshot};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,8 +25,8 @@ fn pk(w: &WriteRequest) -> String {
         .clone()
 }
 
-fn quick() -> WritePolicy {
-    WritePolicy {
+fn quick() -> CallPolicy {
+    CallPolicy {
         chunk_concurrency: 4,
         base_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(20),

@@ -8,7 +8,7 @@ use integration_tests::{answer, api_event, client, moto, power, sdk_config, tabl
 use serde_json::{json, Value};
 use shared::api::{Access, App, RouteSet};
 use shared::registry::RegistryCache;
-use shared::store::dynamodb::WritePolicy;
+use shared::store::dynamodb::CallPolicy;
 use shared::store::{DynamoStore, RegistrySnapshot};
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
@@ -26,7 +26,7 @@ fn direct(url: &str) -> aws_sdk_dynamodb::Client {
 }
 
 fn app(url: &str, table: &str, concurrency: usize) -> App<DynamoStore> {
-    let policy = WritePolicy {
+    let policy = CallPolicy {
         chunk_concurrency: concurrency,
         base_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(10),

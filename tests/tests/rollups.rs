@@ -311,7 +311,7 @@ async fn a_year_of_daily_stats_and_monthly_energy_reads_day_rollups() {
 async fn rollup_items_round_trip_on_dynamodb_and_stay_out_of_reading_ranges() {
     use integration_tests::TestStore;
     use shared::domain::aggregate::rollup::spans;
-use shared::model::Span;
+    use shared::model::Span;
     use shared::store::{DynamoStore, Order, RangeRequest};
     let store = DynamoStore::fresh("rollup-items").await;
     let h: Vec<(i64, What)> = (0..150)

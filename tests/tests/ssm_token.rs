@@ -27,11 +27,11 @@ async fn the_token_is_read_from_a_secure_string_and_never_shown() {
         .send()
         .await
         .unwrap();
-    let token = shared::config::fetch_token(&client, &name).await.unwrap();
+    let token = shared::assembly::fetch_token(&client, &name).await.unwrap();
     assert!(token.admits(&bearer("ssm-s3cret-Zq9")));
     assert!(!token.admits(&bearer("ssm-s3cret-Zq")));
 
-    let missing = shared::config::fetch_token(&client, "/iot-ingester/nope")
+    let missing = shared::assembly::fetch_token(&client, "/iot-ingester/nope")
         .await
         .unwrap_err()
         .to_string();
@@ -45,7 +45,7 @@ async fn the_token_is_read_from_a_secure_string_and_never_shown() {
         .send()
         .await
         .unwrap();
-    let empty = shared::config::fetch_token(&client, &empty_name)
+    let empty = shared::assembly::fetch_token(&client, &empty_name)
         .await
         .unwrap_err()
         .to_string();

@@ -7,6 +7,6 @@ use shared::api::{self, RouteSet};
 async fn main() -> Result<(), lambda_http::Error> {
     shared::telemetry::init();
     let config = shared::config::Config::from_env()?;
-    let app = shared::cold_start(&config, RouteSet::Query).await?;
+    let app = shared::assembly::http_function(&config, RouteSet::Query).await?;
     lambda_http::run(api::router(app)).await
 }

@@ -30,7 +30,7 @@ async fn the_query_binary_answers_the_sample_events() {
         .map(|v| Reading::from_json(v, Timestamp::now(), |_| None).unwrap())
         .collect();
     assert!(store.write_readings(&readings).await.unwritten.is_empty());
-    let plan = shared::registry::plan(readings.iter().enumerate());
+    let plan = shared::domain::registry::plan(readings.iter().enumerate());
     assert!(shared::registry::apply(&store, &plan).await.is_empty());
 
     let mut rt = Runtime::start().await;

@@ -3,13 +3,12 @@
 
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use shared::aws_lambda_events::event::dynamodb::Event;
-use shared::store::DynamoStore;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     let config = shared::config::Config::from_env()?;
-    let store = DynamoStore::from_env(&config.table_name).await;
+    let store = shared::assembly::stream_function(&config).await?;
     let store = &store;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| async move {
         Ok::<_, Error>(shared::stream::handle(store, event.payload).await)

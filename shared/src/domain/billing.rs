@@ -51,12 +51,14 @@ pub fn json_size(v: &serde_json::Value) -> usize {
 /// The size of a rollup's item on DynamoDB: its stored body's attributes
 /// (the top-level map's, not nested in an `M`), plus the keys `pk` (the
 /// device id) and `sk` (`RH#` or `RD#` and a time).
-pub fn rollup_size(device_id_len: usize, stored: &crate::domain::aggregate::rollup::Stored) -> usize {
+pub fn rollup_size(
+    device_id_len: usize,
+    stored: &crate::domain::aggregate::rollup::Stored,
+) -> usize {
     let body = match serde_json::to_value(stored) {
-        Ok(serde_json::Value::Object(m)) => m
-            .iter()
-            .map(|(k, v)| k.len() + json_size(v))
-            .sum::<usize>(),
+        Ok(serde_json::Value::Object(m)) => {
+            m.iter().map(|(k, v)| k.len() + json_size(v)).sum::<usize>()
+        }
         _ => 0,
     };
     body + "pk".len() + device_id_len + "sk".len() + 3 + crate::model::Timestamp::TEXT_LEN

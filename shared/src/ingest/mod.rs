@@ -92,7 +92,8 @@ fn parse(
     match wire {
         Wire::Json(body) => Ok((json::parse_batch(body, now, registry)?, 0)),
         Wire::LineProtocol { body, precision } => {
-            let text = std::str::from_utf8(body).map_err(|e| IngestError::NotUtf8(e.to_string()))?;
+            let text =
+                std::str::from_utf8(body).map_err(|e| IngestError::NotUtf8(e.to_string()))?;
             let lines = line_protocol::parse(text, precision, now, |d| {
                 registry.devices.get(d).and_then(|r| r.room.clone())
             })

@@ -68,9 +68,7 @@ pub async fn handle_batch<S: Store>(store: &S, event: &Event) -> BatchReport {
             Touch::Reading(device, at) => {
                 report.readings += 1;
                 let entry = touched.entry(device).or_insert((i, BTreeSet::new()));
-                entry
-                    .1
-                    .insert(crate::model::Span::Hour.start_of(at));
+                entry.1.insert(crate::model::Span::Hour.start_of(at));
             }
             Touch::Ignored(_) => {}
             Touch::Poison(why) => {

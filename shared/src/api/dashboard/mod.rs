@@ -12,12 +12,12 @@
 pub mod charts;
 mod pages;
 
-use crate::auth::SESSION_COOKIE;
 use super::error::ApiError;
 use super::extract::{Id, Params};
 use super::params::{DashboardParams, LoginForm};
 use super::state::App;
 use crate::auth::ReadAccess;
+use crate::auth::SESSION_COOKIE;
 use crate::domain::aggregate::{Bucketing, Width};
 use crate::model::{DeviceId, Quantity, QuantityKind, RoomId, TimeRange, Timestamp};
 use crate::query::{self, Partition, StatsQuery};

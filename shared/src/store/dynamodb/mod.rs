@@ -9,15 +9,14 @@ use super::{
     WriteReport, ZIndex, ZPage, ZRangeRequest,
 };
 use crate::domain::aggregate::rollup::Rollup;
-use crate::model::Span;
 use crate::keys::zorder::ZKey;
 use crate::keys::{
     self, attr, ALL_TIME_INDEX, DEVICE_PARTITION, DEVICE_Z_INDEX, READING_PREFIX, ROOM_PARTITION,
     ROOM_TIME_INDEX, ROOM_Z_INDEX,
 };
+use crate::model::Span;
 use crate::model::{DeviceId, Name, Reading, RoomId, TimeRange, Timestamp};
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::operation::batch_write_item::BatchWriteItemError;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::types::{
     AttributeValue, PutRequest, ReturnConsumedCapacity, ReturnValue, WriteRequest,
 };
@@ -25,8 +24,9 @@ use aws_sdk_dynamodb::Client;
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use std::collections::{BTreeSet, HashMap};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+mod calls;
 pub mod item;
 mod reindex;
 mod rollups;
@@ -34,6 +34,8 @@ pub mod size;
 
 use item::{z_key, DeviceItem, ReadingItem, RoomItem, SnapshotItem};
 
+use calls::Request;
+pub use calls::{CallPolicy, DeadlineExceeded};
 pub use reindex::{ReindexPage, ScanKey};
 
 type Item = HashMap<String, AttributeValue>;
@@ -46,43 +48,11 @@ pub const DEFAULT_ROLLUP_LAG: Duration = Duration::from_secs(15 * 60);
 /// BatchWriteItem's hard limit.
 pub const BATCH_WRITE_MAX: usize = 25;
 
-/// How batch writes retry and how many chunks are in flight at once.
-#[derive(Debug, Clone, Copy)]
-pub struct WritePolicy {
-    pub chunk_concurrency: usize,
-    pub base_delay: Duration,
-    pub max_delay: Duration,
-    /// Total time a chunk may spend retrying before its readings are reported unwritten.
-    pub budget: Duration,
-}
-
-impl Default for WritePolicy {
-    fn default() -> Self {
-        Self {
-            chunk_concurrency: 8,
-            base_delay: Duration::from_millis(25),
-            max_delay: Duration::from_secs(1),
-            budget: Duration::from_secs(5),
-        }
-    }
-}
-
-impl WritePolicy {
-    /// Full jitter: a uniform delay in `[0, min(max, base * 2^attempt)]`.
-    fn delay(&self, attempt: u32) -> Duration {
-        let cap = self
-            .base_delay
-            .saturating_mul(1u32 << attempt.min(16))
-            .min(self.max_delay);
-        cap.mul_f64(fastrand::f64())
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct DynamoStore {
     client: Client,
     table: String,
-    policy: WritePolicy,
+    policy: CallPolicy,
     /// Page size of registry loads; `None` lets DynamoDB fill 1 MB pages.
     registry_page_limit: Option<i32>,
     retention: Option<Retention>,
@@ -138,7 +108,7 @@ impl DynamoStore {
         Self {
             client,
             table: table.into(),
-            policy: WritePolicy::default(),
+            policy: CallPolicy::default(),
             registry_page_limit: None,
             retention: None,
             shards: keys::DEFAULT_SHARDS,
@@ -161,14 +131,8 @@ impl DynamoStore {
         self
     }
 
-    /// A client from the standard AWS configuration chain; honours
-    /// `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL` for compatible endpoints.
-    pub async fn from_env(table: impl Into<String>) -> Self {
-        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        Self::new(Client::new(&config), table)
-    }
-
-    pub fn with_policy(mut self, policy: WritePolicy) -> Self {
+    /// The adapter's retries, budget and write concurrency (`calls`).
+    pub fn with_policy(mut self, policy: CallPolicy) -> Self {
         self.policy = policy;
         self
     }
@@ -179,7 +143,7 @@ impl DynamoStore {
             .client
             .describe_table()
             .table_name(&self.table)
-            .send()
+            .retried(self)
             .await
         {
             Ok(_) => Ok(true),
@@ -277,7 +241,7 @@ impl DynamoStore {
                     .build()
                     .expect("complete"),
             )
-            .send()
+            .retried(self)
             .await
             .map_err(unavailable)?;
         for _ in 0..100 {
@@ -285,7 +249,7 @@ impl DynamoStore {
                 .client
                 .describe_table()
                 .table_name(&self.table)
-                .send()
+                .retried(self)
                 .await
                 .map_err(unavailable)?;
             let status = out.table().and_then(|t| t.table_status().cloned());
@@ -305,7 +269,7 @@ impl DynamoStore {
                     .build()
                     .expect("complete"),
             )
-            .send()
+            .retried(self)
             .await;
         if let Err(err) = ttl {
             // dynalite has no TTL API; the table works without it.
@@ -341,9 +305,11 @@ impl DynamoStore {
         &self.table
     }
 
-    /// Writes one chunk; returns the slots that are still unwritten when it gives up.
+    /// Writes one chunk; returns the slots that are still unwritten when it
+    /// gives up. The one loop that retries `BatchWriteItem`: transient
+    /// errors and `UnprocessedItems` alike, inside the operation's deadline.
     async fn write_chunk(&self, chunk: Vec<(usize, Item)>) -> Vec<usize> {
-        let started = Instant::now();
+        let deadline = calls::deadline(&self.policy);
         let mut pending: Vec<(usize, WriteRequest)> = chunk
             .into_iter()
             .map(|(slot, item)| {
@@ -357,13 +323,12 @@ impl DynamoStore {
         let mut attempt = 0u32;
         loop {
             let requests: Vec<WriteRequest> = pending.iter().map(|(_, w)| w.clone()).collect();
-            let result = self
+            let request = self
                 .client
                 .batch_write_item()
                 .request_items(&self.table, requests)
-                .send()
-                .await;
-            match result {
+                .send_once();
+            match calls::attempt(&self.policy, deadline, request).await {
                 Ok(out) => {
                     let unprocessed = out
                         .unprocessed_items()
@@ -382,7 +347,7 @@ impl DynamoStore {
                         "BatchWriteItem left items unprocessed"
                     );
                 }
-                Err(err) if is_transient(&err) => {
+                Err(err) if calls::is_transient(&err) => {
                     tracing::warn!(error = %DisplayErrorContext(&err), attempt, "BatchWriteItem failed, will retry");
                 }
                 Err(err) => {
@@ -391,8 +356,12 @@ impl DynamoStore {
                 }
             }
             let delay = self.policy.delay(attempt);
-            if started.elapsed() + delay > self.policy.budget {
-                tracing::error!(unwritten = pending.len(), "write retry budget spent");
+            if tokio::time::Instant::now() + delay >= deadline {
+                tracing::error!(
+                    unwritten = pending.len(),
+                    attempts = attempt + 1,
+                    "write budget spent"
+                );
                 return pending.into_iter().map(|(s, _)| s).collect();
             }
             tokio::time::sleep(delay).await;
@@ -414,7 +383,7 @@ impl DynamoStore {
                 .clone()
                 .limit(remaining)
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                .send()
+                .retried(self)
                 .await
                 .map_err(unavailable)?;
             metered(out.consumed_capacity());
@@ -471,7 +440,7 @@ impl DynamoStore {
                 .expression_attribute_values(":pk", s(pk))
                 .set_exclusive_start_key(start.take())
                 .set_limit(self.registry_page_limit)
-                .send()
+                .retried(self)
                 .await
                 .map_err(unavailable)?;
             for item in page.items() {
@@ -494,7 +463,7 @@ impl DynamoStore {
             .table_name(&self.table)
             .key(attr::PK, s(pk))
             .key(attr::SK, s(sk))
-            .send()
+            .retried(self)
             .await
             .map_err(unavailable)?;
         out.item()
@@ -558,7 +527,7 @@ impl DynamoStore {
         }
         let lower_first_seen = match with_sets(main)
             .update_expression(format!("{set} ADD {add}"))
-            .send()
+            .retried(self)
             .await
         {
             // Newer than what is stored: done, unless this batch also holds an older first reading.
@@ -578,7 +547,7 @@ impl DynamoStore {
                         .key(attr::SK, s(update.sk)),
                 )
                 .update_expression(format!("ADD {add}"))
-                .send()
+                .retried(self)
                 .await
                 .map_err(unavailable)?;
                 true
@@ -596,7 +565,7 @@ impl DynamoStore {
                 .condition_expression("#first_seen > :first")
                 .expression_attribute_names("#first_seen", "first_seen")
                 .expression_attribute_values(":first", s(&first))
-                .send()
+                .retried(self)
                 .await;
             match res {
                 Ok(_) => {}
@@ -644,7 +613,7 @@ impl DynamoStore {
         }
         update
             .update_expression(expression.trim())
-            .send()
+            .retried(self)
             .await
             .map_err(unavailable)?;
         Ok(())
@@ -701,31 +670,6 @@ fn request_key(w: &WriteRequest) -> Option<(String, String)> {
         item.get(attr::PK)?.as_s().ok()?.clone(),
         item.get(attr::SK)?.as_s().ok()?.clone(),
     ))
-}
-
-/// Errors worth another try: timeouts, connection failures, throttling, 5xx.
-fn is_transient(
-    err: &SdkError<BatchWriteItemError, aws_sdk_dynamodb::config::http::HttpResponse>,
-) -> bool {
-    match err {
-        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
-            true
-        }
-        SdkError::ServiceError(ctx) if ctx.raw().status().is_server_error() => true,
-        SdkError::ServiceError(e) => {
-            let e = e.err();
-            e.is_provisioned_throughput_exceeded_exception()
-                || e.is_throttling_exception()
-                || e.is_request_limit_exceeded()
-                || e.is_internal_server_error()
-                || e.is_replicated_write_conflict_exception()
-                || matches!(
-                    e.code(),
-                    Some("ServiceUnavailable" | "InternalFailure" | "ThrottlingException")
-                )
-        }
-        _ => false,
-    }
 }
 
 fn is_condition_failed<R>(
@@ -837,7 +781,7 @@ impl Store for DynamoStore {
     }
 
     async fn rollup_coverage(&self, devices: &[DeviceId]) -> Result<Option<TimeRange>, StoreError> {
-        self.coverage(devices).await
+        calls::operation(&self.policy, async { self.coverage(devices).await }).await
     }
 
     async fn rollups(
@@ -846,7 +790,10 @@ impl Store for DynamoStore {
         span: Span,
         range: &TimeRange,
     ) -> Result<Vec<Rollup>, StoreError> {
-        self.read_rollups(device, span, range).await
+        calls::operation(&self.policy, async {
+            self.read_rollups(device, span, range).await
+        })
+        .await
     }
 
     async fn refresh_rollups(
@@ -854,16 +801,22 @@ impl Store for DynamoStore {
         device: &DeviceId,
         hours: BTreeSet<Timestamp>,
     ) -> Result<RollupWrites, StoreError> {
-        self.refresh_device_rollups(device, hours).await
+        calls::operation(&self.policy, async {
+            self.refresh_device_rollups(device, hours).await
+        })
+        .await
     }
 
     async fn rollup_devices(&self, only: Option<DeviceId>) -> Result<Vec<DeviceId>, StoreError> {
-        let registry = self.load_registry().await?;
-        Ok(registry
-            .devices
-            .into_keys()
-            .filter(|d| only.as_ref().is_none_or(|o| o == d))
-            .collect())
+        calls::operation(&self.policy, async {
+            let registry = self.load_registry().await?;
+            Ok(registry
+                .devices
+                .into_keys()
+                .filter(|d| only.as_ref().is_none_or(|o| o == d))
+                .collect())
+        })
+        .await
     }
 
     async fn rebuild_rollups(
@@ -871,34 +824,40 @@ impl Store for DynamoStore {
         device: &DeviceId,
         range: TimeRange,
     ) -> Result<usize, StoreError> {
-        self.rebuild_device_rollups(device, range).await
+        calls::operation(&self.policy, async {
+            self.rebuild_device_rollups(device, range).await
+        })
+        .await
     }
 
     async fn write_readings(&self, readings: &[Reading]) -> WriteReport {
-        let deduped = Deduped::new(readings);
-        let items: Vec<(usize, Item)> = deduped
-            .winners
-            .iter()
-            .enumerate()
-            .map(|(slot, &i)| {
-                (
-                    slot,
-                    reading_item(&readings[i], self.retention, self.shards, self.indexes),
-                )
-            })
-            .collect();
-        let mut chunks = Vec::with_capacity(items.len().div_ceil(BATCH_WRITE_MAX));
-        let mut iter = items.into_iter().peekable();
-        while iter.peek().is_some() {
-            chunks.push(iter.by_ref().take(BATCH_WRITE_MAX).collect::<Vec<_>>());
-        }
-        let results: Vec<Vec<usize>> = futures_util::stream::iter(chunks)
-            .map(|chunk| self.write_chunk(chunk))
-            .buffer_unordered(self.policy.chunk_concurrency.max(1))
-            .collect()
-            .await;
-        let failed: Vec<usize> = results.into_iter().flatten().collect();
-        deduped.report(&failed)
+        calls::operation(&self.policy, async {
+            let deduped = Deduped::new(readings);
+            let items: Vec<(usize, Item)> = deduped
+                .winners
+                .iter()
+                .enumerate()
+                .map(|(slot, &i)| {
+                    (
+                        slot,
+                        reading_item(&readings[i], self.retention, self.shards, self.indexes),
+                    )
+                })
+                .collect();
+            let mut chunks = Vec::with_capacity(items.len().div_ceil(BATCH_WRITE_MAX));
+            let mut iter = items.into_iter().peekable();
+            while iter.peek().is_some() {
+                chunks.push(iter.by_ref().take(BATCH_WRITE_MAX).collect::<Vec<_>>());
+            }
+            let results: Vec<Vec<usize>> = futures_util::stream::iter(chunks)
+                .map(|chunk| self.write_chunk(chunk))
+                .buffer_unordered(self.policy.chunk_concurrency.max(1))
+                .collect()
+                .await;
+            let failed: Vec<usize> = results.into_iter().flatten().collect();
+            deduped.report(&failed)
+        })
+        .await
     }
 
     async fn device_readings(
@@ -906,21 +865,24 @@ impl Store for DynamoStore {
         device: &DeviceId,
         request: &RangeRequest,
     ) -> Result<Page, StoreError> {
-        let pk = keys::reading_pk(device);
-        let query = self
-            .readings_query(device, &request.range)
-            .scan_index_forward(request.order == Order::Asc)
-            .set_exclusive_start_key(request.after.as_ref().map(|p| {
-                HashMap::from([
-                    (attr::PK.to_owned(), s(pk)),
-                    (
-                        attr::SK.to_owned(),
-                        AttributeValue::S(keys::reading_sk(p.timestamp)),
-                    ),
-                ])
-            }));
-        let (items, more) = self.query_pages(unexpired(query), request.limit).await?;
-        page_of(items, more)
+        calls::operation(&self.policy, async {
+            let pk = keys::reading_pk(device);
+            let query = self
+                .readings_query(device, &request.range)
+                .scan_index_forward(request.order == Order::Asc)
+                .set_exclusive_start_key(request.after.as_ref().map(|p| {
+                    HashMap::from([
+                        (attr::PK.to_owned(), s(pk)),
+                        (
+                            attr::SK.to_owned(),
+                            AttributeValue::S(keys::reading_sk(p.timestamp)),
+                        ),
+                    ])
+                }));
+            let (items, more) = self.query_pages(unexpired(query), request.limit).await?;
+            page_of(items, more)
+        })
+        .await
     }
 
     async fn room_readings(
@@ -928,48 +890,54 @@ impl Store for DynamoStore {
         room: &RoomId,
         request: &RangeRequest,
     ) -> Result<Page, StoreError> {
-        let (lo, hi) = keys::reading_sk_bounds(&request.range);
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(ROOM_TIME_INDEX)
-            .key_condition_expression("#room = :room AND #sk BETWEEN :lo AND :hi")
-            .expression_attribute_names("#room", attr::ROOM)
-            .expression_attribute_names("#sk", attr::SK)
-            .expression_attribute_values(":room", s(room.as_str()))
-            .expression_attribute_values(":lo", s(&lo))
-            .expression_attribute_values(":hi", s(&hi))
-            .scan_index_forward(request.order == Order::Asc)
-            .set_exclusive_start_key(request.after.as_ref().map(|p| {
-                HashMap::from([
-                    (attr::ROOM.to_owned(), s(room.as_str())),
-                    (
-                        attr::SK.to_owned(),
-                        AttributeValue::S(keys::reading_sk(p.timestamp)),
-                    ),
-                    (attr::PK.to_owned(), s(keys::reading_pk(&p.device_id))),
-                ])
-            }));
-        // The index projects temperature and humidity: a reading in the room with
-        // neither (a CO2 or light sensor) is not the room route's. Filtered
-        // items still advance the paging (Limit counts what is read).
-        let query = query
-            .expression_attribute_names("#temperature", "temperature")
-            .expression_attribute_names("#humidity", "humidity");
-        let condition = "attribute_exists(#temperature) OR attribute_exists(#humidity)";
-        let (items, more) = self
-            .query_pages(unexpired_and(query, Some(condition)), request.limit)
-            .await?;
-        page_of(items, more)
+        calls::operation(&self.policy, async {
+            let (lo, hi) = keys::reading_sk_bounds(&request.range);
+            let query = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(ROOM_TIME_INDEX)
+                .key_condition_expression("#room = :room AND #sk BETWEEN :lo AND :hi")
+                .expression_attribute_names("#room", attr::ROOM)
+                .expression_attribute_names("#sk", attr::SK)
+                .expression_attribute_values(":room", s(room.as_str()))
+                .expression_attribute_values(":lo", s(&lo))
+                .expression_attribute_values(":hi", s(&hi))
+                .scan_index_forward(request.order == Order::Asc)
+                .set_exclusive_start_key(request.after.as_ref().map(|p| {
+                    HashMap::from([
+                        (attr::ROOM.to_owned(), s(room.as_str())),
+                        (
+                            attr::SK.to_owned(),
+                            AttributeValue::S(keys::reading_sk(p.timestamp)),
+                        ),
+                        (attr::PK.to_owned(), s(keys::reading_pk(&p.device_id))),
+                    ])
+                }));
+            // The index projects temperature and humidity: a reading in the room with
+            // neither (a CO2 or light sensor) is not the room route's. Filtered
+            // items still advance the paging (Limit counts what is read).
+            let query = query
+                .expression_attribute_names("#temperature", "temperature")
+                .expression_attribute_names("#humidity", "humidity");
+            let condition = "attribute_exists(#temperature) OR attribute_exists(#humidity)";
+            let (items, more) = self
+                .query_pages(unexpired_and(query, Some(condition)), request.limit)
+                .await?;
+            page_of(items, more)
+        })
+        .await
     }
 
     async fn all_readings(&self, request: &RangeRequest) -> Result<Page, StoreError> {
-        let pages = futures_util::future::try_join_all(
-            (1..=self.shards).map(|shard| self.shard_readings(shard, request)),
-        )
-        .await?;
-        Ok(super::merge_pages(pages, request))
+        calls::operation(&self.policy, async {
+            let pages = futures_util::future::try_join_all(
+                (1..=self.shards).map(|shard| self.shard_readings(shard, request)),
+            )
+            .await?;
+            Ok(super::merge_pages(pages, request))
+        })
+        .await
     }
 
     async fn z_range(
@@ -977,117 +945,135 @@ impl Store for DynamoStore {
         index: ZIndex<'_>,
         request: &ZRangeRequest<'_>,
     ) -> Result<ZPage, StoreError> {
-        let (index_name, part_attr, part_value) = match index {
-            ZIndex::Room(room) => (ROOM_Z_INDEX, attr::ROOM, room.as_str()),
-            ZIndex::Device(device) => (DEVICE_Z_INDEX, attr::PK, keys::reading_pk(device)),
-        };
-        let start = match request.after {
-            None => None,
-            Some(after) => {
-                // An index's start key is its own key plus the table's.
-                let (device, t) = after
-                    .parts()
-                    .ok_or_else(|| StoreError::Corrupt(format!("z key {:?}", after.as_str())))?;
-                let mut key = Item::with_capacity(4);
-                key.insert(attr::PK.to_owned(), s(keys::reading_pk(&device)));
-                key.insert(attr::SK.to_owned(), AttributeValue::S(keys::reading_sk(t)));
-                key.insert(attr::Z.to_owned(), s(after.as_str()));
-                key.insert(part_attr.to_owned(), s(part_value));
-                Some(key)
-            }
-        };
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(index_name)
-            .key_condition_expression("#part = :part AND #z BETWEEN :from AND :to")
-            .expression_attribute_names("#part", part_attr)
-            .expression_attribute_names("#z", attr::Z)
-            .expression_attribute_values(":part", s(part_value))
-            .expression_attribute_values(":from", s(request.from.as_str()))
-            .expression_attribute_values(":to", s(request.to.as_str()))
-            .set_exclusive_start_key(start)
-            .limit(request.limit.min(i32::MAX as usize) as i32);
-        let out = unexpired(query)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        metered(out.consumed_capacity());
-        let z_of = |item: &Item| -> Result<ZKey, StoreError> {
-            item.get(attr::Z)
-                .and_then(|v| v.as_s().ok())
-                .and_then(|z| ZKey::parse(z))
-                .ok_or_else(|| StoreError::Corrupt("index item without a valid z".into()))
-        };
-        let items = out
-            .items()
-            .iter()
-            .map(|item| Ok((z_of(item)?, decode_reading(item)?)))
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        Ok(ZPage {
-            items,
-            scanned: out.scanned_count().max(0) as usize,
-            last_read: out.last_evaluated_key().map(z_of).transpose()?,
+        calls::operation(&self.policy, async {
+            let (index_name, part_attr, part_value) = match index {
+                ZIndex::Room(room) => (ROOM_Z_INDEX, attr::ROOM, room.as_str()),
+                ZIndex::Device(device) => (DEVICE_Z_INDEX, attr::PK, keys::reading_pk(device)),
+            };
+            let start = match request.after {
+                None => None,
+                Some(after) => {
+                    // An index's start key is its own key plus the table's.
+                    let (device, t) = after.parts().ok_or_else(|| {
+                        StoreError::Corrupt(format!("z key {:?}", after.as_str()))
+                    })?;
+                    let mut key = Item::with_capacity(4);
+                    key.insert(attr::PK.to_owned(), s(keys::reading_pk(&device)));
+                    key.insert(attr::SK.to_owned(), AttributeValue::S(keys::reading_sk(t)));
+                    key.insert(attr::Z.to_owned(), s(after.as_str()));
+                    key.insert(part_attr.to_owned(), s(part_value));
+                    Some(key)
+                }
+            };
+            let query = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(index_name)
+                .key_condition_expression("#part = :part AND #z BETWEEN :from AND :to")
+                .expression_attribute_names("#part", part_attr)
+                .expression_attribute_names("#z", attr::Z)
+                .expression_attribute_values(":part", s(part_value))
+                .expression_attribute_values(":from", s(request.from.as_str()))
+                .expression_attribute_values(":to", s(request.to.as_str()))
+                .set_exclusive_start_key(start)
+                .limit(request.limit.min(i32::MAX as usize) as i32);
+            let out = unexpired(query)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .retried(self)
+                .await
+                .map_err(unavailable)?;
+            metered(out.consumed_capacity());
+            let z_of = |item: &Item| -> Result<ZKey, StoreError> {
+                item.get(attr::Z)
+                    .and_then(|v| v.as_s().ok())
+                    .and_then(|z| ZKey::parse(z))
+                    .ok_or_else(|| StoreError::Corrupt("index item without a valid z".into()))
+            };
+            let items = out
+                .items()
+                .iter()
+                .map(|item| Ok((z_of(item)?, decode_reading(item)?)))
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            Ok(ZPage {
+                items,
+                scanned: out.scanned_count().max(0) as usize,
+                last_read: out.last_evaluated_key().map(z_of).transpose()?,
+            })
         })
+        .await
     }
 
     async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
-        let query = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
-            .expression_attribute_names("#pk", attr::PK)
-            .expression_attribute_names("#sk", attr::SK)
-            .expression_attribute_values(":pk", s(keys::reading_pk(device)))
-            .expression_attribute_values(":prefix", s(READING_PREFIX))
-            .scan_index_forward(false);
-        // With a filter, Limit counts items read before filtering: keep reading pages until one passes.
-        let (items, _) = self.query_pages(unexpired(query), 1).await?;
-        items.first().map(decode_reading).transpose()
+        calls::operation(&self.policy, async {
+            let query = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                .expression_attribute_names("#pk", attr::PK)
+                .expression_attribute_names("#sk", attr::SK)
+                .expression_attribute_values(":pk", s(keys::reading_pk(device)))
+                .expression_attribute_values(":prefix", s(READING_PREFIX))
+                .scan_index_forward(false);
+            // With a filter, Limit counts items read before filtering: keep reading pages until one passes.
+            let (items, _) = self.query_pages(unexpired(query), 1).await?;
+            items.first().map(decode_reading).transpose()
+        })
+        .await
     }
 
     async fn load_registry(&self) -> Result<RegistrySnapshot, StoreError> {
-        let (devices, rooms) = tokio::try_join!(
-            self.partition::<DeviceItem>(DEVICE_PARTITION),
-            self.partition::<RoomItem>(ROOM_PARTITION)
-        )?;
-        let mut snapshot = RegistrySnapshot::default();
-        for d in devices {
-            let record = d.into_record().map_err(StoreError::Corrupt)?;
-            snapshot.devices.insert(record.device_id.clone(), record);
-        }
-        for r in rooms {
-            let record = r.into_record().map_err(StoreError::Corrupt)?;
-            snapshot.rooms.insert(record.room_id.clone(), record);
-        }
-        Ok(snapshot)
+        calls::operation(&self.policy, async {
+            let (devices, rooms) = tokio::try_join!(
+                self.partition::<DeviceItem>(DEVICE_PARTITION),
+                self.partition::<RoomItem>(ROOM_PARTITION)
+            )?;
+            let mut snapshot = RegistrySnapshot::default();
+            for d in devices {
+                let record = d.into_record().map_err(StoreError::Corrupt)?;
+                snapshot.devices.insert(record.device_id.clone(), record);
+            }
+            for r in rooms {
+                let record = r.into_record().map_err(StoreError::Corrupt)?;
+                snapshot.rooms.insert(record.room_id.clone(), record);
+            }
+            Ok(snapshot)
+        })
+        .await
     }
 
     async fn device(&self, device: &DeviceId) -> Result<Option<DeviceRecord>, StoreError> {
-        self.get::<DeviceItem>(DEVICE_PARTITION, device.as_str())
-            .await?
-            .map(|d| d.into_record().map_err(StoreError::Corrupt))
-            .transpose()
+        calls::operation(&self.policy, async {
+            self.get::<DeviceItem>(DEVICE_PARTITION, device.as_str())
+                .await?
+                .map(|d| d.into_record().map_err(StoreError::Corrupt))
+                .transpose()
+        })
+        .await
     }
 
     async fn room(&self, room: &RoomId) -> Result<Option<RoomRecord>, StoreError> {
-        self.get::<RoomItem>(ROOM_PARTITION, room.as_str())
-            .await?
-            .map(|r| r.into_record().map_err(StoreError::Corrupt))
-            .transpose()
+        calls::operation(&self.policy, async {
+            self.get::<RoomItem>(ROOM_PARTITION, room.as_str())
+                .await?
+                .map(|r| r.into_record().map_err(StoreError::Corrupt))
+                .transpose()
+        })
+        .await
     }
 
     async fn apply_device_update(&self, update: &DeviceUpdate) -> Result<(), StoreError> {
-        self.apply_registry_update(RegistryWrite {
-            pk: DEVICE_PARTITION,
-            sk: update.device_id.as_str(),
-            first_seen: update.first_seen,
-            latest: &update.latest,
-            sets: device_sets(update),
-            room: update.room.as_ref(),
+        calls::operation(&self.policy, async {
+            self.apply_registry_update(RegistryWrite {
+                pk: DEVICE_PARTITION,
+                sk: update.device_id.as_str(),
+                first_seen: update.first_seen,
+                latest: &update.latest,
+                sets: device_sets(update),
+                room: update.room.as_ref(),
+            })
+            .await
         })
         .await
     }
@@ -1098,26 +1084,35 @@ impl Store for DynamoStore {
         name: Option<&Name>,
         room: Option<&RoomId>,
     ) -> Result<(), StoreError> {
-        self.set_user_attributes(DEVICE_PARTITION, device.as_str(), name, room)
-            .await
+        calls::operation(&self.policy, async {
+            self.set_user_attributes(DEVICE_PARTITION, device.as_str(), name, room)
+                .await
+        })
+        .await
     }
 
     async fn set_room_name(&self, room: &RoomId, name: Option<&Name>) -> Result<(), StoreError> {
-        self.set_user_attributes(ROOM_PARTITION, room.as_str(), name, None)
-            .await
+        calls::operation(&self.policy, async {
+            self.set_user_attributes(ROOM_PARTITION, room.as_str(), name, None)
+                .await
+        })
+        .await
     }
 
     async fn apply_room_update(&self, update: &RoomUpdate) -> Result<(), StoreError> {
-        self.apply_registry_update(RegistryWrite {
-            pk: ROOM_PARTITION,
-            sk: update.room_id.as_str(),
-            first_seen: update.first_seen,
-            latest: &update.latest,
-            sets: vec![(
-                "devices",
-                update.devices.iter().map(|d| d.to_string()).collect(),
-            )],
-            room: None,
+        calls::operation(&self.policy, async {
+            self.apply_registry_update(RegistryWrite {
+                pk: ROOM_PARTITION,
+                sk: update.room_id.as_str(),
+                first_seen: update.first_seen,
+                latest: &update.latest,
+                sets: vec![(
+                    "devices",
+                    update.devices.iter().map(|d| d.to_string()).collect(),
+                )],
+                room: None,
+            })
+            .await
         })
         .await
     }

@@ -7,6 +7,7 @@
 //! keeps them). Nothing is removed: turning an index off leaves its keys on
 //! the readings, where they cost only their bytes.
 
+use super::calls::Request;
 use super::{decode_reading, reading_item, s, unavailable, DynamoStore, Item};
 use crate::keys::{attr, READING_PREFIX};
 use crate::store::dynamodb::item::ReadingItem;
@@ -42,7 +43,7 @@ impl DynamoStore {
             .client
             .describe_table()
             .table_name(&self.table)
-            .send()
+            .retried(self)
             .await
             .map_err(unavailable)?;
         Ok(out.table().and_then(|t| t.item_count()).unwrap_or(0).max(0) as u64)
@@ -73,7 +74,7 @@ impl DynamoStore {
                     (attr::SK.to_owned(), s(&k.sk)),
                 ])
             }))
-            .send()
+            .retried(self)
             .await
             .map_err(unavailable)?;
         let mut page = ReindexPage {
@@ -123,7 +124,7 @@ impl DynamoStore {
             }
             match update
                 .update_expression(format!("SET {}", sets.join(", ")))
-                .send()
+                .retried(self)
                 .await
             {
                 Ok(_) => page.updated += 1,

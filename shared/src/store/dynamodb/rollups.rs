@@ -14,11 +14,12 @@
 //! with no reading before that hour), or what `rollups rebuild` covered.
 //! Queries use rollups only from there (and only up to the function's lag).
 
+use super::calls::Request;
 use super::{decode_reading, s, unavailable, DynamoStore, Item};
 use crate::domain::aggregate::counter::Chain;
 use crate::domain::aggregate::rollup::{day, leaving, spans, Cascade, Rollup, Stored};
-use crate::model::Span;
 use crate::keys::{self, attr, ROLLUPS_SINCE_SK};
+use crate::model::Span;
 use crate::model::{DeviceId, Reading, TimeRange, Timestamp};
 use crate::store::{RollupWrites, StoreError};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
@@ -41,7 +42,7 @@ impl DynamoStore {
             .table_name(&self.table)
             .set_item(Some(rollup_item(device, rollup)?))
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
+            .retried(self)
             .await
             .map_err(unavailable)?;
         Ok(out
@@ -63,7 +64,7 @@ impl DynamoStore {
             .key(attr::PK, s(keys::reading_pk(device)))
             .key(attr::SK, AttributeValue::S(keys::rollup_sk(span, start)))
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
+            .retried(self)
             .await
             .map_err(unavailable)?;
         Ok(out
@@ -190,7 +191,7 @@ impl DynamoStore {
             .key(attr::PK, s(keys::reading_pk(device)))
             .key(attr::SK, AttributeValue::S(keys::rollup_sk(span, start)))
             .consistent_read(true)
-            .send()
+            .retried(self)
             .await
             .map_err(unavailable)?;
         out.item().cloned().map(decode_rollup).transpose()
@@ -245,7 +246,7 @@ impl DynamoStore {
             .key(attr::SK, s(ROLLUPS_SINCE_SK))
             .consistent_read(consistent)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
+            .retried(self)
             .await
             .map_err(unavailable)?;
         super::metered(out.consumed_capacity());
@@ -274,7 +275,7 @@ impl DynamoStore {
             .item(attr::PK, s(keys::reading_pk(device)))
             .item(attr::SK, s(ROLLUPS_SINCE_SK))
             .item(SINCE, AttributeValue::N(since.millis().to_string()))
-            .send()
+            .retried(self)
             .await
             .map_err(unavailable)?;
         Ok(())
@@ -395,7 +396,7 @@ impl DynamoStore {
             .scan_index_forward(ascending)
             .consistent_read(true)
             .limit(1)
-            .send()
+            .retried(self)
             .await
             .map_err(unavailable)?;
         Ok(out

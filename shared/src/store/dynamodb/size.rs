@@ -36,8 +36,8 @@ mod tests {
     use crate::domain::aggregate::rollup::{spans, Stored};
     use crate::domain::billing::{reading_size, rollup_size};
     use crate::model::{DeviceId, Measurement, Reading, RoomId, Span, Timestamp};
-    use crate::store::Indexes;
     use crate::store::dynamodb::reading_item;
+    use crate::store::Indexes;
 
     #[test]
     fn a_reading_s_size_is_its_item_s() {
@@ -70,8 +70,12 @@ mod tests {
             .map(|m| Reading {
                 device_id: device.clone(),
                 timestamp: Timestamp::from_millis(1_795_219_200_000 + m * 60_000).unwrap(),
-                measurement: Measurement::power(5123.456 + m as f64 * 0.013, 1.0, -120.5 + m as f64)
-                    .unwrap(),
+                measurement: Measurement::power(
+                    5123.456 + m as f64 * 0.013,
+                    1.0,
+                    -120.5 + m as f64,
+                )
+                .unwrap(),
             })
             .collect();
         for rollup in spans(Span::Hour, None, readings.iter()) {

@@ -371,7 +371,8 @@ impl SqliteStore {
             }
             // The registry, in the same transaction: what the stream Lambda
             // would do with these records, planned by the same code.
-            let plan = crate::domain::registry::plan(deduped.winners.iter().map(|&i| (i, &readings[i])));
+            let plan =
+                crate::domain::registry::plan(deduped.winners.iter().map(|&i| (i, &readings[i])));
             registry::apply_plan(tx, names, &plan)
         });
         match result {

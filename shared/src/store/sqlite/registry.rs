@@ -5,8 +5,8 @@
 use super::db_err;
 use super::names::{self, Names};
 use super::names::{DEVICE, ROOM};
-use crate::model::{DeviceId, Name, Quantity, Reading, ReadingKind, RoomId, Timestamp};
 use crate::domain::registry::RegistryPlan;
+use crate::model::{DeviceId, Name, Quantity, Reading, ReadingKind, RoomId, Timestamp};
 use crate::store::{
     DeviceRecord, DeviceUpdate, RegistrySnapshot, RoomRecord, RoomUpdate, StoreError,
 };

@@ -451,7 +451,7 @@ async fn the_checkpointer_copies_the_wal_into_the_file() {
 mod rollups_kept {
     use super::*;
     use crate::domain::aggregate::rollup::spans;
-use crate::model::Span;
+    use crate::model::Span;
     use proptest::prelude::*;
 
     /// A reading of a generated history: device, minute, kind, value.
@@ -530,7 +530,7 @@ use crate::model::Span;
 #[tokio::test]
 async fn a_version_2_file_gets_its_rollups_on_open() {
     use crate::domain::aggregate::rollup::spans;
-use crate::model::Span;
+    use crate::model::Span;
     let dir = temp_dir("v2-rollups");
     let path = dir.join("ingester.db");
     let written: Vec<Reading> = (0..300)

@@ -89,4 +89,3 @@ pub(super) fn build_rollups(tx: &Connection) -> Result<usize, StoreError> {
     }
     Ok(built)
 }
-

@@ -1,0 +1,233 @@
+//! The program, assembled in one place from one [`Config`]: the SDK
+//! configuration (with its retry and timeout policy, written here), the
+//! store, the access rules and the HTTP application. Every Lambda's `main`
+//! and every `ingester-local` command goes through it.
+
+use crate::api::{App, RouteSet};
+use crate::auth::{Access, BearerToken};
+use crate::config::{Config, StoreConfig};
+use crate::store::{DynamoStore, Store, StoreError};
+use aws_config::meta::region::RegionProviderChain;
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, SdkConfig};
+use std::time::Duration;
+
+/// How long establishing a connection to an AWS endpoint may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+#[derive(Debug, thiserror::Error)]
+pub enum AssemblyError {
+    #[error("SSM parameter {name}: {reason}")]
+    TokenParameter { name: String, reason: String },
+    #[error("table {table}: {source}")]
+    Table { table: String, source: StoreError },
+    #[error("opening the embedded store {file}: {source}")]
+    Embedded { file: String, source: StoreError },
+    #[error("the embedded store is not built into this binary")]
+    NoEmbeddedStore,
+    #[error("this function needs a DynamoDB table (TABLE_NAME)")]
+    NotDynamoDb,
+    #[error("loading the registry: {0}")]
+    Registry(StoreError),
+}
+
+/// The engine a configuration names, opened.
+#[derive(Clone)]
+pub enum Engine {
+    DynamoDb(DynamoStore),
+    #[cfg(feature = "sqlite")]
+    Embedded(crate::store::SqliteStore),
+}
+
+/// What a process runs on: its engine, its access rules and, on DynamoDB,
+/// the SDK configuration its other AWS clients (Streams) are built from.
+pub struct Assembly {
+    pub engine: Engine,
+    pub access: Access,
+    pub sdk: Option<SdkConfig>,
+}
+
+/// The SDK configuration: the standard credential and region chains (the
+/// region defaults to us-east-1 where none is set, as local servers ignore
+/// it), `endpoint` when given, connect and attempt timeouts, and the SDK's
+/// standard retry for the clients that keep it (SSM, Streams). DynamoDB's
+/// client turns it off: its adapter owns retries (`dynamodb_client`).
+pub async fn sdk_config(endpoint: Option<&str>, budget: Duration) -> SdkConfig {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .region(RegionProviderChain::default_provider().or_else("us-east-1"))
+        .retry_config(RetryConfig::standard().with_max_attempts(3))
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(CONNECT_TIMEOUT)
+                .operation_attempt_timeout(budget)
+                .build(),
+        );
+    if let Some(url) = endpoint {
+        loader = loader.endpoint_url(url);
+        // Local servers accept any credentials; AWS needs real ones from the usual chain.
+        let local =
+            url.contains("://127.") || url.contains("://localhost") || url.contains("://[::1]");
+        if local && std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
+            loader = loader.credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+                "local",
+                "local",
+                None,
+                None,
+                "ingester-local",
+            ));
+        }
+    }
+    loader.load().await
+}
+
+/// The DynamoDB client: the SDK's retry off (one retry owner: the adapter,
+/// `store::dynamodb::calls`), every attempt cut off at the budget.
+pub fn dynamodb_client(sdk: &SdkConfig) -> aws_sdk_dynamodb::Client {
+    aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::config::Builder::from(sdk)
+            .retry_config(RetryConfig::disabled())
+            .build(),
+    )
+}
+
+/// The store a DynamoDB configuration names, on an SDK configuration.
+pub fn dynamodb_store(config: &Config, sdk: &SdkConfig, table: &str) -> DynamoStore {
+    DynamoStore::new(dynamodb_client(sdk), table)
+        .with_policy(config.dynamodb)
+        .with_retention(config.retention)
+        .with_shards(config.shards)
+        .with_indexes(config.indexes)
+}
+
+/// Reads the token from an SSM SecureString (decrypted). The value never
+/// appears in an error: only the parameter's name does.
+pub async fn fetch_token(
+    ssm: &aws_sdk_ssm::Client,
+    name: &str,
+) -> Result<BearerToken, AssemblyError> {
+    let fail = |reason: String| AssemblyError::TokenParameter {
+        name: name.to_owned(),
+        reason,
+    };
+    let out = ssm
+        .get_parameter()
+        .name(name)
+        .with_decryption(true)
+        .send()
+        .await
+        .map_err(|e| fail(aws_sdk_ssm::error::DisplayErrorContext(&e).to_string()))?;
+    let value = out.parameter().and_then(|p| p.value()).unwrap_or_default();
+    BearerToken::new(value).ok_or_else(|| fail("is empty".into()))
+}
+
+/// Builds what a configuration names: the SDK configuration (once, when
+/// DynamoDB or SSM is needed), the store (creating the table when asked),
+/// the token (from SSM when `INGEST_TOKEN_PARAMETER` is set) and the access
+/// rules. Fails fast, so a misconfigured process never serves.
+pub async fn assemble(config: &Config) -> Result<Assembly, AssemblyError> {
+    let needs_sdk = matches!(config.store, StoreConfig::DynamoDb { .. })
+        || config.ingest_token_parameter.is_some();
+    let endpoint = match &config.store {
+        StoreConfig::DynamoDb { endpoint, .. } => endpoint.as_deref(),
+        StoreConfig::Embedded { .. } => None,
+    };
+    let sdk = match needs_sdk {
+        true => Some(sdk_config(endpoint, config.dynamodb.budget).await),
+        false => None,
+    };
+    let engine = match (&config.store, &sdk) {
+        (
+            StoreConfig::DynamoDb {
+                table,
+                create_table,
+                ..
+            },
+            Some(sdk),
+        ) => {
+            let store = dynamodb_store(config, sdk, table);
+            let table_error = |source| AssemblyError::Table {
+                table: table.clone(),
+                source,
+            };
+            // Created when missing, so that the same command line works again.
+            if *create_table && !store.table_exists().await.map_err(table_error)? {
+                store.create_table().await.map_err(table_error)?;
+                tracing::info!(table, "table created");
+            }
+            Engine::DynamoDb(store)
+        }
+        (StoreConfig::Embedded { file }, _) => embedded(config, file.as_deref())?,
+        (StoreConfig::DynamoDb { .. }, None) => unreachable!("DynamoDB always loads the SDK"),
+    };
+    let token = match (&config.ingest_token_parameter, &sdk) {
+        (Some(name), Some(sdk)) => Some(fetch_token(&aws_sdk_ssm::Client::new(sdk), name).await?),
+        _ => config.ingest_token.clone(),
+    };
+    Ok(Assembly {
+        engine,
+        access: Access {
+            token,
+            reads: config.read_access,
+        },
+        sdk,
+    })
+}
+
+#[cfg(feature = "sqlite")]
+fn embedded(config: &Config, file: Option<&std::path::Path>) -> Result<Engine, AssemblyError> {
+    use crate::store::SqliteStore;
+    let store = match file {
+        Some(path) => SqliteStore::open(path),
+        None => SqliteStore::in_memory(),
+    }
+    .map_err(|source| AssemblyError::Embedded {
+        file: file.map_or("(memory)".into(), |f| f.display().to_string()),
+        source,
+    })?;
+    Ok(Engine::Embedded(store.with_retention(config.retention)))
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn embedded(_: &Config, _: Option<&std::path::Path>) -> Result<Engine, AssemblyError> {
+    Err(AssemblyError::NoEmbeddedStore)
+}
+
+impl Assembly {
+    /// The DynamoDB store of a function that has no other engine.
+    pub fn into_dynamodb(self) -> Result<DynamoStore, AssemblyError> {
+        match self.engine {
+            Engine::DynamoDb(store) => Ok(store),
+            #[cfg(feature = "sqlite")]
+            Engine::Embedded(_) => Err(AssemblyError::NotDynamoDb),
+        }
+    }
+}
+
+/// The HTTP application on a store: the registry loaded into its cache
+/// (which also warms the connection), the access rules, the routes served.
+pub async fn app<S: Store>(
+    config: &Config,
+    store: S,
+    access: Access,
+    routes: RouteSet,
+) -> Result<App<S>, AssemblyError> {
+    App::new(store, access, routes, config.registry_cache_ttl)
+        .await
+        .map_err(AssemblyError::Registry)
+}
+
+/// An HTTP Lambda's cold start: the assembly on DynamoDB, then its app.
+pub async fn http_function(
+    config: &Config,
+    routes: RouteSet,
+) -> Result<App<DynamoStore>, AssemblyError> {
+    let assembly = assemble(config).await?;
+    let access = assembly.access.clone();
+    app(config, assembly.into_dynamodb()?, access, routes).await
+}
+
+/// A stream Lambda's cold start: the assembly's DynamoDB store.
+pub async fn stream_function(config: &Config) -> Result<DynamoStore, AssemblyError> {
+    assemble(config).await?.into_dynamodb()
+}

@@ -1,0 +1,181 @@
+//! How the adapter calls DynamoDB: the one owner of retries and deadlines.
+//!
+//! The SDK client's own retry is off (the assembly builds it so); every
+//! request goes through [`Request::retried`] (or, for `BatchWriteItem`, the
+//! write path's loop, which also retries `UnprocessedItems`), which retries
+//! transient errors with exponential backoff and full jitter, and runs each
+//! attempt under the time left in the operation's budget. An operation is
+//! one call of a `Store` method: every request it makes shares one deadline
+//! (`CallPolicy::budget` from its start), so an endpoint that accepts a
+//! connection and never answers holds an operation for the budget, not for
+//! as long as the SDK would wait.
+
+use super::DynamoStore;
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use std::future::Future;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How the adapter retries, how long an operation may take, and how many
+/// write chunks are in flight at once (`Config::dynamodb`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallPolicy {
+    pub chunk_concurrency: usize,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+    /// Total time one store operation (every request and retry it makes)
+    /// may take before what is left is reported unwritten or unavailable.
+    pub budget: Duration,
+}
+
+impl Default for CallPolicy {
+    fn default() -> Self {
+        Self {
+            chunk_concurrency: 8,
+            base_delay: Duration::from_millis(25),
+            max_delay: Duration::from_secs(1),
+            budget: Duration::from_secs(5),
+        }
+    }
+}
+
+impl CallPolicy {
+    /// Full jitter: a uniform delay in `[0, min(max, base * 2^attempt)]`.
+    pub(super) fn delay(&self, attempt: u32) -> Duration {
+        let cap = self
+            .base_delay
+            .saturating_mul(1u32 << attempt.min(16))
+            .min(self.max_delay);
+        cap.mul_f64(fastrand::f64())
+    }
+}
+
+tokio::task_local! {
+    /// The deadline of the store operation this task is in.
+    static DEADLINE: Instant;
+}
+
+/// The deadline of the current operation, or one starting now.
+pub(super) fn deadline(policy: &CallPolicy) -> Instant {
+    DEADLINE
+        .try_with(|d| *d)
+        .unwrap_or_else(|_| Instant::now() + policy.budget)
+}
+
+/// Runs one store operation: every request inside it shares one deadline,
+/// `budget` from now (an operation inside another keeps the outer one).
+pub(super) async fn operation<F: Future>(policy: &CallPolicy, f: F) -> F::Output {
+    if DEADLINE.try_with(|_| ()).is_ok() {
+        return f.await;
+    }
+    DEADLINE.scope(Instant::now() + policy.budget, f).await
+}
+
+/// Why an attempt was abandoned: the operation's budget ran out first.
+#[derive(Debug, thiserror::Error)]
+#[error("no answer within the operation's budget of {0:?}")]
+pub struct DeadlineExceeded(pub Duration);
+
+/// One attempt, cut off at `deadline` (an SDK timeout error when it is).
+pub(super) async fn attempt<T, E, Fut>(
+    policy: &CallPolicy,
+    deadline: Instant,
+    fut: Fut,
+) -> Result<T, SdkError<E, HttpResponse>>
+where
+    Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+{
+    match tokio::time::timeout_at(deadline, fut).await {
+        Ok(result) => result,
+        Err(_) => Err(SdkError::timeout_error(DeadlineExceeded(policy.budget))),
+    }
+}
+
+/// Errors worth another try: timeouts, connection failures, throttling, 5xx.
+pub(super) fn is_transient<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> bool {
+    match err {
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
+            true
+        }
+        SdkError::ServiceError(ctx) if ctx.raw().status().is_server_error() => true,
+        SdkError::ServiceError(ctx) => matches!(
+            ctx.err().code(),
+            Some(
+                "ProvisionedThroughputExceededException"
+                    | "ThrottlingException"
+                    | "RequestLimitExceeded"
+                    | "InternalServerError"
+                    | "ReplicatedWriteConflictException"
+                    | "ServiceUnavailable"
+                    | "InternalFailure"
+            )
+        ),
+        _ => false,
+    }
+}
+
+/// An SDK request the adapter sends: a fluent builder, cloned per attempt.
+pub(super) trait Request: Clone + Send + Sync {
+    type Output: Send;
+    type Error: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static;
+
+    fn send_once(
+        self,
+    ) -> impl Future<Output = Result<Self::Output, SdkError<Self::Error, HttpResponse>>> + Send;
+
+    /// Sends the request with the adapter's retries, inside the current
+    /// operation's deadline.
+    fn retried(
+        self,
+        store: &DynamoStore,
+    ) -> impl Future<Output = Result<Self::Output, SdkError<Self::Error, HttpResponse>>> + Send
+    {
+        let policy = store.policy;
+        async move {
+            let deadline = deadline(&policy);
+            let mut tries = 0u32;
+            loop {
+                let err = match attempt(&policy, deadline, self.clone().send_once()).await {
+                    Ok(out) => return Ok(out),
+                    Err(err) => err,
+                };
+                let delay = policy.delay(tries);
+                if !is_transient(&err) || Instant::now() + delay >= deadline {
+                    return Err(err);
+                }
+                tracing::warn!(error = %DisplayErrorContext(&err), attempt = tries, "DynamoDB request failed, will retry");
+                tokio::time::sleep(delay).await;
+                tries += 1;
+            }
+        }
+    }
+}
+
+macro_rules! requests {
+    ($($op:ident :: $builder:ident => $output:ident, $error:ident;)*) => {$(
+        impl Request for aws_sdk_dynamodb::operation::$op::builders::$builder {
+            type Output = aws_sdk_dynamodb::operation::$op::$output;
+            type Error = aws_sdk_dynamodb::operation::$op::$error;
+            fn send_once(
+                self,
+            ) -> impl Future<Output = Result<Self::Output, SdkError<Self::Error, HttpResponse>>> + Send
+            {
+                self.send()
+            }
+        }
+    )*};
+}
+
+requests! {
+    query::QueryFluentBuilder => QueryOutput, QueryError;
+    scan::ScanFluentBuilder => ScanOutput, ScanError;
+    get_item::GetItemFluentBuilder => GetItemOutput, GetItemError;
+    put_item::PutItemFluentBuilder => PutItemOutput, PutItemError;
+    delete_item::DeleteItemFluentBuilder => DeleteItemOutput, DeleteItemError;
+    update_item::UpdateItemFluentBuilder => UpdateItemOutput, UpdateItemError;
+    batch_write_item::BatchWriteItemFluentBuilder => BatchWriteItemOutput, BatchWriteItemError;
+    describe_table::DescribeTableFluentBuilder => DescribeTableOutput, DescribeTableError;
+    create_table::CreateTableFluentBuilder => CreateTableOutput, CreateTableError;
+    update_time_to_live::UpdateTimeToLiveFluentBuilder => UpdateTimeToLiveOutput, UpdateTimeToLiveError;
+}
