@@ -315,7 +315,8 @@ async fn app<S: Store>(config: &Config, store: S, access: Access) -> Result<App<
 /// token, or when the user says `--insecure-open` on purpose.
 fn door_check(addr: SocketAddr, token: Option<&str>, insecure_open: bool) -> Result<(), String> {
     let has_token = token.and_then(BearerToken::new).is_some();
-    if addr.ip().is_loopback() || has_token {
+    // `to_canonical`: `::ffff:127.0.0.1` is loopback too.
+    if addr.ip().to_canonical().is_loopback() || has_token {
         return Ok(());
     }
     if insecure_open {
@@ -570,6 +571,36 @@ async fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::door_check;
+
+    #[test]
+    fn the_door_is_open_only_on_loopback_with_a_token_or_on_purpose() {
+        let addr = |a: &str| a.parse().unwrap();
+        for loopback in ["127.0.0.1:3000", "[::1]:3000", "[::ffff:127.0.0.1]:3000"] {
+            assert!(
+                door_check(addr(loopback), None, false).is_ok(),
+                "{loopback}"
+            );
+        }
+        for network in ["0.0.0.0:3000", "[::]:3000", "192.168.1.20:3000"] {
+            let refused = door_check(addr(network), None, false).unwrap_err();
+            assert!(refused.contains("--token") && refused.contains("--insecure-open"));
+            // An empty token is no token.
+            assert!(
+                door_check(addr(network), Some("  "), false).is_err(),
+                "{network}"
+            );
+            assert!(
+                door_check(addr(network), Some("s3cret"), false).is_ok(),
+                "{network}"
+            );
+            assert!(door_check(addr(network), None, true).is_ok(), "{network}");
         }
     }
 }

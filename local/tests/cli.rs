@@ -362,3 +362,38 @@ fn rollups_rebuild_writes_each_device_hours_and_days_and_answers_stay_the_same()
     assert_eq!(again.request("GET", energy, None).1, before_energy);
     again.stop();
 }
+
+/// No open door (issue 23): `serve` on an address other than loopback
+/// without a token refuses to start, naming `--token` and `--insecure-open`,
+/// before it listens anywhere. (Starting with a token or with the flag is
+/// `door_check`'s unit test: this test binds nothing beyond loopback.)
+#[test]
+fn serve_refuses_a_network_address_without_a_token() {
+    for addr in ["0.0.0.0:0", "[::]:0", "192.0.2.1:3000"] {
+        let out = Command::new(BIN)
+            .args(["serve", "--memory", "--addr", addr])
+            .env_remove("INGEST_TOKEN")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{addr}: started: {stderr}");
+        assert!(
+            stderr.contains("--token") && stderr.contains("--insecure-open"),
+            "{addr}: {stderr}"
+        );
+        assert!(!stderr.contains("serving on"), "{addr}: {stderr}");
+    }
+}
+
+/// Loopback without a token stays as it was: it serves, and writes work.
+#[test]
+fn serve_on_loopback_without_a_token_still_serves() {
+    let server = Server::start(&["--memory"]);
+    let (status, body) = server.request(
+        "POST",
+        "/readings",
+        Some(&power("meter-1", "2026-11-21T00:00:00Z", 1.0, 0.0, 5.0).to_string()),
+    );
+    assert_eq!((status, body), (200, json!({"written": 1})));
+    server.stop();
+}

@@ -93,25 +93,42 @@ where
 }
 
 /// Errors worth another try: timeouts, connection failures, throttling, 5xx.
-pub(super) fn is_transient<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> bool {
+pub(super) fn is_transient<E: ProvideErrorMetadata + std::fmt::Debug>(
+    err: &SdkError<E, HttpResponse>,
+) -> bool {
     match err {
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
             true
         }
         SdkError::ServiceError(ctx) if ctx.raw().status().is_server_error() => true,
         SdkError::ServiceError(ctx) => matches!(
-            ctx.err().code(),
-            Some(
-                "ProvisionedThroughputExceededException"
-                    | "ThrottlingException"
-                    | "RequestLimitExceeded"
-                    | "InternalServerError"
-                    | "ReplicatedWriteConflictException"
-                    | "ServiceUnavailable"
-                    | "InternalFailure"
-            )
+            error_name(ctx.err()).as_str(),
+            "ProvisionedThroughputExceededException"
+                | "ThrottlingException"
+                | "RequestLimitExceeded"
+                | "InternalServerError"
+                | "ReplicatedWriteConflictException"
+                | "ServiceUnavailable"
+                | "InternalFailure"
         ),
         _ => false,
+    }
+}
+
+/// A service error's name: its code, as the server sent it, or, for an
+/// error built without metadata (the SDK's typed variants as a mock returns
+/// them), the name of its variant.
+fn error_name<E: ProvideErrorMetadata + std::fmt::Debug>(e: &E) -> String {
+    match e.code() {
+        Some(code) => code.to_owned(),
+        None => {
+            let debug = format!("{e:?}");
+            debug
+                .split(|c: char| !c.is_alphanumeric())
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        }
     }
 }
 
