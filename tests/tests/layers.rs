@@ -1,0 +1,196 @@
+//! The layers of docs/architecture.md, read from the imports: data flows one
+//! way (edges → use cases → storage → domain), and no arrow points outward.
+//! A line of a file that names another module of the crate (`crate::x`) or
+//! an SDK is an import, whether in a `use` or a path.
+
+use std::path::{Path, PathBuf};
+
+fn sources(under: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![under.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn shared_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/src")
+}
+
+/// Every (file, line) under `dir` (relative to `shared/src`) that names one
+/// of `forbidden`, outside comments.
+fn offenders(dir: &str, forbidden: &[&str], except: &[&str]) -> Vec<String> {
+    let root = shared_src();
+    let base = root.join(dir);
+    let files = if base.is_dir() {
+        sources(&base)
+    } else {
+        vec![base]
+    };
+    let mut found = Vec::new();
+    for file in files {
+        let name = file.strip_prefix(&root).unwrap().display().to_string();
+        if except.iter().any(|e| name == *e) {
+            continue;
+        }
+        for (n, line) in std::fs::read_to_string(&file).unwrap().lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for f in forbidden {
+                if code.contains(f) {
+                    found.push(format!("{name}:{}: {f}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    found
+}
+
+const SDKS: [&str; 4] = [
+    "aws_sdk_dynamodb",
+    "aws_lambda_events",
+    "aws_config",
+    "lambda_http",
+];
+
+#[test]
+fn the_domain_imports_no_store_api_edge_use_case_or_sdk() {
+    let mut forbidden = vec![
+        "crate::store",
+        "crate::api",
+        "crate::stream",
+        "crate::registry",
+        "crate::ingest",
+        "crate::query",
+        "crate::config",
+        "crate::assembly",
+        "axum",
+    ];
+    forbidden.extend(SDKS);
+    for dir in ["domain", "model"] {
+        let found = offenders(dir, &forbidden, &[]);
+        assert!(found.is_empty(), "{dir}/ reaches up:\n{}", found.join("\n"));
+    }
+}
+
+#[test]
+fn keys_import_only_the_model() {
+    let mut forbidden = vec![
+        "crate::domain",
+        "crate::store",
+        "crate::api",
+        "crate::stream",
+        "crate::registry",
+        "crate::ingest",
+        "crate::query",
+    ];
+    forbidden.extend(SDKS);
+    let found = offenders("keys", &forbidden, &[]);
+    assert!(found.is_empty(), "keys/ reaches up:\n{}", found.join("\n"));
+}
+
+#[test]
+fn no_adapter_imports_a_use_case_or_an_edge() {
+    let forbidden = [
+        "crate::registry",
+        "crate::api",
+        "crate::stream",
+        "crate::ingest",
+        "crate::query",
+        "crate::config",
+        "crate::assembly",
+    ];
+    let found = offenders("store", &forbidden, &[]);
+    assert!(found.is_empty(), "store/ reaches up:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_embedded_store_and_the_store_s_shared_modules_speak_no_dynamodb() {
+    let mut forbidden = SDKS.to_vec();
+    forbidden.push("serde_dynamo");
+    let found = offenders(
+        "store/sqlite",
+        &forbidden,
+        // The version 1 upgrade reads DynamoDB's item shape, by design and
+        // only there (through the adapter's codec, not the SDK): it is
+        // still checked for the SDKs below. The unit tests write version 1
+        // files in that shape to upgrade them.
+        &[
+            "store/sqlite/upgrade/from_v1_items.rs",
+            "store/sqlite/tests.rs",
+        ],
+    );
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    let found = offenders("store/sqlite/upgrade/from_v1_items.rs", &SDKS, &[]);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    for shared in ["store/mod.rs", "store/metering.rs"] {
+        let found = offenders(shared, &forbidden, &[]);
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+}
+
+#[test]
+fn use_cases_see_no_edge_and_no_sdk() {
+    let mut forbidden = vec!["crate::api", "crate::stream", "crate::assembly", "axum"];
+    forbidden.extend(SDKS);
+    for dir in ["ingest", "query.rs", "registry"] {
+        let found = offenders(dir, &forbidden, &[]);
+        assert!(found.is_empty(), "{dir} reaches up:\n{}", found.join("\n"));
+    }
+}
+
+#[test]
+fn config_and_auth_import_no_api() {
+    for file in ["config.rs", "auth.rs"] {
+        let found = offenders(file, &["crate::api", "crate::stream"], &[]);
+        assert!(found.is_empty(), "{}", found.join("\n"));
+    }
+}
+
+/// Only the assembly builds an SDK configuration or a DynamoDB client.
+#[test]
+fn the_program_is_assembled_in_one_place() {
+    let root = shared_src();
+    let mut found = Vec::new();
+    for file in sources(&root) {
+        let name = file.strip_prefix(&root).unwrap().display().to_string();
+        if name == "assembly.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for needle in [
+            "aws_config::load_defaults",
+            "aws_config::defaults",
+            "Client::new(&",
+        ] {
+            if text.contains(needle) && !name.ends_with("tests.rs") {
+                found.push(format!("{name}: {needle}"));
+            }
+        }
+    }
+    for bin in ["ingest", "query", "registry", "rollups"] {
+        let main = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../functions")
+            .join(bin)
+            .join("src/main.rs");
+        let text = std::fs::read_to_string(&main).unwrap();
+        assert!(text.contains("shared::assembly::"), "{bin} builds its own");
+        assert!(!text.contains("aws_config"), "{bin} loads an SDK config");
+    }
+    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../local/src");
+    for file in sources(&local) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        if text.contains("aws_config::") || text.contains("DynamoStore::new(") {
+            found.push(file.display().to_string());
+        }
+    }
+    assert!(found.is_empty(), "assembled elsewhere: {found:?}");
+}
