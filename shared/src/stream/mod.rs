@@ -76,13 +76,7 @@ pub async fn handle<S: Store>(store: &S, event: Event) -> DynamoDbEventResponse 
             Change::Reading(r) => changes.push((i, *r)),
             Change::Ignored(_) => {}
             Change::Poison(why) => {
-                tracing::error!(
-                    record = i,
-                    sequence = record.change.sequence_number.as_deref().unwrap_or("?"),
-                    why,
-                    "poison record"
-                );
-                failed = Some(failed.map_or(i, |f| f.min(i)));
+                poison(record, i, why, &mut failed);
             }
         }
     }
@@ -99,6 +93,23 @@ pub async fn handle<S: Store>(store: &S, event: Event) -> DynamoDbEventResponse 
         "stream batch"
     );
     failing_at(&event, failed)
+}
+
+/// A record neither consumer can read: logged, and the batch fails from it
+/// on (the earliest failed record is what Lambda retries from).
+pub(crate) fn poison(
+    record: &EventRecord,
+    i: usize,
+    why: impl std::fmt::Display,
+    failed: &mut Option<usize>,
+) {
+    tracing::error!(
+        record = i,
+        sequence = record.change.sequence_number.as_deref().unwrap_or("?"),
+        why = %why,
+        "poison record"
+    );
+    *failed = Some(failed.map_or(i, |f| f.min(i)));
 }
 
 /// The answer to Lambda: the record to retry from, if one failed.

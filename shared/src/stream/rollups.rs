@@ -8,6 +8,7 @@
 //! included) are ignored, since rollups outlive readings; rollup and
 //! registry items' own records are not readings and are ignored too.
 
+use super::poison;
 use crate::keys;
 use crate::model::{DeviceId, Timestamp};
 use crate::store::{RollupWrites, Store};
@@ -72,13 +73,7 @@ pub async fn handle_batch<S: Store>(store: &S, event: &Event) -> BatchReport {
             }
             Touch::Ignored(_) => {}
             Touch::Poison(why) => {
-                tracing::error!(
-                    record = i,
-                    sequence = record.change.sequence_number.as_deref().unwrap_or("?"),
-                    why,
-                    "poison record"
-                );
-                failed = Some(failed.map_or(i, |f| f.min(i)));
+                poison(record, i, why, &mut failed);
             }
         }
     }
