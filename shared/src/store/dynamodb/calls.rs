@@ -153,7 +153,11 @@ pub(super) trait Request: Clone + Send + Sync {
             let deadline = deadline(&policy);
             let mut tries = 0u32;
             loop {
-                let err = match attempt(&policy, deadline, self.clone().send_once()).await {
+                // Boxed: the SDK's request futures are large, and a store
+                // operation nests many of them (a debug build overflowed
+                // the test thread's stack without it).
+                let request = Box::pin(self.clone().send_once());
+                let err = match attempt(&policy, deadline, request).await {
                     Ok(out) => return Ok(out),
                     Err(err) => err,
                 };

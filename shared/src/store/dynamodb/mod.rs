@@ -328,6 +328,7 @@ impl DynamoStore {
                 .batch_write_item()
                 .request_items(&self.table, requests)
                 .send_once();
+            let request = Box::pin(request);
             match calls::attempt(&self.policy, deadline, request).await {
                 Ok(out) => {
                     let unprocessed = out
