@@ -30,7 +30,8 @@ fn app(url: &str, table: &str, concurrency: usize) -> App<DynamoStore> {
         chunk_concurrency: concurrency,
         base_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(10),
-        budget: Duration::from_millis(100),
+        // One budget for the whole write (every chunk), as the adapter keeps it.
+        budget: Duration::from_millis(1000),
     };
     App {
         store: DynamoStore::new(direct(url), table).with_policy(policy),
