@@ -121,31 +121,20 @@ pub async fn fetch_token(
     BearerToken::new(value).ok_or_else(|| fail("is empty".into()))
 }
 
-/// Builds what a configuration names: the SDK configuration (once, when
-/// DynamoDB or SSM is needed), the store (creating the table when asked),
+/// Builds what a configuration names: the SDK configuration (once, on
+/// DynamoDB; for SSM alone when the embedded store reads its token from it), the store (creating the table when asked),
 /// the token (from SSM when `INGEST_TOKEN_PARAMETER` is set) and the access
 /// rules. Fails fast, so a misconfigured process never serves.
 pub async fn assemble(config: &Config) -> Result<Assembly, AssemblyError> {
-    let needs_sdk = matches!(config.store, StoreConfig::DynamoDb { .. })
-        || config.ingest_token_parameter.is_some();
-    let endpoint = match &config.store {
-        StoreConfig::DynamoDb { endpoint, .. } => endpoint.as_deref(),
-        StoreConfig::Embedded { .. } => None,
-    };
-    let sdk = match needs_sdk {
-        true => Some(sdk_config(endpoint, config.dynamodb.budget).await),
-        false => None,
-    };
-    let engine = match (&config.store, &sdk) {
-        (
-            StoreConfig::DynamoDb {
-                table,
-                create_table,
-                ..
-            },
-            Some(sdk),
-        ) => {
-            let store = dynamodb_store(config, sdk, table);
+    let budget = config.dynamodb.budget;
+    let (engine, sdk) = match &config.store {
+        StoreConfig::DynamoDb {
+            table,
+            endpoint,
+            create_table,
+        } => {
+            let sdk = sdk_config(endpoint.as_deref(), budget).await;
+            let store = dynamodb_store(config, &sdk, table);
             let table_error = |source| AssemblyError::Table {
                 table: table.clone(),
                 source,
@@ -155,14 +144,19 @@ pub async fn assemble(config: &Config) -> Result<Assembly, AssemblyError> {
                 store.create_table().await.map_err(table_error)?;
                 tracing::info!(table, "table created");
             }
-            Engine::DynamoDb(store)
+            (Engine::DynamoDb(store), Some(sdk))
         }
-        (StoreConfig::Embedded { file }, _) => embedded(config, file.as_deref())?,
-        (StoreConfig::DynamoDb { .. }, None) => unreachable!("DynamoDB always loads the SDK"),
+        StoreConfig::Embedded { file } => (embedded(config, file.as_deref())?, None),
     };
-    let token = match (&config.ingest_token_parameter, &sdk) {
-        (Some(name), Some(sdk)) => Some(fetch_token(&aws_sdk_ssm::Client::new(sdk), name).await?),
-        _ => config.ingest_token.clone(),
+    let token = match &config.ingest_token_parameter {
+        Some(name) => {
+            let ssm = match &sdk {
+                Some(sdk) => aws_sdk_ssm::Client::new(sdk),
+                None => aws_sdk_ssm::Client::new(&sdk_config(None, budget).await),
+            };
+            Some(fetch_token(&ssm, name).await?)
+        }
+        None => config.ingest_token.clone(),
     };
     Ok(Assembly {
         engine,

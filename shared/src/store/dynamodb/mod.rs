@@ -17,9 +17,7 @@ use crate::keys::{
 use crate::model::Span;
 use crate::model::{DeviceId, Name, Reading, RoomId, TimeRange, Timestamp};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
-use aws_sdk_dynamodb::types::{
-    AttributeValue, PutRequest, ReturnConsumedCapacity, ReturnValue, WriteRequest,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, ReturnConsumedCapacity, WriteRequest};
 use aws_sdk_dynamodb::Client;
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
@@ -28,11 +26,14 @@ use std::time::Duration;
 
 mod calls;
 pub mod item;
+mod registry;
 mod reindex;
 mod rollups;
 pub mod size;
+mod table;
 
-use item::{z_key, DeviceItem, ReadingItem, RoomItem, SnapshotItem};
+use item::{z_key, DeviceItem, ReadingItem, RoomItem};
+use registry::{device_sets, RegistryWrite};
 
 use calls::Request;
 pub use calls::{CallPolicy, DeadlineExceeded};
@@ -135,147 +136,6 @@ impl DynamoStore {
     pub fn with_policy(mut self, policy: CallPolicy) -> Self {
         self.policy = policy;
         self
-    }
-
-    /// Whether the table exists (DescribeTable).
-    pub async fn table_exists(&self) -> Result<bool, StoreError> {
-        match self
-            .client
-            .describe_table()
-            .table_name(&self.table)
-            .retried(self)
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(err)
-                if err
-                    .as_service_error()
-                    .is_some_and(|e| e.is_resource_not_found_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(err) => Err(unavailable(err)),
-        }
-    }
-
-    /// Creates the table as `template.yaml` defines it: `pk`/`sk` strings, the
-    /// `room-time` index (INCLUDE temperature, humidity), a NEW_AND_OLD_IMAGES
-    /// stream, on-demand billing, TTL on `expires_at` (where the engine has TTL).
-    pub async fn create_table(&self) -> Result<(), StoreError> {
-        use aws_sdk_dynamodb::types::{
-            AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
-            Projection, ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
-            TimeToLiveSpecification,
-        };
-        let key = |name: &str, kind: KeyType| {
-            KeySchemaElement::builder()
-                .attribute_name(name)
-                .key_type(kind)
-                .build()
-                .expect("complete")
-        };
-        let string_attr = |name: &str| {
-            AttributeDefinition::builder()
-                .attribute_name(name)
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .expect("complete")
-        };
-        // Every index holds climate readings only; they project what a reading needs.
-        let index = |name: &str, part: &str, sort: &str, extra: &[&str]| {
-            let mut projection = Projection::builder()
-                .projection_type(ProjectionType::Include)
-                .non_key_attributes("temperature")
-                .non_key_attributes("humidity")
-                .non_key_attributes("expires_at");
-            for a in extra {
-                projection = projection.non_key_attributes(*a);
-            }
-            GlobalSecondaryIndex::builder()
-                .index_name(name)
-                .key_schema(key(part, KeyType::Hash))
-                .key_schema(key(sort, KeyType::Range))
-                .projection(projection.build())
-                .build()
-                .expect("complete")
-        };
-        let mut create = self
-            .client
-            .create_table()
-            .table_name(&self.table)
-            .attribute_definitions(string_attr(attr::PK))
-            .attribute_definitions(string_attr(attr::SK))
-            .attribute_definitions(string_attr(attr::ROOM))
-            .key_schema(key(attr::PK, KeyType::Hash))
-            .key_schema(key(attr::SK, KeyType::Range))
-            .global_secondary_indexes(index(ROOM_TIME_INDEX, attr::ROOM, attr::SK, &[]));
-        if self.indexes.box_search {
-            create = create
-                .attribute_definitions(string_attr(attr::Z))
-                .global_secondary_indexes(index(ROOM_Z_INDEX, attr::ROOM, attr::Z, &[]))
-                .global_secondary_indexes(index(DEVICE_Z_INDEX, attr::PK, attr::Z, &[attr::ROOM]));
-        }
-        if self.indexes.all_devices {
-            create = create
-                .attribute_definitions(string_attr(attr::SHARD))
-                .attribute_definitions(string_attr(attr::ATS))
-                .global_secondary_indexes(index(
-                    ALL_TIME_INDEX,
-                    attr::SHARD,
-                    attr::ATS,
-                    &[
-                        "type",
-                        "cumulative_kwh_p",
-                        "cumulative_kwh_n",
-                        "current_w",
-                        attr::ROOM,
-                    ],
-                ));
-        }
-        create
-            .billing_mode(BillingMode::PayPerRequest)
-            .stream_specification(
-                StreamSpecification::builder()
-                    .stream_enabled(true)
-                    .stream_view_type(StreamViewType::NewAndOldImages)
-                    .build()
-                    .expect("complete"),
-            )
-            .retried(self)
-            .await
-            .map_err(unavailable)?;
-        for _ in 0..100 {
-            let out = self
-                .client
-                .describe_table()
-                .table_name(&self.table)
-                .retried(self)
-                .await
-                .map_err(unavailable)?;
-            let status = out.table().and_then(|t| t.table_status().cloned());
-            if status == Some(aws_sdk_dynamodb::types::TableStatus::Active) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let ttl = self
-            .client
-            .update_time_to_live()
-            .table_name(&self.table)
-            .time_to_live_specification(
-                TimeToLiveSpecification::builder()
-                    .attribute_name("expires_at")
-                    .enabled(true)
-                    .build()
-                    .expect("complete"),
-            )
-            .retried(self)
-            .await;
-        if let Err(err) = ttl {
-            // dynalite has no TTL API; the table works without it.
-            tracing::warn!(error = %DisplayErrorContext(&err), "TTL not enabled");
-        }
-        Ok(())
     }
 
     /// Writes readings with `expires_at` (`RETENTION_DAYS`).
@@ -473,162 +333,6 @@ impl DynamoStore {
             })
             .transpose()
     }
-
-    /// The monotonic registry update shared by devices and rooms; `sets` gather
-    /// members whatever the order of delivery.
-    async fn apply_registry_update(&self, update: RegistryWrite<'_>) -> Result<(), StoreError> {
-        let last = update.latest.timestamp.to_string();
-        let first = update.first_seen.to_string();
-        let snapshot = serde_dynamo::to_attribute_value(SnapshotItem::from_reading(update.latest))
-            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        // `ADD #set0 :set0, #set1 :set1`: the sets grow whether or not the snapshot is newer.
-        let add = (0..update.sets.len())
-            .map(|i| format!("#set{i} :set{i}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let with_sets =
-            |mut b: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder| {
-                for (i, (name, members)) in update.sets.iter().enumerate() {
-                    b = b
-                        .expression_attribute_names(format!("#set{i}"), *name)
-                        .expression_attribute_values(
-                            format!(":set{i}"),
-                            AttributeValue::Ss(members.clone()),
-                        );
-                }
-                b
-            };
-
-        let mut set = "SET #last_seen = :last, #latest = :snap, #first_seen = if_not_exists(#first_seen, :first)".to_owned();
-        let mut main = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(attr::PK, s(update.pk))
-            .key(attr::SK, s(update.sk))
-            .expression_attribute_names("#last_seen", "last_seen")
-            .expression_attribute_names("#latest", "latest")
-            .expression_attribute_names("#first_seen", "first_seen")
-            .expression_attribute_values(":last", s(&last))
-            .expression_attribute_values(":snap", snapshot)
-            .expression_attribute_values(":first", s(&first))
-            // Newer, or as new and from the same or a greater device id (registry::newer_or_same).
-            .condition_expression(
-                "attribute_not_exists(#last_seen) OR #last_seen < :last \
-                 OR (#last_seen = :last AND #latest.#device_id <= :device)",
-            )
-            .expression_attribute_names("#device_id", "device_id")
-            .expression_attribute_values(":device", s(update.latest.device_id.as_str()))
-            .return_values(ReturnValue::UpdatedOld);
-        if let Some(room) = update.room {
-            set.push_str(", #room = :room");
-            main = main
-                .expression_attribute_names("#room", attr::ROOM)
-                .expression_attribute_values(":room", s(room.as_str()));
-        }
-        let lower_first_seen = match with_sets(main)
-            .update_expression(format!("{set} ADD {add}"))
-            .retried(self)
-            .await
-        {
-            // Newer than what is stored: done, unless this batch also holds an older first reading.
-            Ok(out) => out
-                .attributes()
-                .and_then(|a| a.get("first_seen"))
-                .and_then(|v| v.as_s().ok())
-                .is_some_and(|old| old.as_str() > first.as_str()),
-            // Older than what is stored (out-of-order delivery): keep the newer
-            // snapshot, still record the members and maybe an earlier first_seen.
-            Err(err) if is_condition_failed(&err) => {
-                with_sets(
-                    self.client
-                        .update_item()
-                        .table_name(&self.table)
-                        .key(attr::PK, s(update.pk))
-                        .key(attr::SK, s(update.sk)),
-                )
-                .update_expression(format!("ADD {add}"))
-                .retried(self)
-                .await
-                .map_err(unavailable)?;
-                true
-            }
-            Err(err) => return Err(unavailable(err)),
-        };
-        if lower_first_seen {
-            let res = self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .key(attr::PK, s(update.pk))
-                .key(attr::SK, s(update.sk))
-                .update_expression("SET #first_seen = :first")
-                .condition_expression("#first_seen > :first")
-                .expression_attribute_names("#first_seen", "first_seen")
-                .expression_attribute_values(":first", s(&first))
-                .retried(self)
-                .await;
-            match res {
-                Ok(_) => {}
-                Err(err) if is_condition_failed(&err) => {}
-                Err(err) => return Err(unavailable(err)),
-            }
-        }
-        Ok(())
-    }
-}
-
-impl DynamoStore {
-    /// `SET`s or `REMOVE`s user-set attributes of a registry item.
-    async fn set_user_attributes(
-        &self,
-        pk: &str,
-        sk: &str,
-        name: Option<&Name>,
-        room: Option<&RoomId>,
-    ) -> Result<(), StoreError> {
-        let mut set = Vec::new();
-        let mut update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(attr::PK, s(pk))
-            .key(attr::SK, s(sk))
-            .expression_attribute_names("#name", "name");
-        if let Some(name) = name {
-            set.push("#name = :name");
-            update = update.expression_attribute_values(":name", s(name.as_str()));
-        }
-        if let Some(room) = room {
-            set.push("#room = :room");
-            update = update
-                .expression_attribute_names("#room", attr::ROOM)
-                .expression_attribute_values(":room", s(room.as_str()));
-        }
-        let mut expression = String::new();
-        if !set.is_empty() {
-            expression = format!("SET {}", set.join(", "));
-        }
-        if name.is_none() {
-            expression.push_str(" REMOVE #name");
-        }
-        update
-            .update_expression(expression.trim())
-            .retried(self)
-            .await
-            .map_err(unavailable)?;
-        Ok(())
-    }
-}
-
-struct RegistryWrite<'a> {
-    pk: &'a str,
-    sk: &'a str,
-    first_seen: Timestamp,
-    latest: &'a Reading,
-    /// Sets that gather members (`types` and `quantities` of a device, `devices` of a room).
-    sets: Vec<(&'static str, Vec<String>)>,
-    room: Option<&'a RoomId>,
 }
 
 /// Hides readings past `expires_at` that TTL has not deleted yet.
@@ -1117,24 +821,6 @@ impl Store for DynamoStore {
         })
         .await
     }
-}
-
-/// The member sets a device update adds to: its `types` and its `quantities`.
-fn device_sets(update: &DeviceUpdate) -> Vec<(&'static str, Vec<String>)> {
-    vec![
-        (
-            "types",
-            update.types.iter().map(|t| t.as_str().to_owned()).collect(),
-        ),
-        (
-            "quantities",
-            update
-                .quantities
-                .iter()
-                .map(|q| q.name().to_owned())
-                .collect(),
-        ),
-    ]
 }
 
 #[cfg(test)]
