@@ -179,7 +179,22 @@ async fn killing_the_server_mid_batch_loses_nothing_acknowledged() {
         )
         .await,
     );
-    let _ = child.lock().unwrap().wait();
+    // The proxy killed moto at the 11th batch; a write that never reached it
+    // fails here, rather than waiting forever for an exit.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if child.lock().unwrap().try_wait().unwrap().is_some() {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.lock().unwrap().kill();
+            panic!(
+                "moto was never killed: the 11th BatchWriteItem never arrived (written: {})",
+                body["error"]["written"]
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_eq!(status, 503, "{body}");
     let unwritten: Vec<u64> = body["error"]["unwritten"]
         .as_array()
