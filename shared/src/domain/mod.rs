@@ -7,8 +7,10 @@
 //! - `aggregate`: buckets, statistics and energy folds; `aggregate::rollup`,
 //!   the hour and day rollup algebra and the one cascade rule;
 //!   `aggregate::counter`, the meter rule;
-//! - `billing`: the size rule DynamoDB bills reads by, over our reading type.
+//! - `billing`: the size rule DynamoDB bills reads by, over our reading type;
+//! - `block`: the block codec, a device's readings over a span as a few bytes.
 
 pub mod aggregate;
 pub mod billing;
+pub mod block;
 pub mod registry;

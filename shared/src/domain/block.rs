@@ -1,0 +1,891 @@
+//! The block codec (issue 24): one device's readings over a span as a few
+//! bytes, and back, bit for bit. Both engines will store closed spans this
+//! way; the rule is written once, here.
+//!
+//! A block is a header, readable alone (`header`), then a body:
+//!
+//! - header: a version byte; the reading count; the first and last times;
+//!   per quantity present (in catalogue order) its count, min, max and sum,
+//!   so a block answers aggregates and box tests without being decoded;
+//! - times: the first delta, then deltas of deltas (0 for a sensor that
+//!   reports on a fixed interval);
+//! - rooms: a dictionary, then runs of (length, room);
+//! - which quantities each reading has: runs of (length, bit mask);
+//! - one column per quantity: when every value is an exact number of
+//!   thousandths (what sensors send), integers in units of the column's
+//!   resolution (the greatest common divisor of its thousandths: 10 for a
+//!   sensor that reports hundredths), as deltas or deltas of deltas,
+//!   whichever is smaller for that column; otherwise the raw `f64` bits.
+//!
+//! The time and value streams are zigzag integers bit-packed in frames of
+//! 32, each frame at the width of its widest value (a frame of zeros is one
+//! byte); the rest are zigzag LEB128 varints. Decoding the thousandths
+//! (`m as f64 / 1000.0`) is the same computation the encoder checked against
+//! the value's bits, so the round trip is exact.
+
+use crate::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
+
+const VERSION: u8 = 1;
+
+/// How a column's values are stored.
+const RAW: u8 = 0;
+const THOUSANDTHS: u8 = 1;
+
+/// How a thousandths column's integers are stored.
+const DELTA: u8 = 0;
+const DELTA_OF_DELTA: u8 = 1;
+
+/// Largest integer of thousandths kept as one: beyond 2^53 an `f64` is no
+/// longer exact in its units.
+const MAX_THOUSANDTHS: f64 = 9_007_199_254_740_992.0;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BlockError {
+    #[error("a block holds at least one reading")]
+    Empty,
+    #[error("a block's readings must be of one device, in strictly increasing time (reading {0})")]
+    NotInOrder(usize),
+    #[error("block does not decode: {0}")]
+    Corrupt(String),
+}
+
+/// One quantity's summary in a block's header.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QuantityStats {
+    pub quantity: Quantity,
+    /// Readings of the block that have it.
+    pub count: u32,
+    pub min: f64,
+    pub max: f64,
+    /// Their sum: exact, then rounded once, for a column of thousandths; the
+    /// running `f64` sum in time order otherwise.
+    pub sum: f64,
+}
+
+/// What a block says of itself without being decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockHeader {
+    pub count: u32,
+    pub first: Timestamp,
+    pub last: Timestamp,
+    /// In catalogue order.
+    pub quantities: Vec<QuantityStats>,
+}
+
+/// A batch made fit for a block: in time order, the last reading of each
+/// time kept (as a write of the same key replaces the one before).
+pub fn normalize(mut readings: Vec<Reading>) -> Vec<Reading> {
+    // A stable sort keeps the batch's order among equal times: the last wins.
+    readings.sort_by_key(|r| r.timestamp);
+    let mut out: Vec<Reading> = Vec::with_capacity(readings.len());
+    for r in readings {
+        match out.last_mut() {
+            Some(last) if last.timestamp == r.timestamp => *last = r,
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+/// Encodes one device's readings, in strictly increasing time.
+pub fn encode(readings: &[Reading]) -> Result<Vec<u8>, BlockError> {
+    let (first, last) = match (readings.first(), readings.last()) {
+        (Some(f), Some(l)) => (f, l),
+        _ => return Err(BlockError::Empty),
+    };
+    for (i, pair) in readings.windows(2).enumerate() {
+        if pair[1].timestamp <= pair[0].timestamp || pair[1].device_id != pair[0].device_id {
+            return Err(BlockError::NotInOrder(i + 1));
+        }
+    }
+    let columns: Vec<Column> = Quantity::ALL
+        .iter()
+        .filter_map(|q| Column::of(*q, readings))
+        .collect();
+
+    let mut out = Writer::default();
+    out.byte(VERSION);
+    out.unsigned(readings.len() as u64);
+    out.signed(first.timestamp.millis());
+    out.signed(last.timestamp.millis());
+    out.unsigned(columns.len() as u64);
+    for c in &columns {
+        c.write_header(&mut out);
+    }
+
+    // Times: the first delta, then deltas of deltas.
+    let mut previous = (first.timestamp.millis(), None::<i64>);
+    let mut times = Vec::with_capacity(readings.len() - 1);
+    for r in &readings[1..] {
+        let t = r.timestamp.millis();
+        let delta = t - previous.0;
+        times.push(zigzag(previous.1.map_or(delta, |d| delta - d)));
+        previous = (t, Some(delta));
+    }
+    out.packed(&times);
+
+    // Rooms: a dictionary in order of appearance, then runs.
+    let mut rooms: Vec<&RoomId> = Vec::new();
+    let room_index: Vec<u64> = readings
+        .iter()
+        .map(|r| match r.room() {
+            None => 0,
+            Some(room) => match rooms.iter().position(|known| *known == room) {
+                Some(i) => i as u64 + 1,
+                None => {
+                    rooms.push(room);
+                    rooms.len() as u64
+                }
+            },
+        })
+        .collect();
+    out.unsigned(rooms.len() as u64);
+    for room in &rooms {
+        out.bytes(room.as_str().as_bytes());
+    }
+    out.runs(&room_index);
+
+    // Which quantities each reading has.
+    let masks: Vec<u64> = readings.iter().map(mask).collect();
+    out.runs(&masks);
+
+    for c in &columns {
+        c.write_body(&mut out);
+    }
+    Ok(out.0)
+}
+
+/// The header alone: count, times and per-quantity statistics.
+pub fn header(bytes: &[u8]) -> Result<BlockHeader, BlockError> {
+    let mut r = Reader::new(bytes);
+    read_header(&mut r).map(|(h, _)| h)
+}
+
+/// Decodes a block of `device`'s readings.
+pub fn decode(device: &DeviceId, bytes: &[u8]) -> Result<Vec<Reading>, BlockError> {
+    let mut r = Reader::new(bytes);
+    let (header, modes) = read_header(&mut r)?;
+    let n = header.count as usize;
+
+    let mut times = Vec::with_capacity(n);
+    let mut t = header.first.millis();
+    times.push(t);
+    let mut delta = None::<i64>;
+    for v in r.packed(n - 1)? {
+        let v = unzigzag(v);
+        let d = match delta {
+            None => v,
+            Some(d) => d
+                .checked_add(v)
+                .ok_or_else(|| corrupt("a time delta overflows"))?,
+        };
+        t = t
+            .checked_add(d)
+            .ok_or_else(|| corrupt("a time overflows"))?;
+        times.push(t);
+        delta = Some(d);
+    }
+    if t != header.last.millis() {
+        return Err(corrupt("the times do not end at the header's last"));
+    }
+
+    let room_count = r.unsigned()? as usize;
+    let mut rooms = Vec::with_capacity(room_count.min(n));
+    for _ in 0..room_count {
+        let text = std::str::from_utf8(r.bytes()?).map_err(|e| corrupt(e.to_string()))?;
+        rooms.push(RoomId::parse(text).map_err(|e| corrupt(format!("room {text:?}: {e}")))?);
+    }
+    let room_index = r.runs(n)?;
+    let masks = r.runs(n)?;
+
+    let mut values: Vec<Vec<(Quantity, f64)>> = vec![Vec::new(); n];
+    for (stats, mode) in header.quantities.iter().zip(modes) {
+        let bit = 1u64 << position(stats.quantity);
+        let holders: Vec<usize> = (0..n).filter(|&i| masks[i] & bit != 0).collect();
+        if holders.len() != stats.count as usize {
+            return Err(corrupt(format!(
+                "{}: the masks say {} values, the header {}",
+                stats.quantity.name(),
+                holders.len(),
+                stats.count
+            )));
+        }
+        let column = read_column(&mut r, mode, holders.len())?;
+        for (i, v) in holders.into_iter().zip(column) {
+            values[i].push((stats.quantity, v));
+        }
+    }
+    if !r.done() {
+        return Err(corrupt("bytes after the last column"));
+    }
+
+    let mut out = Vec::with_capacity(n);
+    for (i, (t, vs)) in times.into_iter().zip(values).enumerate() {
+        let room = match room_index[i] {
+            0 => None,
+            k => Some(
+                rooms
+                    .get(k as usize - 1)
+                    .cloned()
+                    .ok_or_else(|| corrupt("a room outside the dictionary"))?,
+            ),
+        };
+        let timestamp = Timestamp::from_millis(t).map_err(|e| corrupt(e.to_string()))?;
+        let measurement =
+            Measurement::new(room, vs).map_err(|p| corrupt(format!("reading {i}: {p:?}")))?;
+        out.push(Reading {
+            device_id: device.clone(),
+            timestamp,
+            measurement,
+        });
+    }
+    Ok(out)
+}
+
+fn corrupt(why: impl Into<String>) -> BlockError {
+    BlockError::Corrupt(why.into())
+}
+
+fn position(q: Quantity) -> usize {
+    Quantity::ALL
+        .iter()
+        .position(|k| *k == q)
+        .expect("every quantity is in the catalogue")
+}
+
+fn mask(r: &Reading) -> u64 {
+    r.measurement
+        .values()
+        .iter()
+        .fold(0, |m, (q, _)| m | 1 << position(*q))
+}
+
+/// The value as a whole number of thousandths, when it is exactly one.
+fn thousandths(v: f64) -> Option<i64> {
+    let m = (v * 1000.0).round();
+    (m.abs() <= MAX_THOUSANDTHS && (m / 1000.0).to_bits() == v.to_bits()).then_some(m as i64)
+}
+
+/// One quantity's values, in time order, ready to write.
+struct Column {
+    quantity: Quantity,
+    values: Vec<f64>,
+    /// The values in thousandths, when every one is exact, with their sum.
+    ints: Option<(Vec<i64>, i64)>,
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+impl Column {
+    fn of(quantity: Quantity, readings: &[Reading]) -> Option<Self> {
+        let values: Vec<f64> = readings.iter().filter_map(|r| r.get(quantity)).collect();
+        if values.is_empty() {
+            return None;
+        }
+        let ints = values
+            .iter()
+            .map(|v| thousandths(*v))
+            .collect::<Option<Vec<i64>>>()
+            .and_then(|ints| {
+                let sum = ints.iter().try_fold(0i64, |s, v| s.checked_add(*v))?;
+                Some((ints, sum))
+            });
+        Some(Self {
+            quantity,
+            values,
+            ints,
+        })
+    }
+
+    fn write_header(&self, out: &mut Writer) {
+        out.byte(position(self.quantity) as u8);
+        out.unsigned(self.values.len() as u64);
+        match &self.ints {
+            Some((ints, sum)) => {
+                out.byte(THOUSANDTHS);
+                out.signed(*ints.iter().min().expect("a column is never empty"));
+                out.signed(*ints.iter().max().expect("a column is never empty"));
+                out.signed(*sum);
+            }
+            None => {
+                out.byte(RAW);
+                let min = self.values.iter().copied().fold(f64::INFINITY, f64::min);
+                let max = self
+                    .values
+                    .iter()
+                    .copied()
+                    .fold(f64::NEG_INFINITY, f64::max);
+                out.float(min);
+                out.float(max);
+                out.float(self.values.iter().sum());
+            }
+        }
+    }
+
+    fn write_body(&self, out: &mut Writer) {
+        let Some((ints, _)) = &self.ints else {
+            for v in &self.values {
+                out.float(*v);
+            }
+            return;
+        };
+        // The column's resolution, in thousandths (1 when all are zero).
+        let scale = ints
+            .iter()
+            .fold(0u64, |g, v| gcd(g, v.unsigned_abs()))
+            .max(1);
+        out.unsigned(scale);
+        let units: Vec<i64> = ints.iter().map(|v| v / scale as i64).collect();
+        let deltas: Vec<i64> = std::iter::once(units[0])
+            .chain(units.windows(2).map(|w| w[1] - w[0]))
+            .collect();
+        let dods: Vec<i64> = deltas
+            .iter()
+            .take(2)
+            .copied()
+            .chain(deltas.windows(2).skip(1).map(|w| w[1] - w[0]))
+            .collect();
+        let zig = |xs: Vec<i64>| xs.into_iter().map(zigzag).collect::<Vec<u64>>();
+        let (deltas, dods) = (zig(deltas), zig(dods));
+        let (kind, chosen) = if packed_len(&dods) < packed_len(&deltas) {
+            (DELTA_OF_DELTA, dods)
+        } else {
+            (DELTA, deltas)
+        };
+        out.byte(kind);
+        out.packed(&chosen);
+    }
+}
+
+fn read_header(r: &mut Reader<'_>) -> Result<(BlockHeader, Vec<u8>), BlockError> {
+    let version = r.byte()?;
+    if version != VERSION {
+        return Err(corrupt(format!(
+            "version {version}; this build reads {VERSION}"
+        )));
+    }
+    let count = u32::try_from(r.unsigned()?).map_err(|_| corrupt("count"))?;
+    // Every reading takes at least a bit of the bytes that follow (a frame
+    // of 32 times is at least a byte): a count past that is damage, and is
+    // refused before anything is allocated for it.
+    if count == 0 || count as usize > r.bytes.len().saturating_mul(FRAME) {
+        return Err(corrupt(format!("a count of {count} readings")));
+    }
+    let time = |ms: i64| Timestamp::from_millis(ms).map_err(|e| corrupt(e.to_string()));
+    let first = time(r.signed()?)?;
+    let last = time(r.signed()?)?;
+    let columns = r.unsigned()? as usize;
+    if columns > Quantity::ALL.len() {
+        return Err(corrupt("more columns than quantities"));
+    }
+    let mut quantities = Vec::with_capacity(columns);
+    let mut modes = Vec::with_capacity(columns);
+    for _ in 0..columns {
+        let quantity = *Quantity::ALL
+            .get(r.byte()? as usize)
+            .ok_or_else(|| corrupt("an unknown quantity"))?;
+        if quantities
+            .last()
+            .is_some_and(|s: &QuantityStats| position(s.quantity) >= position(quantity))
+        {
+            return Err(corrupt("columns out of catalogue order"));
+        }
+        let count = u32::try_from(r.unsigned()?).map_err(|_| corrupt("a column's count"))?;
+        let mode = r.byte()?;
+        let (min, max, sum) = match mode {
+            THOUSANDTHS => (
+                r.signed()? as f64 / 1000.0,
+                r.signed()? as f64 / 1000.0,
+                r.signed()? as f64 / 1000.0,
+            ),
+            RAW => (r.float()?, r.float()?, r.float()?),
+            other => return Err(corrupt(format!("column mode {other}"))),
+        };
+        quantities.push(QuantityStats {
+            quantity,
+            count,
+            min,
+            max,
+            sum,
+        });
+        modes.push(mode);
+    }
+    Ok((
+        BlockHeader {
+            count,
+            first,
+            last,
+            quantities,
+        },
+        modes,
+    ))
+}
+
+fn read_column(r: &mut Reader<'_>, mode: u8, n: usize) -> Result<Vec<f64>, BlockError> {
+    if mode == RAW {
+        return (0..n).map(|_| r.float()).collect();
+    }
+    let scale = i64::try_from(r.unsigned()?)
+        .ok()
+        .filter(|s| *s > 0)
+        .ok_or_else(|| corrupt("a column's scale"))?;
+    let kind = r.byte()?;
+    let mut out = Vec::with_capacity(n);
+    let (mut value, mut delta) = (0i64, 0i64);
+    for (i, x) in r.packed(n)?.into_iter().enumerate() {
+        let x = unzigzag(x);
+        let overflow = || corrupt("a value overflows");
+        match (kind, i) {
+            (_, 0) => value = x,
+            (DELTA, _) => value = value.checked_add(x).ok_or_else(overflow)?,
+            (DELTA_OF_DELTA, 1) => {
+                delta = x;
+                value = value.checked_add(delta).ok_or_else(overflow)?;
+            }
+            (DELTA_OF_DELTA, _) => {
+                delta = delta.checked_add(x).ok_or_else(overflow)?;
+                value = value.checked_add(delta).ok_or_else(overflow)?;
+            }
+            (other, _) => return Err(corrupt(format!("column encoding {other}"))),
+        }
+        let thousandths = value
+            .checked_mul(scale)
+            .ok_or_else(|| corrupt("a value overflows"))?;
+        out.push(thousandths as f64 / 1000.0);
+    }
+    Ok(out)
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Values per bit-packed frame.
+const FRAME: usize = 32;
+
+fn bit_width(frame: &[u64]) -> u32 {
+    64 - frame.iter().fold(0, |m, v| m | v).leading_zeros()
+}
+
+/// Bytes `Writer::packed` takes for `values`.
+fn packed_len(values: &[u64]) -> usize {
+    values
+        .chunks(FRAME)
+        .map(|f| 1 + (f.len() * bit_width(f) as usize).div_ceil(8))
+        .sum()
+}
+
+#[derive(Default)]
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn byte(&mut self, b: u8) {
+        self.0.push(b);
+    }
+
+    fn unsigned(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+
+    fn signed(&mut self, v: i64) {
+        self.unsigned(zigzag(v));
+    }
+
+    fn float(&mut self, v: f64) {
+        self.0.extend_from_slice(&v.to_bits().to_le_bytes());
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        self.unsigned(b.len() as u64);
+        self.0.extend_from_slice(b);
+    }
+
+    /// Frames of `FRAME` values: a width byte, then each value in that many
+    /// bits, least significant first, the frame padded to a byte.
+    fn packed(&mut self, values: &[u64]) {
+        for frame in values.chunks(FRAME) {
+            let width = bit_width(frame);
+            self.byte(width as u8);
+            let (mut acc, mut filled) = (0u128, 0u32);
+            for v in frame {
+                acc |= u128::from(*v) << filled;
+                filled += width;
+                while filled >= 8 {
+                    self.0.push(acc as u8);
+                    acc >>= 8;
+                    filled -= 8;
+                }
+            }
+            if filled > 0 {
+                self.0.push(acc as u8);
+            }
+        }
+    }
+
+    /// Runs of equal values: (length, value) pairs.
+    fn runs(&mut self, values: &[u64]) {
+        let mut i = 0;
+        while i < values.len() {
+            let run = values[i..].iter().take_while(|v| **v == values[i]).count();
+            self.unsigned(run as u64);
+            self.unsigned(values[i]);
+            i += run;
+        }
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, at: 0 }
+    }
+
+    fn done(&self) -> bool {
+        self.at == self.bytes.len()
+    }
+
+    fn byte(&mut self) -> Result<u8, BlockError> {
+        let b = *self
+            .bytes
+            .get(self.at)
+            .ok_or_else(|| corrupt("it ends early"))?;
+        self.at += 1;
+        Ok(b)
+    }
+
+    fn unsigned(&mut self) -> Result<u64, BlockError> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f)
+                .checked_shl(shift)
+                .ok_or_else(|| corrupt("a varint is too long"))?;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(corrupt("a varint is too long"))
+    }
+
+    fn signed(&mut self) -> Result<i64, BlockError> {
+        self.unsigned().map(unzigzag)
+    }
+
+    fn float(&mut self) -> Result<f64, BlockError> {
+        let end = self.at + 8;
+        let raw = self
+            .bytes
+            .get(self.at..end)
+            .ok_or_else(|| corrupt("it ends early"))?;
+        self.at = end;
+        Ok(f64::from_bits(u64::from_le_bytes(
+            raw.try_into().expect("eight bytes"),
+        )))
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8], BlockError> {
+        let len = self.unsigned()? as usize;
+        let end = self
+            .at
+            .checked_add(len)
+            .ok_or_else(|| corrupt("a length overflows"))?;
+        let b = self
+            .bytes
+            .get(self.at..end)
+            .ok_or_else(|| corrupt("it ends early"))?;
+        self.at = end;
+        Ok(b)
+    }
+
+    /// `n` values written by `Writer::packed`.
+    fn packed(&mut self, n: usize) -> Result<Vec<u64>, BlockError> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let count = (n - out.len()).min(FRAME);
+            let width = u32::from(self.byte()?);
+            if width > 64 {
+                return Err(corrupt("a frame wider than 64 bits"));
+            }
+            let (mut acc, mut filled) = (0u128, 0u32);
+            let mask = if width == 64 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            };
+            for _ in 0..count {
+                while filled < width {
+                    acc |= u128::from(self.byte()?) << filled;
+                    filled += 8;
+                }
+                out.push(acc as u64 & mask);
+                acc >>= width;
+                filled -= width;
+            }
+        }
+        Ok(out)
+    }
+
+    /// `n` values from runs of (length, value).
+    fn runs(&mut self, n: usize) -> Result<Vec<u64>, BlockError> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let run = self.unsigned()? as usize;
+            let value = self.unsigned()?;
+            if run == 0 || out.len() + run > n {
+                return Err(corrupt("runs do not add up to the count"));
+            }
+            out.extend(std::iter::repeat_n(value, run));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn device() -> DeviceId {
+        DeviceId::parse("sensor-1").unwrap()
+    }
+
+    fn at(ms: i64) -> Timestamp {
+        Timestamp::from_millis(ms).unwrap()
+    }
+
+    fn climate(ms: i64, room: &str, t: f64, h: f64) -> Reading {
+        Reading {
+            device_id: device(),
+            timestamp: at(ms),
+            measurement: Measurement::climate(RoomId::parse(room).unwrap(), t, h).unwrap(),
+        }
+    }
+
+    /// Equal bit for bit: `f64`'s `==` would take 0.0 for -0.0.
+    fn same(a: &[Reading], b: &[Reading]) -> bool {
+        a.len() == b.len()
+            && a.iter().zip(b).all(|(x, y)| {
+                x.device_id == y.device_id
+                    && x.timestamp == y.timestamp
+                    && x.room() == y.room()
+                    && x.measurement.values().len() == y.measurement.values().len()
+                    && x.measurement
+                        .values()
+                        .iter()
+                        .zip(y.measurement.values())
+                        .all(|((q1, v1), (q2, v2))| q1 == q2 && v1.to_bits() == v2.to_bits())
+            })
+    }
+
+    /// A random walk at sensor resolution, one reading a minute for a day.
+    fn day_of_a_room_sensor() -> Vec<Reading> {
+        let (mut t, mut h) = (21.0f64, 45.0f64);
+        let mut rng = fastrand::Rng::with_seed(7);
+        (0..1440)
+            .map(|m| {
+                t = ((t + (rng.f64() - 0.5) * 0.2) * 100.0).round() / 100.0;
+                h = ((h + (rng.f64() - 0.5) * 0.4) * 10.0).round() / 10.0;
+                climate(
+                    1_795_219_200_000 + m * 60_000,
+                    "bedroom",
+                    t,
+                    h.clamp(0.0, 100.0),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_day_of_a_room_sensor_round_trips_in_a_few_bytes_a_reading() {
+        let readings = day_of_a_room_sensor();
+        let bytes = encode(&readings).unwrap();
+        assert!(same(&decode(&device(), &bytes).unwrap(), &readings));
+        let per_reading = bytes.len() as f64 / readings.len() as f64;
+        println!(
+            "a day of a room sensor: {} bytes, {per_reading:.3} a reading",
+            bytes.len()
+        );
+        // Times cost nothing past a frame's width byte; each value's delta
+        // a few bits at the sensor's resolution.
+        assert!(per_reading < 1.7, "{per_reading} bytes a reading");
+    }
+
+    /// A meter's day at one reading a minute: a counter that grows by the
+    /// watts it reports (to the thousandth of a kWh), watts as a noisy walk.
+    #[test]
+    fn a_day_of_a_meter_round_trips_in_a_few_bytes_a_reading() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        let (mut kwh, mut w) = (5123.456f64, 350.0f64);
+        let readings: Vec<Reading> = (0..1440)
+            .map(|m| {
+                w = (w + (rng.f64() - 0.5) * 40.0).clamp(0.0, 5000.0).round();
+                kwh = ((kwh + w / 60_000.0) * 1000.0).round() / 1000.0;
+                Reading {
+                    device_id: device(),
+                    timestamp: at(1_795_219_200_000 + m * 60_000),
+                    measurement: Measurement::power(kwh, 10.25, w).unwrap(),
+                }
+            })
+            .collect();
+        let bytes = encode(&readings).unwrap();
+        assert!(same(&decode(&device(), &bytes).unwrap(), &readings));
+        let per_reading = bytes.len() as f64 / readings.len() as f64;
+        println!(
+            "a day of a meter: {} bytes, {per_reading:.3} a reading",
+            bytes.len()
+        );
+        assert!(per_reading < 2.5, "{per_reading} bytes a reading");
+    }
+
+    #[test]
+    fn the_header_answers_without_decoding() {
+        let readings = day_of_a_room_sensor();
+        let bytes = encode(&readings).unwrap();
+        let h = header(&bytes).unwrap();
+        assert_eq!(h.count, 1440);
+        assert_eq!(
+            (h.first, h.last),
+            (readings[0].timestamp, readings[1439].timestamp)
+        );
+        let temps: Vec<f64> = readings
+            .iter()
+            .map(|r| r.get(Quantity::Temperature).unwrap())
+            .collect();
+        let t = h.quantities[0];
+        assert_eq!(t.quantity, Quantity::Temperature);
+        assert_eq!(t.count, 1440);
+        assert_eq!(t.min, temps.iter().copied().fold(f64::INFINITY, f64::min));
+        assert_eq!(
+            t.max,
+            temps.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        );
+        let exact: i64 = temps.iter().map(|v| (v * 1000.0).round() as i64).sum();
+        assert_eq!(t.sum, exact as f64 / 1000.0);
+        assert_eq!(h.quantities[1].quantity, Quantity::Humidity);
+    }
+
+    #[test]
+    fn bad_input_is_refused_and_damaged_blocks_are_errors_not_panics() {
+        assert_eq!(encode(&[]), Err(BlockError::Empty));
+        let r = day_of_a_room_sensor();
+        assert_eq!(
+            encode(&[r[1].clone(), r[0].clone()]),
+            Err(BlockError::NotInOrder(1))
+        );
+        assert_eq!(
+            encode(&[r[0].clone(), r[0].clone()]),
+            Err(BlockError::NotInOrder(1))
+        );
+        let bytes = encode(&r[..50]).unwrap();
+        for cut in 0..bytes.len() {
+            assert!(decode(&device(), &bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        // A damaged count does not allocate what it claims.
+        let mut huge = bytes.clone();
+        huge[1..6].copy_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert!(header(&huge).is_err());
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode(&device(), &longer).is_err());
+        let mut rng = fastrand::Rng::with_seed(3);
+        for _ in 0..2000 {
+            let mut flipped = bytes.clone();
+            let i = rng.usize(..flipped.len());
+            flipped[i] ^= 1 << rng.u8(..8);
+            // Either an error or readings: never a panic.
+            let _ = decode(&device(), &flipped);
+        }
+    }
+
+    fn quantity_value(q: Quantity) -> impl Strategy<Value = f64> {
+        let (lo, hi) = q.spec().range;
+        let lo_k = (lo * 1000.0).ceil() as i64;
+        let hi_k = (hi * 1000.0).floor() as i64;
+        prop_oneof![
+            // Sensor resolution: whole thousandths.
+            (lo_k..=hi_k).prop_map(|k| k as f64 / 1000.0),
+            // Any double in range: 17 significant digits.
+            (lo..=hi).prop_filter("storable", |v| *v == 0.0 || v.abs() >= 1e-100),
+            Just(lo),
+            Just(hi),
+        ]
+    }
+
+    fn reading_strategy() -> impl Strategy<Value = (i64, Option<u8>, Vec<(Quantity, f64)>)> {
+        let time = prop_oneof![
+            0i64..=3_000_000,
+            Just(Timestamp::MIN.millis()),
+            Just(Timestamp::MAX.millis()),
+            (Timestamp::MIN.millis()..=Timestamp::MAX.millis()),
+        ];
+        let quantities = proptest::sample::subsequence(Quantity::ALL.to_vec(), 1..=4)
+            .prop_flat_map(|qs| {
+                qs.into_iter()
+                    .map(|q| quantity_value(q).prop_map(move |v| (q, v)))
+                    .collect::<Vec<_>>()
+            });
+        (time, proptest::option::of(0u8..3), quantities)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// Any batch (gaps, the same time twice, missing quantities, any
+        /// values, the first and last representable times) round-trips bit
+        /// for bit once normalized, and its header agrees with it.
+        #[test]
+        fn any_batch_round_trips(batch in proptest::collection::vec(reading_strategy(), 1..60)) {
+            let readings: Vec<Reading> = batch
+                .into_iter()
+                .map(|(ms, room, values)| Reading {
+                    device_id: device(),
+                    timestamp: at(ms),
+                    measurement: Measurement::new(
+                        room.map(|k| RoomId::parse(&format!("room-{k}")).unwrap()),
+                        values,
+                    )
+                    .unwrap(),
+                })
+                .collect();
+            let readings = normalize(readings);
+            let bytes = encode(&readings).unwrap();
+            let back = decode(&device(), &bytes).unwrap();
+            prop_assert!(same(&back, &readings));
+            let h = header(&bytes).unwrap();
+            prop_assert_eq!(h.count as usize, readings.len());
+            for s in &h.quantities {
+                let vs: Vec<f64> = readings.iter().filter_map(|r| r.get(s.quantity)).collect();
+                prop_assert_eq!(s.count as usize, vs.len());
+                prop_assert_eq!(s.min, vs.iter().copied().fold(f64::INFINITY, f64::min));
+                prop_assert_eq!(s.max, vs.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+            }
+        }
+    }
+
+    #[test]
+    fn normalizing_keeps_the_last_reading_of_a_time() {
+        let a = climate(1000, "a", 20.0, 50.0);
+        let b = climate(1000, "b", 21.0, 51.0);
+        let c = climate(500, "c", 22.0, 52.0);
+        let n = normalize(vec![a, b.clone(), c.clone()]);
+        assert!(same(&n, &[c, b]));
+    }
+}
