@@ -313,8 +313,7 @@ async fn app<S: Store>(config: &Config, store: S, access: Access) -> Result<App<
 
 /// Whether `serve` may start: on loopback always; elsewhere only with a
 /// token, or when the user says `--insecure-open` on purpose.
-fn door_check(addr: SocketAddr, token: Option<&str>, insecure_open: bool) -> Result<(), String> {
-    let has_token = token.and_then(BearerToken::new).is_some();
+fn door_check(addr: SocketAddr, has_token: bool, insecure_open: bool) -> Result<(), String> {
     // `to_canonical`: `::ffff:127.0.0.1` is loopback too.
     if addr.ip().to_canonical().is_loopback() || has_token {
         return Ok(());
@@ -396,8 +395,8 @@ async fn run(cli: Cli) -> Result<bool, String> {
             poll_ms,
             store,
         } => {
-            door_check(addr, token.as_deref(), insecure_open)?;
             let config = store.config(token.as_deref(), open_reads, Duration::from_secs(cache_ttl));
+            door_check(addr, config.ingest_token.is_some(), insecure_open)?;
             let every = Duration::from_millis(poll_ms);
             match open(&config).await? {
                 (Backend::Embedded(s), access) => {
@@ -584,23 +583,33 @@ mod tests {
         let addr = |a: &str| a.parse().unwrap();
         for loopback in ["127.0.0.1:3000", "[::1]:3000", "[::ffff:127.0.0.1]:3000"] {
             assert!(
-                door_check(addr(loopback), None, false).is_ok(),
+                door_check(addr(loopback), false, false).is_ok(),
                 "{loopback}"
             );
         }
         for network in ["0.0.0.0:3000", "[::]:3000", "192.168.1.20:3000"] {
-            let refused = door_check(addr(network), None, false).unwrap_err();
+            let refused = door_check(addr(network), false, false).unwrap_err();
             assert!(refused.contains("--token") && refused.contains("--insecure-open"));
-            // An empty token is no token.
-            assert!(
-                door_check(addr(network), Some("  "), false).is_err(),
-                "{network}"
-            );
-            assert!(
-                door_check(addr(network), Some("s3cret"), false).is_ok(),
-                "{network}"
-            );
-            assert!(door_check(addr(network), None, true).is_ok(), "{network}");
+            assert!(door_check(addr(network), true, false).is_ok(), "{network}");
+            assert!(door_check(addr(network), false, true).is_ok(), "{network}");
         }
+    }
+
+    /// An empty token is no token: the door stays shut.
+    #[test]
+    fn an_empty_token_is_no_token() {
+        use clap::Parser;
+        let args = super::Cli::parse_from(["ingester-local", "serve", "--memory"]);
+        let super::Command::Serve { store, .. } = args.command else {
+            panic!("not serve");
+        };
+        let config = store.config(Some("   "), false, std::time::Duration::ZERO);
+        assert!(config.ingest_token.is_none());
+        assert!(door_check(
+            "0.0.0.0:3000".parse().unwrap(),
+            config.ingest_token.is_some(),
+            false
+        )
+        .is_err());
     }
 }

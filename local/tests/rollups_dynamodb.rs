@@ -9,8 +9,7 @@ use integration_tests::{answer, api_event, app, dynalite, fresh_store, handle, s
 use serde_json::Value;
 use shared::api::RouteSet;
 use shared::domain::aggregate::rollup::spans;
-use shared::model::Span;
-use shared::model::{DeviceId, Measurement, Reading, RoomId, TimeRange, Timestamp};
+use shared::model::{DeviceId, Measurement, Reading, RoomId, Span, TimeRange, Timestamp};
 use shared::store::{DynamoStore, Store};
 use std::process::Command;
 

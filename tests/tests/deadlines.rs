@@ -226,3 +226,42 @@ async fn a_tcp_black_hole_holds_no_operation_past_the_budget() {
         "read: {took:?}"
     );
 }
+
+/// Maintenance is not held to one request's budget: rebuilding a week of
+/// rollups makes many requests and takes longer than the budget in all, on
+/// a real table (dynalite), and still completes; each request has a budget
+/// of its own.
+#[tokio::test]
+async fn a_rollups_rebuild_longer_than_the_budget_completes() {
+    let store =
+        integration_tests::fresh_store(&integration_tests::dynalite(), "rebuild-budget").await;
+    let device = DeviceId::parse("meter-1").unwrap();
+    let readings: Vec<Reading> = (0..7 * 24 * 6)
+        .map(|i| Reading {
+            device_id: device.clone(),
+            timestamp: Timestamp::from_millis(1_795_219_200_000 + i * 600_000).unwrap(),
+            measurement: Measurement::power(1000.0 + i as f64 * 0.01, 0.0, 50.0).unwrap(),
+        })
+        .collect();
+    assert!(store.write_readings(&readings).await.unwritten.is_empty());
+    let budget = Duration::from_millis(50);
+    let tight = store
+        .clone()
+        .with_policy(shared::store::dynamodb::CallPolicy {
+            budget,
+            ..Default::default()
+        });
+    let all = shared::model::TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap();
+    let started = Instant::now();
+    let built = tight.rebuild_rollups(&device, all).await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(
+        built,
+        7 * 24 + 7,
+        "an hour rollup per hour and a day rollup per day"
+    );
+    assert!(
+        took > budget,
+        "the rebuild took {took:?}: not longer than the budget, so this shows nothing"
+    );
+}

@@ -25,6 +25,15 @@ fn pk(w: &WriteRequest) -> String {
         .clone()
 }
 
+/// The metadata the SDK parses from a throttled answer: the code is what
+/// tells a retryable error.
+fn throttled() -> aws_sdk_dynamodb::error::ErrorMetadata {
+    aws_sdk_dynamodb::error::ErrorMetadata::builder()
+        .code("ProvisionedThroughputExceededException")
+        .message("slow down")
+        .build()
+}
+
 fn quick() -> CallPolicy {
     CallPolicy {
         chunk_concurrency: 4,
@@ -87,7 +96,13 @@ async fn items_that_never_drain_are_reported_by_index_as_503() {
             )
             .build()
     });
-    let app = app_on(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
+    let app = app_on(mock_client!(
+        aws_sdk_dynamodb,
+        RuleMode::MatchAny,
+        &[&rule],
+        // As the assembly builds it: the adapter owns retries.
+        |c| c.retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
+    ));
     let (status, body) = answer(
         &handle(
             &app,
@@ -141,7 +156,13 @@ async fn unprocessed_items_are_retried_until_they_drain() {
             )
             .build()
     });
-    let app = app_on(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
+    let app = app_on(mock_client!(
+        aws_sdk_dynamodb,
+        RuleMode::MatchAny,
+        &[&rule],
+        // As the assembly builds it: the adapter owns retries.
+        |c| c.retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
+    ));
     let (status, body) = answer(
         &handle(
             &app,
@@ -170,13 +191,20 @@ async fn throttling_is_retried_within_the_budget() {
                 MockResponse::Error(BatchWriteItemError::ProvisionedThroughputExceededException(
                     ProvisionedThroughputExceededException::builder()
                         .message("slow down")
+                        .meta(throttled())
                         .build(),
                 ))
             } else {
                 MockResponse::Output(BatchWriteItemOutput::builder().build())
             }
         });
-    let app = app_on(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
+    let app = app_on(mock_client!(
+        aws_sdk_dynamodb,
+        RuleMode::MatchAny,
+        &[&rule],
+        // As the assembly builds it: the adapter owns retries.
+        |c| c.retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
+    ));
     let one = power("meter-1", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0).to_string();
     let (status, body) =
         answer(&handle(&app, api_event("POST", "/readings", &[], Some(&one), &[])).await);
@@ -190,10 +218,17 @@ async fn throttling_past_the_budget_is_a_503_naming_every_reading() {
         BatchWriteItemError::ProvisionedThroughputExceededException(
             ProvisionedThroughputExceededException::builder()
                 .message("slow down")
+                .meta(throttled())
                 .build(),
         )
     });
-    let app = app_on(mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, &[&rule]));
+    let app = app_on(mock_client!(
+        aws_sdk_dynamodb,
+        RuleMode::MatchAny,
+        &[&rule],
+        // As the assembly builds it: the adapter owns retries.
+        |c| c.retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
+    ));
     let two = json!([
         power("a", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0),
         power("b", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0)

@@ -5,8 +5,7 @@
 use integration_tests::runtime_api::Runtime;
 use integration_tests::{dynalite, fresh_store};
 use serde_json::{json, Value};
-use shared::model::Span;
-use shared::model::{Reading, TimeRange, Timestamp};
+use shared::model::{Reading, Span, TimeRange, Timestamp};
 use shared::store::Store;
 
 fn events(name: &str) -> Value {

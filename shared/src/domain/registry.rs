@@ -40,6 +40,14 @@ pub struct RegistrySnapshot {
     pub rooms: BTreeMap<RoomId, RoomRecord>,
 }
 
+impl RegistrySnapshot {
+    /// The room a device is registered in: where a reading that names no
+    /// room was taken.
+    pub fn room_of(&self, device: &DeviceId) -> Option<RoomId> {
+        self.devices.get(device).and_then(|r| r.room.clone())
+    }
+}
+
 /// One coalesced registry change for a device (from one stream batch).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceUpdate {

@@ -2,7 +2,7 @@
 //! array of them, validated all or nothing.
 
 use super::{IngestError, ReadingProblem, MAX_READINGS};
-use crate::model::{DeviceId, RawBody, RawReading, Reading, RoomId, Timestamp};
+use crate::model::{DeviceId, RawBody, RawReading, Reading, Timestamp};
 use crate::store::RegistrySnapshot;
 
 /// Parses and validates a body: one reading or an array of up to 1000. Every
@@ -32,8 +32,7 @@ pub fn parse_batch(
             items.len()
         )));
     }
-    let room_of =
-        |d: &DeviceId| -> Option<RoomId> { registry.devices.get(d).and_then(|r| r.room.clone()) };
+    let room_of = |d: &DeviceId| registry.room_of(d);
     let mut readings = Vec::with_capacity(items.len());
     let mut problems = Vec::new();
     for (index, item) in items.iter().enumerate() {

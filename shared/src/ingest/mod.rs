@@ -94,10 +94,8 @@ fn parse(
         Wire::LineProtocol { body, precision } => {
             let text =
                 std::str::from_utf8(body).map_err(|e| IngestError::NotUtf8(e.to_string()))?;
-            let lines = line_protocol::parse(text, precision, now, |d| {
-                registry.devices.get(d).and_then(|r| r.room.clone())
-            })
-            .map_err(|e| IngestError::InvalidLines(e.to_string()))?;
+            let lines = line_protocol::parse(text, precision, now, |d| registry.room_of(d))
+                .map_err(|e| IngestError::InvalidLines(e.to_string()))?;
             if lines.readings.len() > MAX_LINE_READINGS {
                 return Err(IngestError::TooLarge(format!(
                     "{} readings in one request; the limit is {MAX_LINE_READINGS}",

@@ -9,8 +9,7 @@ pub mod sqlite;
 use crate::domain::aggregate::rollup::Rollup;
 use crate::keys::zorder::ZKey;
 use crate::keys::Position;
-use crate::model::Span;
-use crate::model::{DeviceId, Name, Reading, RoomId, TimeRange, Timestamp};
+use crate::model::{DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 

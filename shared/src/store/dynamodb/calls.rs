@@ -5,10 +5,12 @@
 //! write path's loop, which also retries `UnprocessedItems`), which retries
 //! transient errors with exponential backoff and full jitter, and runs each
 //! attempt under the time left in the operation's budget. An operation is
-//! one call of a `Store` method: every request it makes shares one deadline
-//! (`CallPolicy::budget` from its start), so an endpoint that accepts a
-//! connection and never answers holds an operation for the budget, not for
-//! as long as the SDK would wait.
+//! one call of a `Store` method that serves a client: every request it makes
+//! shares one deadline (`CallPolicy::budget` from its start), so an endpoint
+//! that accepts a connection and never answers holds an operation for the
+//! budget, not for as long as the SDK would wait. Maintenance (rollups kept
+//! by the stream function, `rollups rebuild`, `reindex`) may make thousands
+//! of requests: there each request has a budget of its own.
 
 use super::DynamoStore;
 use aws_sdk_dynamodb::config::http::HttpResponse;
@@ -57,7 +59,7 @@ tokio::task_local! {
 }
 
 /// The deadline of the current operation, or one starting now.
-pub(super) fn deadline(policy: &CallPolicy) -> Instant {
+fn deadline(policy: &CallPolicy) -> Instant {
     DEADLINE
         .try_with(|d| *d)
         .unwrap_or_else(|_| Instant::now() + policy.budget)
@@ -77,32 +79,68 @@ pub(super) async fn operation<F: Future>(policy: &CallPolicy, f: F) -> F::Output
 #[error("no answer within the operation's budget of {0:?}")]
 pub struct DeadlineExceeded(pub Duration);
 
-/// One attempt, cut off at `deadline` (an SDK timeout error when it is).
-pub(super) async fn attempt<T, E, Fut>(
-    policy: &CallPolicy,
+/// The retries of one request, inside its operation's deadline: the one
+/// backoff both retry loops (`Request::retried`, the write path's
+/// `BatchWriteItem` loop) use.
+pub(super) struct Backoff {
+    policy: CallPolicy,
     deadline: Instant,
-    fut: Fut,
-) -> Result<T, SdkError<E, HttpResponse>>
-where
-    Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
-{
-    match tokio::time::timeout_at(deadline, fut).await {
-        Ok(result) => result,
-        Err(_) => Err(SdkError::timeout_error(DeadlineExceeded(policy.budget))),
+    tries: u32,
+}
+
+impl Backoff {
+    pub(super) fn new(policy: &CallPolicy) -> Self {
+        Self {
+            policy: *policy,
+            deadline: deadline(policy),
+            tries: 0,
+        }
+    }
+
+    /// Attempts made so far, the one under way included.
+    pub(super) fn attempts(&self) -> u32 {
+        self.tries + 1
+    }
+
+    /// One attempt, cut off at the deadline (an SDK timeout error when it
+    /// is). Boxed: the SDK's request futures are large, and an operation
+    /// nests many of them (a debug build overflowed a test thread's stack).
+    pub(super) async fn attempt<T, E>(
+        &self,
+        fut: impl Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+    ) -> Result<T, SdkError<E, HttpResponse>> {
+        match tokio::time::timeout_at(self.deadline, Box::pin(fut)).await {
+            Ok(result) => result,
+            Err(_) => Err(SdkError::timeout_error(DeadlineExceeded(
+                self.policy.budget,
+            ))),
+        }
+    }
+
+    /// Waits before the next attempt; `false`, at once, when the wait would
+    /// reach the deadline.
+    pub(super) async fn wait(&mut self) -> bool {
+        let delay = self.policy.delay(self.tries);
+        if Instant::now() + delay >= self.deadline {
+            return false;
+        }
+        tokio::time::sleep(delay).await;
+        self.tries += 1;
+        true
     }
 }
 
 /// Errors worth another try: timeouts, connection failures, throttling, 5xx.
-pub(super) fn is_transient<E: ProvideErrorMetadata + std::fmt::Debug>(
-    err: &SdkError<E, HttpResponse>,
-) -> bool {
+/// A service error is told by its code, as the SDK parses it from every
+/// answer (the typed variants carry it too).
+pub(super) fn is_transient<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> bool {
     match err {
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
             true
         }
         SdkError::ServiceError(ctx) if ctx.raw().status().is_server_error() => true,
         SdkError::ServiceError(ctx) => matches!(
-            error_name(ctx.err()).as_str(),
+            ctx.err().code().unwrap_or_default(),
             "ProvisionedThroughputExceededException"
                 | "ThrottlingException"
                 | "RequestLimitExceeded"
@@ -112,23 +150,6 @@ pub(super) fn is_transient<E: ProvideErrorMetadata + std::fmt::Debug>(
                 | "InternalFailure"
         ),
         _ => false,
-    }
-}
-
-/// A service error's name: its code, as the server sent it, or, for an
-/// error built without metadata (the SDK's typed variants as a mock returns
-/// them), the name of its variant.
-fn error_name<E: ProvideErrorMetadata + std::fmt::Debug>(e: &E) -> String {
-    match e.code() {
-        Some(code) => code.to_owned(),
-        None => {
-            let debug = format!("{e:?}");
-            debug
-                .split(|c: char| !c.is_alphanumeric())
-                .next()
-                .unwrap_or_default()
-                .to_owned()
-        }
     }
 }
 
@@ -148,26 +169,20 @@ pub(super) trait Request: Clone + Send + Sync {
         store: &DynamoStore,
     ) -> impl Future<Output = Result<Self::Output, SdkError<Self::Error, HttpResponse>>> + Send
     {
-        let policy = store.policy;
+        let mut backoff = Backoff::new(&store.policy);
         async move {
-            let deadline = deadline(&policy);
-            let mut tries = 0u32;
             loop {
-                // Boxed: the SDK's request futures are large, and a store
-                // operation nests many of them (a debug build overflowed
-                // the test thread's stack without it).
-                let request = Box::pin(self.clone().send_once());
-                let err = match attempt(&policy, deadline, request).await {
+                let err = match backoff.attempt(self.clone().send_once()).await {
                     Ok(out) => return Ok(out),
                     Err(err) => err,
                 };
-                let delay = policy.delay(tries);
-                if !is_transient(&err) || Instant::now() + delay >= deadline {
+                if !is_transient(&err) {
                     return Err(err);
                 }
-                tracing::warn!(error = %DisplayErrorContext(&err), attempt = tries, "DynamoDB request failed, will retry");
-                tokio::time::sleep(delay).await;
-                tries += 1;
+                tracing::warn!(error = %DisplayErrorContext(&err), attempt = backoff.attempts(), "DynamoDB request failed");
+                if !backoff.wait().await {
+                    return Err(err);
+                }
             }
         }
     }

@@ -14,8 +14,7 @@ use crate::keys::{
     self, attr, ALL_TIME_INDEX, DEVICE_PARTITION, DEVICE_Z_INDEX, READING_PREFIX, ROOM_PARTITION,
     ROOM_TIME_INDEX, ROOM_Z_INDEX,
 };
-use crate::model::Span;
-use crate::model::{DeviceId, Name, Reading, RoomId, TimeRange, Timestamp};
+use crate::model::{DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, ReturnConsumedCapacity, WriteRequest};
 use aws_sdk_dynamodb::Client;
@@ -169,7 +168,7 @@ impl DynamoStore {
     /// gives up. The one loop that retries `BatchWriteItem`: transient
     /// errors and `UnprocessedItems` alike, inside the operation's deadline.
     async fn write_chunk(&self, chunk: Vec<(usize, Item)>) -> Vec<usize> {
-        let deadline = calls::deadline(&self.policy);
+        let mut backoff = calls::Backoff::new(&self.policy);
         let mut pending: Vec<(usize, WriteRequest)> = chunk
             .into_iter()
             .map(|(slot, item)| {
@@ -180,7 +179,6 @@ impl DynamoStore {
                 (slot, WriteRequest::builder().put_request(put).build())
             })
             .collect();
-        let mut attempt = 0u32;
         loop {
             let requests: Vec<WriteRequest> = pending.iter().map(|(_, w)| w.clone()).collect();
             let request = self
@@ -188,8 +186,7 @@ impl DynamoStore {
                 .batch_write_item()
                 .request_items(&self.table, requests)
                 .send_once();
-            let request = Box::pin(request);
-            match calls::attempt(&self.policy, deadline, request).await {
+            match backoff.attempt(request).await {
                 Ok(out) => {
                     let unprocessed = out
                         .unprocessed_items()
@@ -204,29 +201,26 @@ impl DynamoStore {
                     pending.retain(|(_, w)| request_key(w).is_some_and(|k| left.contains(&k)));
                     tracing::warn!(
                         unprocessed = pending.len(),
-                        attempt,
+                        attempt = backoff.attempts(),
                         "BatchWriteItem left items unprocessed"
                     );
                 }
                 Err(err) if calls::is_transient(&err) => {
-                    tracing::warn!(error = %DisplayErrorContext(&err), attempt, "BatchWriteItem failed, will retry");
+                    tracing::warn!(error = %DisplayErrorContext(&err), attempt = backoff.attempts(), "BatchWriteItem failed");
                 }
                 Err(err) => {
                     tracing::error!(error = %DisplayErrorContext(&err), "BatchWriteItem rejected");
                     return pending.into_iter().map(|(s, _)| s).collect();
                 }
             }
-            let delay = self.policy.delay(attempt);
-            if tokio::time::Instant::now() + delay >= deadline {
+            if !backoff.wait().await {
                 tracing::error!(
                     unwritten = pending.len(),
-                    attempts = attempt + 1,
+                    attempts = backoff.attempts(),
                     "write budget spent"
                 );
                 return pending.into_iter().map(|(s, _)| s).collect();
             }
-            tokio::time::sleep(delay).await;
-            attempt += 1;
         }
     }
 
@@ -358,7 +352,7 @@ fn unexpired_and(
 }
 
 /// Counts what a response says it consumed against the metered request
-/// (`store::capacity`).
+/// (`store::metering`).
 fn metered(consumed: Option<&aws_sdk_dynamodb::types::ConsumedCapacity>) {
     if let Some(units) = consumed.and_then(|c| c.capacity_units()) {
         super::metering::add_read_units(units);
@@ -501,15 +495,15 @@ impl Store for DynamoStore {
         .await
     }
 
+    /// Maintenance, not a client's request (the rollups function, `rollups
+    /// rebuild`): it may make thousands of requests, so each has its own
+    /// budget rather than sharing one (`calls`).
     async fn refresh_rollups(
         &self,
         device: &DeviceId,
         hours: BTreeSet<Timestamp>,
     ) -> Result<RollupWrites, StoreError> {
-        calls::operation(&self.policy, async {
-            self.refresh_device_rollups(device, hours).await
-        })
-        .await
+        self.refresh_device_rollups(device, hours).await
     }
 
     async fn rollup_devices(&self, only: Option<DeviceId>) -> Result<Vec<DeviceId>, StoreError> {
@@ -529,10 +523,8 @@ impl Store for DynamoStore {
         device: &DeviceId,
         range: TimeRange,
     ) -> Result<usize, StoreError> {
-        calls::operation(&self.policy, async {
-            self.rebuild_device_rollups(device, range).await
-        })
-        .await
+        // Maintenance, as `refresh_rollups`: a budget per request.
+        self.rebuild_device_rollups(device, range).await
     }
 
     async fn write_readings(&self, readings: &[Reading]) -> WriteReport {

@@ -12,8 +12,7 @@
 use super::rows::{self, Bounds};
 use super::{db_err, StoreError};
 use crate::domain::aggregate::rollup::{leaving, spans, Cascade, Rollup, Stored};
-use crate::model::Span;
-use crate::model::{DeviceId, Reading, TimeRange, Timestamp};
+use crate::model::{DeviceId, Reading, Span, TimeRange, Timestamp};
 use crate::store::Order;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
