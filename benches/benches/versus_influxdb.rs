@@ -17,112 +17,14 @@
 //! installs `influxdb` when `influxd` is missing). Under `cargo test` it runs one
 //! day of the scenario against the debug server, and InfluxDB only if installed.
 
+mod common;
+
+use common::*;
 use integration_tests::local_server::LocalServer;
-use serde_json::{json, Value};
-use std::net::TcpListener;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-const DAY_MS: i64 = 86_400_000;
-
-/// One reading of the scenario.
-struct Sample {
-    device: String,
-    room: Option<String>,
-    ms: i64,
-    values: Vec<(&'static str, f64)>,
-}
-
-/// A meter and three room sensors, one reading a minute each, over `days` days
-/// ending at the last midnight (UTC) before now.
-fn household(days: i64, start_ms: i64) -> Vec<Sample> {
-    let mut out = Vec::new();
-    let (mut kwh_p, kwh_n) = (5210.125f64, 812.5);
-    for i in 0..days * 1440 {
-        let ms = start_ms + i * 60_000;
-        let x = i as f64;
-        let w = ((350.0 + 200.0 * (x / 50.0).sin()) * 10.0).round() / 10.0;
-        kwh_p = ((kwh_p + w.max(0.0) / 60_000.0) * 1000.0).round() / 1000.0;
-        out.push(Sample {
-            device: "meter-1".into(),
-            room: None,
-            ms,
-            values: vec![
-                ("cumulative_kwh_p", kwh_p),
-                ("cumulative_kwh_n", kwh_n),
-                ("current_w", w),
-            ],
-        });
-        for d in 2..=4 {
-            out.push(climate(
-                &format!("sensor-{d}"),
-                &format!("room-{d}"),
-                ms,
-                x,
-                d as f64,
-            ));
-        }
-    }
-    out
-}
-
-fn climate(device: &str, room: &str, ms: i64, x: f64, phase: f64) -> Sample {
-    let t = ((21.0 + 2.0 * (x / 300.0 + phase).sin()) * 100.0).round() / 100.0;
-    let h = ((45.0 + 5.0 * (x / 400.0 + phase).sin()) * 10.0).round() / 10.0;
-    Sample {
-        device: device.into(),
-        room: Some(room.into()),
-        ms,
-        values: vec![("temperature", t), ("humidity", h)],
-    }
-}
-
-fn json_body(batch: &[Sample]) -> String {
-    let items: Vec<Value> = batch
-        .iter()
-        .map(|s| {
-            let mut v = json!({"device_id": s.device, "timestamp": s.ms});
-            if let Some(room) = &s.room {
-                v["room"] = json!(room);
-            }
-            for (q, x) in &s.values {
-                v[*q] = json!(x);
-            }
-            v
-        })
-        .collect();
-    serde_json::to_string(&items).unwrap()
-}
-
-fn line_body(batch: &[Sample]) -> String {
-    batch
-        .iter()
-        .map(|s| {
-            let measurement = if s.room.is_some() { "climate" } else { "power" };
-            let room = s
-                .room
-                .as_ref()
-                .map(|r| format!(",room={r}"))
-                .unwrap_or_default();
-            let fields: Vec<String> = s.values.iter().map(|(q, x)| format!("{q}={x}")).collect();
-            format!(
-                "{measurement},device={}{room} {} {}\n",
-                s.device,
-                fields.join(","),
-                s.ms
-            )
-        })
-        .collect()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// `influxd` on loopback with its own directories, stopped on drop.
 struct Influx {
@@ -199,94 +101,6 @@ impl Drop for Influx {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn dir_size(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| {
-            let meta = e.metadata().unwrap();
-            if meta.is_dir() {
-                dir_size(&e.path())
-            } else {
-                meta.len()
-            }
-        })
-        .sum()
-}
-
-/// The one HTTP client both servers get: the same library, keeping its
-/// connections alive for both.
-fn agent() -> &'static ureq::Agent {
-    static AGENT: std::sync::OnceLock<ureq::Agent> = std::sync::OnceLock::new();
-    AGENT.get_or_init(|| ureq::AgentBuilder::new().build())
-}
-
-/// A request to our server through the shared client: status and body.
-fn ours(server: &LocalServer, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
-    let request = agent().request(method, &format!("http://{}{path}", server.addr));
-    let result = match body {
-        Some(b) => request.send_string(b),
-        None => request.call(),
-    };
-    match result {
-        Ok(resp) => (resp.status(), resp.into_string().unwrap()),
-        Err(ureq::Error::Status(code, resp)) => (code, resp.into_string().unwrap()),
-        Err(e) => panic!("{method} {path}: {e}"),
-    }
-}
-
-fn ours_get(server: &LocalServer, path: &str) -> Value {
-    let (status, text) = ours(server, "GET", path, None);
-    assert_eq!(status, 200, "{path}: {text}");
-    serde_json::from_str(&text).unwrap()
-}
-
-/// Every reading of a device's range, following cursors, in a page format
-/// (`objects` or `columns`): how many.
-fn ours_range(server: &LocalServer, device: &str, from: &str, to: &str, format: &str) -> usize {
-    let mut cursor: Option<String> = None;
-    let mut n = 0;
-    let rows = if format == "columns" {
-        "values"
-    } else {
-        "readings"
-    };
-    loop {
-        let mut path =
-            format!("/devices/{device}/readings?from={from}&to={to}&limit=1000&format={format}");
-        if let Some(c) = &cursor {
-            path += &format!("&cursor={c}");
-        }
-        let page = ours_get(server, &path);
-        n += page[rows].as_array().unwrap().len();
-        match page["next_cursor"].as_str() {
-            Some(c) => cursor = Some(c.to_owned()),
-            None => return n,
-        }
-    }
-}
-
-fn iso(ms: i64) -> String {
-    shared::model::Timestamp::from_millis(ms)
-        .unwrap()
-        .to_string()
-}
-
-/// The median time of `runs` runs of `f`, in milliseconds.
-fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
-    let mut times: Vec<f64> = (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64() * 1000.0
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
 }
 
 /// Readings per second of each writer.

@@ -293,7 +293,10 @@ async fn open(config: &Config) -> Result<(Backend, Access), String> {
         .await
         .map_err(|e| e.to_string())?;
     let backend = match assembled.engine {
-        Engine::Embedded(store) => Backend::Embedded(store),
+        Engine::Embedded(store) => {
+            seal_closed_days(&store).await?;
+            Backend::Embedded(store)
+        }
         Engine::DynamoDb(store) => {
             let sdk = assembled.sdk.as_ref().ok_or("no SDK configuration")?;
             let region = sdk.region().map(|r| r.to_string()).unwrap_or_default();
@@ -302,6 +305,37 @@ async fn open(config: &Config) -> Result<(Backend, Access), String> {
         }
     };
     Ok((backend, assembled.access))
+}
+
+/// Seals the closed days that a file holds as rows (all of them in a file
+/// from before version 4; those that closed while the server was stopped),
+/// a device's day to a transaction, so that a stop resumes where it was.
+/// The progress bar shows on a terminal only.
+async fn seal_closed_days(store: &SqliteStore) -> Result<(), String> {
+    let bar = indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} sealing closed days into blocks {pos}/{len} {wide_bar} ({elapsed}, {eta} left)",
+        )
+        .map_err(|e| e.to_string())?,
+    );
+    let shown = bar.clone();
+    let started = std::time::Instant::now();
+    let sealed = store
+        .seal_closed_days(Timestamp::now().millis(), move |done, total| {
+            shown.set_length(total as u64);
+            shown.set_position(done as u64);
+        })
+        .await
+        .map_err(|e| format!("sealing closed days: {e}"))?;
+    bar.finish_and_clear();
+    if sealed > 0 {
+        tracing::info!(
+            days = sealed,
+            seconds = started.elapsed().as_secs_f64(),
+            "sealed closed days into blocks"
+        );
+    }
+    Ok(())
 }
 
 /// The HTTP application on an assembled store.

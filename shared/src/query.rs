@@ -5,7 +5,7 @@ use crate::domain::aggregate::rollup::{counters, segments, Segment};
 use crate::domain::aggregate::{BucketStats, Bucketing, EnergyBucket, EnergyFold, StatsFold};
 use crate::keys::zorder::{self, ZKey};
 use crate::keys::{self, CursorError, CursorScope, Position};
-use crate::model::{DeviceId, Quantity, Reading, RoomId, TimeRange, Timestamp};
+use crate::model::{ClimateBox, DeviceId, Reading, RoomId, TimeRange, Timestamp};
 use crate::registry::RegistryCache;
 use crate::store::{
     DeviceRecord, Order, Page, RangeRequest, RoomRecord, Store, StoreError, ZIndex, ZRangeRequest,
@@ -388,15 +388,11 @@ const FIRST_READ: usize = 1;
 const MAX_READ: usize = 1000;
 
 impl SearchQuery {
-    fn contains(&self, r: &Reading) -> bool {
-        let within = |v: f64, (lo, hi): (f64, f64)| lo <= v && v <= hi;
-        match (r.get(Quantity::Temperature), r.get(Quantity::Humidity)) {
-            (Some(t), Some(h)) => {
-                self.range.contains(r.timestamp)
-                    && within(t, self.temperature)
-                    && within(h, self.humidity)
-            }
-            _ => false,
+    fn inside(&self) -> ClimateBox {
+        ClimateBox {
+            range: self.range,
+            temperature: self.temperature,
+            humidity: self.humidity,
         }
     }
 
@@ -426,24 +422,30 @@ impl SearchQuery {
     }
 }
 
-/// Climate readings of a room or device inside the box, read through the
-/// Z-order index: `BETWEEN zmin AND zmax`, and whenever a read reaches a key
-/// outside the box, a jump to the next key inside it (BIGMIN) with a new read.
-/// Results come in Z order; the next page continues after the cursor.
+/// Climate readings of a room or device inside the box, in Z order; the
+/// next page continues after the cursor. Two sources, merged by key:
+///
+/// - the Z-order index, `BETWEEN zmin AND zmax`, and whenever a read reaches
+///   a key outside the box, a jump to the next key inside it (BIGMIN) with a
+///   new read;
+/// - on an engine that seals spans into blocks, the sealed readings inside
+///   the box (`Store::sealed_in_box`), which its index no longer holds.
 pub async fn search<S: Store>(
     store: &S,
     index: ZIndex<'_>,
     q: &SearchQuery,
 ) -> Result<SearchPage, QueryError> {
     let scope = q.scope(index);
+    let inside = q.inside();
     let (lo, hi) = q.corners();
     let to = ZKey::last_at(hi);
     let mut from = ZKey::first_at(lo);
-    let mut after = q
+    let cursor = q
         .cursor
         .as_deref()
         .map(|c| keys::decode_search_cursor(&scope, c))
         .transpose()?;
+    let mut after = cursor.clone();
     let mut page = SearchPage {
         readings: Vec::new(),
         next_cursor: None,
@@ -451,6 +453,8 @@ pub async fn search<S: Store>(
         items_returned: 0,
         requests: 0,
     };
+    let mut indexed: Vec<(ZKey, Reading)> = Vec::new();
+    let mut indexed_more = false;
     let mut want = FIRST_READ;
     'reads: loop {
         let read = store
@@ -460,17 +464,17 @@ pub async fn search<S: Store>(
                     from: &from,
                     to: &to,
                     after: after.as_ref(),
-                    limit: want.min(q.limit - page.readings.len() + 1).max(1),
+                    limit: want.min(q.limit - indexed.len() + 1).max(1),
                 },
             )
             .await?;
         page.requests += 1;
         page.items_read += read.scanned;
         for (key, reading) in read.items {
-            if q.contains(&reading) {
-                page.readings.push(reading);
-                if page.readings.len() == q.limit {
-                    page.next_cursor = Some(keys::encode_search_cursor(&scope, &key));
+            if inside.contains(&reading) {
+                indexed.push((key, reading));
+                if indexed.len() == q.limit {
+                    indexed_more = true;
                     break 'reads;
                 }
                 continue;
@@ -499,6 +503,25 @@ pub async fn search<S: Store>(
             None => break,
         }
     }
+    let sealed = store
+        .sealed_in_box(index, &inside, cursor.as_ref(), q.limit + 1)
+        .await?;
+    if sealed.decoded > 0 {
+        page.requests += 1;
+    }
+    page.items_read += sealed.decoded;
+    let sealed_more = sealed.items.len() > q.limit;
+    let mut merged = indexed;
+    merged.extend(sealed.items);
+    merged.sort_by(|a, b| a.0.cmp(&b.0));
+    let more = merged.len() > q.limit || indexed_more || sealed_more;
+    merged.truncate(q.limit);
+    if more {
+        page.next_cursor = merged
+            .last()
+            .map(|(key, _)| keys::encode_search_cursor(&scope, key));
+    }
+    page.readings = merged.into_iter().map(|(_, r)| r).collect();
     page.items_returned = page.readings.len();
     Ok(page)
 }

@@ -287,6 +287,9 @@ pub trait TestStore: shared::store::Store + Clone + Send + Sync + 'static {
     fn fresh(hint: &str) -> impl std::future::Future<Output = Self> + Send;
     /// The same store, writing readings with a retention of `days`.
     fn retaining(self, days: u32) -> Self;
+    /// Whether it seals closed days into blocks, which box search reads
+    /// whole rather than through the Z-order index (the embedded store).
+    const SEALS_CLOSED_DAYS: bool = false;
 }
 
 impl TestStore for DynamoStore {
@@ -351,6 +354,8 @@ impl TestStore for shared::store::SqliteStore {
     fn retaining(self, days: u32) -> Self {
         self.with_retention(shared::store::Retention::days(days))
     }
+
+    const SEALS_CLOSED_DAYS: bool = true;
 }
 
 /// Runs each named generic test (`async fn name<S: TestStore>()`) on every

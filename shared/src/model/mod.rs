@@ -1,6 +1,7 @@
 //! Domain types. Parsing is validation: a value of these types is always valid (DESIGN §3).
 //! Nothing here knows about AWS, HTTP or storage.
 
+mod climate_box;
 mod ids;
 mod quantity;
 mod raw_reading;
@@ -8,6 +9,7 @@ mod reading;
 mod span;
 mod timestamp;
 
+pub use climate_box::ClimateBox;
 pub use ids::{DeviceId, IdError, Name, RoomId};
 pub use quantity::{Quantity, QuantityKind, ReadingKind, Spec};
 pub use raw_reading::{RawBody, RawReading, RawValue};

@@ -9,7 +9,7 @@ pub mod sqlite;
 use crate::domain::aggregate::rollup::Rollup;
 use crate::keys::zorder::ZKey;
 use crate::keys::Position;
-use crate::model::{DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
+use crate::model::{ClimateBox, DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 
@@ -71,6 +71,14 @@ pub struct ZRangeRequest<'a> {
     pub to: &'a ZKey,
     pub after: Option<&'a ZKey>,
     pub limit: usize,
+}
+
+/// Sealed readings inside a box (`Store::sealed_in_box`), in Z order.
+#[derive(Debug, Clone, Default)]
+pub struct SealedPage {
+    pub items: Vec<(ZKey, Reading)>,
+    /// Readings decoded to find them: what the read cost.
+    pub decoded: usize,
 }
 
 /// What one index read returned, in key order.
@@ -273,11 +281,25 @@ pub trait Store: Clone + Send + Sync + 'static {
         request: &RangeRequest,
     ) -> impl Future<Output = Result<Page, StoreError>> + Send;
     /// One read of a Z-order index, as DynamoDB's Query with `Limit` reads.
+    /// An engine that seals spans into blocks indexes its unsealed readings
+    /// only; `sealed_in_box` finds the rest.
     fn z_range(
         &self,
         index: ZIndex<'_>,
         request: &ZRangeRequest<'_>,
     ) -> impl Future<Output = Result<ZPage, StoreError>> + Send;
+    /// The sealed readings of a room or device inside a box, in Z order
+    /// after `after`, at most `limit`: blocks whose header (times, minimum
+    /// and maximum) meets the box, decoded. None on an engine without blocks.
+    fn sealed_in_box(
+        &self,
+        _index: ZIndex<'_>,
+        _inside: &ClimateBox,
+        _after: Option<&ZKey>,
+        _limit: usize,
+    ) -> impl Future<Output = Result<SealedPage, StoreError>> + Send {
+        async { Ok(SealedPage::default()) }
+    }
     fn latest_reading(
         &self,
         device: &DeviceId,

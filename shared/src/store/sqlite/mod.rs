@@ -3,7 +3,12 @@
 //!
 //! - `schema`: the tables, from the quantity catalogue, and how values are stored.
 //! - `names`: device and room ids as integers.
-//! - `rows`: readings as rows of the family tables, written and read.
+//! - `write`: the write path, which sends each reading to its day: hot rows
+//!   while the day is open, its block once it is closed.
+//! - `rows`: hot readings, as rows of the family tables.
+//! - `blocks`: sealed days, one compressed block per device and day.
+//! - `series`: a device's readings as every read sees them, both merged.
+//! - `sealer`: moves closed days from rows into blocks, in the background.
 //! - `registry`: the `devices` and `rooms` records, kept in the write
 //!   transaction by `domain::registry::plan`, the planner the stream Lambda uses.
 //! - `upgrade`: files from the version that kept DynamoDB items, migrated in place.
@@ -11,27 +16,32 @@
 //! One writer connection; read connections of their own (WAL), so reads never
 //! wait for a write; every call runs on tokio's blocking pool.
 
+mod blocks;
 mod names;
 mod registry;
 mod rollups;
 mod rows;
 mod schema;
+mod sealer;
+mod series;
 mod upgrade;
+mod write;
 
 use super::{
     metering, now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
-    RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError, WriteReport, ZIndex,
-    ZPage, ZRangeRequest,
+    RegistrySnapshot, Retention, RoomRecord, RoomUpdate, SealedPage, Store, StoreError,
+    WriteReport, ZIndex, ZPage, ZRangeRequest,
 };
 use crate::domain::aggregate::rollup::{Rollup, Stored};
 use crate::domain::billing;
 
 use crate::keys::zorder::ZKey;
-use crate::model::{DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
-use rows::{Bounds, Writer};
+use crate::model::{ClimateBox, DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
+use rows::Bounds;
 use rusqlite::Connection;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
+use write::Writer;
 
 /// Read connections of a database file. WAL lets them read while the one
 /// writer writes; an in-memory database has none (its writer reads too).
@@ -46,6 +56,9 @@ pub struct SqliteStore {
     /// Whether aggregates read the rollups (always kept): off only to
     /// compare with the readings' answers (tests, benchmarks).
     rollup_reads: bool,
+    /// A file's sealer, which stops when the last clone goes; before the
+    /// checkpointer, so that its hold on the writer is gone first.
+    _sealer: Option<Arc<sealer::Sealer>>,
     /// A file's checkpointer, which stops when the last clone goes. Last in
     /// the struct, so dropped after the other connections are closed: its
     /// closing checkpoint then empties the WAL.
@@ -114,6 +127,13 @@ impl Drop for Checkpointer {
     }
 }
 
+/// Registers the SQL functions that the schema's indexes use (`zaddr`) on
+/// a connection opened outside the store: a tool or test that writes rows
+/// into a file as an earlier version did.
+pub fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
+    schema::register_zaddr(conn)
+}
+
 fn db_err(e: rusqlite::Error) -> StoreError {
     StoreError::Unavailable(format!("sqlite: {e}"))
 }
@@ -158,6 +178,7 @@ impl SqliteStore {
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
         store.readers = Arc::new(readers);
+        store._sealer = Some(sealer::Sealer::start(store.writer.clone())?);
         store._checkpointer = Some(Checkpointer::start(path.as_ref())?);
         Ok(store)
     }
@@ -176,6 +197,7 @@ impl SqliteStore {
             readers: Arc::new(Vec::new()),
             retention: None,
             rollup_reads: true,
+            _sealer: None,
             _checkpointer: None,
         })
     }
@@ -234,7 +256,8 @@ impl SqliteStore {
                     |r| r.get(0),
                 )
                 .map_err(db_err)?;
-            for (device, _) in names::devices(&tx)? {
+            let mut readings = readings as usize;
+            for (device, device_id) in names::devices(&tx)? {
                 for f in schema::families() {
                     tx.execute(
                         &format!("DELETE FROM {} WHERE device = ?1 AND ts < ?2", f.table),
@@ -242,9 +265,10 @@ impl SqliteStore {
                     )
                     .map_err(db_err)?;
                 }
+                readings += blocks::delete_before(&tx, device, &device_id, before)?;
             }
             tx.commit().map_err(db_err)?;
-            Ok(readings as usize)
+            Ok(readings)
         })
         .await
     }
@@ -289,7 +313,7 @@ impl SqliteStore {
     /// Runs `change` in one write transaction; a failure rolls it back whole.
     fn write<T>(
         &self,
-        change: impl FnOnce(&Connection, &mut names::Names, &mut rows::Cache) -> Result<T, StoreError>,
+        change: impl FnOnce(&Connection, &mut names::Names, &mut write::Cache) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut writer = self.lock();
         let result = (|| {
@@ -318,7 +342,8 @@ impl SqliteStore {
     }
 
     /// How many readings are stored, expired or not (distinct device and time
-    /// across the family tables): for tests, and for checking a copy.
+    /// across the family tables, and the counts of the blocks): for tests,
+    /// and for checking a copy.
     pub async fn stored_readings(&self) -> Result<u64, StoreError> {
         self.blocking(|s| {
             s.read(|conn| {
@@ -326,16 +351,39 @@ impl SqliteStore {
                     .iter()
                     .map(|f| format!("SELECT device, ts FROM {}", f.table))
                     .collect();
-                conn.query_row(
-                    &format!("SELECT count(*) FROM ({})", union.join(" UNION ")),
-                    [],
-                    |r| r.get::<_, i64>(0),
-                )
-                .map(|n| n as u64)
-                .map_err(db_err)
+                let hot = conn
+                    .query_row(
+                        &format!("SELECT count(*) FROM ({})", union.join(" UNION ")),
+                        [],
+                        |r| r.get::<_, i64>(0),
+                    )
+                    .map_err(db_err)? as u64;
+                let mut sealed = 0u64;
+                for (device, device_id) in names::devices(conn)? {
+                    sealed += blocks::headers(conn, device, &device_id)?
+                        .iter()
+                        .map(|(_, h)| u64::from(h.count))
+                        .sum::<u64>();
+                }
+                Ok(hot + sealed)
             })
         })
         .await
+    }
+
+    /// Seals every day that is closed at `now_ms` (moves its hot rows into
+    /// its block), a device's day to a transaction, reporting (done, total)
+    /// as it goes. The background sealer does the same every minute; this
+    /// is for the first open of a file from an earlier version (with a
+    /// progress bar), and for tests. Returns the days sealed.
+    pub async fn seal_closed_days(
+        &self,
+        now_ms: i64,
+        progress: impl Fn(usize, usize) + Send + 'static,
+    ) -> Result<usize, StoreError> {
+        let writer = self.writer.clone();
+        self.blocking(move |_| sealer::seal_all(&writer, now_ms, Some(&progress)))
+            .await
     }
 
     /// The query plan SQLite chooses for one read of the Z-order index (for the test
@@ -350,13 +398,20 @@ impl SqliteStore {
 /// tokio's blocking pool.
 impl SqliteStore {
     fn write_readings_now(&self, readings: &[Reading]) -> WriteReport {
+        self.write_readings_at(readings, Timestamp::now().millis())
+    }
+
+    /// Writes readings as at `now_ms`, which tells the closed days (written
+    /// into blocks) from the open ones (rows).
+    fn write_readings_at(&self, readings: &[Reading], now_ms: i64) -> WriteReport {
         let deduped = Deduped::new(readings);
         let result = self.write(|tx, names, cache| {
-            let touched = Writer::put_readings(
+            let touched = write::put_readings(
                 tx,
                 names,
                 &mut cache.newest,
                 deduped.winners.iter().map(|&i| &readings[i]),
+                now_ms,
             )?;
             // The rollups, in the same transaction, per device in time order.
             for (id, batch) in touched {
@@ -397,8 +452,14 @@ impl SqliteStore {
             let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
                 return Ok(Page::default());
             };
-            let mut readings =
-                rows::device_readings(conn, id, device, bounds, request.order, request.limit + 1)?;
+            let mut readings = series::device_readings(
+                conn,
+                id,
+                device,
+                bounds,
+                request.order,
+                request.limit + 1,
+            )?;
             let more = readings.len() > request.limit;
             readings.truncate(request.limit);
             Ok(Page::of(readings, more))
@@ -413,7 +474,7 @@ impl SqliteStore {
                 return Ok(Page::default());
             };
             self.merged(&devices, request, |(id, device), bounds, n| {
-                rows::room_readings(
+                series::room_readings(
                     conn,
                     (room_id, room),
                     (*id, device),
@@ -431,7 +492,7 @@ impl SqliteStore {
         self.read(|conn| {
             let devices = names::devices(conn)?;
             self.merged(&devices, request, |(id, device), bounds, n| {
-                rows::device_readings(conn, *id, device, bounds, request.order, n)
+                series::device_readings(conn, *id, device, bounds, request.order, n)
             })
         })
     }
@@ -469,13 +530,13 @@ impl SqliteStore {
                 let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
                     return Ok(ZPage::default());
                 };
-                rows::z_range(conn, &[(id, device.clone())], None, request, keep_from)
+                series::z_range(conn, &[(id, device.clone())], None, request, keep_from)
             }
             ZIndex::Room(room) => {
                 let Some((room_id, devices)) = registry::room_devices(conn, room)? else {
                     return Ok(ZPage::default());
                 };
-                rows::z_range(conn, &devices, Some(room_id), request, keep_from)
+                series::z_range(conn, &devices, Some(room_id), request, keep_from)
             }
         })
     }
@@ -492,7 +553,7 @@ impl SqliteStore {
                 return Ok(None);
             };
             Ok(
-                rows::device_readings(conn, id, device, bounds, Order::Desc, 1)?
+                series::device_readings(conn, id, device, bounds, Order::Desc, 1)?
                     .into_iter()
                     .next(),
             )
@@ -590,7 +651,7 @@ impl Store for SqliteStore {
                 let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
                     return Ok(Vec::new());
                 };
-                rollups::within(conn, id, span, &range)
+                rollups::within(conn, id, &device, span, &range)
             })
         })
         .await
@@ -683,6 +744,61 @@ impl Store for SqliteStore {
         })
     }
 
+    async fn sealed_in_box(
+        &self,
+        index: ZIndex<'_>,
+        inside: &ClimateBox,
+        after: Option<&ZKey>,
+        limit: usize,
+    ) -> Result<SealedPage, StoreError> {
+        let (room, device) = match index {
+            ZIndex::Room(r) => (Some(r.clone()), None),
+            ZIndex::Device(d) => (None, Some(d.clone())),
+        };
+        let (inside, after) = (*inside, after.cloned());
+        let keep_from = self.keep_from();
+        self.blocking(move |s| {
+            s.read(|conn| {
+                let devices = match (&room, &device) {
+                    (Some(room), _) => match registry::room_devices(conn, room)? {
+                        Some((_, devices)) => devices,
+                        None => return Ok(SealedPage::default()),
+                    },
+                    (None, Some(device)) => {
+                        match names::find(conn, names::DEVICE, device.as_str())? {
+                            Some(id) => vec![(id, device.clone())],
+                            None => return Ok(SealedPage::default()),
+                        }
+                    }
+                    (None, None) => return Ok(SealedPage::default()),
+                };
+                series::sealed_in_box(
+                    conn,
+                    &devices,
+                    room.as_ref(),
+                    &inside,
+                    after.as_ref(),
+                    limit,
+                    keep_from,
+                )
+            })
+        })
+        .await
+        .inspect(|page| {
+            if !metering::metering() || page.decoded == 0 {
+                return;
+            }
+            // The blocks decoded, at the size their readings would have as items.
+            let bytes: usize = page
+                .items
+                .iter()
+                .map(|(_, r)| billing::reading_size(r))
+                .sum();
+            let mean = bytes / page.items.len().max(1);
+            metering::add_read_units(billing::read_units(bytes.max(mean * page.decoded)));
+        })
+    }
+
     async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
         let device = device.clone();
         self.blocking(move |s| s.latest_reading_now(&device)).await
@@ -740,5 +856,7 @@ impl Store for SqliteStore {
     }
 }
 
+#[cfg(test)]
+mod sealed_tests;
 #[cfg(test)]
 mod tests;

@@ -1,15 +1,21 @@
-//! Rollups on the embedded store, kept in the write transaction of the
-//! readings they summarize (docs/rollups.md). One row per device, span and
-//! start; the body is the rollup's stored shape in postcard's compact binary
-//! form (a third of the JSON, which mattered against the bytes per reading).
+//! Rollups on the embedded store (docs/rollups.md).
+//!
+//! - Day rollups are kept in the write transaction of the readings they
+//!   summarize: one row per device and day; the body is the rollup's stored
+//!   shape in postcard's compact binary form.
+//! - Hour rollups are not stored (since version 4): 24 rows a day cost more
+//!   bytes than the readings' own block. An hour rollup is computed when
+//!   read, from its day's readings (one block) and the chain its day
+//!   rollup entered with, by the same fold that would have stored it.
 //!
 //! A batch that only appends to a device (every reading newer than its
-//! newest stored one, the usual case) continues the device's newest hour
-//! and day, reading for reading: the same fold a recomputation would do.
-//! Any other batch recomputes each touched span from its readings, and the
-//! spans after it by the domain's one cascade rule (`rollup::Cascade`).
+//! newest stored one, the usual case) continues the device's newest day,
+//! reading for reading: the same fold a recomputation would do. Any other
+//! batch recomputes each touched day from its readings, and the days after
+//! it by the domain's one cascade rule (`rollup::Cascade`).
 
-use super::rows::{self, Bounds};
+use super::rows::Bounds;
+use super::series;
 use super::{db_err, StoreError};
 use crate::domain::aggregate::rollup::{leaving, spans, Cascade, Rollup, Stored};
 use crate::model::{DeviceId, Reading, Span, TimeRange, Timestamp};
@@ -17,7 +23,8 @@ use crate::store::Order;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
 
-pub const SPANS: [Span; 2] = [Span::Hour, Span::Day];
+/// The spans stored.
+pub const SPANS: [Span; 1] = [Span::Day];
 
 /// Most readings one span may hold (a day of readings every second).
 const MAX_SPAN_READINGS: usize = 86_400;
@@ -171,7 +178,7 @@ fn recompute(
         let start = start_at.millis();
         let entering = latest_before(tx, device, span, start)?.and_then(|r| r.chain);
         let end = span.end_of(start_at);
-        let readings = rows::device_readings(
+        let readings = series::device_readings(
             tx,
             device,
             device_id,
@@ -204,6 +211,19 @@ fn recompute(
 pub fn within(
     conn: &Connection,
     device: i64,
+    device_id: &DeviceId,
+    span: Span,
+    range: &TimeRange,
+) -> Result<Vec<Rollup>, StoreError> {
+    match span {
+        Span::Day => stored_within(conn, device, span, range),
+        Span::Hour => hours_within(conn, device, device_id, range),
+    }
+}
+
+fn stored_within(
+    conn: &Connection,
+    device: i64,
     span: Span,
     range: &TimeRange,
 ) -> Result<Vec<Rollup>, StoreError> {
@@ -231,6 +251,46 @@ pub fn within(
     Ok(out)
 }
 
+/// The hour rollups inside `range`, from the readings of each day that has
+/// a day rollup: entered with that day's entering chain, as they would have
+/// been kept.
+fn hours_within(
+    conn: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+    range: &TimeRange,
+) -> Result<Vec<Rollup>, StoreError> {
+    let first_day = Span::Day.start_of(range.from());
+    let last_hour = range.to().saturating_add_millis(-Span::Hour.millis());
+    if last_hour < range.from() {
+        return Ok(Vec::new());
+    }
+    let days_end = Span::Day.end_of(Span::Day.start_of(last_hour));
+    let Ok(days) = TimeRange::new(first_day, days_end) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for day in stored_within(conn, device, Span::Day, &days)? {
+        let readings = series::device_readings(
+            conn,
+            device,
+            device_id,
+            Bounds {
+                lo: day.start.millis(),
+                hi: day.end().millis() - 1,
+            },
+            Order::Asc,
+            MAX_SPAN_READINGS,
+        )?;
+        out.extend(
+            spans(Span::Hour, day.entering(), readings.iter())
+                .into_iter()
+                .filter(|h| h.start >= range.from() && h.start <= last_hour),
+        );
+    }
+    Ok(out)
+}
+
 /// Builds a device's rollups from its readings, a day at a time, for the
 /// days that overlap `range` (a file written before rollups, and
 /// `ingester-local rollups rebuild`); the span after them is recomputed too
@@ -246,7 +306,7 @@ pub fn rebuild(
         .end_of(Span::Day.start_of(range.to().saturating_add_millis(-1)))
         .millis();
     // Days with readings only: the range may be all time.
-    let Some((first, last)) = rows::time_span(tx, device)? else {
+    let Some((first, last)) = series::time_span(tx, device, device_id)? else {
         return Ok(0);
     };
     let day_of = |ms: i64| ms - ms.rem_euclid(Span::Day.millis());
@@ -263,14 +323,11 @@ pub fn rebuild(
         .map_err(db_err)?;
     }
     // In the order of SPANS.
-    let mut chains = [
-        latest_before(tx, device, Span::Hour, from)?.and_then(|r| r.chain),
-        latest_before(tx, device, Span::Day, from)?.and_then(|r| r.chain),
-    ];
+    let mut chains = [latest_before(tx, device, Span::Day, from)?.and_then(|r| r.chain)];
     let mut built = 0;
     let mut day = read_from;
     while day < read_to {
-        let readings = rows::device_readings(
+        let readings = series::device_readings(
             tx,
             device,
             device_id,

@@ -1,15 +1,14 @@
-//! Readings as rows of the family tables: the write path, and every read of
-//! them (a device's range, a room's, all devices', the latest, the Z-order
+//! Hot readings: those of days not sealed yet (`blocks`), as rows of the
+//! family tables, written and read (a device's range, a room's, the Z-order
 //! index). A reading is rebuilt from its rows at one (device, time).
 
 use super::db_err;
-use super::names::{self, Names};
+use super::names;
 use super::schema::{self, families, read_value, stored_value, ROWS_PER_INSERT};
-use crate::domain::aggregate::rollup::Rollup;
 use crate::keys::zorder::ZKey;
 use crate::keys::Position;
-use crate::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Span, Timestamp};
-use crate::store::{Order, StoreError, ZPage, ZRangeRequest};
+use crate::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
+use crate::store::{Order, StoreError, ZRangeRequest};
 use rusqlite::types::Null;
 use rusqlite::{params, CachedStatement, Connection};
 use std::collections::{BTreeMap, HashMap};
@@ -48,100 +47,44 @@ impl Bounds {
     }
 }
 
-/// The single writer: its connection, its cache of ids, and the newest time
-/// stored per device, which tells a new key (the common case: one insert per
-/// family) from a replaced one (its old rows are deleted first, in every
-/// family, so the last write of a key wins whole).
-pub struct Writer {
-    pub conn: Connection,
-    pub names: Names,
-    cache: Cache,
-}
-
-/// What the writer remembers between transactions (and forgets after one
-/// that rolled back): each device's newest time, and its newest rollup of
-/// each span as stored (what an append continues).
+/// A reading's rows, one per family it has quantities of, gathered for
+/// `insert` (which writes them in key order, `ROWS_PER_INSERT` to a statement).
 #[derive(Default)]
-pub struct Cache {
-    pub newest: HashMap<i64, i64>,
-    pub spans: HashMap<(i64, Span), Rollup>,
-}
+pub struct HotRows(Vec<Vec<Row>>);
 
-impl Writer {
-    pub fn new(conn: Connection) -> Self {
-        Self {
-            conn,
-            names: Names::default(),
-            cache: Cache::default(),
+impl HotRows {
+    pub fn new() -> Self {
+        Self(families().iter().map(|_| Vec::new()).collect())
+    }
+
+    pub fn push(&mut self, device: i64, room: Option<i64>, r: &Reading) {
+        let ts = r.timestamp.millis();
+        let mut split: [Option<Row>; schema::FAMILIES.len()] = Default::default();
+        for (q, v) in r.measurement.values() {
+            let (f, c) = schema::slot(*q);
+            split[f]
+                .get_or_insert(Row {
+                    device,
+                    ts,
+                    room,
+                    values: [None; MAX_COLUMNS],
+                })
+                .values[c] = Some(*v);
+        }
+        for (f, row) in split.into_iter().enumerate() {
+            self.0[f].extend(row);
         }
     }
 
-    /// Forgets what a rolled-back transaction may have cached.
-    pub fn forget(&mut self) {
-        self.names.clear();
-        self.cache = Cache::default();
-    }
-
-    /// Writes readings (distinct keys) in the caller's transaction: the
-    /// replaced keys' old rows are deleted first, then each family's rows
-    /// are inserted, `ROWS_PER_INSERT` to a statement.
-    pub fn put_readings<'a>(
-        tx: &Connection,
-        names: &mut Names,
-        newest: &mut HashMap<i64, i64>,
-        readings: impl Iterator<Item = &'a Reading>,
-    ) -> Result<HashMap<i64, Touched<'a>>, StoreError> {
-        let mut rows: Vec<Vec<Row>> = families().iter().map(|_| Vec::new()).collect();
-        let mut touched: HashMap<i64, Touched<'a>> = HashMap::new();
-        for r in readings {
-            let device = names.device(tx, &r.device_id)?;
-            let room = r.room().map(|room| names.room(tx, room)).transpose()?;
-            let ts = r.timestamp.millis();
-            let stored_newest = match newest.get(&device) {
-                Some(t) => *t,
-                None => newest_time(tx, device)?.unwrap_or(i64::MIN),
-            };
-            let t = touched.entry(device).or_insert_with(|| Touched {
-                readings: Vec::new(),
-                appended: true,
-            });
-            t.readings.push(r);
-            if ts <= stored_newest {
-                delete_at(tx, device, ts)?;
-                t.appended = false;
-            }
-            newest.insert(device, stored_newest.max(ts));
-            let mut split: [Option<Row>; schema::FAMILIES.len()] = Default::default();
-            for (q, v) in r.measurement.values() {
-                let (f, c) = schema::slot(*q);
-                split[f]
-                    .get_or_insert(Row {
-                        device,
-                        ts,
-                        room,
-                        values: [None; MAX_COLUMNS],
-                    })
-                    .values[c] = Some(*v);
-            }
-            for (f, row) in split.into_iter().enumerate() {
-                rows[f].extend(row);
-            }
-        }
-        for (family, rows) in families().iter().zip(&mut rows) {
+    /// Inserts the rows (of distinct keys, none stored yet).
+    pub fn insert(mut self, tx: &Connection) -> Result<(), StoreError> {
+        for (family, rows) in families().iter().zip(&mut self.0) {
             // In key order: each device's rows go into one part of the B-tree
             // after another, instead of the devices taking turns.
             rows.sort_unstable_by_key(|r| (r.device, r.ts));
             insert_rows(tx, family, rows)?;
         }
-        for t in touched.values_mut() {
-            t.readings.sort_unstable_by_key(|r| r.timestamp);
-        }
-        Ok(touched)
-    }
-
-    /// The connection, the ids and the newest times, borrowed apart.
-    pub fn parts(&mut self) -> (&mut Connection, &mut Names, &mut Cache) {
-        (&mut self.conn, &mut self.names, &mut self.cache)
+        Ok(())
     }
 }
 
@@ -162,13 +105,6 @@ pub fn time_span(conn: &Connection, device: i64) -> Result<Option<(i64, i64)>, S
         }
     }
     Ok(span)
-}
-
-/// A device's readings in a batch, in time order, and whether every one is
-/// newer than its readings before the batch (then its rollups just continue).
-pub struct Touched<'a> {
-    pub readings: Vec<&'a Reading>,
-    pub appended: bool,
 }
 
 /// One family's row of a reading.
@@ -222,7 +158,7 @@ fn insert_rows(tx: &Connection, family: &schema::Family, rows: &[Row]) -> Result
     Ok(())
 }
 
-fn delete_at(tx: &Connection, device: i64, ts: i64) -> Result<(), StoreError> {
+pub fn delete_at(tx: &Connection, device: i64, ts: i64) -> Result<(), StoreError> {
     for family in families() {
         tx.prepare_cached(&family.delete)
             .map_err(db_err)?
@@ -232,8 +168,27 @@ fn delete_at(tx: &Connection, device: i64, ts: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Deletes a device's rows in `bounds`, in every family.
+pub fn delete_range(tx: &Connection, device: i64, bounds: Bounds) -> Result<(), StoreError> {
+    for family in families() {
+        tx.prepare_cached(&format!(
+            "DELETE FROM {} WHERE device = ?1 AND ts BETWEEN ?2 AND ?3",
+            family.table
+        ))
+        .map_err(db_err)?
+        .execute(params![device, bounds.lo, bounds.hi])
+        .map_err(db_err)?;
+    }
+    Ok(())
+}
+
+/// The oldest time a device has rows at, in any family.
+pub fn oldest_time(conn: &Connection, device: i64) -> Result<Option<i64>, StoreError> {
+    Ok(time_span(conn, device)?.map(|(first, _)| first))
+}
+
 /// The newest time a device has rows at, in any family.
-fn newest_time(conn: &Connection, device: i64) -> Result<Option<i64>, StoreError> {
+pub fn newest_time(conn: &Connection, device: i64) -> Result<Option<i64>, StoreError> {
     let mut newest = None;
     for family in families() {
         let mut stmt = conn.prepare_cached(&family.newest).map_err(db_err)?;
@@ -430,16 +385,21 @@ pub fn z_query_plan(conn: &Connection) -> Result<String, StoreError> {
     Ok(steps.join("\n"))
 }
 
-/// One read of the Z-order index of some devices (one, or a room's), as
-/// DynamoDB's Query with `Limit` reads one index partition: at most
-/// `request.limit` entries in Z order, expired ones counted and dropped.
-pub fn z_range(
+/// A device with its id, as the Z-order read takes them.
+pub type DeviceEntry = (i64, DeviceId);
+
+/// An index entry found: its key, its time, and whose.
+pub type ZCandidate<'d> = (ZKey, i64, &'d DeviceEntry);
+
+/// One read of the Z-order index of the hot rows of some devices (one, or a
+/// room's): each device's first `request.limit + 1` entries after the
+/// request's position, as (key, time, device), unsorted across devices.
+pub fn z_candidates<'d>(
     conn: &Connection,
-    devices: &[(i64, DeviceId)],
+    devices: &'d [DeviceEntry],
     room: Option<i64>,
     request: &ZRangeRequest<'_>,
-    keep_from: Option<i64>,
-) -> Result<ZPage, StoreError> {
+) -> Result<Vec<ZCandidate<'d>>, StoreError> {
     let from = schema::address_bytes(request.from.address());
     let to = schema::address_bytes(request.to.address());
     let after = request
@@ -450,8 +410,9 @@ pub fn z_range(
         None => from,
     };
     let mut stmt = conn.prepare_cached(Z_QUERY).map_err(db_err)?;
-    let mut found: Vec<(ZKey, i64, &DeviceId, i64)> = Vec::new();
-    for (device, device_id) in devices {
+    let mut found = Vec::new();
+    for entry in devices {
+        let (device, device_id) = entry;
         let (after_address, after_ts, same_time_follows) = match &after {
             Some((a, d, t)) => (Some(schema::address_bytes(*a)), t.millis(), device_id > d),
             None => (None, 0, false),
@@ -478,38 +439,10 @@ pub fn z_range(
             };
             let time =
                 Timestamp::from_millis(ts).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            found.push((ZKey::of(device_id, time, t, h), ts, device_id, *device));
+            found.push((ZKey::of(device_id, time, t, h), ts, entry));
         }
     }
-    found.sort_by(|a, b| a.0.cmp(&b.0));
-    let more = found.len() > request.limit;
-    found.truncate(request.limit);
-    let mut page = ZPage {
-        scanned: found.len(),
-        last_read: if more {
-            found.last().map(|f| f.0.clone())
-        } else {
-            None
-        },
-        items: Vec::with_capacity(found.len()),
-    };
-    for (key, ts, device_id, device) in found {
-        if keep_from.is_some_and(|k| ts < k) {
-            continue; // expired: read, then dropped, as DynamoDB's TTL filter does
-        }
-        let whole = device_readings(
-            conn,
-            device,
-            device_id,
-            Bounds { lo: ts, hi: ts },
-            Order::Asc,
-            1,
-        )?;
-        if let Some(r) = whole.into_iter().next() {
-            page.items.push((key, r));
-        }
-    }
-    Ok(page)
+    Ok(found)
 }
 
 #[cfg(test)]

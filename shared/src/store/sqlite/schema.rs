@@ -22,9 +22,13 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::Connection;
 use std::sync::OnceLock;
 
-/// `PRAGMA user_version` of this schema. Version 1 (no user_version) kept
-/// every item as DynamoDB JSON in `items`; `upgrade` brings it here.
-pub const VERSION: i64 = 3;
+/// `PRAGMA user_version` of this schema; `upgrade` brings earlier ones here:
+///
+/// 1. (no user_version) every item as DynamoDB JSON in `items`;
+/// 2. the family tables, no rollups;
+/// 3. hour and day rollups;
+/// 4. sealed days in `blocks`; hour rollups computed, not stored.
+pub const VERSION: i64 = 4;
 
 /// The families, each with its table.
 pub const FAMILIES: [ReadingKind; 4] = [
@@ -174,8 +178,8 @@ pub fn create() -> String {
             device INTEGER NOT NULL,
             PRIMARY KEY (room, device)
         ) WITHOUT ROWID;\n";
-    // Hour and day rollups (docs/rollups.md): span 0 an hour, 1 a day; the
-    // body is the stored shape, postcard-encoded.
+    // Day rollups (docs/rollups.md): span 1 (0 was an hour, before version
+    // 4); the body is the stored shape, postcard-encoded.
     sql += "CREATE TABLE IF NOT EXISTS rollups (
             device INTEGER NOT NULL,
             span   INTEGER NOT NULL,
@@ -183,6 +187,7 @@ pub fn create() -> String {
             body   BLOB NOT NULL,
             PRIMARY KEY (device, span, start)
         ) WITHOUT ROWID;\n";
+    sql += super::blocks::CREATE;
     sql += "CREATE INDEX IF NOT EXISTS readings_climate_z
         ON readings_climate (device, zaddr(ts, temperature, humidity))
         WHERE temperature IS NOT NULL AND humidity IS NOT NULL;\n";

@@ -510,14 +510,16 @@ mod rollups_kept {
                 for device in ["meter-1", "sensor-1"] {
                     let device_id = DeviceId::parse(device).unwrap();
                     let Some(id) = names::find(&writer.conn, names::DEVICE, device).unwrap() else { continue };
-                    let stored = rows::device_readings(
+                    let stored = series::device_readings(
                         &writer.conn, id, &device_id,
                         rows::Bounds { lo: 0, hi: i64::MAX }, Order::Asc, 1_000_000,
                     ).unwrap();
                     for span in [Span::Hour, Span::Day] {
-                        let kept = rollups::within(&writer.conn, id, span, &everything).unwrap();
+                        let kept = rollups::within(&writer.conn, id, &device_id, span, &everything).unwrap();
                         let fresh = spans(span, None, stored.iter());
-                        assert_eq!(kept, fresh, "{device} {span:?}");
+                        if let Some(i) = (0..kept.len().max(fresh.len())).find(|&i| kept.get(i) != fresh.get(i)) {
+                            panic!("{device} {span:?}: {} kept, {} fresh; first difference at {i}:\n{:?}\n{:?}", kept.len(), fresh.len(), kept.get(i), fresh.get(i));
+                        }
                     }
                 }
             });
@@ -564,8 +566,9 @@ async fn a_version_2_file_gets_its_rollups_on_open() {
             .filter(|r| r.device_id.as_str() == device)
             .cloned()
             .collect();
+        let device_id = DeviceId::parse(device).unwrap();
         for span in [Span::Hour, Span::Day] {
-            let kept = rollups::within(&writer.conn, id, span, &everything).unwrap();
+            let kept = rollups::within(&writer.conn, id, &device_id, span, &everything).unwrap();
             assert!(!kept.is_empty());
             assert_eq!(kept, spans(span, None, mine.iter()), "{device} {span:?}");
         }

@@ -2,7 +2,7 @@
 //! whole, as DynamoDB JSON, in one `items` table (readings, and the `DEVICE`
 //! and `ROOM` registry items), perhaps with a `change_log` whose newest
 //! readings its registry consumer had not applied yet. Its readings become
-//! rows of the family tables and its registry items become records, through
+//! rows of the family tables (sealed into blocks after) and its registry items become records, through
 //! the DynamoDB adapter's item codec (the shape version 1 stored: the only
 //! place the embedded store reads it); pending change-log readings are
 //! applied to the registry by `domain::registry::plan`. All of it is one
@@ -11,7 +11,7 @@
 //! rather than dropping it.
 
 use super::super::names::Names;
-use super::super::rows::Writer;
+use super::super::write::put_readings;
 use super::super::{db_err, registry, schema};
 use super::{build_rollups, has_table, Moved};
 use crate::model::Reading;
@@ -25,6 +25,11 @@ fn decode<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     let item: serde_dynamo::Item = serde_json::from_str(text).map_err(|e| e.to_string())?;
     serde_dynamo::from_item(item).map_err(|e| e.to_string())
 }
+
+/// The `now` the readings are written at: no day is closed then, so they
+/// become rows, which the sealer moves into blocks afterwards a day at a
+/// time (resumably, with progress), as for a version 3 file.
+const ROWS_ONLY: i64 = i64::MIN;
 
 /// Rows between writes while migrating: bounds the memory a large file needs.
 const BATCH: usize = 10_000;
@@ -72,13 +77,13 @@ pub(super) fn from_items(conn: &mut Connection) -> Result<Moved, StoreError> {
                 }
                 batch.push(item.into_reading().map_err(|e| corrupt(&pk, &sk, e))?);
                 if batch.len() == BATCH {
-                    Writer::put_readings(&tx, &mut names, &mut newest, batch.iter())?;
+                    put_readings(&tx, &mut names, &mut newest, batch.iter(), ROWS_ONLY)?;
                     moved.readings += batch.len();
                     batch.clear();
                 }
             }
         }
-        Writer::put_readings(&tx, &mut names, &mut newest, batch.iter())?;
+        put_readings(&tx, &mut names, &mut newest, batch.iter(), ROWS_ONLY)?;
         moved.readings += batch.len();
     }
     moved.pending = pending_change_log(&tx, &mut names)?;

@@ -1,7 +1,16 @@
-//! Files from earlier versions, migrated in place when they are opened:
-//! version 2 gains its rollups here; version 1 (DynamoDB items in one table)
-//! is converted by `from_v1_items`, the one place the embedded store reads
-//! the DynamoDB item shape.
+//! Files from earlier versions (`schema::VERSION` lists them), migrated in
+//! place when they are opened:
+//!
+//! - version 1 (DynamoDB items in one table) is converted by `from_v1_items`,
+//!   the one place the embedded store reads the DynamoDB item shape;
+//! - version 2 gains its rollups;
+//! - version 3 loses its stored hour rollups (computed from then on) and
+//!   gains the `blocks` table.
+//!
+//! Each is one transaction. Their readings stay rows: the sealer then moves
+//! closed days into blocks, a device's day to a transaction, so that the
+//! conversion resumes where a stop left it (`SqliteStore::seal_closed_days`,
+//! with a progress bar in `ingester-local`).
 
 mod from_v1_items;
 
@@ -47,6 +56,11 @@ pub fn to_current(conn: &mut Connection) -> Result<Option<Moved>, StoreError> {
                 seconds = started.elapsed().as_secs_f64(),
                 "built the rollups of a version 2 database (once)"
             );
+        } else if has_table(conn, "rollups")? && !has_table(conn, "blocks")? {
+            from_v3(conn)?;
+            tracing::info!(
+                "version 3 database: hour rollups dropped (now computed), blocks table added"
+            );
         }
         return Ok(None);
     }
@@ -78,6 +92,18 @@ fn with_rollups(conn: &mut Connection) -> Result<usize, StoreError> {
         .map_err(db_err)?;
     tx.commit().map_err(db_err)?;
     Ok(built)
+}
+
+/// Version 3 to 4, in one transaction: the blocks table, and no stored hour
+/// rollups (span 0): they are computed from the day's readings from now on.
+fn from_v3(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn.transaction().map_err(db_err)?;
+    tx.execute_batch(&schema::create()).map_err(db_err)?;
+    tx.execute("DELETE FROM rollups WHERE span = 0", [])
+        .map_err(db_err)?;
+    tx.pragma_update(None, "user_version", schema::VERSION)
+        .map_err(db_err)?;
+    tx.commit().map_err(db_err)
 }
 
 /// Every device's rollups, from all its readings.

@@ -1,0 +1,289 @@
+//! What the comparisons with peer databases share: the readings, the
+//! request bodies in both formats, our server's reads, and timing.
+
+#![allow(dead_code)] // each bench uses its part
+
+use integration_tests::local_server::LocalServer;
+use serde_json::{json, Value};
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::Instant;
+
+pub const DAY_MS: i64 = 86_400_000;
+
+/// One reading of the scenario.
+pub struct Sample {
+    pub device: String,
+    pub room: Option<String>,
+    pub ms: i64,
+    pub values: Vec<(&'static str, f64)>,
+}
+
+/// A meter and three room sensors, one reading a minute each, over `days` days
+/// ending at the last midnight (UTC) before now.
+pub fn household(days: i64, start_ms: i64) -> Vec<Sample> {
+    let mut out = Vec::new();
+    let (mut kwh_p, kwh_n) = (5210.125f64, 812.5);
+    for i in 0..days * 1440 {
+        let ms = start_ms + i * 60_000;
+        let x = i as f64;
+        let w = ((350.0 + 200.0 * (x / 50.0).sin()) * 10.0).round() / 10.0;
+        kwh_p = ((kwh_p + w.max(0.0) / 60_000.0) * 1000.0).round() / 1000.0;
+        out.push(Sample {
+            device: "meter-1".into(),
+            room: None,
+            ms,
+            values: vec![
+                ("cumulative_kwh_p", kwh_p),
+                ("cumulative_kwh_n", kwh_n),
+                ("current_w", w),
+            ],
+        });
+        for d in 2..=4 {
+            out.push(climate(
+                &format!("sensor-{d}"),
+                &format!("room-{d}"),
+                ms,
+                x,
+                d as f64,
+            ));
+        }
+    }
+    out
+}
+
+pub fn climate(device: &str, room: &str, ms: i64, x: f64, phase: f64) -> Sample {
+    let t = ((21.0 + 2.0 * (x / 300.0 + phase).sin()) * 100.0).round() / 100.0;
+    let h = ((45.0 + 5.0 * (x / 400.0 + phase).sin()) * 10.0).round() / 10.0;
+    Sample {
+        device: device.into(),
+        room: Some(room.into()),
+        ms,
+        values: vec![("temperature", t), ("humidity", h)],
+    }
+}
+
+pub fn json_body(batch: &[Sample]) -> String {
+    let items: Vec<Value> = batch
+        .iter()
+        .map(|s| {
+            let mut v = json!({"device_id": s.device, "timestamp": s.ms});
+            if let Some(room) = &s.room {
+                v["room"] = json!(room);
+            }
+            for (q, x) in &s.values {
+                v[*q] = json!(x);
+            }
+            v
+        })
+        .collect();
+    serde_json::to_string(&items).unwrap()
+}
+
+pub fn line_body(batch: &[Sample]) -> String {
+    batch
+        .iter()
+        .map(|s| {
+            let measurement = if s.room.is_some() { "climate" } else { "power" };
+            let room = s
+                .room
+                .as_ref()
+                .map(|r| format!(",room={r}"))
+                .unwrap_or_default();
+            let fields: Vec<String> = s.values.iter().map(|(q, x)| format!("{q}={x}")).collect();
+            format!(
+                "{measurement},device={}{room} {} {}\n",
+                s.device,
+                fields.join(","),
+                s.ms
+            )
+        })
+        .collect()
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let meta = e.metadata().unwrap();
+            if meta.is_dir() {
+                dir_size(&e.path())
+            } else {
+                meta.len()
+            }
+        })
+        .sum()
+}
+
+/// The one HTTP client both servers get: the same library, keeping its
+/// connections alive for both.
+pub fn agent() -> &'static ureq::Agent {
+    static AGENT: std::sync::OnceLock<ureq::Agent> = std::sync::OnceLock::new();
+    AGENT.get_or_init(|| ureq::AgentBuilder::new().build())
+}
+
+/// A request to our server through the shared client: status and body.
+pub fn ours(server: &LocalServer, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+    let request = agent().request(method, &format!("http://{}{path}", server.addr));
+    let result = match body {
+        Some(b) => request.send_string(b),
+        None => request.call(),
+    };
+    match result {
+        Ok(resp) => (resp.status(), resp.into_string().unwrap()),
+        Err(ureq::Error::Status(code, resp)) => (code, resp.into_string().unwrap()),
+        Err(e) => panic!("{method} {path}: {e}"),
+    }
+}
+
+pub fn ours_get(server: &LocalServer, path: &str) -> Value {
+    let (status, text) = ours(server, "GET", path, None);
+    assert_eq!(status, 200, "{path}: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Every reading of a device's range, following cursors, in a page format
+/// (`objects` or `columns`): how many.
+pub fn ours_range(server: &LocalServer, device: &str, from: &str, to: &str, format: &str) -> usize {
+    let mut cursor: Option<String> = None;
+    let mut n = 0;
+    let rows = if format == "columns" {
+        "values"
+    } else {
+        "readings"
+    };
+    loop {
+        let mut path =
+            format!("/devices/{device}/readings?from={from}&to={to}&limit=1000&format={format}");
+        if let Some(c) = &cursor {
+            path += &format!("&cursor={c}");
+        }
+        let page = ours_get(server, &path);
+        n += page[rows].as_array().unwrap().len();
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return n,
+        }
+    }
+}
+
+pub fn iso(ms: i64) -> String {
+    shared::model::Timestamp::from_millis(ms)
+        .unwrap()
+        .to_string()
+}
+
+/// The median time of `runs` runs of `f`, in milliseconds.
+pub fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
+    let mut times: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// A value that moves by at most one step of its resolution a reading, as
+/// a real sensor's does: integer units of the resolution.
+struct Walk {
+    units: i64,
+    lo: i64,
+    hi: i64,
+    per_unit: f64,
+}
+
+impl Walk {
+    fn step(&mut self, rng: &mut fastrand::Rng, by: i64) -> f64 {
+        self.units = (self.units + rng.i64(-by..=by)).clamp(self.lo, self.hi);
+        self.units as f64 / self.per_unit
+    }
+}
+
+/// A room sensor with realistic noise: random walks of 0.01 °C and 0.1 %RH
+/// steps, `n` readings a minute apart from `start_ms`, seeded.
+pub fn walking_sensor(device: &str, room: &str, start_ms: i64, n: i64, seed: u64) -> Vec<Sample> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut t = Walk {
+        units: 2100,
+        lo: 1500,
+        hi: 3000,
+        per_unit: 100.0,
+    };
+    let mut h = Walk {
+        units: 450,
+        lo: 200,
+        hi: 800,
+        per_unit: 10.0,
+    };
+    (0..n)
+        .map(|i| Sample {
+            device: device.into(),
+            room: Some(room.into()),
+            ms: start_ms + i * 60_000,
+            values: vec![
+                ("temperature", t.step(&mut rng, 1)),
+                ("humidity", h.step(&mut rng, 1)),
+            ],
+        })
+        .collect()
+}
+
+/// A meter and three room sensors, one reading a minute each, over `days`
+/// days from `start_ms`, with realistic noise: watts a random walk in 0.1 W
+/// steps, the kWh counter growing by them in whole Wh, the sensors as
+/// `walking_sensor`. Seeded: every run, and every peer, gets the same.
+pub fn walking_household(days: i64, start_ms: i64) -> Vec<Sample> {
+    let n = days * 1440;
+    let sensors: Vec<Vec<Sample>> = (2..=4)
+        .map(|d| walking_sensor(&format!("sensor-{d}"), &format!("room-{d}"), start_ms, n, d))
+        .collect();
+    let mut rng = fastrand::Rng::with_seed(1);
+    let mut w = Walk {
+        units: 3500,
+        lo: 0,
+        hi: 60_000,
+        per_unit: 10.0,
+    };
+    let (mut wh, mut energy) = (5_210_125i64, 0.0f64);
+    let mut out = Vec::with_capacity(4 * n as usize);
+    for i in 0..n as usize {
+        let watts = w.step(&mut rng, 50);
+        energy += watts / 60.0;
+        let whole = energy.floor();
+        wh += whole as i64;
+        energy -= whole;
+        out.push(Sample {
+            device: "meter-1".into(),
+            room: None,
+            ms: start_ms + i as i64 * 60_000,
+            values: vec![
+                ("cumulative_kwh_p", wh as f64 / 1000.0),
+                ("cumulative_kwh_n", 812.5),
+                ("current_w", watts),
+            ],
+        });
+        for s in &sensors {
+            out.push(Sample {
+                device: s[i].device.clone(),
+                room: s[i].room.clone(),
+                ms: s[i].ms,
+                values: s[i].values.clone(),
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,470 @@
+//! The embedded store against VictoriaMetrics (Debian's `victoria-metrics`,
+//! the strongest single-node time-series database a home user can install
+//! here), in the same run, on loopback, on the same readings (issue 24):
+//!
+//! - 30 days of a smart meter and three room sensors at one reading a
+//!   minute (172,800 readings) with realistic noise (random walks at sensor
+//!   resolution), posted over HTTP in batches of 1000 lines, the writers
+//!   taking turns batch by batch: line protocol to ours and to theirs, and
+//!   JSON to a second server of ours;
+//! - with `--bench`, also a year of one room sensor (525,600 readings);
+//! - one device's raw day, and (with `--bench`) its raw year: ours with
+//!   `format=columns` following cursors, theirs by `/api/v1/export`;
+//! - daily min/max/mean over the 30 days and the year: ours `/stats`,
+//!   theirs `aggr_over_time` of `min_over_time`, `max_over_time`,
+//!   `avg_over_time` over `[1d]` with a step of a day;
+//! - the latest reading of each device: ours `/latest`, theirs an instant
+//!   query at the end of the data;
+//! - bytes on disk: ours after a clean stop, theirs after `force_flush` and
+//!   `force_merge`, then a clean stop.
+//!
+//! `cargo bench -p system-benches --bench versus_victoriametrics` after
+//! `cargo build --release -p ingester-local` (`scripts/bench` does both and
+//! installs `victoria-metrics` when it is missing). Under `cargo test` it runs
+//! one day against the debug server, and VictoriaMetrics only if installed.
+
+mod common;
+
+use common::*;
+use integration_tests::local_server::LocalServer;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `victoria-metrics` on loopback with its own data directory, stopped on drop.
+struct Victoria {
+    child: Child,
+    url: String,
+    dir: PathBuf,
+}
+
+impl Victoria {
+    fn start(dir: &Path) -> Option<Victoria> {
+        let binary = Path::new("/usr/bin/victoria-metrics");
+        if !binary.exists() {
+            return None;
+        }
+        let dir = dir.join("victoria-metrics");
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = free_port();
+        let child = Command::new(binary)
+            .arg(format!("-storageDataPath={}", dir.display()))
+            .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
+            // The readings are in the past: keep them all, show them at once.
+            .arg("-retentionPeriod=100y")
+            .arg("-search.latencyOffset=0s")
+            .arg("-search.disableCache")
+            .arg("-loggerLevel=ERROR")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let vm = Victoria {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while ureq::get(&format!("{}/health", vm.url)).call().is_err() {
+            assert!(Instant::now() < deadline, "victoria-metrics did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(vm)
+    }
+
+    fn write(&self, body: &str) {
+        let resp = agent()
+            .post(&format!("{}/write?precision=ms", self.url))
+            .send_string(body)
+            .unwrap();
+        assert_eq!(resp.status(), 204);
+    }
+
+    fn get(&self, path: &str, query: &[(&str, &str)]) -> String {
+        let mut request = agent().get(&format!("{}{path}", self.url));
+        for (k, v) in query {
+            request = request.query(k, v);
+        }
+        request.call().unwrap().into_string().unwrap()
+    }
+
+    /// One device's raw readings between two times: how many values.
+    fn export(&self, device: &str, from: i64, to: i64) -> usize {
+        let text = self.get(
+            "/api/v1/export",
+            &[
+                ("match[]", &format!("{{device=\"{device}\"}}")),
+                ("start", &(from / 1000).to_string()),
+                ("end", &((to - 1) / 1000).to_string()),
+            ],
+        );
+        text.lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                v["values"].as_array().unwrap().len()
+            })
+            .sum()
+    }
+
+    /// Daily min, max and mean of a room sensor's quantities: how many points.
+    fn daily_stats(&self, device: &str, from: i64, to: i64) -> usize {
+        let query = format!(
+            "aggr_over_time((\"min_over_time\", \"max_over_time\", \"avg_over_time\"), \
+             {{__name__=~\"climate_(temperature|humidity)\", device=\"{device}\"}}[1d]) keep_metric_names"
+        );
+        let text = self.get(
+            "/api/v1/query_range",
+            &[
+                ("query", &query),
+                ("start", &((from + DAY_MS) / 1000).to_string()),
+                ("end", &(to / 1000).to_string()),
+                ("step", "1d"),
+            ],
+        );
+        let v: Value = serde_json::from_str(&text).unwrap();
+        v["data"]["result"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{text}"))
+            .iter()
+            .map(|s| s["values"].as_array().unwrap().len())
+            .sum()
+    }
+
+    /// The newest reading of a device at `at`: how many series answered.
+    fn latest(&self, device: &str, at: i64) -> usize {
+        let text = self.get(
+            "/api/v1/query",
+            &[
+                ("query", &format!("{{device=\"{device}\"}}")),
+                ("time", &(at / 1000).to_string()),
+            ],
+        );
+        let v: Value = serde_json::from_str(&text).unwrap();
+        v["data"]["result"].as_array().unwrap().len()
+    }
+
+    /// Flushes and merges what it holds, stops cleanly, and reports its bytes on disk.
+    fn stop(mut self) -> u64 {
+        self.get("/internal/force_flush", &[]);
+        self.get("/internal/force_merge", &[]);
+        // The merge runs in the background: wait until the size settles.
+        let mut last = 0;
+        for _ in 0..60 {
+            std::thread::sleep(Duration::from_millis(500));
+            let now = dir_size(&self.dir);
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+        dir_size(&self.dir)
+    }
+}
+
+impl Drop for Victoria {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Readings per second of each writer.
+struct IngestRates {
+    line_protocol: f64,
+    json: f64,
+    theirs: Option<f64>,
+}
+
+/// Posts every batch three ways, taking turns batch by batch so that all
+/// see the same machine load: line protocol to `server`, JSON to a server
+/// of ours of its own in `dir` (so that no key is written twice), line
+/// protocol to VictoriaMetrics. Each is timed alone.
+fn ingest(
+    server: &LocalServer,
+    dir: &Path,
+    vm: Option<&Victoria>,
+    samples: &[Sample],
+) -> IngestRates {
+    std::fs::create_dir_all(dir).unwrap();
+    let db = dir.join("ours-json.db");
+    let json_server = LocalServer::start(
+        &integration_tests::local_server::built_binary(),
+        &["--db", db.to_str().unwrap()],
+        "warn,ingester_local=info",
+    );
+    let json: Vec<String> = samples.chunks(1000).map(json_body).collect();
+    let lines: Vec<String> = samples.chunks(1000).map(line_body).collect();
+    let mut spent = [Duration::ZERO; 3];
+    let timed = |spent: &mut Duration, f: &mut dyn FnMut()| {
+        let started = Instant::now();
+        f();
+        *spent += started.elapsed();
+    };
+    for (json, lines) in json.iter().zip(&lines) {
+        timed(&mut spent[0], &mut || {
+            let (status, text) = ours(server, "POST", "/write?db=bench&precision=ms", Some(lines));
+            assert_eq!(status, 204, "{text}");
+        });
+        timed(&mut spent[1], &mut || {
+            let (status, text) = ours(&json_server, "POST", "/readings", Some(json));
+            assert_eq!(status, 200, "{text}");
+        });
+        if let Some(v) = vm {
+            timed(&mut spent[2], &mut || v.write(lines));
+        }
+    }
+    let rate = |d: Duration| samples.len() as f64 / d.as_secs_f64();
+    IngestRates {
+        line_protocol: rate(spent[0]),
+        json: rate(spent[1]),
+        theirs: vm.map(|_| rate(spent[2])),
+    }
+}
+
+fn row(what: &str, ours: f64, theirs: Option<f64>, unit: &str, higher_is_better: bool) {
+    match theirs {
+        Some(t) => {
+            let ratio = if higher_is_better { ours / t } else { t / ours };
+            println!("| {what} | {ours:.2} {unit} | {t:.2} {unit} | {ratio:.2}× |");
+        }
+        None => println!("| {what} | {ours:.2} {unit} | (not installed) | |"),
+    }
+}
+
+/// Ours and theirs taking turns, `rounds` times `runs`: the medians.
+fn turns(
+    rounds: usize,
+    runs: usize,
+    mut a: impl FnMut(),
+    mut b: Option<impl FnMut()>,
+) -> (f64, Option<f64>) {
+    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        mine.push(median_ms(runs, &mut a));
+        if let Some(b) = b.as_mut() {
+            theirs.push(median_ms(runs, b));
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (median(mine), (!theirs.is_empty()).then(|| median(theirs)))
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let days = if full { 30 } else { 1 };
+    let dir = std::env::temp_dir().join(format!("versus-vm-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let now_ms = shared::model::Timestamp::now().millis();
+    // Days that closed a day ago: sealed at once on our side.
+    let end = now_ms - now_ms.rem_euclid(DAY_MS) - DAY_MS;
+    let start = end - days * DAY_MS;
+    let samples = walking_household(days, start);
+
+    let db = dir.join("ours.db");
+    let server = LocalServer::start(
+        &integration_tests::local_server::built_binary(),
+        &["--db", db.to_str().unwrap(), "--open-reads"],
+        "warn,ingester_local=info",
+    );
+    let vm_server = Victoria::start(&dir);
+    if vm_server.is_none() {
+        assert!(
+            !full,
+            "victoria-metrics is missing: `apt-get install victoria-metrics` (scripts/bench does)"
+        );
+        println!("(victoria-metrics is not installed: our side only)");
+    }
+    let vm = vm_server.as_ref();
+
+    println!(
+        "| {days} days, {} readings, batches of 1000 over HTTP | ours | VictoriaMetrics | ours ÷ theirs (>1: ours better) |\n|---|---|---|---|",
+        samples.len()
+    );
+    let rates = ingest(&server, &dir, vm, &samples);
+    row(
+        "ingest: line protocol to both",
+        rates.line_protocol,
+        rates.theirs,
+        "readings/s",
+        true,
+    );
+    row(
+        "ingest: JSON to ours, line protocol to theirs",
+        rates.json,
+        rates.theirs,
+        "readings/s",
+        true,
+    );
+
+    // A year of one room sensor, for the long ranges.
+    let year_start = end - 365 * DAY_MS;
+    let year = full.then(|| walking_sensor("year-sensor", "attic", year_start, 365 * 1440, 9));
+    if let Some(year) = &year {
+        let rates = ingest(&server, &dir.join("year"), vm, year);
+        row(
+            "ingest of a year of one sensor: line protocol to both",
+            rates.line_protocol,
+            rates.theirs,
+            "readings/s",
+            true,
+        );
+    }
+    // Let theirs make everything searchable before reading.
+    if let Some(v) = vm {
+        v.get("/internal/force_flush", &[]);
+    }
+
+    let day_from = end - DAY_MS;
+    let (from, to) = (iso(day_from), iso(end));
+    assert_eq!(ours_range(&server, "sensor-2", &from, &to, "columns"), 1440);
+    if let Some(v) = vm {
+        assert_eq!(
+            v.export("sensor-2", day_from, end),
+            2 * 1440,
+            "two series of a day"
+        );
+    }
+    let (mine, theirs) = turns(
+        5,
+        5,
+        || {
+            std::hint::black_box(ours_range(&server, "sensor-2", &from, &to, "columns"));
+        },
+        vm.map(|v| {
+            move || {
+                std::hint::black_box(v.export("sensor-2", day_from, end));
+            }
+        }),
+    );
+    row(
+        "one device's raw day (1440 readings)",
+        mine,
+        theirs,
+        "ms",
+        false,
+    );
+
+    let stats_path = |device: &str, from: i64| {
+        format!(
+            "/devices/{device}/stats?from={}&to={}&bucket=1d",
+            iso(from),
+            iso(end)
+        )
+    };
+    if let Some(v) = vm {
+        assert_eq!(v.daily_stats("sensor-2", start, end), 6 * days as usize);
+    }
+    let (mine, theirs) = turns(
+        3,
+        5,
+        || drop(ours_get(&server, &stats_path("sensor-2", start))),
+        vm.map(|v| {
+            move || {
+                std::hint::black_box(v.daily_stats("sensor-2", start, end));
+            }
+        }),
+    );
+    row(
+        &format!("daily min/max/mean over the {days} days"),
+        mine,
+        theirs,
+        "ms",
+        false,
+    );
+
+    let devices = ["meter-1", "sensor-2", "sensor-3", "sensor-4"];
+    if let Some(v) = vm {
+        for d in devices {
+            assert!(v.latest(d, end - 1) >= 2, "{d}");
+        }
+    }
+    let (mine, theirs) = turns(
+        3,
+        20,
+        || {
+            for d in devices {
+                ours_get(&server, &format!("/devices/{d}/latest"));
+            }
+        },
+        vm.map(|v| {
+            move || {
+                for d in devices {
+                    v.latest(d, end - 1);
+                }
+            }
+        }),
+    );
+    row("latest of each of 4 devices", mine, theirs, "ms", false);
+
+    if year.is_some() {
+        let (from, to) = (iso(year_start), iso(end));
+        assert_eq!(
+            ours_range(&server, "year-sensor", &from, &to, "columns"),
+            365 * 1440
+        );
+        let (mine, theirs) = turns(
+            3,
+            1,
+            || {
+                std::hint::black_box(ours_range(&server, "year-sensor", &from, &to, "columns"));
+            },
+            vm.map(|v| {
+                move || {
+                    std::hint::black_box(v.export("year-sensor", year_start, end));
+                }
+            }),
+        );
+        row(
+            "one device's raw year (525,600 readings)",
+            mine,
+            theirs,
+            "ms",
+            false,
+        );
+        if let Some(v) = vm {
+            assert_eq!(v.daily_stats("year-sensor", year_start, end), 6 * 365);
+        }
+        let (mine, theirs) = turns(
+            3,
+            3,
+            || drop(ours_get(&server, &stats_path("year-sensor", year_start))),
+            vm.map(|v| {
+                move || {
+                    std::hint::black_box(v.daily_stats("year-sensor", year_start, end));
+                }
+            }),
+        );
+        row("daily min/max/mean over a year", mine, theirs, "ms", false);
+    }
+
+    // Bytes on disk once stopped (SIGINT is our server's clean stop).
+    let _ = Command::new("kill")
+        .args(["-INT", &server.child.id().to_string()])
+        .status();
+    let mut server = server;
+    let _ = server.child.wait();
+    let wal = db.with_extension("db-wal");
+    let ours_bytes = std::fs::metadata(&db).unwrap().len()
+        + std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    let readings = samples.len() + year.as_ref().map_or(0, Vec::len);
+    let theirs_bytes = vm_server.map(Victoria::stop);
+    let per = |bytes: u64| bytes as f64 / readings as f64;
+    row(
+        &format!("bytes on disk per reading, all {readings} readings"),
+        per(ours_bytes),
+        theirs_bytes.map(per),
+        "B",
+        false,
+    );
+    println!("(bytes: ours {ours_bytes}, theirs {theirs_bytes:?})");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,303 @@
+//! Sealed days: a device's readings of one closed UTC day as one block of
+//! the domain's codec (`domain::block`), one row per device and day.
+//!
+//! - The row's key is `device << 32 | day` (days since 1970), so a device's
+//!   blocks are one range of the table's rowid B-tree, in time order, and no
+//!   index is needed. A rowid table keeps a block of up to about 4 KB (a day
+//!   at one reading every 30 s or slower) in its leaf page; a WITHOUT ROWID
+//!   table would spill anything over 1 KB to overflow pages.
+//! - A device's day is either hot (rows of the family tables) or sealed (its
+//!   block), never both: sealing moves the day's rows into its block in one
+//!   transaction, and a write to a sealed or closed day goes into the block.
+//! - A day is closed `GRACE_MS` after it ends: readings that arrive later
+//!   still reach their block (decoded, merged, encoded again).
+
+use super::db_err;
+use super::rows::{self, Bounds};
+use crate::domain::block;
+use crate::model::{DeviceId, Reading, DAY_MS, HOUR_MS};
+use crate::store::{Order, StoreError};
+use rusqlite::{params, Connection, OptionalExtension};
+
+/// How long after its end a day is sealed: a buffered sender's last batch
+/// of the day usually arrives within it.
+pub const GRACE_MS: i64 = HOUR_MS;
+
+pub const CREATE: &str = "CREATE TABLE IF NOT EXISTS blocks (
+    key  INTEGER PRIMARY KEY,  -- device << 32 | day
+    body BLOB NOT NULL         -- domain::block
+);\n";
+
+/// The day (since 1970) a time falls in.
+pub fn day_of(ms: i64) -> i64 {
+    ms.div_euclid(DAY_MS)
+}
+
+/// A day's times.
+pub fn day_bounds(day: i64) -> Bounds {
+    Bounds {
+        lo: day * DAY_MS,
+        hi: (day + 1) * DAY_MS - 1,
+    }
+}
+
+/// Whether a day is over, with its grace, at `now_ms`.
+pub fn closed(day: i64, now_ms: i64) -> bool {
+    (day + 1) * DAY_MS + GRACE_MS <= now_ms
+}
+
+/// The first time of the first day not closed at `now_ms`.
+pub fn closed_before(now_ms: i64) -> i64 {
+    day_of(now_ms - GRACE_MS) * DAY_MS
+}
+
+/// The row key of a device's day. Days outside the 32 bits (bounds of a
+/// read that reach beyond any timestamp) are clamped to them, so that a
+/// key range never strays into another device's blocks.
+fn key(device: i64, day: i64) -> i64 {
+    device << 32 | day.clamp(0, LAST_DAY)
+}
+
+const LAST_DAY: i64 = 0xffff_ffff;
+
+fn corrupt(device: &DeviceId, day: i64, e: block::BlockError) -> StoreError {
+    StoreError::Corrupt(format!("block of {device} on day {day}: {e}"))
+}
+
+/// Whether a device's day is sealed.
+pub fn exists(conn: &Connection, device: i64, day: i64) -> Result<bool, StoreError> {
+    conn.prepare_cached("SELECT 1 FROM blocks WHERE key = ?1")
+        .map_err(db_err)?
+        .query_row(params![key(device, day)], |_| Ok(()))
+        .optional()
+        .map(|found| found.is_some())
+        .map_err(db_err)
+}
+
+/// A sealed day's readings (none when it is not sealed).
+pub fn load(
+    conn: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+    day: i64,
+) -> Result<Vec<Reading>, StoreError> {
+    let body: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT body FROM blocks WHERE key = ?1")
+        .map_err(db_err)?
+        .query_row(params![key(device, day)], |r| r.get(0))
+        .optional()
+        .map_err(db_err)?;
+    match body {
+        None => Ok(Vec::new()),
+        Some(body) => block::decode(device_id, &body).map_err(|e| corrupt(device_id, day, e)),
+    }
+}
+
+/// Writes a day's block (readings in strictly increasing time), or removes
+/// it when there are none.
+fn put(conn: &Connection, device: i64, day: i64, readings: &[Reading]) -> Result<(), StoreError> {
+    if readings.is_empty() {
+        conn.prepare_cached("DELETE FROM blocks WHERE key = ?1")
+            .map_err(db_err)?
+            .execute(params![key(device, day)])
+            .map_err(db_err)?;
+        return Ok(());
+    }
+    let body = block::encode(readings)
+        .map_err(|e| StoreError::Corrupt(format!("block of device {device} on day {day}: {e}")))?;
+    conn.prepare_cached("INSERT OR REPLACE INTO blocks (key, body) VALUES (?1, ?2)")
+        .map_err(db_err)?
+        .execute(params![key(device, day), body])
+        .map_err(db_err)?;
+    Ok(())
+}
+
+/// Writes readings of one device's day into its block, in the caller's
+/// transaction: the block's readings, then the day's hot rows (moved out of
+/// the family tables), then `new` (its own order: the last of a time wins),
+/// each replacing the one before at the same time. With `new` empty this
+/// seals the day.
+pub fn write_day(
+    tx: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+    day: i64,
+    new: Vec<Reading>,
+) -> Result<(), StoreError> {
+    let mut all = load(tx, device, device_id, day)?;
+    let bounds = day_bounds(day);
+    let hot = rows::device_readings(tx, device, device_id, bounds, Order::Asc, usize::MAX >> 1)?;
+    if !hot.is_empty() {
+        rows::delete_range(tx, device, bounds)?;
+    }
+    all.extend(hot);
+    all.extend(new);
+    put(tx, device, day, &block::normalize(all))
+}
+
+/// The first day of a device that has hot rows and is closed at `now_ms`.
+pub fn first_unsealed(
+    conn: &Connection,
+    device: i64,
+    now_ms: i64,
+) -> Result<Option<i64>, StoreError> {
+    Ok(rows::oldest_time(conn, device)?
+        .map(day_of)
+        .filter(|day| closed(*day, now_ms)))
+}
+
+/// At most `n` of a device's sealed readings in `bounds`, in `order`, that
+/// `keep` keeps (and maps), with how many readings were decoded.
+pub fn readings(
+    conn: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+    bounds: Bounds,
+    order: Order,
+    n: usize,
+    mut keep: impl FnMut(Reading) -> Option<Reading>,
+) -> Result<(Vec<Reading>, usize), StoreError> {
+    let mut out = Vec::new();
+    let mut decoded = 0;
+    if bounds.is_empty() || n == 0 {
+        return Ok((out, decoded));
+    }
+    let sql = match order {
+        Order::Asc => "SELECT key, body FROM blocks WHERE key BETWEEN ?1 AND ?2 ORDER BY key ASC",
+        Order::Desc => "SELECT key, body FROM blocks WHERE key BETWEEN ?1 AND ?2 ORDER BY key DESC",
+    };
+    let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
+    let mut found = stmt
+        .query(params![
+            key(device, day_of(bounds.lo)),
+            key(device, day_of(bounds.hi))
+        ])
+        .map_err(db_err)?;
+    while let Some(row) = found.next().map_err(db_err)? {
+        let k: i64 = row.get(0).map_err(db_err)?;
+        let body = row
+            .get_ref(1)
+            .map_err(db_err)?
+            .as_blob()
+            .map_err(db_err_from)?;
+        let day = k & LAST_DAY;
+        let mut day_readings =
+            block::decode(device_id, body).map_err(|e| corrupt(device_id, day, e))?;
+        decoded += day_readings.len();
+        if order == Order::Desc {
+            day_readings.reverse();
+        }
+        for r in day_readings {
+            let t = r.timestamp.millis();
+            if t < bounds.lo || t > bounds.hi {
+                continue;
+            }
+            if let Some(r) = keep(r) {
+                out.push(r);
+                if out.len() == n {
+                    return Ok((out, decoded));
+                }
+            }
+        }
+    }
+    Ok((out, decoded))
+}
+
+fn db_err_from(e: rusqlite::types::FromSqlError) -> StoreError {
+    StoreError::Unavailable(format!("sqlite: {e}"))
+}
+
+/// Every block of a device with its day, oldest first, headers only: for
+/// counts, spans and box tests without decoding.
+pub fn headers(
+    conn: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+) -> Result<Vec<(i64, block::BlockHeader)>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT key, body FROM blocks WHERE key BETWEEN ?1 AND ?2 ORDER BY key")
+        .map_err(db_err)?;
+    let mut found = stmt
+        .query(params![key(device, 0), key(device, LAST_DAY)])
+        .map_err(db_err)?;
+    let mut out = Vec::new();
+    while let Some(row) = found.next().map_err(db_err)? {
+        let k: i64 = row.get(0).map_err(db_err)?;
+        let body = row
+            .get_ref(1)
+            .map_err(db_err)?
+            .as_blob()
+            .map_err(db_err_from)?;
+        let day = k & LAST_DAY;
+        out.push((
+            day,
+            block::header(body).map_err(|e| corrupt(device_id, day, e))?,
+        ));
+    }
+    Ok(out)
+}
+
+/// The first and last times of a device's sealed readings.
+pub fn time_span(
+    conn: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+) -> Result<Option<(i64, i64)>, StoreError> {
+    let edge = |order: Order| -> Result<Option<block::BlockHeader>, StoreError> {
+        let sql = match order {
+            Order::Asc => {
+                "SELECT key, body FROM blocks WHERE key BETWEEN ?1 AND ?2 ORDER BY key ASC LIMIT 1"
+            }
+            Order::Desc => {
+                "SELECT key, body FROM blocks WHERE key BETWEEN ?1 AND ?2 ORDER BY key DESC LIMIT 1"
+            }
+        };
+        let row: Option<(i64, Vec<u8>)> = conn
+            .prepare_cached(sql)
+            .map_err(db_err)?
+            .query_row(params![key(device, 0), key(device, LAST_DAY)], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()
+            .map_err(db_err)?;
+        row.map(|(k, body)| block::header(&body).map_err(|e| corrupt(device_id, k & LAST_DAY, e)))
+            .transpose()
+    };
+    Ok(match (edge(Order::Asc)?, edge(Order::Desc)?) {
+        (Some(first), Some(last)) => Some((first.first.millis(), last.last.millis())),
+        _ => None,
+    })
+}
+
+/// Removes a device's sealed readings before `before`: whole blocks, and the
+/// older part of the block `before` falls in. Returns how many went.
+pub fn delete_before(
+    tx: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+    before: i64,
+) -> Result<usize, StoreError> {
+    let day = day_of(before);
+    let mut gone = 0;
+    for (d, header) in headers(tx, device, device_id)? {
+        if d >= day {
+            break;
+        }
+        gone += header.count as usize;
+    }
+    tx.prepare_cached("DELETE FROM blocks WHERE key >= ?1 AND key < ?2")
+        .map_err(db_err)?
+        .execute(params![key(device, 0), key(device, day)])
+        .map_err(db_err)?;
+    let straddling = load(tx, device, device_id, day)?;
+    let kept: Vec<Reading> = straddling
+        .iter()
+        .filter(|r| r.timestamp.millis() >= before)
+        .cloned()
+        .collect();
+    if kept.len() != straddling.len() {
+        gone += straddling.len() - kept.len();
+        put(tx, device, day, &kept)?;
+    }
+    Ok(gone)
+}

@@ -1,0 +1,389 @@
+//! Sealed days answer exactly as rows did: the same history written as rows
+//! only, into blocks (the days long closed), and half and half, gives the
+//! same pages, room pages, all-devices pages, latest readings, rollups and
+//! box searches. Plus late writes into a sealed day, retention across a
+//! block, and a full disk.
+
+use super::*;
+use crate::domain::aggregate::rollup::spans;
+use crate::keys::zorder::ZKey;
+use crate::model::{Measurement, Quantity, Span};
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+
+/// 2026-09-01T00:00:00Z: long closed.
+const START: i64 = 1_788_220_800_000;
+const NEVER: i64 = i64::MIN;
+
+fn at(minute: i64) -> Timestamp {
+    Timestamp::from_millis(START + minute * 60_000).unwrap()
+}
+
+/// A reading of a generated history: device, minute, kind, value.
+fn make(device: u8, minute: i64, kind: u8, x: f64) -> Reading {
+    let device_id = DeviceId::parse(["meter-1", "sensor-1", "sensor-2"][device as usize]).unwrap();
+    let measurement = match kind {
+        0 => Measurement::power(1000.0 + minute as f64 * 0.01, 2.0, 100.0 + x),
+        1 => Measurement::climate(RoomId::parse("bedroom").unwrap(), 15.0 + x * 10.0, 50.0),
+        2 => Measurement::climate(RoomId::parse("hall").unwrap(), 15.0 + x, 40.0 + x),
+        // Other quantities, some of them not thousandths.
+        _ => Measurement::new(
+            Some(RoomId::parse("hall").unwrap()),
+            vec![
+                (Quantity::Co2, 400.0 + x * 1000.0),
+                (Quantity::Temperature, 20.0 + x),
+            ],
+        ),
+    };
+    Reading {
+        device_id,
+        timestamp: at(minute),
+        measurement: measurement.unwrap(),
+    }
+}
+
+fn history() -> impl Strategy<Value = Vec<(u8, i64, u8, f64)>> {
+    prop::collection::vec((0u8..3, 0i64..4 * 1440, 0u8..4, 0.0f64..1.0), 1..150)
+}
+
+fn request(order: Order, limit: usize, after: Option<crate::keys::Position>) -> RangeRequest {
+    RangeRequest {
+        range: crate::model::TimeRange::new(at(0), at(5 * 1440)).unwrap(),
+        order,
+        limit,
+        after,
+    }
+}
+
+/// Every page of a paged read, followed to its end.
+async fn pages<F, Fut>(read: F, order: Order, limit: usize) -> Vec<Vec<Reading>>
+where
+    F: Fn(RangeRequest) -> Fut,
+    Fut: std::future::Future<Output = Result<Page, StoreError>>,
+{
+    let mut out = Vec::new();
+    let mut after = None;
+    loop {
+        let page = read(request(order, limit, after)).await.unwrap();
+        out.push(page.readings);
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return out,
+        }
+        assert!(out.len() < 10_000);
+    }
+}
+
+/// What every read answers, for comparing stores.
+async fn answers(store: &SqliteStore) -> Vec<String> {
+    let mut out = Vec::new();
+    let devices: Vec<DeviceId> = ["meter-1", "sensor-1", "sensor-2"]
+        .iter()
+        .map(|d| DeviceId::parse(d).unwrap())
+        .collect();
+    let everything = crate::model::TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap();
+    for order in [Order::Asc, Order::Desc] {
+        for limit in [1, 7, 1000] {
+            for d in &devices {
+                out.push(format!(
+                    "{d} {order:?} {limit}: {:?}",
+                    pages(
+                        |r| async move { store.device_readings(d, &r).await },
+                        order,
+                        limit
+                    )
+                    .await
+                ));
+            }
+            for room in ["bedroom", "hall"] {
+                let room = RoomId::parse(room).unwrap();
+                let room = &room;
+                out.push(format!(
+                    "{room} {order:?} {limit}: {:?}",
+                    pages(
+                        |r| async move { store.room_readings(room, &r).await },
+                        order,
+                        limit
+                    )
+                    .await
+                ));
+            }
+            out.push(format!(
+                "all {order:?} {limit}: {:?}",
+                pages(
+                    |r| async move { store.all_readings(&r).await },
+                    order,
+                    limit
+                )
+                .await
+            ));
+        }
+    }
+    for d in &devices {
+        out.push(format!(
+            "latest {d}: {:?}",
+            store.latest_reading(d).await.unwrap()
+        ));
+        for span in [Span::Hour, Span::Day] {
+            out.push(format!(
+                "{d} {span:?}: {:?}",
+                store.rollups(d, span, &everything).await.unwrap()
+            ));
+        }
+    }
+    // Box search's two sources together: the Z-order index of the rows
+    // (read whole) and the sealed readings inside a box, then the box.
+    let whole_z = (ZKey::first_at(0), ZKey::last_at(u128::MAX >> 32));
+    let room = RoomId::parse("hall").unwrap();
+    for (index, name) in [
+        (ZIndex::Device(&devices[1]), "sensor-1"),
+        (ZIndex::Device(&devices[2]), "sensor-2"),
+        (ZIndex::Room(&room), "hall"),
+    ] {
+        for (temperature, humidity) in [((15.0, 25.0), (0.0, 100.0)), ((16.0, 18.5), (40.0, 55.0))]
+        {
+            let inside = crate::model::ClimateBox {
+                range: crate::model::TimeRange::new(at(100), at(3 * 1440)).unwrap(),
+                temperature,
+                humidity,
+            };
+            let request = ZRangeRequest {
+                from: &whole_z.0,
+                to: &whole_z.1,
+                after: None,
+                limit: 100_000,
+            };
+            let mut found: Vec<(ZKey, Reading)> = store
+                .z_range(index, &request)
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .filter(|(_, r)| inside.contains(r))
+                .collect();
+            let sealed = store
+                .sealed_in_box(index, &inside, None, 100_000)
+                .await
+                .unwrap();
+            found.extend(sealed.items);
+            found.sort_by(|a, b| a.0.cmp(&b.0));
+            out.push(format!(
+                "search {name} {temperature:?} {humidity:?}: {found:?}"
+            ));
+            // After a key, the rest.
+            if let Some((middle, _)) = found.get(found.len() / 2) {
+                let after = store
+                    .sealed_in_box(index, &inside, Some(middle), 3)
+                    .await
+                    .unwrap();
+                let want: Vec<&(ZKey, Reading)> =
+                    found.iter().filter(|(k, _)| k > middle).collect();
+                let hot: BTreeSet<&ZKey> = found.iter().map(|(k, _)| k).collect();
+                assert!(after
+                    .items
+                    .iter()
+                    .all(|(k, _)| k > middle && hot.contains(k)));
+                assert!(after.items.len() <= 3.min(want.len()));
+            }
+        }
+    }
+    out
+}
+
+fn written(store: &SqliteStore, batches: &[Vec<Reading>], now_ms: i64) {
+    for b in batches {
+        let report = store.write_readings_at(b, now_ms);
+        assert!(report.unwritten.is_empty());
+    }
+}
+
+fn hot_rows(store: &SqliteStore) -> i64 {
+    let w = store.lock();
+    schema::families()
+        .iter()
+        .map(|f| {
+            w.conn
+                .query_row(&format!("SELECT count(*) FROM {}", f.table), [], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .unwrap()
+        })
+        .sum()
+}
+
+fn block_rows(store: &SqliteStore) -> i64 {
+    store
+        .lock()
+        .conn
+        .query_row("SELECT count(*) FROM blocks", [], |r| r.get(0))
+        .unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn rows_blocks_and_both_answer_alike(history in history(), batch in 1usize..40, split_day in 0i64..5) {
+        let history: Vec<Reading> = history.into_iter().map(|(d, m, k, x)| make(d, m, k, x)).collect();
+        let batches: Vec<Vec<Reading>> = history.chunks(batch).map(|c| c.to_vec()).collect();
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(async {
+            // Rows only: written when no day had closed.
+            let rows = SqliteStore::in_memory().unwrap();
+            written(&rows, &batches, NEVER);
+            prop_assert_eq!(block_rows(&rows), 0);
+            let want = answers(&rows).await;
+
+            // Blocks only: written long after.
+            let blocks = SqliteStore::in_memory().unwrap();
+            written(&blocks, &batches, Timestamp::now().millis());
+            prop_assert_eq!(hot_rows(&blocks), 0);
+            prop_assert!(want == answers(&blocks).await, "blocks differ");
+
+            // Both: days before `split_day` sealed afterwards, the rest rows;
+            // then the history written again on top, as late and rewritten
+            // readings into both.
+            let both = SqliteStore::in_memory().unwrap();
+            written(&both, &batches, NEVER);
+            let now = START + split_day * 86_400_000 + blocks::GRACE_MS;
+            let writer = both.writer.clone();
+            sealer::seal_all(&writer, now, None).unwrap();
+            prop_assert!(want == answers(&both).await, "half sealed differs");
+            written(&both, &batches, now);
+            prop_assert!(want == answers(&both).await, "rewritten differs");
+            prop_assert_eq!(
+                rows.stored_readings().await.unwrap(),
+                both.stored_readings().await.unwrap()
+            );
+            // The rollups kept equal those of the readings, computed afresh.
+            for d in ["meter-1", "sensor-1", "sensor-2"] {
+                let d = DeviceId::parse(d).unwrap();
+                let (both, d) = (&both, &d);
+                let all = pages(|r| async move { both.device_readings(d, &r).await }, Order::Asc, 100_000).await.concat();
+                let everything = crate::model::TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap();
+                for span in [Span::Hour, Span::Day] {
+                    prop_assert_eq!(both.rollups(d, span, &everything).await.unwrap(), spans(span, None, all.iter()));
+                }
+            }
+            Ok(())
+        })?;
+    }
+}
+
+#[tokio::test]
+async fn a_late_reading_reaches_its_sealed_day_and_replaces_whole() {
+    let store = SqliteStore::in_memory().unwrap();
+    let day: Vec<Reading> = (0..1440)
+        .map(|m| make(1, m, 1, (m % 7) as f64 / 10.0))
+        .collect();
+    assert!(store.write_readings(&day).await.unwritten.is_empty());
+    assert_eq!((hot_rows(&store), block_rows(&store)), (0, 1));
+    // A rewrite of minute 5 with other quantities, and a new minute inside.
+    let rewrite = make(1, 5, 3, 0.5);
+    let mut late = make(1, 0, 2, 0.25);
+    late.timestamp = Timestamp::from_millis(START + 90_000).unwrap();
+    assert!(store
+        .write_readings(&[rewrite.clone(), late.clone()])
+        .await
+        .unwritten
+        .is_empty());
+    assert_eq!((hot_rows(&store), block_rows(&store)), (0, 1));
+    assert_eq!(store.stored_readings().await.unwrap(), 1441);
+    let page = store
+        .device_readings(&rewrite.device_id, &request(Order::Asc, 10, None))
+        .await
+        .unwrap();
+    assert_eq!(page.readings[2], late);
+    assert_eq!(
+        page.readings[6], rewrite,
+        "the last write of a key wins whole"
+    );
+    assert_eq!(page.readings[6].get(Quantity::Humidity), None);
+}
+
+#[tokio::test]
+async fn today_stays_in_rows_until_it_closes() {
+    let store = SqliteStore::in_memory().unwrap();
+    let now = START + 10 * 3_600_000;
+    let today: Vec<Reading> = (0..600).map(|m| make(0, m, 0, 0.5)).collect();
+    assert!(store.write_readings_at(&today, now).unwritten.is_empty());
+    assert_eq!((hot_rows(&store), block_rows(&store)), (600, 0));
+    let writer = store.writer.clone();
+    assert_eq!(sealer::seal_all(&writer, now, None).unwrap(), 0);
+    // The day ends; within the grace it stays open, then it is sealed.
+    let midnight = START + 86_400_000;
+    assert_eq!(
+        sealer::seal_all(&writer, midnight + blocks::GRACE_MS - 1, None).unwrap(),
+        0
+    );
+    assert_eq!(
+        sealer::seal_all(&writer, midnight + blocks::GRACE_MS, None).unwrap(),
+        1
+    );
+    assert_eq!((hot_rows(&store), block_rows(&store)), (0, 1));
+    assert_eq!(store.stored_readings().await.unwrap(), 600);
+}
+
+#[tokio::test]
+async fn retention_deletes_inside_a_block() {
+    let store = SqliteStore::in_memory()
+        .unwrap()
+        .with_retention(Retention::days(1));
+    let days: Vec<Reading> = (0..3 * 1440)
+        .step_by(10)
+        .map(|m| make(1, m, 1, 0.5))
+        .collect();
+    assert!(store.write_readings(&days).await.unwritten.is_empty());
+    assert_eq!(block_rows(&store), 3);
+    // Kept from 12:00 of the second day.
+    let now_s = (START + 86_400_000 + 12 * 3_600_000) / 1000 + 86_400;
+    let gone = store.delete_expired(now_s).await.unwrap();
+    assert_eq!(gone, 144 + 73, "the reading at exactly the cut expires");
+    assert_eq!(block_rows(&store), 2);
+    assert_eq!(store.stored_readings().await.unwrap(), (432 - 217) as u64);
+}
+
+/// A write that does not fit on the disk is refused whole: every reading
+/// reported unwritten, nothing stored in part; once there is room, writes go on.
+#[tokio::test]
+async fn a_full_disk_refuses_the_whole_write_and_keeps_what_was_stored() {
+    let dir = std::env::temp_dir().join(format!("full-disk-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = SqliteStore::open(dir.join("ingester.db")).unwrap();
+    let first: Vec<Reading> = (0..1440).map(|m| make(1, m, 1, 0.1)).collect();
+    assert!(store.write_readings(&first).await.unwritten.is_empty());
+    let pages: i64 = store
+        .lock()
+        .conn
+        .query_row("PRAGMA page_count", [], |r| r.get(0))
+        .unwrap();
+    // The disk is full: no page more (SQLITE_FULL, as a full file system gives).
+    store
+        .lock()
+        .conn
+        .pragma_update(None, "max_page_count", pages)
+        .unwrap();
+    let more: Vec<Reading> = (0..3 * 1440)
+        .map(|m| make(m as u8 % 3, 1440 + m, (m % 3) as u8, (m % 10) as f64 / 10.0))
+        .collect();
+    let report = store.write_readings(&more).await;
+    assert_eq!(report.unwritten, (0..more.len()).collect::<Vec<_>>());
+    assert_eq!(store.stored_readings().await.unwrap(), 1440);
+    let page = store
+        .device_readings(&first[0].device_id, &request(Order::Asc, 2000, None))
+        .await
+        .unwrap();
+    assert_eq!(page.readings, first);
+    store
+        .lock()
+        .conn
+        .pragma_update(None, "max_page_count", 1_073_741_823i64)
+        .unwrap();
+    assert!(store.write_readings(&more).await.unwritten.is_empty());
+    assert_eq!(
+        store.stored_readings().await.unwrap(),
+        1440 + more.len() as u64
+    );
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,137 @@
+//! Sealing: a device's closed day moves from hot rows into its block, in
+//! one transaction, so a crash at any point leaves every reading either in
+//! its rows or in its block. A thread of a file's store seals what closed
+//! every `EVERY`; `seal_all` is also what converts a file from an earlier
+//! version (all rows) on its first open.
+
+use super::write::Writer;
+use super::{blocks, db_err, names, schema};
+use crate::model::Timestamp;
+use crate::store::StoreError;
+use std::sync::{Arc, Mutex};
+
+/// How often the background sealer looks for closed days.
+const EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Reports (days sealed, days to seal).
+pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Send);
+
+/// Seals every device's days that are closed at `now_ms`, one device's day
+/// to a transaction (the writer is free between them). A day that fails
+/// (a row that does not decode) keeps its rows and stops that device's
+/// sealing for this pass, with a warning; the other devices go on. Returns
+/// the days sealed.
+pub fn seal_all(
+    writer: &Mutex<Writer>,
+    now_ms: i64,
+    progress: Option<Progress<'_>>,
+) -> Result<usize, StoreError> {
+    let lock = || writer.lock().unwrap_or_else(|p| p.into_inner());
+    let (devices, total) = {
+        let w = lock();
+        let devices = names::devices(&w.conn)?;
+        let total = match progress {
+            Some(_) => closed_days(&w.conn, now_ms)?,
+            None => 0,
+        };
+        (devices, total)
+    };
+    let mut done = 0;
+    if let Some(report) = progress {
+        report(done, total);
+    }
+    for (device, device_id) in devices {
+        loop {
+            let mut w = lock();
+            let sealed = (|| -> Result<bool, StoreError> {
+                let tx = w.conn.transaction().map_err(db_err)?;
+                let Some(day) = blocks::first_unsealed(&tx, device, now_ms)? else {
+                    return Ok(false);
+                };
+                blocks::write_day(&tx, device, &device_id, day, Vec::new())?;
+                tx.commit().map_err(db_err)?;
+                Ok(true)
+            })();
+            match sealed {
+                Ok(true) => done += 1,
+                Ok(false) => break,
+                Err(e) => {
+                    // Its rows stay as they are, readable as before; the
+                    // other devices are sealed all the same.
+                    w.forget();
+                    tracing::warn!(device = %device_id, error = %e, "sealing a day failed; its rows stay, the next pass retries");
+                    break;
+                }
+            }
+            drop(w);
+            if let Some(report) = progress {
+                report(done, total.max(done));
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// How many (device, day) pairs have hot rows in days closed at `now_ms`.
+fn closed_days(conn: &rusqlite::Connection, now_ms: i64) -> Result<usize, StoreError> {
+    let union: Vec<String> = schema::families()
+        .iter()
+        .map(|f| {
+            format!(
+                "SELECT device, ts / {} FROM {} WHERE ts < ?1",
+                crate::model::DAY_MS,
+                f.table
+            )
+        })
+        .collect();
+    conn.query_row(
+        &format!("SELECT count(*) FROM ({})", union.join(" UNION ")),
+        [blocks::closed_before(now_ms)],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n as usize)
+    .map_err(db_err)
+}
+
+/// The background sealer of a file's store.
+pub struct Sealer {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Sealer {
+    pub fn start(writer: Arc<Mutex<Writer>>) -> Result<Arc<Self>, StoreError> {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("sqlite-sealer".into())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(EVERY)
+                {
+                    match seal_all(&writer, Timestamp::now().millis(), None) {
+                        Ok(0) => {}
+                        Ok(days) => tracing::info!(days, "sealed closed days into blocks"),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "sealing failed; the rows stay, the next pass retries")
+                        }
+                    }
+                }
+            })
+            .map_err(|e| StoreError::Unavailable(format!("sealer thread: {e}")))?;
+        Ok(Arc::new(Self {
+            stop,
+            thread: Mutex::new(Some(thread)),
+        }))
+    }
+}
+
+impl Drop for Sealer {
+    /// Stops the thread and waits for it (a seal in progress completes).
+    fn drop(&mut self) {
+        let _ = self.stop.send(());
+        let thread = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The write path: each reading goes to its device's day, as hot rows while
+//! the day is open, or into the day's block once it is closed or sealed
+//! (`blocks`), so that the two never hold the same day.
+
+use super::blocks;
+use super::names::Names;
+use super::rows::{self, HotRows};
+use crate::domain::aggregate::rollup::Rollup;
+use crate::model::{Reading, Span};
+use crate::store::StoreError;
+use rusqlite::Connection;
+use std::collections::{BTreeMap, HashMap};
+
+/// The single writer: its connection, its cache of ids, and what it
+/// remembers between transactions.
+pub struct Writer {
+    pub conn: Connection,
+    pub names: Names,
+    cache: Cache,
+}
+
+/// What the writer remembers between transactions (and forgets after one
+/// that rolled back): each device's newest time, which tells a new key (the
+/// common case: one insert per family) from a replaced one (its old rows are
+/// deleted first, in every family, so the last write of a key wins whole),
+/// and its newest day rollup as stored (what an append continues).
+#[derive(Default)]
+pub struct Cache {
+    pub newest: HashMap<i64, i64>,
+    pub spans: HashMap<(i64, Span), Rollup>,
+}
+
+/// A device's readings in a batch, in time order, and whether every one is
+/// newer than its readings before the batch (then its rollups just continue).
+pub struct Touched<'a> {
+    pub readings: Vec<&'a Reading>,
+    pub appended: bool,
+}
+
+impl Writer {
+    pub fn new(conn: Connection) -> Self {
+        Self {
+            conn,
+            names: Names::default(),
+            cache: Cache::default(),
+        }
+    }
+
+    /// Forgets what a rolled-back transaction may have cached.
+    pub fn forget(&mut self) {
+        self.names.clear();
+        self.cache = Cache::default();
+    }
+
+    /// The connection, the ids and the cache, borrowed apart.
+    pub fn parts(&mut self) -> (&mut Connection, &mut Names, &mut Cache) {
+        (&mut self.conn, &mut self.names, &mut self.cache)
+    }
+}
+
+/// Writes readings (distinct keys) in the caller's transaction, each to
+/// its day: open days as rows (a replaced key's old rows deleted first),
+/// closed or sealed days into their blocks. `now_ms` tells which days are
+/// closed.
+pub fn put_readings<'a>(
+    tx: &Connection,
+    names: &mut Names,
+    newest: &mut HashMap<i64, i64>,
+    readings: impl Iterator<Item = &'a Reading>,
+    now_ms: i64,
+) -> Result<HashMap<i64, Touched<'a>>, StoreError> {
+    let mut hot = HotRows::new();
+    let mut sealed: BTreeMap<(i64, i64), Vec<Reading>> = BTreeMap::new();
+    let mut day_is_sealed: HashMap<(i64, i64), bool> = HashMap::new();
+    let mut touched: HashMap<i64, Touched<'a>> = HashMap::new();
+    for r in readings {
+        let device = names.device(tx, &r.device_id)?;
+        let ts = r.timestamp.millis();
+        let stored_newest = match newest.get(&device) {
+            Some(t) => *t,
+            None => newest_time(tx, device, &r.device_id)?.unwrap_or(i64::MIN),
+        };
+        let t = touched.entry(device).or_insert_with(|| Touched {
+            readings: Vec::new(),
+            appended: true,
+        });
+        t.readings.push(r);
+        newest.insert(device, stored_newest.max(ts));
+        let day = blocks::day_of(ts);
+        let to_block = match day_is_sealed.get(&(device, day)) {
+            Some(known) => *known,
+            None => {
+                let known = blocks::closed(day, now_ms) || blocks::exists(tx, device, day)?;
+                day_is_sealed.insert((device, day), known);
+                known
+            }
+        };
+        if ts <= stored_newest {
+            t.appended = false;
+        }
+        if to_block {
+            sealed.entry((device, day)).or_default().push(r.clone());
+            continue;
+        }
+        if ts <= stored_newest {
+            rows::delete_at(tx, device, ts)?;
+        }
+        let room = r.room().map(|room| names.room(tx, room)).transpose()?;
+        hot.push(device, room, r);
+    }
+    hot.insert(tx)?;
+    for ((device, day), new) in sealed {
+        let device_id = new[0].device_id.clone();
+        blocks::write_day(tx, device, &device_id, day, new)?;
+    }
+    for t in touched.values_mut() {
+        t.readings.sort_unstable_by_key(|r| r.timestamp);
+    }
+    Ok(touched)
+}
+
+/// The newest time a device has a reading at, hot or sealed.
+pub fn newest_time(
+    conn: &Connection,
+    device: i64,
+    device_id: &crate::model::DeviceId,
+) -> Result<Option<i64>, StoreError> {
+    let hot = rows::newest_time(conn, device)?;
+    let sealed = blocks::time_span(conn, device, device_id)?.map(|(_, last)| last);
+    Ok(hot.max(sealed))
+}
