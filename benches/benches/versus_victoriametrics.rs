@@ -86,7 +86,11 @@ impl Victoria {
         for (k, v) in query {
             request = request.query(k, v);
         }
-        request.call().unwrap().into_string().unwrap()
+        // An export of a year is larger than `into_string` takes.
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut request.call().unwrap().into_reader(), &mut text)
+            .unwrap();
+        text
     }
 
     /// One device's raw readings between two times: how many values.

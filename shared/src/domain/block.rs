@@ -163,6 +163,17 @@ pub fn header(bytes: &[u8]) -> Result<BlockHeader, BlockError> {
 
 /// Decodes a block of `device`'s readings.
 pub fn decode(device: &DeviceId, bytes: &[u8]) -> Result<Vec<Reading>, BlockError> {
+    decode_picked(device, bytes, |times| 0..times.len())
+}
+
+/// Decodes the readings of a block that `pick` picks, given every time in
+/// order: a range of their positions. Every part of the block is still read
+/// and checked; only the picked readings are built (a page, or the latest).
+pub fn decode_picked(
+    device: &DeviceId,
+    bytes: &[u8],
+    pick: impl FnOnce(&[i64]) -> std::ops::Range<usize>,
+) -> Result<Vec<Reading>, BlockError> {
     let mut r = Reader::new(bytes);
     let (header, modes) = read_header(&mut r)?;
     let n = header.count as usize;
@@ -198,7 +209,12 @@ pub fn decode(device: &DeviceId, bytes: &[u8]) -> Result<Vec<Reading>, BlockErro
     let room_index = r.runs(n)?;
     let masks = r.runs(n)?;
 
-    let mut values: Vec<Vec<(Quantity, f64)>> = vec![Vec::new(); n];
+    if room_index.iter().any(|&k| k as usize > rooms.len()) {
+        return Err(corrupt("a room outside the dictionary"));
+    }
+    let picked = pick(&times);
+    let picked = picked.start.min(n)..picked.end.min(n);
+    let mut values: Vec<Vec<(Quantity, f64)>> = vec![Vec::new(); picked.len()];
     for (stats, mode) in header.quantities.iter().zip(modes) {
         let bit = 1u64 << position(stats.quantity);
         let holders: Vec<usize> = (0..n).filter(|&i| masks[i] & bit != 0).collect();
@@ -212,15 +228,17 @@ pub fn decode(device: &DeviceId, bytes: &[u8]) -> Result<Vec<Reading>, BlockErro
         }
         let column = read_column(&mut r, mode, holders.len())?;
         for (i, v) in holders.into_iter().zip(column) {
-            values[i].push((stats.quantity, v));
+            if picked.contains(&i) {
+                values[i - picked.start].push((stats.quantity, v));
+            }
         }
     }
     if !r.done() {
         return Err(corrupt("bytes after the last column"));
     }
 
-    let mut out = Vec::with_capacity(n);
-    for (i, (t, vs)) in times.into_iter().zip(values).enumerate() {
+    let mut out = Vec::with_capacity(picked.len());
+    for (i, vs) in picked.clone().zip(values) {
         let room = match room_index[i] {
             0 => None,
             k => Some(
@@ -230,7 +248,7 @@ pub fn decode(device: &DeviceId, bytes: &[u8]) -> Result<Vec<Reading>, BlockErro
                     .ok_or_else(|| corrupt("a room outside the dictionary"))?,
             ),
         };
-        let timestamp = Timestamp::from_millis(t).map_err(|e| corrupt(e.to_string()))?;
+        let timestamp = Timestamp::from_millis(times[i]).map_err(|e| corrupt(e.to_string()))?;
         let measurement =
             Measurement::new(room, vs).map_err(|p| corrupt(format!("reading {i}: {p:?}")))?;
         out.push(Reading {

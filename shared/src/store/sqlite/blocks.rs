@@ -116,23 +116,34 @@ fn put(conn: &Connection, device: i64, day: i64, readings: &[Reading]) -> Result
 /// transaction: the block's readings, then the day's hot rows (moved out of
 /// the family tables), then `new` (its own order: the last of a time wins),
 /// each replacing the one before at the same time. With `new` empty this
-/// seals the day.
+/// seals the day. `known`: the day's readings as this writer last stored
+/// them (then neither the block nor the rows are read). Returns the day's
+/// readings as now stored.
 pub fn write_day(
     tx: &Connection,
-    device: i64,
-    device_id: &DeviceId,
+    (device, device_id): (i64, &DeviceId),
     day: i64,
     new: Vec<Reading>,
-) -> Result<(), StoreError> {
-    let mut all = load(tx, device, device_id, day)?;
-    let bounds = day_bounds(day);
-    let hot = rows::device_readings(tx, device, device_id, bounds, Order::Asc, usize::MAX >> 1)?;
-    if !hot.is_empty() {
-        rows::delete_range(tx, device, bounds)?;
-    }
-    all.extend(hot);
+    known: Option<Vec<Reading>>,
+) -> Result<Vec<Reading>, StoreError> {
+    let mut all = match known {
+        Some(known) => known,
+        None => {
+            let mut all = load(tx, device, device_id, day)?;
+            let bounds = day_bounds(day);
+            let hot =
+                rows::device_readings(tx, device, device_id, bounds, Order::Asc, usize::MAX >> 1)?;
+            if !hot.is_empty() {
+                rows::delete_range(tx, device, bounds)?;
+            }
+            all.extend(hot);
+            all
+        }
+    };
     all.extend(new);
-    put(tx, device, day, &block::normalize(all))
+    let all = block::normalize(all);
+    put(tx, device, day, &all)?;
+    Ok(all)
 }
 
 /// The first day of a device that has hot rows and is closed at `now_ms`.
@@ -147,7 +158,8 @@ pub fn first_unsealed(
 }
 
 /// At most `n` of a device's sealed readings in `bounds`, in `order`, that
-/// `keep` keeps (and maps), with how many readings were decoded.
+/// `keep` keeps (and maps; `None` keeps all), with how many readings were
+/// decoded. Only the readings that can be returned are built.
 pub fn readings(
     conn: &Connection,
     device: i64,
@@ -155,7 +167,7 @@ pub fn readings(
     bounds: Bounds,
     order: Order,
     n: usize,
-    mut keep: impl FnMut(Reading) -> Option<Reading>,
+    mut keep: Option<&mut dyn FnMut(Reading) -> Option<Reading>>,
 ) -> Result<(Vec<Reading>, usize), StoreError> {
     let mut out = Vec::new();
     let mut decoded = 0;
@@ -175,24 +187,30 @@ pub fn readings(
         .map_err(db_err)?;
     while let Some(row) = found.next().map_err(db_err)? {
         let k: i64 = row.get(0).map_err(db_err)?;
-        let body = row
-            .get_ref(1)
-            .map_err(db_err)?
-            .as_blob()
-            .map_err(db_err_from)?;
+        let body = row.get_ref(1).map_err(db_err)?.as_blob().map_err(db_err_from)?;
         let day = k & LAST_DAY;
-        let mut day_readings =
-            block::decode(device_id, body).map_err(|e| corrupt(device_id, day, e))?;
-        decoded += day_readings.len();
+        let wanted = n - out.len();
+        let limited = keep.is_none();
+        let mut day_readings = block::decode_picked(device_id, body, |times| {
+            decoded += times.len();
+            let lo = times.partition_point(|t| *t < bounds.lo);
+            let hi = times.partition_point(|t| *t <= bounds.hi).max(lo);
+            match (limited, order) {
+                (false, _) => lo..hi,
+                (true, Order::Asc) => lo..hi.min(lo.saturating_add(wanted)),
+                (true, Order::Desc) => hi.saturating_sub(wanted).max(lo)..hi,
+            }
+        })
+        .map_err(|e| corrupt(device_id, day, e))?;
         if order == Order::Desc {
             day_readings.reverse();
         }
         for r in day_readings {
-            let t = r.timestamp.millis();
-            if t < bounds.lo || t > bounds.hi {
-                continue;
-            }
-            if let Some(r) = keep(r) {
+            let kept = match keep.as_mut() {
+                Some(keep) => keep(r),
+                None => Some(r),
+            };
+            if let Some(r) = kept {
                 out.push(r);
                 if out.len() == n {
                     return Ok((out, decoded));

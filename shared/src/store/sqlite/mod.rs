@@ -268,6 +268,8 @@ impl SqliteStore {
                 readings += blocks::delete_before(&tx, device, &device_id, before)?;
             }
             tx.commit().map_err(db_err)?;
+            // The blocks it cut are no longer what the writer wrote last.
+            writer.forget();
             Ok(readings)
         })
         .await
@@ -409,7 +411,7 @@ impl SqliteStore {
             let touched = write::put_readings(
                 tx,
                 names,
-                &mut cache.newest,
+                cache,
                 deduped.winners.iter().map(|&i| &readings[i]),
                 now_ms,
             )?;

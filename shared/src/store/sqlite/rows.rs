@@ -256,7 +256,7 @@ pub fn device_readings(
         };
         let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
         let mut rows = stmt
-            .query(params![device, bounds.lo, bounds.hi, n as i64])
+            .query(params![device, bounds.lo, bounds.hi])
             .map_err(db_err)?;
         let mut gathered = Vec::new();
         while let Some(row) = rows.next().map_err(db_err)? {
@@ -272,6 +272,9 @@ pub fn device_readings(
                 gathered.reserve(n.min(1024));
             }
             gathered.push((ts, (room, values)));
+            if gathered.len() == n {
+                break;
+            }
         }
         if !gathered.is_empty() {
             per_family.push(gathered);
@@ -320,21 +323,24 @@ pub fn room_readings(
             "SELECT ts, temperature, humidity FROM readings_climate
              WHERE device = ?1 AND ts BETWEEN ?2 AND ?3 AND room = ?4
                AND (temperature IS NOT NULL OR humidity IS NOT NULL)
-             ORDER BY ts ASC LIMIT ?5"
+             ORDER BY ts ASC"
         }
         Order::Desc => {
             "SELECT ts, temperature, humidity FROM readings_climate
              WHERE device = ?1 AND ts BETWEEN ?2 AND ?3 AND room = ?4
                AND (temperature IS NOT NULL OR humidity IS NOT NULL)
-             ORDER BY ts DESC LIMIT ?5"
+             ORDER BY ts DESC"
         }
     };
     let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
     let mut rows = stmt
-        .query(params![device, bounds.lo, bounds.hi, room, n as i64])
+        .query(params![device, bounds.lo, bounds.hi, room])
         .map_err(db_err)?;
     let mut out = Vec::new();
-    while let Some(row) = rows.next().map_err(db_err)? {
+    while out.len() < n {
+        let Some(row) = rows.next().map_err(db_err)? else {
+            break;
+        };
         let mut values = Vec::with_capacity(2);
         for (i, q) in [(1, Quantity::Temperature), (2, Quantity::Humidity)] {
             if let Some(v) = read_value(row.get_ref(i).map_err(db_err)?) {
@@ -357,7 +363,7 @@ const Z_QUERY: &str = "SELECT ts, temperature, humidity, room FROM readings_clim
        AND (?4 IS NULL OR zaddr(ts, temperature, humidity) > ?4
             OR (zaddr(ts, temperature, humidity) = ?4 AND (ts > ?5 OR (ts = ?5 AND ?6))))
        AND (?7 IS NULL OR room = ?7)
-     ORDER BY zaddr(ts, temperature, humidity), ts LIMIT ?8";
+     ORDER BY zaddr(ts, temperature, humidity), ts";
 
 /// What `EXPLAIN QUERY PLAN` says of the Z-order read, one step per line.
 #[cfg(test)]
@@ -374,8 +380,7 @@ pub fn z_query_plan(conn: &Connection) -> Result<String, StoreError> {
                 None::<Vec<u8>>,
                 0,
                 false,
-                None::<i64>,
-                10
+                None::<i64>
             ],
             |r| r.get::<_, String>(3),
         )
@@ -425,11 +430,13 @@ pub fn z_candidates<'d>(
                 after_address,
                 after_ts,
                 same_time_follows,
-                room,
-                (request.limit + 1) as i64
+                room
             ])
             .map_err(db_err)?;
-        while let Some(row) = rows.next().map_err(db_err)? {
+        for _ in 0..=request.limit {
+            let Some(row) = rows.next().map_err(db_err)? else {
+                break;
+            };
             let ts: i64 = row.get(0).map_err(db_err)?;
             let (Some(t), Some(h)) = (
                 read_value(row.get_ref(1).map_err(db_err)?),

@@ -48,10 +48,11 @@ pub fn seal_all(
                 let Some(day) = blocks::first_unsealed(&tx, device, now_ms)? else {
                     return Ok(false);
                 };
-                blocks::write_day(&tx, device, &device_id, day, Vec::new())?;
+                blocks::write_day(&tx, (device, &device_id), day, Vec::new(), None)?;
                 tx.commit().map_err(db_err)?;
                 Ok(true)
             })();
+            w.forget_day(device);
             match sealed {
                 Ok(true) => done += 1,
                 Ok(false) => break,

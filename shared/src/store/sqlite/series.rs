@@ -58,7 +58,7 @@ pub fn device_readings(
     n: usize,
 ) -> Result<Vec<Reading>, StoreError> {
     let hot = rows::device_readings(conn, device, device_id, bounds, order, n)?;
-    let (sealed, _) = blocks::readings(conn, device, device_id, bounds, order, n, Some)?;
+    let (sealed, _) = blocks::readings(conn, device, device_id, bounds, order, n, None)?;
     Ok(merge(hot, sealed, order, n))
 }
 
@@ -73,7 +73,7 @@ pub fn room_readings(
     n: usize,
 ) -> Result<Vec<Reading>, StoreError> {
     let hot = rows::room_readings(conn, (room, room_id), (device, device_id), bounds, order, n)?;
-    let (sealed, _) = blocks::readings(conn, device, device_id, bounds, order, n, |r| {
+    let mut in_room = |r: Reading| {
         if r.room() != Some(room_id) {
             return None;
         }
@@ -85,7 +85,16 @@ pub fn room_readings(
             timestamp: r.timestamp,
             measurement,
         })
-    })?;
+    };
+    let (sealed, _) = blocks::readings(
+        conn,
+        device,
+        device_id,
+        bounds,
+        order,
+        n,
+        Some(&mut in_room),
+    )?;
     Ok(merge(hot, sealed, order, n))
 }
 
@@ -184,7 +193,7 @@ pub fn sealed_in_box(
                 blocks::day_bounds(day),
                 Order::Asc,
                 usize::MAX,
-                Some,
+                None,
             )?;
             page.decoded += decoded;
             for r in readings {

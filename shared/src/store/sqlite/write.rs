@@ -22,13 +22,22 @@ pub struct Writer {
 /// What the writer remembers between transactions (and forgets after one
 /// that rolled back): each device's newest time, which tells a new key (the
 /// common case: one insert per family) from a replaced one (its old rows are
-/// deleted first, in every family, so the last write of a key wins whole),
-/// and its newest day rollup as stored (what an append continues).
+/// deleted first, in every family, so the last write of a key wins whole);
+/// its newest day rollup as stored (what an append continues); and the
+/// sealed day it last wrote, as stored, so that the next batch of the same
+/// day (history imported in order) does not read and decode it again.
 #[derive(Default)]
 pub struct Cache {
     pub newest: HashMap<i64, i64>,
     pub spans: HashMap<(i64, Span), Rollup>,
+    pub days: HashMap<i64, (i64, Vec<Reading>)>,
 }
+
+/// Most devices whose last sealed day the writer keeps (a day of readings
+/// each: about 200 KB at one a minute).
+const KEPT_DAYS: usize = 256;
+/// Largest day kept: a day at one reading every 10 s.
+const KEPT_DAY_READINGS: usize = 8640;
 
 /// A device's readings in a batch, in time order, and whether every one is
 /// newer than its readings before the batch (then its rollups just continue).
@@ -44,6 +53,11 @@ impl Writer {
             names: Names::default(),
             cache: Cache::default(),
         }
+    }
+
+    /// Forgets a device's sealed day (another path rewrote its blocks).
+    pub fn forget_day(&mut self, device: i64) {
+        self.cache.days.remove(&device);
     }
 
     /// Forgets what a rolled-back transaction may have cached.
@@ -65,10 +79,11 @@ impl Writer {
 pub fn put_readings<'a>(
     tx: &Connection,
     names: &mut Names,
-    newest: &mut HashMap<i64, i64>,
+    cache: &mut Cache,
     readings: impl Iterator<Item = &'a Reading>,
     now_ms: i64,
 ) -> Result<HashMap<i64, Touched<'a>>, StoreError> {
+    let newest = &mut cache.newest;
     let mut hot = HotRows::new();
     let mut sealed: BTreeMap<(i64, i64), Vec<Reading>> = BTreeMap::new();
     let mut day_is_sealed: HashMap<(i64, i64), bool> = HashMap::new();
@@ -111,7 +126,17 @@ pub fn put_readings<'a>(
     hot.insert(tx)?;
     for ((device, day), new) in sealed {
         let device_id = new[0].device_id.clone();
-        blocks::write_day(tx, device, &device_id, day, new)?;
+        let known = match cache.days.remove(&device) {
+            Some((d, readings)) if d == day => Some(readings),
+            _ => None,
+        };
+        let stored = blocks::write_day(tx, (device, &device_id), day, new, known)?;
+        if stored.len() <= KEPT_DAY_READINGS {
+            if cache.days.len() >= KEPT_DAYS {
+                cache.days.clear();
+            }
+            cache.days.insert(device, (day, stored));
+        }
     }
     for t in touched.values_mut() {
         t.readings.sort_unstable_by_key(|r| r.timestamp);

@@ -11,7 +11,7 @@
 //! rather than dropping it.
 
 use super::super::names::Names;
-use super::super::write::put_readings;
+use super::super::write::{put_readings, Cache};
 use super::super::{db_err, registry, schema};
 use super::{build_rollups, has_table, Moved};
 use crate::model::Reading;
@@ -19,7 +19,6 @@ use crate::store::dynamodb::item::{DeviceItem, ReadingItem, RoomItem};
 use crate::store::{now_epoch_seconds, StoreError};
 use rusqlite::Connection;
 use serde::de::DeserializeOwned;
-use std::collections::HashMap;
 
 fn decode<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     let item: serde_dynamo::Item = serde_json::from_str(text).map_err(|e| e.to_string())?;
@@ -37,7 +36,7 @@ const BATCH: usize = 10_000;
 pub(super) fn from_items(conn: &mut Connection) -> Result<Moved, StoreError> {
     let tx = conn.transaction().map_err(db_err)?;
     tx.execute_batch(&schema::create()).map_err(db_err)?;
-    let (mut names, mut newest) = (Names::default(), HashMap::new());
+    let (mut names, mut cache) = (Names::default(), Cache::default());
     let mut moved = Moved::default();
     let now = now_epoch_seconds();
     let corrupt = |pk: &str, sk: &str, e: String| {
@@ -77,13 +76,13 @@ pub(super) fn from_items(conn: &mut Connection) -> Result<Moved, StoreError> {
                 }
                 batch.push(item.into_reading().map_err(|e| corrupt(&pk, &sk, e))?);
                 if batch.len() == BATCH {
-                    put_readings(&tx, &mut names, &mut newest, batch.iter(), ROWS_ONLY)?;
+                    put_readings(&tx, &mut names, &mut cache, batch.iter(), ROWS_ONLY)?;
                     moved.readings += batch.len();
                     batch.clear();
                 }
             }
         }
-        put_readings(&tx, &mut names, &mut newest, batch.iter(), ROWS_ONLY)?;
+        put_readings(&tx, &mut names, &mut cache, batch.iter(), ROWS_ONLY)?;
         moved.readings += batch.len();
     }
     moved.pending = pending_change_log(&tx, &mut names)?;

@@ -86,6 +86,8 @@ pub fn to_current(conn: &mut Connection) -> Result<Option<Moved>, StoreError> {
 /// Version 2 to 3: the rollups table, filled from the readings, in one transaction.
 fn with_rollups(conn: &mut Connection) -> Result<usize, StoreError> {
     let tx = conn.transaction().map_err(db_err)?;
+    tx.execute_batch("DROP INDEX IF EXISTS readings_climate_z;")
+        .map_err(db_err)?;
     tx.execute_batch(&schema::create()).map_err(db_err)?;
     let built = build_rollups(&tx)?;
     tx.pragma_update(None, "user_version", schema::VERSION)
@@ -94,10 +96,13 @@ fn with_rollups(conn: &mut Connection) -> Result<usize, StoreError> {
     Ok(built)
 }
 
-/// Version 3 to 4, in one transaction: the blocks table, and no stored hour
-/// rollups (span 0): they are computed from the day's readings from now on.
+/// Version 3 to 4, in one transaction: the blocks table, no stored hour
+/// rollups (span 0: they are computed from the day's readings from now on),
+/// and the Z-order index no longer partial (`schema::Z_INDEX` says why).
 fn from_v3(conn: &mut Connection) -> Result<(), StoreError> {
     let tx = conn.transaction().map_err(db_err)?;
+    tx.execute_batch("DROP INDEX IF EXISTS readings_climate_z;")
+        .map_err(db_err)?;
     tx.execute_batch(&schema::create()).map_err(db_err)?;
     tx.execute("DELETE FROM rollups WHERE span = 0", [])
         .map_err(db_err)?;
