@@ -187,7 +187,11 @@ pub fn readings(
         .map_err(db_err)?;
     while let Some(row) = found.next().map_err(db_err)? {
         let k: i64 = row.get(0).map_err(db_err)?;
-        let body = row.get_ref(1).map_err(db_err)?.as_blob().map_err(db_err_from)?;
+        let body = row
+            .get_ref(1)
+            .map_err(db_err)?
+            .as_blob()
+            .map_err(db_err_from)?;
         let day = k & LAST_DAY;
         let wanted = n - out.len();
         let limited = keep.is_none();

@@ -74,7 +74,11 @@ pub fn families() -> &'static [Family] {
                     .into_iter()
                     .filter(|q| q.family() == kind)
                     .collect();
-                let names = columns.iter().map(|q| q.name()).collect::<Vec<_>>().join(", ");
+                let names = columns
+                    .iter()
+                    .map(|q| q.name())
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 let table = format!("readings_{}", kind.as_str());
                 let tuple = format!("({})", vec!["?"; 3 + columns.len()].join(", "));
                 let insert = |rows: usize| {
