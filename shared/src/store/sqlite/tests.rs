@@ -228,7 +228,7 @@ async fn reads_go_on_while_a_write_transaction_is_open() {
 /// The layout's bytes per reading, with every index, the registry and the
 /// rollups, for four weeks of the benchmark's household (a meter and three
 /// room sensors at 1 reading a minute), long closed, so sealed into blocks.
-/// A fixed 60 KB or so (a page per table and index) is part of it.
+/// A fixed 120 KB or so (an 8 KB page per table and index) is part of it.
 #[tokio::test]
 async fn a_sealed_reading_costs_under_2_bytes_on_disk() {
     let dir = temp_dir("bytes");
