@@ -3,8 +3,9 @@
 //! the same readings (issue 13):
 //!
 //! - 30 days of a smart meter and three room sensors at 1 reading per minute
-//!   (172,800 readings), posted over HTTP in batches of 1000: JSON to
-//!   `ingester-local serve --db FILE`, line protocol to `influxd`;
+//!   (172,800 readings), posted over HTTP in batches of 1000: line protocol
+//!   to `ingester-local serve --db FILE` and to `influxd`, JSON to a second
+//!   server of ours (`common::ingest`, shared with the VictoriaMetrics bench);
 //! - one device's day of raw readings (1440), following cursors on our side;
 //! - daily min/max/mean of one room sensor over the 30 days;
 //! - the latest reading of each device;
@@ -31,6 +32,18 @@ struct Influx {
     child: Child,
     url: String,
     dir: PathBuf,
+}
+
+impl Peer for Influx {
+    const NAME: &'static str = "influxd";
+
+    fn write(&self, body: &str) {
+        let resp = agent()
+            .post(&format!("{}/write?db=bench&precision=ms", self.url))
+            .send_string(body)
+            .unwrap();
+        assert_eq!(resp.status(), 204);
+    }
 }
 
 impl Influx {
@@ -70,14 +83,6 @@ impl Influx {
         Some(influx)
     }
 
-    fn write(&self, body: &str) {
-        let resp = agent()
-            .post(&format!("{}/write?db=bench&precision=ms", self.url))
-            .send_string(body)
-            .unwrap();
-        assert_eq!(resp.status(), 204);
-    }
-
     fn query(&self, q: &str) -> Value {
         let resp = agent()
             .post(&format!("{}/query", self.url))
@@ -100,74 +105,6 @@ impl Drop for Influx {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// Readings per second of each writer.
-struct IngestRates {
-    json: f64,
-    line_protocol: f64,
-    influx: Option<f64>,
-}
-
-/// Posts every batch three ways, taking turns batch by batch so that all see
-/// the same machine load: JSON to `server`, line protocol to our InfluxDB
-/// write API on a server of its own in `dir` (so that no key is written
-/// twice), and line protocol to InfluxDB. Each is timed alone.
-fn ingest(
-    server: &LocalServer,
-    dir: &Path,
-    influx: Option<&Influx>,
-    samples: &[Sample],
-) -> IngestRates {
-    std::fs::create_dir_all(dir).unwrap();
-    let db = dir.join("ours-line-protocol.db");
-    let lp_server = LocalServer::start(
-        &integration_tests::local_server::built_binary(),
-        &["--db", db.to_str().unwrap()],
-        "warn,ingester_local=info",
-    );
-    let json: Vec<String> = samples.chunks(1000).map(json_body).collect();
-    let lines: Vec<String> = samples.chunks(1000).map(line_body).collect();
-    let mut spent = [Duration::ZERO; 3];
-    let timed = |spent: &mut Duration, f: &mut dyn FnMut()| {
-        let started = Instant::now();
-        f();
-        *spent += started.elapsed();
-    };
-    for (json, lines) in json.iter().zip(&lines) {
-        timed(&mut spent[0], &mut || {
-            let (status, text) = ours(server, "POST", "/readings", Some(json));
-            assert_eq!(status, 200, "{text}");
-        });
-        timed(&mut spent[1], &mut || {
-            let (status, text) = ours(
-                &lp_server,
-                "POST",
-                "/write?db=bench&precision=ms",
-                Some(lines),
-            );
-            assert_eq!(status, 204, "{text}");
-        });
-        if let Some(i) = influx {
-            timed(&mut spent[2], &mut || i.write(lines));
-        }
-    }
-    let rate = |d: Duration| samples.len() as f64 / d.as_secs_f64();
-    IngestRates {
-        json: rate(spent[0]),
-        line_protocol: rate(spent[1]),
-        influx: influx.map(|_| rate(spent[2])),
-    }
-}
-
-fn row(what: &str, ours: f64, theirs: Option<f64>, unit: &str, higher_is_better: bool) {
-    match theirs {
-        Some(t) => {
-            let ratio = if higher_is_better { ours / t } else { t / ours };
-            println!("| {what} | {ours:.1} {unit} | {t:.1} {unit} | {ratio:.2}× |");
-        }
-        None => println!("| {what} | {ours:.1} {unit} | (influxd not installed) | |"),
     }
 }
 
@@ -204,17 +141,17 @@ fn main() {
         samples.len()
     );
     let rates = ingest(&server, &dir, influx, &samples);
-    row(
+    row::<Influx>(
         "ingest: JSON to ours, line protocol to InfluxDB",
         rates.json,
-        rates.influx,
+        rates.theirs,
         "readings/s",
         true,
     );
-    row(
+    row::<Influx>(
         "ingest: line protocol to both",
         rates.line_protocol,
-        rates.influx,
+        rates.theirs,
         "readings/s",
         true,
     );
@@ -252,14 +189,14 @@ fn main() {
         v[v.len() / 2]
     };
     let theirs_day = influx.map(|_| median(theirs));
-    row(
+    row::<Influx>(
         "one device's day (1440 readings), objects (the default)",
         median(ours_objects),
         theirs_day,
         "ms",
         false,
     );
-    row(
+    row::<Influx>(
         "one device's day (1440 readings), `format=columns` (InfluxDB's shape)",
         median(ours_columns),
         theirs_day,
@@ -282,7 +219,7 @@ fn main() {
     };
     let ours_stats = median_ms(5, || drop(ours_get(&server, &stats_path(start))));
     let theirs_stats = influx.map(|i| median_ms(5, || drop(i.query(&q_stats(start, "sensor-2")))));
-    row(
+    row::<Influx>(
         &format!("daily min/max/mean over the {days} days"),
         ours_stats,
         theirs_stats,
@@ -308,7 +245,7 @@ fn main() {
             }
         })
     });
-    row(
+    row::<Influx>(
         "latest of each of 4 devices",
         ours_latest,
         theirs_latest,
@@ -331,17 +268,17 @@ fn main() {
             })
             .collect();
         let rates = ingest(&server, &dir.join("year"), influx, &year);
-        row(
+        row::<Influx>(
             "ingest of a year of one sensor (525,600): JSON to ours",
             rates.json,
-            rates.influx,
+            rates.theirs,
             "readings/s",
             true,
         );
-        row(
+        row::<Influx>(
             "ingest of a year of one sensor: line protocol to both",
             rates.line_protocol,
-            rates.influx,
+            rates.theirs,
             "readings/s",
             true,
         );
@@ -353,7 +290,7 @@ fn main() {
         let ours_year = median_ms(3, || drop(ours_get(&server, &path)));
         let theirs_year =
             influx.map(|i| median_ms(3, || drop(i.query(&q_stats(year_start, "year-sensor")))));
-        row(
+        row::<Influx>(
             "daily min/max/mean over a year",
             ours_year,
             theirs_year,

@@ -39,6 +39,18 @@ struct Victoria {
     dir: PathBuf,
 }
 
+impl Peer for Victoria {
+    const NAME: &'static str = "victoria-metrics";
+
+    fn write(&self, body: &str) {
+        let resp = agent()
+            .post(&format!("{}/write?precision=ms", self.url))
+            .send_string(body)
+            .unwrap();
+        assert_eq!(resp.status(), 204);
+    }
+}
+
 impl Victoria {
     fn start(dir: &Path) -> Option<Victoria> {
         let binary = Path::new("/usr/bin/victoria-metrics");
@@ -71,14 +83,6 @@ impl Victoria {
             std::thread::sleep(Duration::from_millis(100));
         }
         Some(vm)
-    }
-
-    fn write(&self, body: &str) {
-        let resp = agent()
-            .post(&format!("{}/write?precision=ms", self.url))
-            .send_string(body)
-            .unwrap();
-        assert_eq!(resp.status(), 204);
     }
 
     fn get(&self, path: &str, query: &[(&str, &str)]) -> String {
@@ -177,90 +181,6 @@ impl Drop for Victoria {
     }
 }
 
-/// Readings per second of each writer.
-struct IngestRates {
-    line_protocol: f64,
-    json: f64,
-    theirs: Option<f64>,
-}
-
-/// Posts every batch three ways, taking turns batch by batch so that all
-/// see the same machine load: line protocol to `server`, JSON to a server
-/// of ours of its own in `dir` (so that no key is written twice), line
-/// protocol to VictoriaMetrics. Each is timed alone.
-fn ingest(
-    server: &LocalServer,
-    dir: &Path,
-    vm: Option<&Victoria>,
-    samples: &[Sample],
-) -> IngestRates {
-    std::fs::create_dir_all(dir).unwrap();
-    let db = dir.join("ours-json.db");
-    let json_server = LocalServer::start(
-        &integration_tests::local_server::built_binary(),
-        &["--db", db.to_str().unwrap()],
-        "warn,ingester_local=info",
-    );
-    let json: Vec<String> = samples.chunks(1000).map(json_body).collect();
-    let lines: Vec<String> = samples.chunks(1000).map(line_body).collect();
-    let mut spent = [Duration::ZERO; 3];
-    let timed = |spent: &mut Duration, f: &mut dyn FnMut()| {
-        let started = Instant::now();
-        f();
-        *spent += started.elapsed();
-    };
-    for (json, lines) in json.iter().zip(&lines) {
-        timed(&mut spent[0], &mut || {
-            let (status, text) = ours(server, "POST", "/write?db=bench&precision=ms", Some(lines));
-            assert_eq!(status, 204, "{text}");
-        });
-        timed(&mut spent[1], &mut || {
-            let (status, text) = ours(&json_server, "POST", "/readings", Some(json));
-            assert_eq!(status, 200, "{text}");
-        });
-        if let Some(v) = vm {
-            timed(&mut spent[2], &mut || v.write(lines));
-        }
-    }
-    let rate = |d: Duration| samples.len() as f64 / d.as_secs_f64();
-    IngestRates {
-        line_protocol: rate(spent[0]),
-        json: rate(spent[1]),
-        theirs: vm.map(|_| rate(spent[2])),
-    }
-}
-
-fn row(what: &str, ours: f64, theirs: Option<f64>, unit: &str, higher_is_better: bool) {
-    match theirs {
-        Some(t) => {
-            let ratio = if higher_is_better { ours / t } else { t / ours };
-            println!("| {what} | {ours:.2} {unit} | {t:.2} {unit} | {ratio:.2}× |");
-        }
-        None => println!("| {what} | {ours:.2} {unit} | (not installed) | |"),
-    }
-}
-
-/// Ours and theirs taking turns, `rounds` times `runs`: the medians.
-fn turns(
-    rounds: usize,
-    runs: usize,
-    mut a: impl FnMut(),
-    mut b: Option<impl FnMut()>,
-) -> (f64, Option<f64>) {
-    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        mine.push(median_ms(runs, &mut a));
-        if let Some(b) = b.as_mut() {
-            theirs.push(median_ms(runs, b));
-        }
-    }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    (median(mine), (!theirs.is_empty()).then(|| median(theirs)))
-}
-
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let days = if full { 30 } else { 1 };
@@ -294,14 +214,14 @@ fn main() {
         samples.len()
     );
     let rates = ingest(&server, &dir, vm, &samples);
-    row(
+    row::<Victoria>(
         "ingest: line protocol to both",
         rates.line_protocol,
         rates.theirs,
         "readings/s",
         true,
     );
-    row(
+    row::<Victoria>(
         "ingest: JSON to ours, line protocol to theirs",
         rates.json,
         rates.theirs,
@@ -314,7 +234,7 @@ fn main() {
     let year = full.then(|| walking_sensor("year-sensor", "attic", year_start, 365 * 1440, 9));
     if let Some(year) = &year {
         let rates = ingest(&server, &dir.join("year"), vm, year);
-        row(
+        row::<Victoria>(
             "ingest of a year of one sensor: line protocol to both",
             rates.line_protocol,
             rates.theirs,
@@ -349,7 +269,7 @@ fn main() {
             }
         }),
     );
-    row(
+    row::<Victoria>(
         "one device's raw day (1440 readings)",
         mine,
         theirs,
@@ -377,7 +297,7 @@ fn main() {
             }
         }),
     );
-    row(
+    row::<Victoria>(
         &format!("daily min/max/mean over the {days} days"),
         mine,
         theirs,
@@ -407,7 +327,7 @@ fn main() {
             }
         }),
     );
-    row("latest of each of 4 devices", mine, theirs, "ms", false);
+    row::<Victoria>("latest of each of 4 devices", mine, theirs, "ms", false);
 
     if year.is_some() {
         let (from, to) = (iso(year_start), iso(end));
@@ -427,7 +347,7 @@ fn main() {
                 }
             }),
         );
-        row(
+        row::<Victoria>(
             "one device's raw year (525,600 readings)",
             mine,
             theirs,
@@ -447,7 +367,7 @@ fn main() {
                 }
             }),
         );
-        row("daily min/max/mean over a year", mine, theirs, "ms", false);
+        row::<Victoria>("daily min/max/mean over a year", mine, theirs, "ms", false);
     }
 
     // Bytes on disk once stopped (SIGINT is our server's clean stop).
@@ -462,7 +382,7 @@ fn main() {
     let readings = samples.len() + year.as_ref().map_or(0, Vec::len);
     let theirs_bytes = vm_server.map(Victoria::stop);
     let per = |bytes: u64| bytes as f64 / readings as f64;
-    row(
+    row::<Victoria>(
         &format!("bytes on disk per reading, all {readings} readings"),
         per(ours_bytes),
         theirs_bytes.map(per),

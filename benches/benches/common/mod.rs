@@ -7,7 +7,7 @@ use integration_tests::local_server::LocalServer;
 use serde_json::{json, Value};
 use std::net::TcpListener;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub const DAY_MS: i64 = 86_400_000;
 
@@ -286,4 +286,106 @@ pub fn walking_household(days: i64, start_ms: i64) -> Vec<Sample> {
         }
     }
     out
+}
+
+/// A peer database that takes line protocol.
+pub trait Peer {
+    /// What the tables call it.
+    const NAME: &'static str;
+    /// Writes one batch of lines (precision ms), asserting success.
+    fn write(&self, lines: &str);
+}
+
+/// Readings per second of each writer.
+pub struct IngestRates {
+    pub line_protocol: f64,
+    pub json: f64,
+    pub theirs: Option<f64>,
+}
+
+/// Posts every batch three ways, taking turns batch by batch so that all
+/// see the same machine load: line protocol to `server`, JSON to a server
+/// of ours of its own in `dir` (so that no key is written twice), line
+/// protocol to the peer. Each is timed alone.
+pub fn ingest<P: Peer>(
+    server: &LocalServer,
+    dir: &Path,
+    peer: Option<&P>,
+    samples: &[Sample],
+) -> IngestRates {
+    std::fs::create_dir_all(dir).unwrap();
+    let db = dir.join("ours-json.db");
+    let json_server = LocalServer::start(
+        &integration_tests::local_server::built_binary(),
+        &["--db", db.to_str().unwrap()],
+        "warn,ingester_local=info",
+    );
+    let json: Vec<String> = samples.chunks(1000).map(json_body).collect();
+    let lines: Vec<String> = samples.chunks(1000).map(line_body).collect();
+    let mut spent = [Duration::ZERO; 3];
+    let timed = |spent: &mut Duration, f: &mut dyn FnMut()| {
+        let started = Instant::now();
+        f();
+        *spent += started.elapsed();
+    };
+    for (json, lines) in json.iter().zip(&lines) {
+        timed(&mut spent[0], &mut || {
+            let (status, text) = ours(server, "POST", "/write?db=bench&precision=ms", Some(lines));
+            assert_eq!(status, 204, "{text}");
+        });
+        timed(&mut spent[1], &mut || {
+            let (status, text) = ours(&json_server, "POST", "/readings", Some(json));
+            assert_eq!(status, 200, "{text}");
+        });
+        if let Some(p) = peer {
+            timed(&mut spent[2], &mut || p.write(lines));
+        }
+    }
+    let rate = |d: Duration| samples.len() as f64 / d.as_secs_f64();
+    IngestRates {
+        line_protocol: rate(spent[0]),
+        json: rate(spent[1]),
+        theirs: peer.map(|_| rate(spent[2])),
+    }
+}
+
+/// A row of a comparison table: ours, theirs, and the ratio (> 1: ours better).
+pub fn row<P: Peer>(
+    what: &str,
+    ours: f64,
+    theirs: Option<f64>,
+    unit: &str,
+    higher_is_better: bool,
+) {
+    match theirs {
+        Some(t) => {
+            let ratio = if higher_is_better { ours / t } else { t / ours };
+            println!("| {what} | {ours:.2} {unit} | {t:.2} {unit} | {ratio:.2}× |");
+        }
+        None => println!(
+            "| {what} | {ours:.2} {unit} | ({} not installed) | |",
+            P::NAME
+        ),
+    }
+}
+
+/// Ours and theirs taking turns, `rounds` times `runs` each: the medians.
+pub fn turns(
+    rounds: usize,
+    runs: usize,
+    mut a: impl FnMut(),
+    mut b: Option<impl FnMut()>,
+) -> (f64, Option<f64>) {
+    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        mine.push(median_ms(runs, &mut a));
+        if let Some(b) = b.as_mut() {
+            theirs.push(median_ms(runs, b));
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (median(mine), (!theirs.is_empty()).then(|| median(theirs)))
 }

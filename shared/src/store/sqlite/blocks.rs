@@ -186,13 +186,7 @@ pub fn readings(
         ])
         .map_err(db_err)?;
     while let Some(row) = found.next().map_err(db_err)? {
-        let k: i64 = row.get(0).map_err(db_err)?;
-        let body = row
-            .get_ref(1)
-            .map_err(db_err)?
-            .as_blob()
-            .map_err(db_err_from)?;
-        let day = k & LAST_DAY;
+        let (day, body) = day_and_body(row)?;
         let wanted = n - out.len();
         let limited = keep.is_none();
         let mut day_readings = block::decode_picked(device_id, body, |times| {
@@ -225,32 +219,37 @@ pub fn readings(
     Ok((out, decoded))
 }
 
-fn db_err_from(e: rusqlite::types::FromSqlError) -> StoreError {
-    StoreError::Unavailable(format!("sqlite: {e}"))
+/// A `SELECT key, body` row: its day and its block's bytes.
+fn day_and_body<'r>(row: &'r rusqlite::Row<'_>) -> Result<(i64, &'r [u8]), StoreError> {
+    let k: i64 = row.get(0).map_err(db_err)?;
+    let body = row
+        .get_ref(1)
+        .map_err(db_err)?
+        .as_blob()
+        .map_err(|e| StoreError::Unavailable(format!("sqlite: {e}")))?;
+    Ok((k & LAST_DAY, body))
 }
 
-/// Every block of a device with its day, oldest first, headers only: for
-/// counts, spans and box tests without decoding.
+/// A device's blocks of the days `days` with their day, oldest first,
+/// headers only: for counts and box tests without decoding.
 pub fn headers(
     conn: &Connection,
     device: i64,
     device_id: &DeviceId,
+    days: std::ops::RangeInclusive<i64>,
 ) -> Result<Vec<(i64, block::BlockHeader)>, StoreError> {
     let mut stmt = conn
         .prepare_cached("SELECT key, body FROM blocks WHERE key BETWEEN ?1 AND ?2 ORDER BY key")
         .map_err(db_err)?;
     let mut found = stmt
-        .query(params![key(device, 0), key(device, LAST_DAY)])
+        .query(params![
+            key(device, *days.start()),
+            key(device, *days.end())
+        ])
         .map_err(db_err)?;
     let mut out = Vec::new();
     while let Some(row) = found.next().map_err(db_err)? {
-        let k: i64 = row.get(0).map_err(db_err)?;
-        let body = row
-            .get_ref(1)
-            .map_err(db_err)?
-            .as_blob()
-            .map_err(db_err_from)?;
-        let day = k & LAST_DAY;
+        let (day, body) = day_and_body(row)?;
         out.push((
             day,
             block::header(body).map_err(|e| corrupt(device_id, day, e))?,
@@ -258,6 +257,9 @@ pub fn headers(
     }
     Ok(out)
 }
+
+/// Every day a block can have.
+pub const ALL_DAYS: std::ops::RangeInclusive<i64> = 0..=LAST_DAY;
 
 /// The first and last times of a device's sealed readings.
 pub fn time_span(
@@ -301,11 +303,10 @@ pub fn delete_before(
 ) -> Result<usize, StoreError> {
     let day = day_of(before);
     let mut gone = 0;
-    for (d, header) in headers(tx, device, device_id)? {
-        if d >= day {
-            break;
+    if day > 0 {
+        for (_, header) in headers(tx, device, device_id, 0..=day - 1)? {
+            gone += header.count as usize;
         }
-        gone += header.count as usize;
     }
     tx.prepare_cached("DELETE FROM blocks WHERE key >= ?1 AND key < ?2")
         .map_err(db_err)?

@@ -18,6 +18,7 @@
 
 mod blocks;
 mod names;
+mod periodic;
 mod registry;
 mod rollups;
 mod rows;
@@ -58,11 +59,11 @@ pub struct SqliteStore {
     rollup_reads: bool,
     /// A file's sealer, which stops when the last clone goes; before the
     /// checkpointer, so that its hold on the writer is gone first.
-    _sealer: Option<Arc<sealer::Sealer>>,
+    _sealer: Option<Arc<periodic::Periodic>>,
     /// A file's checkpointer, which stops when the last clone goes. Last in
     /// the struct, so dropped after the other connections are closed: its
     /// closing checkpoint then empties the WAL.
-    _checkpointer: Option<Arc<Checkpointer>>,
+    _checkpointer: Option<Arc<periodic::Periodic>>,
 }
 
 /// The page size of a new file.
@@ -86,49 +87,26 @@ const WAL_KEPT_BYTES: i64 = 8 << 20;
 /// fsync were a tenth of every ingest request's time when the committing
 /// writer did all of it. SQLite's own automatic checkpoint stays on: it then
 /// finds most frames copied already, and it is what lets the WAL start over
-/// instead of growing while writes keep coming.
-struct Checkpointer {
-    stop: std::sync::mpsc::Sender<()>,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-}
-
-impl Checkpointer {
-    fn start(path: &Path) -> Result<Arc<Self>, StoreError> {
-        let conn = prepared(Connection::open(path).map_err(db_err)?)?;
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("sqlite-checkpoint".into())
-            .spawn(move || {
-                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                    stopped.recv_timeout(CHECKPOINT_EVERY)
-                {
-                    if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE)") {
-                        tracing::warn!(error = %e, "WAL checkpoint failed; the next one retries");
-                    }
-                }
-                // The store is closing: leave the file whole and the WAL empty.
-                if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
-                    tracing::warn!(error = %e, "closing WAL checkpoint failed; the next open replays the WAL");
-                }
-            })
-            .map_err(|e| StoreError::Unavailable(format!("checkpoint thread: {e}")))?;
-        Ok(Arc::new(Self {
-            stop,
-            thread: Mutex::new(Some(thread)),
-        }))
-    }
-}
-
-impl Drop for Checkpointer {
-    /// Stops the thread and waits for it, so that its connection is closed
-    /// before the store's last one (which then empties and removes the WAL).
-    fn drop(&mut self) {
-        let _ = self.stop.send(());
-        let thread = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(thread) = thread {
-            let _ = thread.join();
-        }
-    }
+/// instead of growing while writes keep coming. Dropped, it stops and its
+/// connection closes before the store's last one (which then empties and
+/// removes the WAL).
+fn checkpointer(path: &Path) -> Result<periodic::Periodic, StoreError> {
+    periodic::Periodic::start(
+        "sqlite-checkpoint",
+        CHECKPOINT_EVERY,
+        prepared(Connection::open(path).map_err(db_err)?)?,
+        |conn| {
+            if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE)") {
+                tracing::warn!(error = %e, "WAL checkpoint failed; the next one retries");
+            }
+        },
+        // The store is closing: leave the file whole and the WAL empty.
+        |conn| {
+            if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
+                tracing::warn!(error = %e, "closing WAL checkpoint failed; the next open replays the WAL");
+            }
+        },
+    )
 }
 
 /// Registers the SQL functions that the schema's indexes use (`zaddr`) on
@@ -187,8 +165,8 @@ impl SqliteStore {
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
         store.readers = Arc::new(readers);
-        store._sealer = Some(sealer::Sealer::start(store.writer.clone())?);
-        store._checkpointer = Some(Checkpointer::start(path.as_ref())?);
+        store._sealer = Some(Arc::new(sealer::start(store.writer.clone())?));
+        store._checkpointer = Some(Arc::new(checkpointer(path.as_ref())?));
         Ok(store)
     }
 
@@ -371,7 +349,7 @@ impl SqliteStore {
                     .map_err(db_err)? as u64;
                 let mut sealed = 0u64;
                 for (device, device_id) in names::devices(conn)? {
-                    sealed += blocks::headers(conn, device, &device_id)?
+                    sealed += blocks::headers(conn, device, &device_id, blocks::ALL_DAYS)?
                         .iter()
                         .map(|(_, h)| u64::from(h.count))
                         .sum::<u64>();
@@ -530,25 +508,33 @@ impl SqliteStore {
         Ok(super::merge_pages(pages, request))
     }
 
-    fn z_range_now(
-        &self,
-        index: ZIndex<'_>,
-        request: &ZRangeRequest<'_>,
-    ) -> Result<ZPage, StoreError> {
+    fn z_range_now(&self, index: &Index, request: &ZRangeRequest<'_>) -> Result<ZPage, StoreError> {
         let keep_from = self.keep_from();
-        self.read(|conn| match index {
-            ZIndex::Device(device) => {
-                let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
-                    return Ok(ZPage::default());
-                };
-                series::z_range(conn, &[(id, device.clone())], None, request, keep_from)
-            }
-            ZIndex::Room(room) => {
-                let Some((room_id, devices)) = registry::room_devices(conn, room)? else {
-                    return Ok(ZPage::default());
-                };
-                series::z_range(conn, &devices, Some(room_id), request, keep_from)
-            }
+        self.read(|conn| {
+            let Some((room, devices)) = index.devices(conn)? else {
+                return Ok(ZPage::default());
+            };
+            series::z_range(conn, &devices, room, request, keep_from)
+        })
+    }
+
+    fn sealed_in_box_now(
+        &self,
+        index: &Index,
+        inside: &ClimateBox,
+        after: Option<&ZKey>,
+        limit: usize,
+    ) -> Result<SealedPage, StoreError> {
+        let keep_from = self.keep_from();
+        let room = match index {
+            Index::Room(room) => Some(room),
+            Index::Device(_) => None,
+        };
+        self.read(|conn| {
+            let Some((_, devices)) = index.devices(conn)? else {
+                return Ok(SealedPage::default());
+            };
+            series::sealed_in_box(conn, &devices, room, inside, after, limit, keep_from)
         })
     }
 
@@ -592,6 +578,46 @@ fn meter_rollups(pk_len: usize, found: &[Rollup]) {
         .map(|r| billing::rollup_size(pk_len, &Stored::from(r)))
         .sum();
     metering::add_read_units(billing::read_units(bytes));
+}
+
+/// What reading `read` items of an index (or readings of decoded blocks)
+/// would cost on DynamoDB, at the mean size of those returned.
+fn meter_index_read(items: &[(ZKey, Reading)], read: usize) {
+    if !metering::metering() || read == 0 {
+        return;
+    }
+    let bytes: usize = items.iter().map(|(_, r)| billing::reading_size(r)).sum();
+    let mean = bytes / items.len().max(1);
+    metering::add_read_units(billing::read_units(bytes.max(mean * read)));
+}
+
+/// A room's id (none for a device's index) and the devices it holds.
+type IndexDevices = (Option<i64>, Vec<rows::DeviceEntry>);
+
+/// A `ZIndex` owned, to cross onto the blocking pool.
+enum Index {
+    Room(RoomId),
+    Device(DeviceId),
+}
+
+impl Index {
+    fn of(index: ZIndex<'_>) -> Self {
+        match index {
+            ZIndex::Room(r) => Index::Room(r.clone()),
+            ZIndex::Device(d) => Index::Device(d.clone()),
+        }
+    }
+
+    /// The devices it holds, with their ids (a room's: every device that has
+    /// been in it), and the room's id; `None` when nothing was ever written.
+    fn devices(&self, conn: &Connection) -> Result<Option<IndexDevices>, StoreError> {
+        Ok(match self {
+            Index::Device(device) => names::find(conn, names::DEVICE, device.as_str())?
+                .map(|id| (None, vec![(id, device.clone())])),
+            Index::Room(room) => registry::room_devices(conn, room)?
+                .map(|(room_id, devices)| (Some(room_id), devices)),
+        })
+    }
 }
 
 impl Store for SqliteStore {
@@ -712,14 +738,7 @@ impl Store for SqliteStore {
         index: ZIndex<'_>,
         request: &ZRangeRequest<'_>,
     ) -> Result<ZPage, StoreError> {
-        enum Part {
-            Room(RoomId),
-            Device(DeviceId),
-        }
-        let part = match index {
-            ZIndex::Room(r) => Part::Room(r.clone()),
-            ZIndex::Device(d) => Part::Device(d.clone()),
-        };
+        let index = Index::of(index);
         let (from, to, after, limit): (ZKey, ZKey, Option<ZKey>, usize) = (
             request.from.clone(),
             request.to.clone(),
@@ -727,32 +746,16 @@ impl Store for SqliteStore {
             request.limit,
         );
         self.blocking(move |s| {
-            let index = match &part {
-                Part::Room(r) => ZIndex::Room(r),
-                Part::Device(d) => ZIndex::Device(d),
-            };
             let request = ZRangeRequest {
                 from: &from,
                 to: &to,
                 after: after.as_ref(),
                 limit,
             };
-            s.z_range_now(index, &request)
+            s.z_range_now(&index, &request)
         })
         .await
-        .inspect(|page| {
-            if !metering::metering() {
-                return;
-            }
-            // The index items read, returned or not, at the returned ones' mean size.
-            let bytes: usize = page
-                .items
-                .iter()
-                .map(|(_, r)| billing::reading_size(r))
-                .sum();
-            let mean = bytes / page.items.len().max(1);
-            metering::add_read_units(billing::read_units(bytes.max(mean * page.scanned)));
-        })
+        .inspect(|page| meter_index_read(&page.items, page.scanned))
     }
 
     async fn sealed_in_box(
@@ -762,52 +765,10 @@ impl Store for SqliteStore {
         after: Option<&ZKey>,
         limit: usize,
     ) -> Result<SealedPage, StoreError> {
-        let (room, device) = match index {
-            ZIndex::Room(r) => (Some(r.clone()), None),
-            ZIndex::Device(d) => (None, Some(d.clone())),
-        };
-        let (inside, after) = (*inside, after.cloned());
-        let keep_from = self.keep_from();
-        self.blocking(move |s| {
-            s.read(|conn| {
-                let devices = match (&room, &device) {
-                    (Some(room), _) => match registry::room_devices(conn, room)? {
-                        Some((_, devices)) => devices,
-                        None => return Ok(SealedPage::default()),
-                    },
-                    (None, Some(device)) => {
-                        match names::find(conn, names::DEVICE, device.as_str())? {
-                            Some(id) => vec![(id, device.clone())],
-                            None => return Ok(SealedPage::default()),
-                        }
-                    }
-                    (None, None) => return Ok(SealedPage::default()),
-                };
-                series::sealed_in_box(
-                    conn,
-                    &devices,
-                    room.as_ref(),
-                    &inside,
-                    after.as_ref(),
-                    limit,
-                    keep_from,
-                )
-            })
-        })
-        .await
-        .inspect(|page| {
-            if !metering::metering() || page.decoded == 0 {
-                return;
-            }
-            // The blocks decoded, at the size their readings would have as items.
-            let bytes: usize = page
-                .items
-                .iter()
-                .map(|(_, r)| billing::reading_size(r))
-                .sum();
-            let mean = bytes / page.items.len().max(1);
-            metering::add_read_units(billing::read_units(bytes.max(mean * page.decoded)));
-        })
+        let (index, inside, after) = (Index::of(index), *inside, after.cloned());
+        self.blocking(move |s| s.sealed_in_box_now(&index, &inside, after.as_ref(), limit))
+            .await
+            .inspect(|page| meter_index_read(&page.items, page.decoded))
     }
 
     async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {

@@ -9,7 +9,6 @@ use crate::domain::aggregate::rollup::spans;
 use crate::keys::zorder::ZKey;
 use crate::model::{Measurement, Quantity, Span};
 use proptest::prelude::*;
-use std::collections::BTreeSet;
 
 /// 2026-09-01T00:00:00Z: long closed.
 const START: i64 = 1_788_220_800_000;
@@ -165,29 +164,33 @@ async fn answers(store: &SqliteStore) -> Vec<String> {
                 .sealed_in_box(index, &inside, None, 100_000)
                 .await
                 .unwrap();
+            let sealed_keys: Vec<ZKey> = sealed.items.iter().map(|(k, _)| k.clone()).collect();
+            assert_in_z_order(&sealed_keys);
             found.extend(sealed.items);
             found.sort_by(|a, b| a.0.cmp(&b.0));
             out.push(format!(
                 "search {name} {temperature:?} {humidity:?}: {found:?}"
             ));
-            // After a key, the rest.
+            // After a key, the next three sealed ones, exactly.
             if let Some((middle, _)) = found.get(found.len() / 2) {
                 let after = store
                     .sealed_in_box(index, &inside, Some(middle), 3)
                     .await
                     .unwrap();
-                let want: Vec<&(ZKey, Reading)> =
-                    found.iter().filter(|(k, _)| k > middle).collect();
-                let hot: BTreeSet<&ZKey> = found.iter().map(|(k, _)| k).collect();
-                assert!(after
-                    .items
-                    .iter()
-                    .all(|(k, _)| k > middle && hot.contains(k)));
-                assert!(after.items.len() <= 3.min(want.len()));
+                let got: Vec<&ZKey> = after.items.iter().map(|(k, _)| k).collect();
+                let want: Vec<&ZKey> = sealed_keys.iter().filter(|k| *k > middle).take(3).collect();
+                assert_eq!(got, want);
             }
         }
     }
     out
+}
+
+fn assert_in_z_order(keys: &[ZKey]) {
+    assert!(
+        keys.windows(2).all(|w| w[0] < w[1]),
+        "sealed items in Z order"
+    );
 }
 
 fn written(store: &SqliteStore, batches: &[Vec<Reading>], now_ms: i64) {

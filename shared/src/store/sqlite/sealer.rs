@@ -4,6 +4,7 @@
 //! every `EVERY`; `seal_all` is also what converts a file from an earlier
 //! version (all rows) on its first open.
 
+use super::periodic::Periodic;
 use super::write::Writer;
 use super::{blocks, db_err, names, schema};
 use crate::model::Timestamp;
@@ -94,45 +95,19 @@ fn closed_days(conn: &rusqlite::Connection, now_ms: i64) -> Result<usize, StoreE
     .map_err(db_err)
 }
 
-/// The background sealer of a file's store.
-pub struct Sealer {
-    stop: std::sync::mpsc::Sender<()>,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-}
-
-impl Sealer {
-    pub fn start(writer: Arc<Mutex<Writer>>) -> Result<Arc<Self>, StoreError> {
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("sqlite-sealer".into())
-            .spawn(move || {
-                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                    stopped.recv_timeout(EVERY)
-                {
-                    match seal_all(&writer, Timestamp::now().millis(), None) {
-                        Ok(0) => {}
-                        Ok(days) => tracing::info!(days, "sealed closed days into blocks"),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "sealing failed; the rows stay, the next pass retries")
-                        }
-                    }
-                }
-            })
-            .map_err(|e| StoreError::Unavailable(format!("sealer thread: {e}")))?;
-        Ok(Arc::new(Self {
-            stop,
-            thread: Mutex::new(Some(thread)),
-        }))
-    }
-}
-
-impl Drop for Sealer {
-    /// Stops the thread and waits for it (a seal in progress completes).
-    fn drop(&mut self) {
-        let _ = self.stop.send(());
-        let thread = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(thread) = thread {
-            let _ = thread.join();
-        }
-    }
+/// The background sealer of a file's store: a pass every `EVERY`.
+pub fn start(writer: Arc<Mutex<Writer>>) -> Result<Periodic, StoreError> {
+    Periodic::start(
+        "sqlite-sealer",
+        EVERY,
+        writer,
+        |writer| match seal_all(writer, Timestamp::now().millis(), None) {
+            Ok(0) => {}
+            Ok(days) => tracing::info!(days, "sealed closed days into blocks"),
+            Err(e) => {
+                tracing::warn!(error = %e, "sealing failed; the rows stay, the next pass retries")
+            }
+        },
+        drop,
+    )
 }

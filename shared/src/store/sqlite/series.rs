@@ -181,8 +181,10 @@ pub fn sealed_in_box(
             && overlaps(Quantity::Humidity, inside.humidity)
     };
     let mut page = SealedPage::default();
+    let days =
+        blocks::day_of(inside.range.from().millis())..=blocks::day_of(inside.range.last().millis());
     for (device, device_id) in devices {
-        for (day, header) in blocks::headers(conn, *device, device_id)? {
+        for (day, header) in blocks::headers(conn, *device, device_id, days.clone())? {
             if !meets(&header) {
                 continue;
             }
