@@ -21,7 +21,6 @@
 mod common;
 
 use common::*;
-use integration_tests::local_server::LocalServer;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -119,12 +118,7 @@ fn main() {
     let start = today - days * DAY_MS;
     let samples = household(days, start);
 
-    let db = dir.join("ours.db");
-    let server = LocalServer::start(
-        &integration_tests::local_server::built_binary(),
-        &["--db", db.to_str().unwrap(), "--open-reads"],
-        "warn,ingester_local=info",
-    );
+    let (server, db) = start_ours(&dir);
     let influx_server = Influx::start(&dir);
     if influx_server.is_none() {
         assert!(
@@ -299,16 +293,8 @@ fn main() {
         );
     }
 
-    // Bytes on disk once stopped (SQLite checkpoints its WAL when the last
-    // connection closes; SIGINT is the server's clean stop).
-    let _ = Command::new("kill")
-        .args(["-INT", &server.child.id().to_string()])
-        .status();
-    let mut server = server;
-    let _ = server.child.wait();
-    let wal = db.with_extension("db-wal");
-    let ours_bytes = std::fs::metadata(&db).unwrap().len()
-        + std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    // Bytes on disk once stopped.
+    let ours_bytes = stop_ours(server, &db);
     let readings = samples.len() + if full { 365 * 1440 } else { 0 };
     let theirs_bytes = influx_server.map(Influx::stop);
     let per = |bytes: u64| bytes as f64 / readings as f64;

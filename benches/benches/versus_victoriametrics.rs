@@ -26,7 +26,6 @@
 mod common;
 
 use common::*;
-use integration_tests::local_server::LocalServer;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -193,12 +192,7 @@ fn main() {
     let start = end - days * DAY_MS;
     let samples = walking_household(days, start);
 
-    let db = dir.join("ours.db");
-    let server = LocalServer::start(
-        &integration_tests::local_server::built_binary(),
-        &["--db", db.to_str().unwrap(), "--open-reads"],
-        "warn,ingester_local=info",
-    );
+    let (server, db) = start_ours(&dir);
     let vm_server = Victoria::start(&dir);
     if vm_server.is_none() {
         assert!(
@@ -370,15 +364,8 @@ fn main() {
         row::<Victoria>("daily min/max/mean over a year", mine, theirs, "ms", false);
     }
 
-    // Bytes on disk once stopped (SIGINT is our server's clean stop).
-    let _ = Command::new("kill")
-        .args(["-INT", &server.child.id().to_string()])
-        .status();
-    let mut server = server;
-    let _ = server.child.wait();
-    let wal = db.with_extension("db-wal");
-    let ours_bytes = std::fs::metadata(&db).unwrap().len()
-        + std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    // Bytes on disk once stopped.
+    let ours_bytes = stop_ours(server, &db);
     let readings = samples.len() + year.as_ref().map_or(0, Vec::len);
     let theirs_bytes = vm_server.map(Victoria::stop);
     let per = |bytes: u64| bytes as f64 / readings as f64;

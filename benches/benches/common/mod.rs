@@ -389,3 +389,25 @@ pub fn turns(
     };
     (median(mine), (!theirs.is_empty()).then(|| median(theirs)))
 }
+
+/// Our server on a file `ours.db` in `dir`, reads open: the server and the file.
+pub fn start_ours(dir: &Path) -> (LocalServer, std::path::PathBuf) {
+    let db = dir.join("ours.db");
+    let server = LocalServer::start(
+        &integration_tests::local_server::built_binary(),
+        &["--db", db.to_str().unwrap(), "--open-reads"],
+        "warn,ingester_local=info",
+    );
+    (server, db)
+}
+
+/// Stops our server cleanly (SIGINT; SQLite checkpoints its WAL when the
+/// last connection closes) and reports its bytes on disk, WAL included.
+pub fn stop_ours(mut server: LocalServer, db: &Path) -> u64 {
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &server.child.id().to_string()])
+        .status();
+    let _ = server.child.wait();
+    let wal = db.with_extension("db-wal");
+    std::fs::metadata(db).unwrap().len() + std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0)
+}
