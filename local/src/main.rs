@@ -223,6 +223,9 @@ struct StoreArgs {
     /// Keep readings this many days (0: forever); expired ones are hidden and, on the embedded store, deleted.
     #[arg(long, env = "RETENTION_DAYS", default_value_t = 0)]
     retention_days: u32,
+    /// On DynamoDB: keep a reading's own item this many days (0: forever); older readings are read from hour blocks, which the rollups function writes (docs/blocks.md). Set it as the table's stack has `RawReadingDays`.
+    #[arg(long, env = "RAW_READING_DAYS", default_value_t = 0)]
+    raw_reading_days: u32,
     /// Shards of the all-devices time index on DynamoDB (odd, 1-63); the embedded store has no shards.
     #[arg(long, env = "ALL_DEVICES_SHARDS", default_value_t = shared::keys::DEFAULT_SHARDS,
           value_parser = |v: &str| shared::config::parse_shards(v).map_err(|e| e.to_string()))]
@@ -263,6 +266,7 @@ impl StoreArgs {
             ingest_token_parameter: None,
             registry_cache_ttl: cache_ttl,
             retention: Retention::days(self.retention_days),
+            raw_window: Retention::days(self.raw_reading_days),
             read_access: if open_reads {
                 ReadAccess::Open
             } else {

@@ -51,7 +51,7 @@ fn items(readings: &[shared::model::Reading]) -> Vec<impl Sized> {
         .map(|r| {
             shared::store::dynamodb::reading_item(
                 r,
-                None,
+                &shared::store::Expiry::NEVER,
                 shared::keys::DEFAULT_SHARDS,
                 shared::store::Indexes::ALL,
             )

@@ -96,6 +96,7 @@ pub fn dynamodb_store(config: &Config, sdk: &SdkConfig, table: &str) -> DynamoSt
     DynamoStore::new(dynamodb_client(sdk), table)
         .with_policy(config.dynamodb)
         .with_retention(config.retention)
+        .with_raw_window(config.raw_window)
         .with_shards(config.shards)
         .with_indexes(config.indexes)
 }

@@ -38,6 +38,10 @@ pub struct Config {
     pub registry_cache_ttl: Duration,
     /// `RETENTION_DAYS` (default 0: keep forever): readings get `expires_at`.
     pub retention: Option<Retention>,
+    /// `RAW_READING_DAYS` (default 0: keep raw items forever; the template's
+    /// default is 35): on DynamoDB a reading's own item expires after this
+    /// many days, and reads take it from its hour's block (docs/blocks.md).
+    pub raw_window: Option<Retention>,
     /// `READS_REQUIRE_TOKEN` (default `true`): the GET routes need the token too, when one is set.
     pub read_access: ReadAccess,
     /// `ALL_DEVICES_SHARDS` (default 11): `all-time` shards, an odd number from 1
@@ -135,6 +139,14 @@ impl Config {
                 value: v.clone(),
             })?),
         };
+        let raw_window = match get("RAW_READING_DAYS") {
+            None => None,
+            Some(v) => Retention::days(v.trim().parse().map_err(|_| ConfigError::Invalid {
+                name: "RAW_READING_DAYS",
+                expected: "a whole number of days (0 keeps raw items forever)",
+                value: v.clone(),
+            })?),
+        };
         let read_access = match get("READS_REQUIRE_TOKEN").as_deref().map(str::trim) {
             None | Some("true") => ReadAccess::Token,
             Some("false") => ReadAccess::Open,
@@ -177,6 +189,7 @@ impl Config {
             ingest_token_parameter,
             registry_cache_ttl,
             retention,
+            raw_window,
             read_access,
             shards,
             indexes,

@@ -59,7 +59,7 @@ async fn main() {
         for r in &other {
             let item = shared::store::dynamodb::reading_item(
                 r,
-                None,
+                &shared::store::Expiry::NEVER,
                 shared::keys::DEFAULT_SHARDS,
                 shared::store::Indexes::ALL,
             );

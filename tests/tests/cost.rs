@@ -11,7 +11,9 @@ use integration_tests::{
     INDEX_COMBINATIONS,
 };
 use serde_yaml_ng::Value as Yaml;
-use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
+use shared::domain::aggregate::rollup::{spans, Stored};
+use shared::domain::billing::rollup_size;
+use shared::model::{DeviceId, Measurement, Reading, RoomId, Span, Timestamp};
 use shared::store::dynamodb::size::{item_size, value_size};
 use shared::store::{DynamoStore, Indexes, Store};
 use std::collections::HashMap;
@@ -109,19 +111,45 @@ const T0: i64 = 1_795_219_200_000; // 2026-11-21T00:00:00Z
 /// On-demand price of a million write request units, us-east-1, November 2024.
 const WRU_DOLLARS: f64 = 0.625;
 
+/// A random walk at sensor resolution, the same every run (the blocks'
+/// size depends on it: a constant would compress to nothing).
+fn walk(minute: i64, seed: u64, steps: i64) -> i64 {
+    let mut x = seed;
+    let mut at = 0;
+    for _ in 0..=minute {
+        // xorshift64
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        at += (x % (2 * steps as u64 + 1)) as i64 - steps;
+    }
+    at
+}
+
 fn climate(minute: i64) -> Reading {
+    // Hundredths of a degree and tenths of a percent, drifting.
+    // (Divided last, as a sensor's decimal text parses: an exact number of
+    // thousandths, which the block codec stores as an integer.)
+    let celsius = (2137 + walk(minute, 7, 3)) as f64 / 100.0;
+    let humidity = (452 + walk(minute, 11, 2)) as f64 / 10.0;
     Reading {
         device_id: DeviceId::parse("sensor-bedroom").unwrap(),
         timestamp: Timestamp::from_millis(T0 + minute * 60_000).unwrap(),
-        measurement: Measurement::climate(RoomId::parse("bedroom").unwrap(), 21.37, 45.2).unwrap(),
+        measurement: Measurement::climate(RoomId::parse("bedroom").unwrap(), celsius, humidity)
+            .unwrap(),
     }
 }
 
 fn power(minute: i64) -> Reading {
+    // Watts in steps of 1 (a house drawing about 800 W), the meter's bought
+    // kWh in thousandths counting them up; the kWh sold standing still.
+    let watts = |m: i64| (812 + walk(m, 13, 40)) as f64;
+    let wh: f64 = (0..=minute).map(|m| watts(m) / 60.0).sum();
+    let kwh = (5_123_456.0 + wh).round() / 1000.0;
     Reading {
         device_id: DeviceId::parse("meter-1").unwrap(),
         timestamp: Timestamp::from_millis(T0 + minute * 60_000).unwrap(),
-        measurement: Measurement::power(5123.456 + minute as f64 * 0.01, 812.125, 352.5).unwrap(),
+        measurement: Measurement::power(kwh, 812.125, watts(minute)).unwrap(),
     }
 }
 
@@ -167,8 +195,8 @@ async fn render() -> String {
     writeln!(out, "| box search | all-devices feed | item | attributes | write units: table + indexes | indexes entered | bytes stored |").unwrap();
     writeln!(out, "|---|---|---|---|---|---|---|").unwrap();
     let mut summary = String::new();
-    writeln!(summary, "| box search | all-devices feed | reading | reading | registry | rollups | **write units per reading** | write units per device-year at 1/min | $ a year for them | stored per device-year |").unwrap();
-    writeln!(summary, "|---|---|---|---|---|---|---|---|---|---|").unwrap();
+    writeln!(summary, "| box search | all-devices feed | reading | reading | registry | rollups | of which blocks | **write units per reading** | write units per device-year at 1/min | $ a year for them | stored per device-year | bytes stored per reading after the raw window |").unwrap();
+    writeln!(summary, "|---|---|---|---|---|---|---|---|---|---|---|---|").unwrap();
     let mut queries = String::new();
     writeln!(queries, "| box search | all-devices feed | query | items read | read units (eventually consistent) |").unwrap();
     writeln!(queries, "|---|---|---|---|---|").unwrap();
@@ -195,7 +223,10 @@ async fn render() -> String {
             let mut rows = vec![
                 (format!("{kind} reading"), Cost::of(&r, &gsis)),
                 (format!("DEVICE item ({kind})"), Cost::of(&device, &gsis)),
-                (format!("hour rollup ({kind})"), Cost::of(&hour, &gsis)),
+                (
+                    format!("hour item: rollup and block ({kind})"),
+                    Cost::of(&hour, &gsis),
+                ),
                 (format!("day rollup ({kind})"), Cost::of(&day, &gsis)),
             ];
             if kind == "climate" {
@@ -233,13 +264,33 @@ async fn render() -> String {
                     0.0
                 };
             let rollups = (rows[2].1.units() + rows[3].1.units()) as f64 / 5.0;
+            // What blocks add: the hour item (its block and entering chain)
+            // against the stored rollup it replaced, rewritten as often.
+            let readings: Vec<Reading> = (0..60).map(reading).collect();
+            let before_blocks = rollup_size(
+                readings[0].device_id.as_str().len(),
+                &Stored::from(&spans(Span::Hour, None, readings.iter())[0]),
+            );
+            assert!(hour.contains_key("blk"), "the hour item holds its block");
+            let blocks = (rows[2].1.table as f64 - wcu(before_blocks) as f64) / 5.0;
+            // Once the raw items are gone: the hour items (with their blocks)
+            // and the day items.
+            let after_raw = rows[2].1.stored as f64 / 60.0 + rows[3].1.stored as f64 / 1440.0;
+            assert!(
+                blocks <= 0.25,
+                "{kind}: blocks add {blocks} write units a reading"
+            );
+            assert!(
+                after_raw <= 8.0,
+                "{kind}: {after_raw} bytes a reading after the raw window"
+            );
             let total = reading_units + registry + rollups;
             let stored = rows[0].1.stored as f64
                 + (rows[2].1.stored as f64 / 60.0)
                 + (rows[3].1.stored as f64 / 1440.0);
             writeln!(
                 summary,
-                "| {} | {} | {kind} | {reading_units:.1} | {registry:.1} | {rollups:.1} | **{total:.1}** | {:.0} | {:.2} | {:.1} MB |",
+                "| {} | {} | {kind} | {reading_units:.1} | {registry:.1} | {rollups:.1} | {blocks:.1} | **{total:.1}** | {:.0} | {:.2} | {:.1} MB | {after_raw:.1} |",
                 onoff(box_search),
                 onoff(all_devices),
                 total * per_year,
@@ -264,6 +315,13 @@ async fn render() -> String {
                     format!("a year of daily {kind} stats from the readings"),
                     525_600,
                     item_size(&r),
+                ),
+                (
+                    format!(
+                        "a year of a {kind} device's readings after the raw window (hour blocks)"
+                    ),
+                    8760,
+                    item_size(&hour),
                 ),
             ] {
                 writeln!(

@@ -17,15 +17,21 @@
 //!   sensor that reports hundredths), as deltas or deltas of deltas,
 //!   whichever is smaller for that column; otherwise the raw `f64` bits.
 //!
-//! The time and value streams are zigzag integers bit-packed in frames of
-//! 32, each frame at the width of its widest value (a frame of zeros is one
-//! byte); the rest are zigzag LEB128 varints. Decoding the thousandths
+//! The time and value streams are zigzag integers: their head (the first
+//! delta of the times; a column's first value, and its first delta when it
+//! stores deltas of deltas) as LEB128 varints, the rest bit-packed in frames
+//! of 32, each frame at the width of its widest value (a frame of zeros is
+//! one byte); everything else is varints. (Version 1, still read, packed the
+//! head into the first frame, where one large value widened 31 small ones:
+//! a third of an hour's block.) Decoding the thousandths
 //! (`m as f64 / 1000.0`) is the same computation the encoder checked against
 //! the value's bits, so the round trip is exact.
 
 use crate::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+/// The first version, still read: heads inside the first frame.
+const VERSION_1: u8 = 1;
 
 /// How a column's values are stored.
 const RAW: u8 = 0;
@@ -122,7 +128,7 @@ pub fn encode(readings: &[Reading]) -> Result<Vec<u8>, BlockError> {
         times.push(zigzag(previous.1.map_or(delta, |d| delta - d)));
         previous = (t, Some(delta));
     }
-    out.packed(&times);
+    out.stream(&times, 1);
 
     // Rooms: a dictionary in order of appearance, then runs.
     let mut rooms: Vec<&RoomId> = Vec::new();
@@ -182,7 +188,7 @@ pub fn decode_picked(
     let mut t = header.first.millis();
     times.push(t);
     let mut delta = None::<i64>;
-    for v in r.packed(n - 1)? {
+    for v in r.stream(n - 1, 1)? {
         let v = unzigzag(v);
         let d = match delta {
             None => v,
@@ -371,19 +377,20 @@ impl Column {
             .collect();
         let zig = |xs: Vec<i64>| xs.into_iter().map(zigzag).collect::<Vec<u64>>();
         let (deltas, dods) = (zig(deltas), zig(dods));
-        let (kind, chosen) = if packed_len(&dods) < packed_len(&deltas) {
-            (DELTA_OF_DELTA, dods)
+        let (kind, head, chosen) = if stream_len(&dods, 2) < stream_len(&deltas, 1) {
+            (DELTA_OF_DELTA, 2, dods)
         } else {
-            (DELTA, deltas)
+            (DELTA, 1, deltas)
         };
         out.byte(kind);
-        out.packed(&chosen);
+        out.stream(&chosen, head);
     }
 }
 
 fn read_header(r: &mut Reader<'_>) -> Result<(BlockHeader, Vec<u8>), BlockError> {
     let version = r.byte()?;
-    if version != VERSION {
+    r.headless = version == VERSION_1;
+    if version != VERSION && version != VERSION_1 {
         return Err(corrupt(format!(
             "version {version}; this build reads {VERSION}"
         )));
@@ -456,7 +463,8 @@ fn read_column(r: &mut Reader<'_>, mode: u8, n: usize) -> Result<Vec<f64>, Block
     let kind = r.byte()?;
     let mut out = Vec::with_capacity(n);
     let (mut value, mut delta) = (0i64, 0i64);
-    for (i, x) in r.packed(n)?.into_iter().enumerate() {
+    let head = if kind == DELTA_OF_DELTA { 2 } else { 1 };
+    for (i, x) in r.stream(n, head)?.into_iter().enumerate() {
         let x = unzigzag(x);
         let overflow = || corrupt("a value overflows");
         match (kind, i) {
@@ -493,6 +501,16 @@ const FRAME: usize = 32;
 
 fn bit_width(frame: &[u64]) -> u32 {
     64 - frame.iter().fold(0, |m, v| m | v).leading_zeros()
+}
+
+/// Bytes `Writer::stream` takes for `values` with a head of `head`.
+fn stream_len(values: &[u64], head: usize) -> usize {
+    let head = head.min(values.len());
+    values[..head]
+        .iter()
+        .map(|v| (64 - v.leading_zeros()).max(1).div_ceil(7) as usize)
+        .sum::<usize>()
+        + packed_len(&values[head..])
 }
 
 /// Bytes `Writer::packed` takes for `values`.
@@ -532,6 +550,15 @@ impl Writer {
         self.0.extend_from_slice(b);
     }
 
+    /// The first `head` values as varints, the rest packed.
+    fn stream(&mut self, values: &[u64], head: usize) {
+        let head = head.min(values.len());
+        for v in &values[..head] {
+            self.unsigned(*v);
+        }
+        self.packed(&values[head..]);
+    }
+
     /// Frames of `FRAME` values: a width byte, then each value in that many
     /// bits, least significant first, the frame padded to a byte.
     fn packed(&mut self, values: &[u64]) {
@@ -569,11 +596,31 @@ impl Writer {
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// Version 1's streams: heads inside the first frame.
+    headless: bool,
 }
 
 impl<'a> Reader<'a> {
     fn new(bytes: &'a [u8]) -> Self {
-        Self { bytes, at: 0 }
+        Self {
+            bytes,
+            at: 0,
+            headless: false,
+        }
+    }
+
+    /// `n` values written by `Writer::stream` with a head of `head`.
+    fn stream(&mut self, n: usize, head: usize) -> Result<Vec<u64>, BlockError> {
+        if self.headless {
+            return self.packed(n);
+        }
+        let head = head.min(n);
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..head {
+            out.push(self.unsigned()?);
+        }
+        out.extend(self.packed(n - head)?);
+        Ok(out)
     }
 
     fn done(&self) -> bool {
@@ -711,6 +758,43 @@ mod tests {
                         .zip(y.measurement.values())
                         .all(|((q1, v1), (q2, v2))| q1 == q2 && v1.to_bits() == v2.to_bits())
             })
+    }
+
+    /// 40 readings of a room sensor that moves rooms, with jittered times.
+    fn forty_readings() -> Vec<Reading> {
+        (0..40i64)
+            .map(|m| {
+                let room = if m < 30 { "bedroom" } else { "hall" };
+                let t = (2137 + (m * 7 % 5) - 2) as f64 / 100.0;
+                let h = (452 + m % 3) as f64 / 10.0;
+                climate(1_795_219_200_000 + m * 60_000 + (m % 4), room, t, h)
+            })
+            .collect()
+    }
+
+    /// `forty_readings` as version 1 wrote them (a file sealed by the
+    /// release before version 2 holds such blocks).
+    const VERSION_1_BLOCK: &str = "012880e0b8b6bf68c6b2d6b8bf6802052801cccd029cce02a0ac68062801a0c205b0c505f896dd0111c2d401000000380080000000000080030008000000000038008000000000008003000800000000003800800000000000800300080000000000380080000000000080030004087008000207626564726f6f6d0468616c6c1e010a0228600a000dae900010800240000a0001200005800014000240000a000128000480001400025000080001280004a00010000250000840012000032c4b9664000a880b20c0000208308000020c208000030820c0000208308000020c208000030820c000020830800002aeeb";
+
+    #[test]
+    fn a_version_1_block_still_decodes_and_version_2_is_smaller() {
+        let v1: Vec<u8> = (0..VERSION_1_BLOCK.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&VERSION_1_BLOCK[i..i + 2], 16).unwrap())
+            .collect();
+        let readings = forty_readings();
+        assert!(same(&decode(&device(), &v1).unwrap(), &readings));
+        assert_eq!(header(&v1).unwrap().count, 40);
+        let v2 = encode(&readings).unwrap();
+        assert_eq!(v2[0], VERSION);
+        assert!(same(&decode(&device(), &v2).unwrap(), &readings));
+        // The heads no longer widen the first frame of each stream.
+        assert!(
+            v2.len() * 10 < v1.len() * 7,
+            "{} against {}",
+            v2.len(),
+            v1.len()
+        );
     }
 
     /// A random walk at sensor resolution, one reading a minute for a day.

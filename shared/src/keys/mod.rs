@@ -97,6 +97,9 @@ pub mod attr {
     pub const SHARD: &str = "shard";
     /// The reading's `all-time` sort key ([`super::all_time_sk`]).
     pub const ATS: &str = "ats";
+    /// An hour rollup item's block: the hour's readings in
+    /// `domain::block`'s codec (docs/blocks.md).
+    pub const BLOCK: &str = "blk";
 }
 
 /// `pk` of a device's readings.

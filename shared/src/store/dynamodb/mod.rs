@@ -4,9 +4,9 @@
 //! `UpdateItem`s that never move time backwards.
 
 use super::{
-    now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Indexes, Order, Page, RangeRequest,
-    RegistrySnapshot, Retention, RollupWrites, RoomRecord, RoomUpdate, Store, StoreError,
-    WriteReport, ZIndex, ZPage, ZRangeRequest,
+    now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Expiry, Indexes, Order, Page,
+    RangeRequest, RegistrySnapshot, Retention, RollupWrites, RoomRecord, RoomUpdate, Store,
+    StoreError, WriteReport, ZIndex, ZPage, ZRangeRequest,
 };
 use crate::domain::aggregate::rollup::Rollup;
 use crate::keys::zorder::ZKey;
@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
+mod blocks;
 mod calls;
 pub mod item;
 mod registry;
@@ -56,6 +57,9 @@ pub struct DynamoStore {
     /// Page size of registry loads; `None` lets DynamoDB fill 1 MB pages.
     registry_page_limit: Option<i32>,
     retention: Option<Retention>,
+    /// How long a reading's own item is kept (`RAW_READING_DAYS`): past it,
+    /// the reading is read from its hour's block (`blocks`). `None`: forever.
+    raw: Option<Retention>,
     shards: u32,
     /// Answer aggregates from rollups up to this far behind now; `None`: never.
     rollup_lag: Option<Duration>,
@@ -111,6 +115,7 @@ impl DynamoStore {
             policy: CallPolicy::default(),
             registry_page_limit: None,
             retention: None,
+            raw: None,
             shards: keys::DEFAULT_SHARDS,
             rollup_lag: Some(DEFAULT_ROLLUP_LAG),
             indexes: Indexes::ALL,
@@ -143,6 +148,22 @@ impl DynamoStore {
         self
     }
 
+    /// Writes readings with a raw window (`RAW_READING_DAYS`): their items
+    /// expire after it, and reads take older readings from hour blocks.
+    pub fn with_raw_window(mut self, raw: Option<Retention>) -> Self {
+        self.raw = raw;
+        self
+    }
+
+    /// When the items written now expire.
+    pub(crate) fn expiry(&self) -> Expiry {
+        Expiry {
+            retention: self.retention,
+            raw: self.raw,
+            now: now_epoch_seconds(),
+        }
+    }
+
     /// Writes readings to `shards` `all-time` shards and reads all of them
     /// (`ALL_DEVICES_SHARDS`; changing it needs the re-index of `docs/all-devices.md`).
     pub fn with_shards(mut self, shards: u32) -> Self {
@@ -162,6 +183,48 @@ impl DynamoStore {
 
     pub fn table(&self) -> &str {
         &self.table
+    }
+
+    /// A room's page from the `room-time` index (raw items).
+    async fn room_index_page(
+        &self,
+        room: &RoomId,
+        request: &RangeRequest,
+    ) -> Result<Page, StoreError> {
+        let (lo, hi) = keys::reading_sk_bounds(&request.range);
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(ROOM_TIME_INDEX)
+            .key_condition_expression("#room = :room AND #sk BETWEEN :lo AND :hi")
+            .expression_attribute_names("#room", attr::ROOM)
+            .expression_attribute_names("#sk", attr::SK)
+            .expression_attribute_values(":room", s(room.as_str()))
+            .expression_attribute_values(":lo", s(&lo))
+            .expression_attribute_values(":hi", s(&hi))
+            .scan_index_forward(request.order == Order::Asc)
+            .set_exclusive_start_key(request.after.as_ref().map(|p| {
+                HashMap::from([
+                    (attr::ROOM.to_owned(), s(room.as_str())),
+                    (
+                        attr::SK.to_owned(),
+                        AttributeValue::S(keys::reading_sk(p.timestamp)),
+                    ),
+                    (attr::PK.to_owned(), s(keys::reading_pk(&p.device_id))),
+                ])
+            }));
+        // The index projects temperature and humidity: a reading in the room with
+        // neither (a CO2 or light sensor) is not the room route's. Filtered
+        // items still advance the paging (Limit counts what is read).
+        let query = query
+            .expression_attribute_names("#temperature", "temperature")
+            .expression_attribute_names("#humidity", "humidity");
+        let condition = "attribute_exists(#temperature) OR attribute_exists(#humidity)";
+        let (items, more) = self
+            .query_pages(unexpired_and(query, Some(condition)), request.limit)
+            .await?;
+        page_of(items, more)
     }
 
     /// Writes one chunk; returns the slots that are still unwritten when it
@@ -390,12 +453,7 @@ fn unavailable<
 /// The item of a reading, built straight into `AttributeValue`s: the hot path of
 /// every write. It is the same item as `serde_dynamo::to_item(ReadingItem::…)`
 /// (a unit test holds them equal), at well under half the CPU (docs/BENCHMARKS.md).
-pub fn reading_item(
-    r: &Reading,
-    retention: Option<Retention>,
-    shards: u32,
-    indexes: Indexes,
-) -> Item {
+pub fn reading_item(r: &Reading, expiry: &Expiry, shards: u32, indexes: Indexes) -> Item {
     let n = |v: f64| AttributeValue::N(number_text(v));
     let mut item = Item::with_capacity(10);
     let sk = keys::reading_sk(r.timestamp);
@@ -421,11 +479,8 @@ pub fn reading_item(
     if let Some(z) = z_key(r).filter(|_| indexes.box_search) {
         item.insert(attr::Z.to_owned(), AttributeValue::S(z));
     }
-    if let Some(k) = retention {
-        item.insert(
-            "expires_at".to_owned(),
-            AttributeValue::N(k.expires_at(r.timestamp).to_string()),
-        );
+    if let Some(at) = expiry.at(r.timestamp) {
+        item.insert("expires_at".to_owned(), AttributeValue::N(at.to_string()));
     }
     item
 }
@@ -530,6 +585,7 @@ impl Store for DynamoStore {
     async fn write_readings(&self, readings: &[Reading]) -> WriteReport {
         calls::operation(&self.policy, async {
             let deduped = Deduped::new(readings);
+            let expiry = self.expiry();
             let items: Vec<(usize, Item)> = deduped
                 .winners
                 .iter()
@@ -537,7 +593,7 @@ impl Store for DynamoStore {
                 .map(|(slot, &i)| {
                     (
                         slot,
-                        reading_item(&readings[i], self.retention, self.shards, self.indexes),
+                        reading_item(&readings[i], &expiry, self.shards, self.indexes),
                     )
                 })
                 .collect();
@@ -562,24 +618,7 @@ impl Store for DynamoStore {
         device: &DeviceId,
         request: &RangeRequest,
     ) -> Result<Page, StoreError> {
-        calls::operation(&self.policy, async {
-            let pk = keys::reading_pk(device);
-            let query = self
-                .readings_query(device, &request.range)
-                .scan_index_forward(request.order == Order::Asc)
-                .set_exclusive_start_key(request.after.as_ref().map(|p| {
-                    HashMap::from([
-                        (attr::PK.to_owned(), s(pk)),
-                        (
-                            attr::SK.to_owned(),
-                            AttributeValue::S(keys::reading_sk(p.timestamp)),
-                        ),
-                    ])
-                }));
-            let (items, more) = self.query_pages(unexpired(query), request.limit).await?;
-            page_of(items, more)
-        })
-        .await
+        calls::operation(&self.policy, self.device_page(device, request)).await
     }
 
     async fn room_readings(
@@ -588,40 +627,57 @@ impl Store for DynamoStore {
         request: &RangeRequest,
     ) -> Result<Page, StoreError> {
         calls::operation(&self.policy, async {
-            let (lo, hi) = keys::reading_sk_bounds(&request.range);
-            let query = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(ROOM_TIME_INDEX)
-                .key_condition_expression("#room = :room AND #sk BETWEEN :lo AND :hi")
-                .expression_attribute_names("#room", attr::ROOM)
-                .expression_attribute_names("#sk", attr::SK)
-                .expression_attribute_values(":room", s(room.as_str()))
-                .expression_attribute_values(":lo", s(&lo))
-                .expression_attribute_values(":hi", s(&hi))
-                .scan_index_forward(request.order == Order::Asc)
-                .set_exclusive_start_key(request.after.as_ref().map(|p| {
-                    HashMap::from([
-                        (attr::ROOM.to_owned(), s(room.as_str())),
-                        (
-                            attr::SK.to_owned(),
-                            AttributeValue::S(keys::reading_sk(p.timestamp)),
-                        ),
-                        (attr::PK.to_owned(), s(keys::reading_pk(&p.device_id))),
-                    ])
-                }));
-            // The index projects temperature and humidity: a reading in the room with
-            // neither (a CO2 or light sensor) is not the room route's. Filtered
-            // items still advance the paging (Limit counts what is read).
-            let query = query
-                .expression_attribute_names("#temperature", "temperature")
-                .expression_attribute_names("#humidity", "humidity");
-            let condition = "attribute_exists(#temperature) OR attribute_exists(#humidity)";
-            let (items, more) = self
-                .query_pages(unexpired_and(query, Some(condition)), request.limit)
-                .await?;
-            page_of(items, more)
+            let Some(cutoff) = self.raw_cutoff().filter(|c| request.range.from() < *c) else {
+                return self.room_index_page(room, request).await;
+            };
+            // Before the cutoff, the room's devices' blocks; after it, the index.
+            let devices: Vec<DeviceId> = match self.room(room).await? {
+                Some(r) => r.devices.into_iter().collect(),
+                None => Vec::new(),
+            };
+            let before = TimeRange::new(request.range.from(), request.range.to().min(cutoff)).ok();
+            let after = TimeRange::new(request.range.from().max(cutoff), request.range.to()).ok();
+            let mut parts = [(true, before), (false, after)];
+            if request.order == Order::Desc {
+                parts.reverse();
+            }
+            let mut readings = Vec::new();
+            for (old, part) in parts {
+                let Some(part) = part else { continue };
+                if readings.len() == request.limit {
+                    return Ok(Page::of(readings, true));
+                }
+                let mut sub = RangeRequest {
+                    range: part,
+                    order: request.order,
+                    limit: request.limit - readings.len(),
+                    after: request.after.clone(),
+                };
+                let page = if old {
+                    self.room_before_cutoff(room, &sub, &devices).await?
+                } else {
+                    // The index's start key must lie in the part's range.
+                    if let Some(p) = &sub.after {
+                        let (skip, drop) = match request.order {
+                            Order::Asc => (p.timestamp >= part.to(), p.timestamp < part.from()),
+                            Order::Desc => (p.timestamp < part.from(), p.timestamp >= part.to()),
+                        };
+                        if skip {
+                            continue;
+                        }
+                        if drop {
+                            sub.after = None;
+                        }
+                    }
+                    self.room_index_page(room, &sub).await?
+                };
+                let more = page.next.is_some();
+                readings.extend(page.readings);
+                if more {
+                    return Ok(Page::of(readings, true));
+                }
+            }
+            Ok(Page::of(readings, false))
         })
         .await
     }
@@ -715,7 +771,11 @@ impl Store for DynamoStore {
                 .scan_index_forward(false);
             // With a filter, Limit counts items read before filtering: keep reading pages until one passes.
             let (items, _) = self.query_pages(unexpired(query), 1).await?;
-            items.first().map(decode_reading).transpose()
+            match items.first() {
+                Some(item) => decode_reading(item).map(Some),
+                // Silent for longer than the raw window: its newest block.
+                None => self.latest_before_cutoff(device).await,
+            }
         })
         .await
     }
@@ -872,8 +932,13 @@ mod tests {
             for retention in [None, Retention::days(30)] {
                 let via_codec: Item =
                     serde_dynamo::to_item(ReadingItem::stored(r, retention, 7)).unwrap();
+                let expiry = Expiry {
+                    retention,
+                    raw: None,
+                    now: 0,
+                };
                 assert_eq!(
-                    reading_item(r, retention, 7, Indexes::ALL),
+                    reading_item(r, &expiry, 7, Indexes::ALL),
                     via_codec,
                     "{r:?} {retention:?}"
                 );

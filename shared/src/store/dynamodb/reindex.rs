@@ -97,7 +97,7 @@ impl DynamoStore {
             }
             page.scanned += 1;
             let reading = decode_reading(item)?;
-            let wanted = reading_item(&reading, self.retention, self.shards, self.indexes);
+            let wanted = reading_item(&reading, &self.expiry(), self.shards, self.indexes);
             let missing: Vec<(&str, &AttributeValue)> = INDEX_KEYS
                 .iter()
                 .filter_map(|name| Some((*name, wanted.get(*name)?)))

@@ -14,6 +14,7 @@
 //! with no reading before that hour), or what `rollups rebuild` covered.
 //! Queries use rollups only from there (and only up to the function's lag).
 
+use super::blocks::{block_value, hour_block};
 use super::calls::Request;
 use super::{decode_reading, s, unavailable, DynamoStore, Item};
 use crate::domain::aggregate::counter::Chain;
@@ -32,14 +33,20 @@ fn range(from: Timestamp, to: Timestamp) -> Option<TimeRange> {
 }
 
 impl DynamoStore {
-    /// Puts a device's rollup whole; returns the write units DynamoDB reported
-    /// (0 where the server reports none).
+    /// Puts a device's rollup whole (a day's, or an hour's in the shape
+    /// from before blocks); returns the write units DynamoDB reported.
     pub async fn put_rollup(&self, device: &DeviceId, rollup: &Rollup) -> Result<f64, StoreError> {
+        self.put_item_units(rollup_item(device, rollup)?).await
+    }
+
+    /// Puts an item; returns the write units DynamoDB reported (0 where the
+    /// server reports none).
+    async fn put_item_units(&self, item: Item) -> Result<f64, StoreError> {
         let out = self
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(rollup_item(device, rollup)?))
+            .set_item(Some(item))
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .retried(self)
             .await
@@ -183,6 +190,18 @@ impl DynamoStore {
         span: Span,
         start: Timestamp,
     ) -> Result<Option<Rollup>, StoreError> {
+        self.rollup_item_at(device, span, start)
+            .await?
+            .map(decode_rollup)
+            .transpose()
+    }
+
+    async fn rollup_item_at(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        start: Timestamp,
+    ) -> Result<Option<Item>, StoreError> {
         let out = self
             .client
             .get_item()
@@ -193,7 +212,22 @@ impl DynamoStore {
             .retried(self)
             .await
             .map_err(unavailable)?;
-        out.item().cloned().map(decode_rollup).transpose()
+        Ok(out.item().cloned())
+    }
+
+    /// The hour items of a device lying inside `range`, oldest first, strongly consistent.
+    async fn hour_items_within(
+        &self,
+        device: &DeviceId,
+        range: &TimeRange,
+    ) -> Result<Vec<Item>, StoreError> {
+        let Some((lo, hi)) = keys::rollup_sk_bounds(Span::Hour, range) else {
+            return Ok(Vec::new());
+        };
+        let query = self
+            .sk_range_query(keys::reading_pk(device), lo, hi)
+            .consistent_read(true);
+        Ok(self.query_pages(query, usize::MAX).await?.0)
     }
 
     /// Every reading of a device in `range`, oldest first, strongly
@@ -340,17 +374,32 @@ impl DynamoStore {
         device: &DeviceId,
         start: Timestamp,
     ) -> Result<(Option<Chain>, Option<f64>), StoreError> {
-        let old = self.rollup_at(device, Span::Hour, start).await?;
+        let old_item = self.rollup_item_at(device, Span::Hour, start).await?;
+        // The block keeps readings whose raw items TTL has deleted; the raw
+        // items there are newer writes of the same key, or new readings.
+        let kept = match &old_item {
+            Some(item) => hour_block(device, item)?.unwrap_or_default(),
+            None => Vec::new(),
+        };
         let entering = self
             .rollup_before(device, Span::Hour, start)
             .await?
             .and_then(|r| r.chain);
         let hour = range(start, Span::Hour.end_of(start)).expect("an hour is not empty");
-        let readings = self.readings_for_rollups(device, &hour).await?;
+        let mut readings = kept;
+        readings.extend(self.readings_for_rollups(device, &hour).await?);
+        let readings = crate::domain::block::normalize(readings);
         let new = spans(Span::Hour, entering, readings.iter()).pop();
-        let units = match (&old, &new) {
-            (_, Some(r)) if old.as_ref() == Some(r) => None,
-            (_, Some(r)) => Some(self.put_rollup(device, r).await?),
+        let units = match (&old_item, &new) {
+            (_, Some(_)) => {
+                let item = hour_item(device, start, &readings, entering)?;
+                // The item is its block and entering chain: equal items, equal rollups.
+                if old_item.as_ref() == Some(&item) {
+                    None
+                } else {
+                    Some(self.put_item_units(item).await?)
+                }
+            }
             (Some(_), None) => Some(self.delete_rollup(device, Span::Hour, start).await?),
             (None, None) => None,
         };
@@ -419,12 +468,34 @@ impl DynamoStore {
         let from = Span::Day.start_of(range.from());
         let to = Span::Day.end_of(Span::Day.start_of(range.to().saturating_add_millis(-1)));
         let days = TimeRange::new(from, to).expect("whole days around a range");
-        let (Some(first), Some(last)) = (
-            self.edge_reading(device, &days, true).await?,
-            self.edge_reading(device, &days, false).await?,
-        ) else {
+        // The first and last reading, raw or in a block (raw items may be gone).
+        let hours = self.hour_items_within(device, &days).await?;
+        let hour_span = |i: &Item| -> Result<(Timestamp, Timestamp), StoreError> {
+            let start = decode_rollup(i.clone())?.start;
+            Ok((start, Span::Hour.end_of(start).saturating_add_millis(-1)))
+        };
+        let (first_hour, last_hour) = match (hours.first(), hours.last()) {
+            (Some(a), Some(b)) => (Some(hour_span(a)?.0), Some(hour_span(b)?.1)),
+            _ => (None, None),
+        };
+        let first = [self.edge_reading(device, &days, true).await?, first_hour]
+            .into_iter()
+            .flatten()
+            .min();
+        let last = [self.edge_reading(device, &days, false).await?, last_hour]
+            .into_iter()
+            .flatten()
+            .max();
+        let (Some(first), Some(last)) = (first, last) else {
             return Ok(0);
         };
+        let mut kept: std::collections::BTreeMap<Timestamp, Vec<Reading>> =
+            std::collections::BTreeMap::new();
+        for item in &hours {
+            if let Some(readings) = hour_block(device, item)? {
+                kept.insert(hour_span(item)?.0, readings);
+            }
+        }
         let mut stale: BTreeSet<(Span, Timestamp)> = BTreeSet::new();
         for span in [Span::Hour, Span::Day] {
             for r in self
@@ -446,13 +517,27 @@ impl DynamoStore {
         let mut day_start = Span::Day.start_of(first);
         while day_start <= last {
             let whole = TimeRange::new(day_start, Span::Day.end_of(day_start)).expect("a day");
-            let readings = self.readings_for_rollups(device, &whole).await?;
+            let mut readings: Vec<Reading> = kept
+                .range(day_start..Span::Day.end_of(day_start))
+                .flat_map(|(_, r)| r.iter().cloned())
+                .collect();
+            readings.extend(self.readings_for_rollups(device, &whole).await?);
+            let readings = crate::domain::block::normalize(readings);
             let mut items = Vec::new();
             for (span, chain) in [Span::Hour, Span::Day].into_iter().zip(chains.iter_mut()) {
                 for r in spans(span, *chain, readings.iter()) {
+                    let entering = *chain;
                     *chain = r.chain;
                     stale.remove(&(span, r.start));
-                    items.push(rollup_item(device, &r)?);
+                    items.push(match span {
+                        Span::Hour => {
+                            let end = Span::Hour.end_of(r.start);
+                            let from = readings.partition_point(|x| x.timestamp < r.start);
+                            let to = readings.partition_point(|x| x.timestamp < end);
+                            hour_item(device, r.start, &readings[from..to], entering)?
+                        }
+                        Span::Day => rollup_item(device, &r)?,
+                    });
                 }
             }
             built += items.len();
@@ -552,6 +637,66 @@ impl DynamoStore {
     }
 }
 
+/// Attribute of an hour item: the counter chain its hour entered with.
+const ENTERING: &str = "e";
+
+/// An hour's item (docs/blocks.md): its readings' block and the counter chain
+/// it entered with, from which its rollup is computed when read (by the same
+/// fold that made it), at a third of the stored rollup's size.
+pub(super) fn hour_item(
+    device: &DeviceId,
+    start: Timestamp,
+    readings: &[Reading],
+    entering: Option<Chain>,
+) -> Result<Item, StoreError> {
+    let mut item = Item::with_capacity(4);
+    item.insert(attr::PK.to_owned(), s(keys::reading_pk(device)));
+    item.insert(
+        attr::SK.to_owned(),
+        AttributeValue::S(keys::rollup_sk(Span::Hour, start)),
+    );
+    let block = block_value(readings)?
+        .ok_or_else(|| StoreError::Corrupt(format!("{device}: an hour item without readings")))?;
+    item.insert(attr::BLOCK.to_owned(), block);
+    if let Some(c) = entering {
+        let n = |v: f64| AttributeValue::N(v.to_string());
+        item.insert(
+            ENTERING.to_owned(),
+            AttributeValue::L(vec![
+                AttributeValue::N(c.at.millis().to_string()),
+                n(c.bought),
+                n(c.sold),
+            ]),
+        );
+    }
+    Ok(item)
+}
+
+/// The chain an hour item says its hour entered with.
+fn entering_of(item: &Item) -> Result<Option<Chain>, String> {
+    let Some(v) = item.get(ENTERING) else {
+        return Ok(None);
+    };
+    let parts = v
+        .as_l()
+        .map_err(|_| "an entering chain that is not a list")?;
+    let number = |i: usize| -> Result<&str, String> {
+        parts
+            .get(i)
+            .and_then(|p| p.as_n().ok())
+            .map(String::as_str)
+            .ok_or_else(|| format!("entering chain part {i}"))
+    };
+    let at: i64 = number(0)?.parse().map_err(|e| format!("{e}"))?;
+    Ok(Some(Chain {
+        at: Timestamp::from_millis(at).map_err(|e| e.to_string())?,
+        bought: number(1)?.parse().map_err(|e| format!("{e}"))?,
+        sold: number(2)?.parse().map_err(|e| format!("{e}"))?,
+    }))
+}
+
+/// A rollup's item in the stored shape (`rollup::Stored`): days, and hours
+/// written before blocks.
 pub(super) fn rollup_item(device: &DeviceId, rollup: &Rollup) -> Result<Item, StoreError> {
     let mut item: Item = serde_dynamo::to_item(Stored::from(rollup))
         .map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
@@ -564,14 +709,29 @@ pub(super) fn rollup_item(device: &DeviceId, rollup: &Rollup) -> Result<Item, St
 }
 
 fn decode_rollup(mut item: Item) -> Result<Rollup, StoreError> {
-    let sk = match item.remove(attr::SK) {
-        Some(AttributeValue::S(sk)) => sk,
+    let sk = match item.get(attr::SK) {
+        Some(AttributeValue::S(sk)) => sk.clone(),
         _ => return Err(StoreError::Corrupt("a rollup item without sk".into())),
     };
-    item.remove(attr::PK);
     let corrupt = |e: String| StoreError::Corrupt(format!("rollup {sk}: {e}"));
     let (span, start) =
         keys::parse_rollup_sk(&sk).ok_or_else(|| corrupt("not a rollup key".into()))?;
+    if item.contains_key(attr::BLOCK) {
+        // An hour item with its block: the rollup is the fold of its readings.
+        let device = item
+            .get(attr::PK)
+            .and_then(|v| v.as_s().ok())
+            .and_then(|pk| DeviceId::parse(pk).ok())
+            .ok_or_else(|| corrupt("no device".into()))?;
+        let readings = hour_block(&device, &item)?.unwrap_or_default();
+        let entering = entering_of(&item).map_err(corrupt)?;
+        return spans(span, entering, readings.iter())
+            .pop()
+            .filter(|r| r.start == start)
+            .ok_or_else(|| corrupt("a block outside its hour".into()));
+    }
+    item.remove(attr::SK);
+    item.remove(attr::PK);
     let stored: Stored = serde_dynamo::from_item(item).map_err(|e| corrupt(e.to_string()))?;
     stored.decode(span, start).map_err(corrupt)
 }

@@ -58,7 +58,7 @@ mod tests {
                 timestamp: Timestamp::from_millis(1_795_219_200_000).unwrap(),
                 measurement: m,
             };
-            let item = reading_item(&r, None, 11, none);
+            let item = reading_item(&r, &crate::store::Expiry::NEVER, 11, none);
             assert_eq!(reading_size(&r), item_size(&item), "{r:?}");
         }
     }

@@ -1,0 +1,281 @@
+//! Hour blocks on DynamoDB (issue 24, docs/blocks.md), on dynalite: the same
+//! readings on two tables, one keeping every raw item, the other with a raw
+//! window of a day whose raw items before the cutoff are then deleted (what
+//! TTL does). Every route that reads readings answers the same on both:
+//! ranges (every page, both orders), rooms (with a device that moved rooms
+//! and moved back), latest, stats and energy.
+
+use integration_tests::{answer, api_event, app, dynalite, fresh_store, handle, stream_event_for};
+use proptest::prelude::*;
+use serde_json::Value;
+use shared::api::{App, ReadAccess, RouteSet};
+use shared::model::{DeviceId, Measurement, Reading, RoomId, Span, Timestamp};
+use shared::store::{DynamoStore, Retention, Store};
+
+const HOUR: i64 = 3_600_000;
+
+/// Two days of readings ending at the current hour: a meter (with a counter
+/// reset) and a room sensor that is in `lab`, then `den`, then `lab` again;
+/// then rewrites of some of them with other values.
+fn readings(seed: u64, n: usize) -> (Vec<Reading>, Vec<Reading>) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let start = Span::Hour.start_of(Timestamp::now()).millis() - 47 * HOUR;
+    let mut minutes: Vec<i64> = (0..n).map(|_| rng.i64(0..48 * 60)).collect();
+    minutes.sort();
+    minutes.dedup();
+    let (moved, back) = (rng.i64(0..24 * 60), rng.i64(24 * 60..48 * 60));
+    let mut out = Vec::new();
+    let mut kwh = 100.0f64;
+    for &m in &minutes {
+        let t = Timestamp::from_millis(start + m * 60_000 + rng.i64(0..1000)).unwrap();
+        kwh = if rng.u8(0..40) == 0 {
+            1.5
+        } else {
+            ((kwh + rng.f64()) * 1000.0).round() / 1000.0
+        };
+        if rng.bool() {
+            out.push(Reading {
+                device_id: DeviceId::parse("meter-1").unwrap(),
+                timestamp: t,
+                measurement: Measurement::power(kwh, 0.0, rng.i64(0..3000) as f64).unwrap(),
+            });
+        }
+        let room = if (moved..back).contains(&m) {
+            "den"
+        } else {
+            "lab"
+        };
+        out.push(Reading {
+            device_id: DeviceId::parse("sensor-1").unwrap(),
+            timestamp: t,
+            measurement: Measurement::climate(
+                RoomId::parse(room).unwrap(),
+                rng.i64(1500..2500) as f64 / 100.0,
+                rng.i64(300..600) as f64 / 10.0,
+            )
+            .unwrap(),
+        });
+    }
+    let rewrites = out
+        .iter()
+        .filter(|_| rng.u8(0..8) == 0)
+        .map(|r| {
+            let mut r = r.clone();
+            if let Some(room) = r.room().cloned() {
+                r.measurement = Measurement::climate(room, -5.25, 99.5).unwrap();
+            }
+            r
+        })
+        .collect();
+    (out, rewrites)
+}
+
+/// Writes the readings and runs both stream functions over them.
+async fn load(store: &DynamoStore, batches: &[Vec<Reading>]) {
+    for batch in batches.iter().filter(|b| !b.is_empty()) {
+        assert!(store.write_readings(batch).await.unwritten.is_empty());
+        let event = stream_event_for(batch);
+        assert!(shared::stream::handle(store, event.clone())
+            .await
+            .batch_item_failures
+            .is_empty());
+        let report = shared::stream::rollups::handle_batch(store, &event).await;
+        assert_eq!(report.failed, None);
+    }
+}
+
+/// What TTL does past the raw window: the raw items before `cutoff` go.
+async fn expire_raw_before(store: &DynamoStore, readings: &[Reading], cutoff: Timestamp) -> usize {
+    let mut gone = 0;
+    for r in readings.iter().filter(|r| r.timestamp < cutoff) {
+        let out = store
+            .client()
+            .delete_item()
+            .table_name(store.table())
+            .key(
+                "pk",
+                aws_sdk_dynamodb::types::AttributeValue::S(r.device_id.to_string()),
+            )
+            .key(
+                "sk",
+                aws_sdk_dynamodb::types::AttributeValue::S(shared::keys::reading_sk(r.timestamp)),
+            )
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await
+            .unwrap();
+        gone += usize::from(out.attributes().is_some());
+    }
+    gone
+}
+
+/// An answer without what reading it cost (that differs, by design).
+fn strip(mut v: Value) -> Value {
+    if let Value::Object(m) = &mut v {
+        m.remove("read_units");
+        m.remove("items_read");
+        for x in m.values_mut() {
+            *x = strip(x.take());
+        }
+    }
+    if let Value::Array(a) = &mut v {
+        for x in a.iter_mut() {
+            *x = strip(x.take());
+        }
+    }
+    v
+}
+
+async fn get(app: &App<DynamoStore>, path: &str, query: &[(&str, &str)]) -> (u16, Value) {
+    let (status, body) = answer(&handle(app, api_event("GET", path, query, None, &[])).await);
+    (status, strip(body))
+}
+
+/// Every page of a range, concatenated.
+async fn all_pages(app: &App<DynamoStore>, path: &str, query: &[(&str, &str)]) -> Vec<Value> {
+    let mut cursor: Option<String> = None;
+    let mut out = Vec::new();
+    for _ in 0..1000 {
+        let mut q = query.to_vec();
+        if let Some(c) = &cursor {
+            q.push(("cursor", c));
+        }
+        let (status, body) = get(app, path, &q).await;
+        assert_eq!(status, 200, "{path} {q:?}: {body}");
+        out.extend(body["readings"].as_array().unwrap().iter().cloned());
+        match body["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return out,
+        }
+    }
+    panic!("{path}: more than 1000 pages");
+}
+
+async fn check(seed: u64, n: usize, limit: usize) {
+    let (first, rewrites) = readings(seed, n);
+    let raw = fresh_store(&dynalite(), "blocks-raw").await;
+    let blocks = fresh_store(&dynalite(), "blocks-ttl")
+        .await
+        .with_raw_window(Retention::days(1));
+    let batches = vec![first.clone(), rewrites];
+    load(&raw, &batches).await;
+    load(&blocks, &batches).await;
+    let cutoff = blocks.raw_cutoff().expect("a raw window");
+    let gone = expire_raw_before(&blocks, &first, cutoff).await;
+    // The window's cutoff lies inside the two days: some raw items are gone.
+    assert!(gone > 0, "no raw item before the cutoff {cutoff}");
+
+    let mut apps = Vec::new();
+    for store in [raw, blocks] {
+        let mut app = app(store, None, RouteSet::All).await;
+        app.access.reads = ReadAccess::Open;
+        apps.push(app);
+    }
+    let (a, b) = (&apps[0], &apps[1]);
+    let t0 = Span::Hour.start_of(Timestamp::now()).millis() - 48 * HOUR;
+    let time = |h: i64, m: i64| {
+        Timestamp::from_millis(t0 + h * HOUR + m * 60_000)
+            .unwrap()
+            .to_string()
+    };
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x5eed);
+    let limit = limit.to_string();
+    // The whole span, and ranges across the cutoff and inside either side.
+    let mut ranges = vec![(time(-1, 0), time(50, 0))];
+    for _ in 0..3 {
+        let from = rng.i64(0..48 * 60);
+        let to = from + rng.i64(1..30 * 60);
+        ranges.push((time(0, from), time(0, to)));
+    }
+    for (from, to) in &ranges {
+        for order in ["asc", "desc"] {
+            let q = [
+                ("from", from.as_str()),
+                ("to", to.as_str()),
+                ("order", order),
+                ("limit", limit.as_str()),
+            ];
+            for path in [
+                "/devices/meter-1/readings",
+                "/devices/sensor-1/readings",
+                "/rooms/lab/readings",
+                "/rooms/den/readings",
+            ] {
+                let (x, y) = (all_pages(a, path, &q).await, all_pages(b, path, &q).await);
+                assert_eq!(x, y, "{path} {q:?}");
+            }
+        }
+        for path in [
+            "/devices/meter-1/stats",
+            "/devices/sensor-1/stats",
+            "/rooms/lab/stats",
+            "/devices/meter-1/energy",
+        ] {
+            for bucket in ["15m", "1h", "1d"] {
+                let q = [
+                    ("from", from.as_str()),
+                    ("to", to.as_str()),
+                    ("bucket", bucket),
+                ];
+                let (x, y) = (get(a, path, &q).await, get(b, path, &q).await);
+                assert_eq!(x.0, 200, "{path} {q:?}: {}", x.1);
+                assert_eq!(x, y, "{path} {q:?}");
+            }
+        }
+    }
+    for path in ["/devices/meter-1/latest", "/devices/sensor-1/latest"] {
+        let (x, y) = (get(a, path, &[]).await, get(b, path, &[]).await);
+        assert_eq!(x.0, 200);
+        assert_eq!(x, y, "{path}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    /// Any readings, any page size: with raw items gone past the window,
+    /// every reading route answers as with every raw item kept.
+    #[test]
+    fn answers_from_blocks_equal_answers_from_raw_items(seed in any::<u64>(), n in 30usize..160, limit in 1usize..60) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(check(seed, n, limit));
+    }
+}
+
+/// A device silent for longer than the raw window: its latest reading comes
+/// from its newest block once its raw items are gone.
+#[tokio::test]
+async fn latest_of_a_silent_device_comes_from_its_block() {
+    let store = fresh_store(&dynalite(), "blocks-latest")
+        .await
+        .with_raw_window(Retention::days(1));
+    let old = Span::Hour.start_of(Timestamp::now()).millis() - 40 * HOUR;
+    let readings: Vec<Reading> = (0..5)
+        .map(|i| Reading {
+            device_id: DeviceId::parse("sensor-9").unwrap(),
+            timestamp: Timestamp::from_millis(old + i * 60_000).unwrap(),
+            measurement: Measurement::climate(
+                RoomId::parse("attic").unwrap(),
+                10.0 + i as f64,
+                50.0,
+            )
+            .unwrap(),
+        })
+        .collect();
+    load(&store, std::slice::from_ref(&readings)).await;
+    let cutoff = store.raw_cutoff().unwrap();
+    assert_eq!(expire_raw_before(&store, &readings, cutoff).await, 5);
+    let latest = store
+        .latest_reading(&DeviceId::parse("sensor-9").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(latest.as_ref(), readings.last());
+    // And without the window the store would see nothing: the raw items are gone.
+    let bare = DynamoStore::new(store.client().clone(), store.table());
+    assert_eq!(
+        bare.latest_reading(&DeviceId::parse("sensor-9").unwrap())
+            .await
+            .unwrap(),
+        None
+    );
+}
