@@ -3,6 +3,7 @@
 //! DynamoDB stream on a table (`stream_poller`),
 //! and a replayer of Lambda event files (`replay`).
 
+pub mod blocks;
 pub mod migrate;
 pub mod reindex;
 pub mod replay;

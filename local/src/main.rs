@@ -102,6 +102,11 @@ enum Command {
         #[command(subcommand)]
         action: RollupsAction,
     },
+    /// Hour blocks on DynamoDB (docs/blocks.md).
+    Blocks {
+        #[command(subcommand)]
+        action: BlocksAction,
+    },
 }
 
 #[derive(Subcommand)]
@@ -117,6 +122,21 @@ enum RollupsAction {
         /// Only this device.
         #[arg(long)]
         device: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+#[derive(Subcommand)]
+enum BlocksAction {
+    /// Give every hour with readings its block, on a DynamoDB table written before blocks: run it before turning on `RawReadingDays`. Device by device, with a progress bar; a checkpoint file names the devices done, so a run that stopped resumes after them (the file is removed when every device is done).
+    Rebuild {
+        /// Only this device.
+        #[arg(long)]
+        device: Option<String>,
+        /// Where the devices done are kept.
+        #[arg(long, default_value = "blocks-checkpoint.json")]
+        checkpoint: PathBuf,
         #[command(flatten)]
         store: StoreArgs,
     },
@@ -505,6 +525,32 @@ async fn run(cli: Cli) -> Result<bool, String> {
             match open(&store.config(None, false, Duration::ZERO)).await?.0 {
                 Backend::Embedded(s) => rebuild_rollups(&s, device, range).await,
                 Backend::Dynamo(s, ..) => rebuild_rollups(&s, device, range).await,
+            }
+        }
+        Command::Blocks {
+            action:
+                BlocksAction::Rebuild {
+                    device,
+                    checkpoint,
+                    store,
+                },
+        } => {
+            let device = device
+                .map(|d| DeviceId::parse(&d).map_err(|e| format!("--device: {e}")))
+                .transpose()?;
+            match open(&store.config(None, false, Duration::ZERO)).await?.0 {
+                Backend::Embedded(_) => Err(
+                    "blocks rebuild is for a DynamoDB table (--table): the embedded store seals its closed days into blocks itself"
+                        .into(),
+                ),
+                Backend::Dynamo(s, ..) => {
+                    let done = ingester_local::blocks::rebuild(&s, device, &checkpoint).await?;
+                    println!(
+                        "{}",
+                        serde_json::json!({"devices": done.devices, "resumed_after": done.skipped, "items_written": done.written})
+                    );
+                    Ok(true)
+                }
             }
         }
         Command::Reindex {

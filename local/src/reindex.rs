@@ -55,13 +55,18 @@ impl Checkpoint {
     }
 
     fn save(&self, path: &Path) -> Result<(), String> {
-        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
-        // Write then rename: a crash never leaves half a checkpoint.
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, text)
-            .and_then(|_| std::fs::rename(&tmp, path))
-            .map_err(|e| format!("{}: {e}", path.display()))
+        save_json(self, path)
     }
+}
+
+/// Saves a checkpoint as JSON: written then renamed, so a crash never
+/// leaves half of one (`blocks rebuild`'s too).
+pub fn save_json(value: &impl Serialize, path: &Path) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Runs (or resumes) a reindex; returns the finished checkpoint's counts.
