@@ -155,8 +155,11 @@ impl DynamoStore {
             }
             let left = limit - out.len();
             let (mut got, more) = match source {
-                Source::Raw => self.raw_part(device, &stretch, order, left, keep).await?,
-                Source::Blocks => self.block_part(device, &stretch, order, left, keep).await?,
+                // Boxed: these futures are large, and nest under every read.
+                Source::Raw => Box::pin(self.raw_part(device, &stretch, order, left, keep)).await?,
+                Source::Blocks => {
+                    Box::pin(self.block_part(device, &stretch, order, left, keep)).await?
+                }
             };
             out.append(&mut got);
             if more {

@@ -558,7 +558,8 @@ impl Store for DynamoStore {
         device: &DeviceId,
         hours: BTreeSet<Timestamp>,
     ) -> Result<RollupWrites, StoreError> {
-        self.refresh_device_rollups(device, hours).await
+        // Boxed: a deep future, polled under the stream handler's.
+        Box::pin(self.refresh_device_rollups(device, hours)).await
     }
 
     async fn rollup_devices(&self, only: Option<DeviceId>) -> Result<Vec<DeviceId>, StoreError> {
@@ -579,7 +580,7 @@ impl Store for DynamoStore {
         range: TimeRange,
     ) -> Result<usize, StoreError> {
         // Maintenance, as `refresh_rollups`: a budget per request.
-        self.rebuild_device_rollups(device, range).await
+        Box::pin(self.rebuild_device_rollups(device, range)).await
     }
 
     async fn write_readings(&self, readings: &[Reading]) -> WriteReport {
@@ -618,7 +619,7 @@ impl Store for DynamoStore {
         device: &DeviceId,
         request: &RangeRequest,
     ) -> Result<Page, StoreError> {
-        calls::operation(&self.policy, self.device_page(device, request)).await
+        calls::operation(&self.policy, Box::pin(self.device_page(device, request))).await
     }
 
     async fn room_readings(
@@ -654,7 +655,7 @@ impl Store for DynamoStore {
                     after: request.after.clone(),
                 };
                 let page = if old {
-                    self.room_before_cutoff(room, &sub, &devices).await?
+                    Box::pin(self.room_before_cutoff(room, &sub, &devices)).await?
                 } else {
                     // The index's start key must lie in the part's range.
                     if let Some(p) = &sub.after {
@@ -774,7 +775,7 @@ impl Store for DynamoStore {
             match items.first() {
                 Some(item) => decode_reading(item).map(Some),
                 // Silent for longer than the raw window: its newest block.
-                None => self.latest_before_cutoff(device).await,
+                None => Box::pin(self.latest_before_cutoff(device)).await,
             }
         })
         .await

@@ -166,7 +166,7 @@ impl DynamoStore {
         let mut days = BTreeSet::new();
         let mut cascade = Cascade::new(todo);
         while let Some(hour) = cascade.next_start() {
-            let (leaving, written) = self.recompute_hour(device, hour).await?;
+            let (leaving, written) = Box::pin(self.recompute_hour(device, hour)).await?;
             if let Some(units) = written {
                 writes.hours += 1;
                 writes.write_units += units;
