@@ -29,6 +29,28 @@ pub fn number_size(text: &str) -> usize {
     (significant - trailing_zeros).max(1).div_ceil(2) + 1
 }
 
+/// `number_size` of an `f64` as stored (its shortest text). A value that is
+/// an exact number of thousandths below a billion, what sensors send, is
+/// sized from that integer's digits without formatting it: metering a page
+/// formatted every value, a sixth of a raw page's time (docs/BENCHMARKS.md).
+/// Below a billion an `f64` resolves far finer than a thousandth, so its
+/// shortest text has exactly those digits, trailing zeros dropped.
+pub fn f64_size(v: f64) -> usize {
+    let m = (v * 1000.0).round();
+    if m.abs() < 1e12 && (m / 1000.0).to_bits() == v.to_bits() {
+        let mut m = (m as i64).unsigned_abs();
+        if m == 0 {
+            return 2;
+        }
+        while m.is_multiple_of(10) {
+            m /= 10;
+        }
+        let significant = m.ilog10() as usize + 1;
+        return significant.div_ceil(2) + 1;
+    }
+    number_size(ryu::Buffer::new().format(v))
+}
+
 /// DynamoDB's size of a value in its JSON shape (a struct or map is `M`, a
 /// sequence `L`, a number `N`, a string `S`, `null` `NULL`): what an item
 /// serialized by `serde_dynamo` weighs, computed from our own types.
@@ -55,19 +77,96 @@ pub fn rollup_size(
     device_id_len: usize,
     stored: &crate::domain::aggregate::rollup::Stored,
 ) -> usize {
-    let body = match serde_json::to_value(stored) {
-        Ok(serde_json::Value::Object(m)) => {
-            m.iter().map(|(k, v)| k.len() + json_size(v)).sum::<usize>()
-        }
-        _ => 0,
-    };
+    let body = stored_size(stored);
     body + "pk".len() + device_id_len + "sk".len() + 3 + crate::model::Timestamp::TEXT_LEN
+}
+
+/// The top-level attributes of a stored rollup, sized field by field as
+/// `json_size` sizes its JSON shape (a test holds the two equal), without
+/// building that shape: a year's daily stats meter 365 of them.
+fn stored_size(s: &crate::domain::aggregate::rollup::Stored) -> usize {
+    fn int(v: i128) -> usize {
+        number_size(itoa::Buffer::new().format(v))
+    }
+    /// An `L` of already sized elements.
+    fn list(sizes: &[usize]) -> usize {
+        3 + sizes.iter().map(|n| 1 + n).sum::<usize>()
+    }
+    fn field(f: &crate::domain::aggregate::rollup::StoredField) -> usize {
+        list(&[
+            f.0.len(),
+            int(f.1 as i128),
+            f64_size(f.2),
+            f64_size(f.3),
+            f64_size(f.4),
+        ])
+    }
+    fn fields(fs: &[crate::domain::aggregate::rollup::StoredField]) -> usize {
+        list(&fs.iter().map(field).collect::<Vec<_>>())
+    }
+    fn chain(c: &Option<(i64, f64, f64)>) -> usize {
+        match c {
+            None => 1,
+            Some((at, a, b)) => list(&[int(*at as i128), f64_size(*a), f64_size(*b)]),
+        }
+    }
+    let rooms: Vec<usize> =
+        s.r.iter()
+            .map(|(name, tally)| {
+                let tally = match tally {
+                    None => 1,
+                    Some((count, fs)) => list(&[int(*count as i128), fields(fs)]),
+                };
+                list(&[name.len(), tally])
+            })
+            .collect();
+    let counters = match &s.c {
+        None => 1,
+        Some(c) => {
+            let incoming = match &c.incoming {
+                None => 1,
+                Some((from, to, a, b, resets)) => list(&[
+                    int(*from as i128),
+                    int(*to as i128),
+                    f64_size(*a),
+                    f64_size(*b),
+                    int(*resets as i128),
+                ]),
+            };
+            let entries = [
+                ("entering", chain(&c.entering)),
+                ("incoming", incoming),
+                ("first", int(c.first as i128)),
+                (
+                    "inside",
+                    list(&[
+                        f64_size(c.inside.0),
+                        f64_size(c.inside.1),
+                        int(c.inside.2 as i128),
+                    ]),
+                ),
+                ("leaving", chain(&Some(c.leaving))),
+            ];
+            3 + entries.iter().map(|(k, v)| 1 + k.len() + v).sum::<usize>()
+        }
+    };
+    "v".len()
+        + int(s.v as i128)
+        + "n".len()
+        + int(s.n as i128)
+        + "f".len()
+        + fields(&s.f)
+        + "r".len()
+        + list(&rooms)
+        + "c".len()
+        + counters
+        + "ch".len()
+        + chain(&s.ch)
 }
 
 /// The size of a reading's item on DynamoDB with no optional index and no
 /// expiry (what the embedded store meters reads by), without building it.
 pub fn reading_size(r: &Reading) -> usize {
-    let mut buffer = ryu::Buffer::new();
     let mut size = "pk".len() + r.device_id.as_str().len();
     size += "sk".len() + crate::keys::READING_PREFIX.len() + crate::model::Timestamp::TEXT_LEN;
     size += "type".len() + r.kind().as_str().len();
@@ -75,7 +174,7 @@ pub fn reading_size(r: &Reading) -> usize {
         size += "room".len() + room.as_str().len();
     }
     for (q, v) in r.measurement.values() {
-        size += q.name().len() + number_size(buffer.format(*v));
+        size += q.name().len() + f64_size(*v);
     }
     size
 }
@@ -93,6 +192,92 @@ mod tests {
         assert_eq!(read_units(0), 0.5);
         assert_eq!(read_units(4096), 0.5);
         assert_eq!(read_units(4097), 1.0);
+    }
+
+    proptest::proptest! {
+        /// The integer path sizes every value as its shortest text does.
+        #[test]
+        fn f64_sizes_equal_the_text_s(m in -999_999_999_999i64..999_999_999_999, bits in proptest::prelude::any::<u64>()) {
+            for v in [m as f64 / 1000.0, m as f64 / 100.0, m as f64, f64::from_bits(bits)] {
+                if v.is_finite() {
+                    proptest::prop_assert_eq!(f64_size(v), number_size(ryu::Buffer::new().format(v)), "{}", v);
+                }
+            }
+        }
+    }
+
+    /// The field-by-field size of stored rollups is their JSON shape's.
+    #[test]
+    fn stored_rollups_are_sized_as_their_json_shape() {
+        use crate::domain::aggregate::rollup::{spans, Stored};
+        use crate::model::{DeviceId, Measurement, RoomId, Span, Timestamp};
+        let at = |m: i64| Timestamp::from_millis(1_795_219_200_000 + m * 60_000).unwrap();
+        let mut readings = Vec::new();
+        for m in 0..200i64 {
+            let kwh = if m == 90 {
+                3.5
+            } else {
+                100.0 + m as f64 * 0.137
+            };
+            readings.push(Reading {
+                device_id: DeviceId::parse("meter-1").unwrap(),
+                timestamp: at(m),
+                measurement: Measurement::power(kwh, 0.25 * m as f64, -12.5).unwrap(),
+            });
+        }
+        let mut sensor = Vec::new();
+        for m in 0..200i64 {
+            let room = if m % 50 < 20 { "den" } else { "lab" };
+            sensor.push(Reading {
+                device_id: DeviceId::parse("s-1").unwrap(),
+                timestamp: at(m),
+                measurement: Measurement::climate(
+                    RoomId::parse(room).unwrap(),
+                    0.1 + m as f64 / 7.0,
+                    45.5,
+                )
+                .unwrap(),
+            });
+        }
+        let mut checked = 0;
+        for set in [&readings, &sensor] {
+            for span in [Span::Hour, Span::Day] {
+                for r in spans(span, None, set.iter()) {
+                    let stored = Stored::from(&r);
+                    let by_json = match serde_json::to_value(&stored).unwrap() {
+                        serde_json::Value::Object(m) => {
+                            m.iter().map(|(k, v)| k.len() + json_size(v)).sum::<usize>()
+                        }
+                        _ => unreachable!(),
+                    };
+                    assert_eq!(stored_size(&stored), by_json, "{stored:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 8);
+    }
+
+    #[test]
+    fn f64_sizes_at_the_edges() {
+        for v in [
+            0.0,
+            -0.0,
+            0.001,
+            -0.001,
+            350.0,
+            5123.456,
+            999_999_999.999,
+            1e9,
+            0.1 + 0.2,
+            1e-7,
+        ] {
+            assert_eq!(
+                f64_size(v),
+                number_size(ryu::Buffer::new().format(v)),
+                "{v}"
+            );
+        }
     }
 
     #[test]
