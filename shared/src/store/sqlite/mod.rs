@@ -330,6 +330,24 @@ impl SqliteStore {
         .await
     }
 
+    /// Lets the file grow by no page more (`Some`: as a full disk does, the
+    /// next page a write needs fails with `SQLITE_FULL`), or lifts that
+    /// (`None`): for tests of what a full disk answers.
+    pub fn cap_file_for_tests(&self, cap: Option<()>) -> Result<(), StoreError> {
+        let writer = self.lock();
+        let pages: i64 = match cap {
+            Some(()) => writer
+                .conn
+                .query_row("PRAGMA page_count", [], |r| r.get(0))
+                .map_err(db_err)?,
+            None => 1_073_741_823,
+        };
+        writer
+            .conn
+            .pragma_update(None, "max_page_count", pages)
+            .map_err(db_err)
+    }
+
     /// How many readings are stored, expired or not (distinct device and time
     /// across the family tables, and the counts of the blocks): for tests,
     /// and for checking a copy.
