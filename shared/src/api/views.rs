@@ -102,9 +102,9 @@ impl Serialize for BucketAnswer<'_> {
         let b = self.0;
         let mut m = s.serialize_map(Some(4))?;
         m.serialize_entry("count", &b.count)?;
-        m.serialize_entry("end", &b.end.to_string())?;
+        b.end.with_text(|t| m.serialize_entry("end", t))?;
         m.serialize_entry("fields", &FieldsAnswer(b))?;
-        m.serialize_entry("start", &b.start.to_string())?;
+        b.start.with_text(|t| m.serialize_entry("start", t))?;
         m.end()
     }
 }
