@@ -41,12 +41,8 @@ struct Victoria {
 impl Peer for Victoria {
     const NAME: &'static str = "victoria-metrics";
 
-    fn write(&self, body: &str) {
-        let resp = agent()
-            .post(&format!("{}/write?precision=ms", self.url))
-            .send_string(body)
-            .unwrap();
-        assert_eq!(resp.status(), 204);
+    fn write_url(&self) -> String {
+        format!("{}/write?precision=ms", self.url)
     }
 }
 

@@ -33,6 +33,24 @@ impl Checkpoint {
     }
 }
 
+/// The devices a rebuild covers (`rollups rebuild`'s and `blocks
+/// rebuild`'s): every device with rollups to keep, or the one asked for,
+/// which must have readings.
+pub async fn devices_to_rebuild<S: Store>(
+    store: &S,
+    only: Option<DeviceId>,
+) -> Result<Vec<DeviceId>, String> {
+    let wanted = only.is_some();
+    let devices = store
+        .rollup_devices(only)
+        .await
+        .map_err(|e| e.to_string())?;
+    if wanted && devices.is_empty() {
+        return Err("--device: no readings of that device".into());
+    }
+    Ok(devices)
+}
+
 /// What a run did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rebuilt {
@@ -51,14 +69,7 @@ pub async fn rebuild(
     only: Option<DeviceId>,
     checkpoint: &Path,
 ) -> Result<Rebuilt, String> {
-    let wanted = only.is_some();
-    let devices = store
-        .rollup_devices(only)
-        .await
-        .map_err(|e| e.to_string())?;
-    if wanted && devices.is_empty() {
-        return Err("--device: no readings of that device".into());
-    }
+    let devices = devices_to_rebuild(store, only).await?;
     let mut saved = Checkpoint::load(checkpoint)?;
     let skipped = devices
         .iter()

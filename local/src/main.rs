@@ -177,14 +177,7 @@ async fn rebuild_rollups<S: Store>(
     only: Option<DeviceId>,
     range: TimeRange,
 ) -> Result<bool, String> {
-    let wanted = only.is_some();
-    let devices = store
-        .rollup_devices(only)
-        .await
-        .map_err(|e| e.to_string())?;
-    if wanted && devices.is_empty() {
-        return Err("--device: no readings of that device".into());
-    }
+    let devices = ingester_local::blocks::devices_to_rebuild(store, only).await?;
     let bar = indicatif::ProgressBar::new(devices.len() as u64).with_style(
         indicatif::ProgressStyle::with_template(
             "{spinner} devices {pos}/{len} {wide_bar} {msg} ({elapsed})",

@@ -3,7 +3,7 @@
 //! devices its checkpoint names, then a whole run; afterwards, with the raw
 //! items before the raw window's cutoff gone, a range reads every reading.
 
-use integration_tests::{dynalite, fresh_store};
+use integration_tests::{dynalite, expire_raw_before, fresh_store, RawItems};
 use serde_json::Value;
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Span, TimeRange, Timestamp};
 use shared::store::{Order, RangeRequest, Retention, Store};
@@ -74,29 +74,22 @@ async fn rebuild_gives_every_hour_its_block_and_resumes_after_the_devices_done()
     let hour_item = |device: &str, h: i64| {
         let store = store.clone();
         let device = device.to_owned();
+        let hour = Timestamp::from_millis(start + h * HOUR).unwrap();
         async move {
-            let sk = shared::keys::rollup_sk(
-                Span::Hour,
-                Timestamp::from_millis(start + h * HOUR).unwrap(),
-            );
-            store
-                .client()
-                .get_item()
-                .table_name(store.table())
-                .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(device))
-                .key("sk", aws_sdk_dynamodb::types::AttributeValue::S(sk))
-                .send()
-                .await
-                .unwrap()
-                .item()
-                .cloned()
+            let sk = shared::keys::rollup_sk(Span::Hour, hour);
+            store.raw_item(&device, &sk).await.map(
+                std::collections::HashMap::<String, aws_sdk_dynamodb::types::AttributeValue>::from,
+            )
         }
     };
     assert!(
         hour_item("meter-1", 3).await.is_none(),
         "skipped: done before"
     );
-    assert!(hour_item("sensor-1", 3).await.unwrap().contains_key("blk"));
+    assert!(hour_item("sensor-1", 3)
+        .await
+        .unwrap()
+        .contains_key(shared::keys::attr::BLOCK));
 
     let second = rebuild(store.table(), &checkpoint);
     assert_eq!(second["resumed_after"], 0);
@@ -105,32 +98,17 @@ async fn rebuild_gives_every_hour_its_block_and_resumes_after_the_devices_done()
     for h in 0..20 {
         for device in ["meter-1", "sensor-1"] {
             let item = hour_item(device, h).await.unwrap();
-            assert!(item.contains_key("blk"), "{device} hour {h}");
+            assert!(
+                item.contains_key(shared::keys::attr::BLOCK),
+                "{device} hour {h}"
+            );
         }
     }
 
     // TTL past a day's raw window: every raw item before the cutoff goes.
     let windowed = store.clone().with_raw_window(Retention::days(1));
     let cutoff = windowed.raw_cutoff().unwrap();
-    let mut gone = 0;
-    for r in readings.iter().filter(|r| r.timestamp < cutoff) {
-        store
-            .client()
-            .delete_item()
-            .table_name(store.table())
-            .key(
-                "pk",
-                aws_sdk_dynamodb::types::AttributeValue::S(r.device_id.to_string()),
-            )
-            .key(
-                "sk",
-                aws_sdk_dynamodb::types::AttributeValue::S(shared::keys::reading_sk(r.timestamp)),
-            )
-            .send()
-            .await
-            .unwrap();
-        gone += 1;
-    }
+    let gone = expire_raw_before(&store, &readings, cutoff).await;
     assert!(gone > 100, "{gone} raw items gone");
     for device in ["meter-1", "sensor-1"] {
         let device = DeviceId::parse(device).unwrap();

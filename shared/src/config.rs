@@ -131,22 +131,27 @@ impl Config {
                 value: v.clone(),
             })?),
         };
-        let retention = match get("RETENTION_DAYS") {
-            None => None,
-            Some(v) => Retention::days(v.trim().parse().map_err(|_| ConfigError::Invalid {
-                name: "RETENTION_DAYS",
-                expected: "a whole number of days (0 keeps readings forever)",
-                value: v.clone(),
-            })?),
+        // A number of days, 0 (or unset) for forever.
+        let days = |name: &'static str, expected: &'static str| match get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .trim()
+                .parse()
+                .map(Retention::days)
+                .map_err(|_| ConfigError::Invalid {
+                    name,
+                    expected,
+                    value: v.clone(),
+                }),
         };
-        let raw_window = match get("RAW_READING_DAYS") {
-            None => None,
-            Some(v) => Retention::days(v.trim().parse().map_err(|_| ConfigError::Invalid {
-                name: "RAW_READING_DAYS",
-                expected: "a whole number of days (0 keeps raw items forever)",
-                value: v.clone(),
-            })?),
-        };
+        let retention = days(
+            "RETENTION_DAYS",
+            "a whole number of days (0 keeps readings forever)",
+        )?;
+        let raw_window = days(
+            "RAW_READING_DAYS",
+            "a whole number of days (0 keeps raw items forever)",
+        )?;
         let read_access = match get("READS_REQUIRE_TOKEN").as_deref().map(str::trim) {
             None | Some("true") => ReadAccess::Token,
             Some("false") => ReadAccess::Open,

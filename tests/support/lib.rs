@@ -316,6 +316,23 @@ pub trait RawItems {
     ) -> impl std::future::Future<Output = Option<serde_dynamo::Item>> + Send;
     /// Puts an item as it is (DynamoDB JSON), past the codec: data in an older shape.
     fn put_raw(&self, item: serde_dynamo::Item) -> impl std::future::Future<Output = ()> + Send;
+    /// Deletes an item, as TTL does; whether there was one.
+    fn delete_raw(&self, pk: &str, sk: &str) -> impl std::future::Future<Output = bool> + Send;
+}
+
+/// What TTL does past the raw window (docs/blocks.md): the raw items of
+/// `readings` before `cutoff` go. Returns how many there were.
+pub async fn expire_raw_before(
+    store: &DynamoStore,
+    readings: &[shared::model::Reading],
+    cutoff: shared::model::Timestamp,
+) -> usize {
+    let mut gone = 0;
+    for r in readings.iter().filter(|r| r.timestamp < cutoff) {
+        let (pk, sk) = (r.device_id.as_str(), shared::keys::reading_sk(r.timestamp));
+        gone += usize::from(store.delete_raw(pk, &sk).await);
+    }
+    gone
 }
 
 impl RawItems for DynamoStore {
@@ -329,6 +346,21 @@ impl RawItems for DynamoStore {
             .send()
             .await
             .unwrap();
+    }
+
+    async fn delete_raw(&self, pk: &str, sk: &str) -> bool {
+        use aws_sdk_dynamodb::types::AttributeValue::S;
+        let out = self
+            .client()
+            .delete_item()
+            .table_name(self.table())
+            .key("pk", S(pk.into()))
+            .key("sk", S(sk.into()))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await
+            .unwrap();
+        out.attributes().is_some()
     }
 
     async fn raw_item(&self, pk: &str, sk: &str) -> Option<serde_dynamo::Item> {

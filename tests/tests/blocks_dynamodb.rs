@@ -5,7 +5,9 @@
 //! ranges (every page, both orders), rooms (with a device that moved rooms
 //! and moved back), latest, stats and energy.
 
-use integration_tests::{answer, api_event, app, dynalite, fresh_store, handle, stream_event_for};
+use integration_tests::{
+    answer, api_event, app, dynalite, expire_raw_before, fresh_store, handle, stream_event_for,
+};
 use proptest::prelude::*;
 use serde_json::Value;
 use shared::api::{App, ReadAccess, RouteSet};
@@ -82,31 +84,6 @@ async fn load(store: &DynamoStore, batches: &[Vec<Reading>]) {
         let report = shared::stream::rollups::handle_batch(store, &event).await;
         assert_eq!(report.failed, None);
     }
-}
-
-/// What TTL does past the raw window: the raw items before `cutoff` go.
-async fn expire_raw_before(store: &DynamoStore, readings: &[Reading], cutoff: Timestamp) -> usize {
-    let mut gone = 0;
-    for r in readings.iter().filter(|r| r.timestamp < cutoff) {
-        let out = store
-            .client()
-            .delete_item()
-            .table_name(store.table())
-            .key(
-                "pk",
-                aws_sdk_dynamodb::types::AttributeValue::S(r.device_id.to_string()),
-            )
-            .key(
-                "sk",
-                aws_sdk_dynamodb::types::AttributeValue::S(shared::keys::reading_sk(r.timestamp)),
-            )
-            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
-            .send()
-            .await
-            .unwrap();
-        gone += usize::from(out.attributes().is_some());
-    }
-    gone
 }
 
 /// An answer without what reading it cost (that differs, by design).

@@ -292,8 +292,13 @@ pub fn walking_household(days: i64, start_ms: i64) -> Vec<Sample> {
 pub trait Peer {
     /// What the tables call it.
     const NAME: &'static str;
-    /// Writes one batch of lines (precision ms), asserting success.
-    fn write(&self, lines: &str);
+    /// Where a batch of lines (precision ms) is posted.
+    fn write_url(&self) -> String;
+    /// Writes one batch of lines, asserting success.
+    fn write(&self, lines: &str) {
+        let resp = agent().post(&self.write_url()).send_string(lines).unwrap();
+        assert_eq!(resp.status(), 204);
+    }
 }
 
 /// Readings per second of each writer.

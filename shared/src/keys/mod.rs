@@ -100,6 +100,8 @@ pub mod attr {
     /// An hour rollup item's block: the hour's readings in
     /// `domain::block`'s codec (docs/blocks.md).
     pub const BLOCK: &str = "blk";
+    /// An hour item's counter chain entering its hour: time, kWh bought, kWh sold.
+    pub const ENTERING: &str = "e";
 }
 
 /// `pk` of a device's readings.

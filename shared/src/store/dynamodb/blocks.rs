@@ -226,33 +226,15 @@ impl DynamoStore {
         limit: usize,
         keep: &(dyn Fn(&Reading) -> bool + Sync),
     ) -> Result<(Vec<Reading>, bool), StoreError> {
-        let mut query = unexpired(
+        let query = unexpired(
             self.readings_query(device, range)
                 .scan_index_forward(order == Order::Asc),
         );
-        let mut out = Vec::new();
-        loop {
-            let left = (limit - out.len()).min(i32::MAX as usize) as i32;
-            let page = query
-                .clone()
-                .limit(left)
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                .retried(self)
-                .await
-                .map_err(unavailable)?;
-            super::metered(page.consumed_capacity());
-            for item in page.items() {
-                let r = decode_reading(item)?;
-                if keep(&r) {
-                    out.push(r);
-                }
-            }
-            match page.last_evaluated_key() {
-                Some(_) if out.len() >= limit => return Ok((out, true)),
-                Some(lek) => query = query.set_exclusive_start_key(Some(lek.clone())),
-                None => return Ok((out, false)),
-            }
-        }
+        self.query_kept(query, limit, |item| {
+            let r = decode_reading(item)?;
+            Ok(keep(&r).then_some(r))
+        })
+        .await
     }
 
     /// A device's readings in `range` from its hour items' blocks (an hour
@@ -339,7 +321,7 @@ impl DynamoStore {
 }
 
 /// The start of an hour item's hour.
-fn hour_of(item: &Item) -> Result<Timestamp, StoreError> {
+pub(super) fn hour_of(item: &Item) -> Result<Timestamp, StoreError> {
     item.get(attr::SK)
         .and_then(|v| v.as_s().ok())
         .and_then(|sk| keys::parse_rollup_sk(sk))

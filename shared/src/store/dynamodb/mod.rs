@@ -291,9 +291,21 @@ impl DynamoStore {
     /// whether more may follow.
     async fn query_pages(
         &self,
-        mut query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+        query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
         limit: usize,
     ) -> Result<(Vec<Item>, bool), StoreError> {
+        self.query_kept(query, limit, |item| Ok(Some(item.clone())))
+            .await
+    }
+
+    /// `query_pages`, each item turned into what `keep` makes of it (`None`:
+    /// dropped, and not counted against `limit`).
+    async fn query_kept<T>(
+        &self,
+        mut query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+        limit: usize,
+        mut keep: impl FnMut(&Item) -> Result<Option<T>, StoreError>,
+    ) -> Result<(Vec<T>, bool), StoreError> {
         let mut items = Vec::new();
         loop {
             let remaining = (limit - items.len()).min(i32::MAX as usize) as i32;
@@ -305,7 +317,11 @@ impl DynamoStore {
                 .await
                 .map_err(unavailable)?;
             metered(out.consumed_capacity());
-            items.extend_from_slice(out.items());
+            for item in out.items() {
+                if let Some(kept) = keep(item)? {
+                    items.push(kept);
+                }
+            }
             match out.last_evaluated_key() {
                 Some(lek) if items.len() < limit => {
                     query = query.set_exclusive_start_key(Some(lek.clone()));

@@ -14,7 +14,7 @@
 //! with no reading before that hour), or what `rollups rebuild` covered.
 //! Queries use rollups only from there (and only up to the function's lag).
 
-use super::blocks::{block_value, hour_block};
+use super::blocks::{block_value, hour_block, hour_of};
 use super::calls::Request;
 use super::{decode_reading, s, unavailable, DynamoStore, Item};
 use crate::domain::aggregate::counter::Chain;
@@ -470,12 +470,11 @@ impl DynamoStore {
         let days = TimeRange::new(from, to).expect("whole days around a range");
         // The first and last reading, raw or in a block (raw items may be gone).
         let hours = self.hour_items_within(device, &days).await?;
-        let hour_span = |i: &Item| -> Result<(Timestamp, Timestamp), StoreError> {
-            let start = decode_rollup(i.clone())?.start;
-            Ok((start, Span::Hour.end_of(start).saturating_add_millis(-1)))
-        };
         let (first_hour, last_hour) = match (hours.first(), hours.last()) {
-            (Some(a), Some(b)) => (Some(hour_span(a)?.0), Some(hour_span(b)?.1)),
+            (Some(a), Some(b)) => (
+                Some(hour_of(a)?),
+                Some(Span::Hour.end_of(hour_of(b)?).saturating_add_millis(-1)),
+            ),
             _ => (None, None),
         };
         let first = [self.edge_reading(device, &days, true).await?, first_hour]
@@ -493,17 +492,19 @@ impl DynamoStore {
             std::collections::BTreeMap::new();
         for item in &hours {
             if let Some(readings) = hour_block(device, item)? {
-                kept.insert(hour_span(item)?.0, readings);
+                kept.insert(hour_of(item)?, readings);
             }
         }
+        // Every hour and day item there; those the rebuild does not write again go.
         let mut stale: BTreeSet<(Span, Timestamp)> = BTreeSet::new();
-        for span in [Span::Hour, Span::Day] {
-            for r in self
-                .rollups_within(device, span, &days, true, usize::MAX)
-                .await?
-            {
-                stale.insert((span, r.start));
-            }
+        for item in &hours {
+            stale.insert((Span::Hour, hour_of(item)?));
+        }
+        for r in self
+            .rollups_within(device, Span::Day, &days, true, usize::MAX)
+            .await?
+        {
+            stale.insert((Span::Day, r.start));
         }
         let mut chains = [
             self.rollup_before(device, Span::Hour, from)
@@ -637,9 +638,6 @@ impl DynamoStore {
     }
 }
 
-/// Attribute of an hour item: the counter chain its hour entered with.
-const ENTERING: &str = "e";
-
 /// An hour's item (docs/blocks.md): its readings' block and the counter chain
 /// it entered with, from which its rollup is computed when read (by the same
 /// fold that made it), at a third of the stored rollup's size.
@@ -661,7 +659,7 @@ pub(super) fn hour_item(
     if let Some(c) = entering {
         let n = |v: f64| AttributeValue::N(v.to_string());
         item.insert(
-            ENTERING.to_owned(),
+            attr::ENTERING.to_owned(),
             AttributeValue::L(vec![
                 AttributeValue::N(c.at.millis().to_string()),
                 n(c.bought),
@@ -674,7 +672,7 @@ pub(super) fn hour_item(
 
 /// The chain an hour item says its hour entered with.
 fn entering_of(item: &Item) -> Result<Option<Chain>, String> {
-    let Some(v) = item.get(ENTERING) else {
+    let Some(v) = item.get(attr::ENTERING) else {
         return Ok(None);
     };
     let parts = v

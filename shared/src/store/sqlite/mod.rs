@@ -330,17 +330,18 @@ impl SqliteStore {
         .await
     }
 
-    /// Lets the file grow by no page more (`Some`: as a full disk does, the
-    /// next page a write needs fails with `SQLITE_FULL`), or lifts that
-    /// (`None`): for tests of what a full disk answers.
-    pub fn cap_file_for_tests(&self, cap: Option<()>) -> Result<(), StoreError> {
+    /// Lets the file grow by no page more (`full`: as a full disk does, the
+    /// next page a write needs fails with `SQLITE_FULL`), or lifts that: for
+    /// tests of what a full disk answers.
+    pub fn cap_file_for_tests(&self, full: bool) -> Result<(), StoreError> {
         let writer = self.lock();
-        let pages: i64 = match cap {
-            Some(()) => writer
+        let pages: i64 = if full {
+            writer
                 .conn
                 .query_row("PRAGMA page_count", [], |r| r.get(0))
-                .map_err(db_err)?,
-            None => 1_073_741_823,
+                .map_err(db_err)?
+        } else {
+            1_073_741_823
         };
         writer
             .conn

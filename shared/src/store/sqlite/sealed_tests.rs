@@ -355,17 +355,8 @@ async fn a_full_disk_refuses_the_whole_write_and_keeps_what_was_stored() {
     let store = SqliteStore::open(dir.join("ingester.db")).unwrap();
     let first: Vec<Reading> = (0..1440).map(|m| make(1, m, 1, 0.1)).collect();
     assert!(store.write_readings(&first).await.unwritten.is_empty());
-    let pages: i64 = store
-        .lock()
-        .conn
-        .query_row("PRAGMA page_count", [], |r| r.get(0))
-        .unwrap();
     // The disk is full: no page more (SQLITE_FULL, as a full file system gives).
-    store
-        .lock()
-        .conn
-        .pragma_update(None, "max_page_count", pages)
-        .unwrap();
+    store.cap_file_for_tests(true).unwrap();
     let more: Vec<Reading> = (0..3 * 1440)
         .map(|m| make(m as u8 % 3, 1440 + m, (m % 3) as u8, (m % 10) as f64 / 10.0))
         .collect();
@@ -377,11 +368,7 @@ async fn a_full_disk_refuses_the_whole_write_and_keeps_what_was_stored() {
         .await
         .unwrap();
     assert_eq!(page.readings, first);
-    store
-        .lock()
-        .conn
-        .pragma_update(None, "max_page_count", 1_073_741_823i64)
-        .unwrap();
+    store.cap_file_for_tests(false).unwrap();
     assert!(store.write_readings(&more).await.unwritten.is_empty());
     assert_eq!(
         store.stored_readings().await.unwrap(),
