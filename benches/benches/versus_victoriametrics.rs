@@ -373,5 +373,10 @@ fn main() {
         false,
     );
     println!("(bytes: ours {ours_bytes}, theirs {theirs_bytes:?})");
-    let _ = std::fs::remove_dir_all(&dir);
+    // VERSUS_VM_KEEP=1 keeps the files, to look into them.
+    if std::env::var_os("VERSUS_VM_KEEP").is_some() {
+        println!("(kept: {})", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

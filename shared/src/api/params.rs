@@ -13,6 +13,10 @@ use serde::Deserialize;
 
 pub const DEFAULT_LIMIT: usize = 100;
 pub const MAX_LIMIT: usize = 1000;
+/// Most readings in a `format=columns` page: the format for bulk reads (a
+/// year of one device is 53 pages, not 526), still well under Lambda's 6 MB
+/// answer at a few hundred KB.
+pub const MAX_COLUMNS_LIMIT: usize = 10_000;
 /// Default span when `from` is not given.
 pub const DEFAULT_SPAN_MS: i64 = 24 * 3600 * 1000;
 /// Longest value accepted for any parameter but `cursor`.
@@ -116,16 +120,16 @@ fn time(name: &str, v: &str, problems: &mut Problems) -> Option<Timestamp> {
         .ok()
 }
 
-/// `limit`: 1 to `MAX_LIMIT`, default `DEFAULT_LIMIT` (`None` inside: already reported).
-fn limit(v: &Option<String>, problems: &mut Problems) -> Option<usize> {
+/// `limit`: 1 to `max`, default `DEFAULT_LIMIT` (`None` inside: already reported).
+fn limit(v: &Option<String>, max: usize, problems: &mut Problems) -> Option<usize> {
     match value("limit", v, problems) {
         None => Some(DEFAULT_LIMIT),
         Some(v) => match v.parse::<usize>() {
-            Ok(n) if (1..=MAX_LIMIT).contains(&n) => Some(n),
+            Ok(n) if (1..=max).contains(&n) => Some(n),
             _ => {
                 problems.push((
                     "limit".into(),
-                    format!("must be an integer from 1 to {MAX_LIMIT}, got {v:?}"),
+                    format!("must be an integer from 1 to {max}, got {v:?}"),
                 ));
                 None
             }
@@ -201,13 +205,18 @@ pub fn stats_query(params: &StatsParams, now: Timestamp) -> Result<StatsQuery, P
     }
 }
 
-/// `from` (inclusive), `to` (exclusive), `limit`, `order`, `cursor`. Defaults:
-/// `to` = now, `from` = `to` - 24 h, `limit` = 100, `order` = asc.
-pub fn readings_query(params: &RangeParams, now: Timestamp) -> Result<ReadingsQuery, Problems> {
+/// `from` (inclusive), `to` (exclusive), `limit` (1 to `max_limit`), `order`,
+/// `cursor`. Defaults: `to` = now, `from` = `to` - 24 h, `limit` = 100,
+/// `order` = asc.
+pub fn readings_query(
+    params: &RangeParams,
+    now: Timestamp,
+    max_limit: usize,
+) -> Result<ReadingsQuery, Problems> {
     let mut problems = Problems::new();
     let from = value("from", &params.from, &mut problems).map(|v| time("from", v, &mut problems));
     let to = value("to", &params.to, &mut problems).map(|v| time("to", v, &mut problems));
-    let limit = limit(&params.limit, &mut problems);
+    let limit = limit(&params.limit, max_limit, &mut problems);
     let order = match value("order", &params.order, &mut problems) {
         None | Some("asc") => Some(Order::Asc),
         Some("desc") => Some(Order::Desc),
@@ -259,7 +268,11 @@ pub fn readings_request(
             None
         }
     };
-    match (readings_query(params, now), format) {
+    let max_limit = match format {
+        Some(PageFormat::Columns) => MAX_COLUMNS_LIMIT,
+        _ => MAX_LIMIT,
+    };
+    match (readings_query(params, now, max_limit), format) {
         (Ok(q), Some(f)) if problems.is_empty() => Ok((q, f)),
         (q, _) => {
             problems.splice(0..0, q.err().unwrap_or_default());
@@ -312,7 +325,7 @@ pub fn search_query(params: &SearchParams, now: Timestamp) -> Result<SearchQuery
             }
         }
     }
-    let limit = limit(&params.limit, &mut problems);
+    let limit = limit(&params.limit, MAX_LIMIT, &mut problems);
     let cursor = value("cursor", &params.cursor, &mut problems).map(str::to_owned);
     let range = range(from, to, now, &mut problems);
     match (range, tmin, tmax, hmin, hmax, limit) {
@@ -347,7 +360,7 @@ mod tests {
     }
 
     fn readings_query(pairs: &Pairs, now: Timestamp) -> Result<ReadingsQuery, Problems> {
-        super::readings_query(&query(pairs)?, now)
+        super::readings_query(&query(pairs)?, now, MAX_LIMIT)
     }
 
     fn stats_query(pairs: &Pairs, now: Timestamp) -> Result<StatsQuery, Problems> {
@@ -416,6 +429,19 @@ mod tests {
             names(readings_query(q(&[("limit", &"9".repeat(65))]), now()).unwrap_err()),
             vec!["limit"]
         );
+    }
+
+    #[test]
+    fn columns_pages_take_up_to_ten_thousand_readings_objects_a_thousand() {
+        let request = |pairs: &Pairs| super::readings_request(&query(pairs).unwrap(), now());
+        let (columns, format) = request(q(&[("format", "columns"), ("limit", "10000")])).unwrap();
+        assert_eq!((columns.limit, format), (10_000, PageFormat::Columns));
+        let too_many = request(q(&[("format", "columns"), ("limit", "10001")])).unwrap_err();
+        assert_eq!(names(too_many.clone()), vec!["limit"]);
+        assert!(too_many[0].1.contains("1 to 10000"), "{too_many:?}");
+        let objects = request(q(&[("format", "objects"), ("limit", "1001")])).unwrap_err();
+        assert!(objects[0].1.contains("1 to 1000,"), "{objects:?}");
+        assert_eq!(names(request(q(&[("limit", "5000")])).unwrap_err()), vec!["limit"]);
     }
 
     #[test]

@@ -19,19 +19,40 @@
 //!
 //! The time and value streams are zigzag integers: their head (the first
 //! delta of the times; a column's first value, and its first delta when it
-//! stores deltas of deltas) as LEB128 varints, the rest bit-packed in frames
-//! of 32, each frame at the width of its widest value (a frame of zeros is
-//! one byte); everything else is varints. (Version 1, still read, packed the
-//! head into the first frame, where one large value widened 31 small ones:
-//! a third of an hour's block.) Decoding the thousandths
+//! stores deltas of deltas) as LEB128 varints, then the rest in whichever of
+//! two modes is smaller, named by a varint `r`:
+//!
+//! - `r = 0`: bit-packed in frames of 32, each frame at the width of its
+//!   widest value (a frame of zeros is one byte). Best where a rare jump
+//!   would widen every value: it widens one frame.
+//! - `r > 0`: every value is below `r`, and groups of as many values as fit
+//!   in 64 bits are written as one number in base `r`, in as few bytes as
+//!   it needs. A sensor's steps of -1, 0 or +1 unit (zigzag 0 to 2) cost
+//!   1.6 bits where frames spend 2.25; a stream of equal values (`r = 1`: a
+//!   fixed interval's times) costs nothing.
+//!
+//! Everything else is varints. (Version 2, still read, had frames only;
+//! version 1 also packed the head into the first frame, where one large
+//! value widened 31 small ones.) Decoding the thousandths
 //! (`m as f64 / 1000.0`) is the same computation the encoder checked against
 //! the value's bits, so the round trip is exact.
 
 use crate::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
 
-const VERSION: u8 = 2;
+const VERSION: u8 = 3;
+/// Version 2, still read: every stream in frames.
+const VERSION_2: u8 = 2;
 /// The first version, still read: heads inside the first frame.
 const VERSION_1: u8 = 1;
+
+/// Largest radix of a stream in radix mode (`Writer::radix`).
+const MAX_RADIX: u64 = 1 << 16;
+/// Readings a block may claim whatever its length: radix mode writes a
+/// stream of equal values in no bytes, so a short block can hold many
+/// readings. Past this, a block has at least a byte per `FRAME` readings
+/// (the encoder keeps the times in frames then), and a longer count is
+/// damage, refused before anything is allocated for it.
+const FREE_READINGS: usize = if cfg!(test) { 1 << 12 } else { 1 << 20 };
 
 /// How a column's values are stored.
 const RAW: u8 = 0;
@@ -95,6 +116,22 @@ pub fn normalize(mut readings: Vec<Reading>) -> Vec<Reading> {
 
 /// Encodes one device's readings, in strictly increasing time.
 pub fn encode(readings: &[Reading]) -> Result<Vec<u8>, BlockError> {
+    let bytes = encode_with(readings, Writer::default())?;
+    if readings.len() <= FREE_READINGS || readings.len() <= bytes.len() * FRAME {
+        return Ok(bytes);
+    }
+    // Very many readings in few bytes: frames only, which the decoder's
+    // bound on the count (a byte per `FRAME` readings) always admits.
+    encode_with(
+        readings,
+        Writer {
+            bytes: Vec::new(),
+            frames_only: true,
+        },
+    )
+}
+
+fn encode_with(readings: &[Reading], mut out: Writer) -> Result<Vec<u8>, BlockError> {
     let (first, last) = match (readings.first(), readings.last()) {
         (Some(f), Some(l)) => (f, l),
         _ => return Err(BlockError::Empty),
@@ -109,7 +146,6 @@ pub fn encode(readings: &[Reading]) -> Result<Vec<u8>, BlockError> {
         .filter_map(|q| Column::of(*q, readings))
         .collect();
 
-    let mut out = Writer::default();
     out.byte(VERSION);
     out.unsigned(readings.len() as u64);
     out.signed(first.timestamp.millis());
@@ -158,7 +194,7 @@ pub fn encode(readings: &[Reading]) -> Result<Vec<u8>, BlockError> {
     for c in &columns {
         c.write_body(&mut out);
     }
-    Ok(out.0)
+    Ok(out.bytes)
 }
 
 /// The header alone: count, times and per-quantity statistics.
@@ -390,16 +426,20 @@ impl Column {
 fn read_header(r: &mut Reader<'_>) -> Result<(BlockHeader, Vec<u8>), BlockError> {
     let version = r.byte()?;
     r.headless = version == VERSION_1;
-    if version != VERSION && version != VERSION_1 {
+    r.radix = version == VERSION;
+    if ![VERSION, VERSION_2, VERSION_1].contains(&version) {
         return Err(corrupt(format!(
             "version {version}; this build reads {VERSION}"
         )));
     }
     let count = u32::try_from(r.unsigned()?).map_err(|_| corrupt("count"))?;
-    // Every reading takes at least a bit of the bytes that follow (a frame
-    // of 32 times is at least a byte): a count past that is damage, and is
-    // refused before anything is allocated for it.
-    if count == 0 || count as usize > r.bytes.len().saturating_mul(FRAME) {
+    // In frames every reading takes at least a bit of the bytes that follow
+    // (a frame of 32 times is at least a byte); radix mode may take none,
+    // up to `FREE_READINGS`. A count past that is damage, and is refused
+    // before anything is allocated for it.
+    let bound = r.bytes.len().saturating_mul(FRAME);
+    let bound = if r.radix { bound.max(FREE_READINGS) } else { bound };
+    if count == 0 || count as usize > bound {
         return Err(corrupt(format!("a count of {count} readings")));
     }
     let time = |ms: i64| Timestamp::from_millis(ms).map_err(|e| corrupt(e.to_string()));
@@ -503,14 +543,58 @@ fn bit_width(frame: &[u64]) -> u32 {
     64 - frame.iter().fold(0, |m, v| m | v).leading_zeros()
 }
 
+fn varint_len(v: u64) -> usize {
+    (64 - v.leading_zeros()).max(1).div_ceil(7) as usize
+}
+
 /// Bytes `Writer::stream` takes for `values` with a head of `head`.
 fn stream_len(values: &[u64], head: usize) -> usize {
     let head = head.min(values.len());
-    values[..head]
-        .iter()
-        .map(|v| (64 - v.leading_zeros()).max(1).div_ceil(7) as usize)
-        .sum::<usize>()
-        + packed_len(&values[head..])
+    values[..head].iter().map(|v| varint_len(*v)).sum::<usize>() + tail(&values[head..]).0
+}
+
+/// A stream's tail as version 3 writes it: its bytes, mode varint included,
+/// and the radix (0: frames).
+fn tail(values: &[u64]) -> (usize, u64) {
+    let frames = 1 + packed_len(values);
+    let Some(radix) = values.iter().max().map_or(Some(1), |m| m.checked_add(1)) else {
+        return (frames, 0);
+    };
+    if radix > MAX_RADIX {
+        return (frames, 0);
+    }
+    let in_radix = varint_len(radix) + radix_len(radix, values.len());
+    if in_radix < frames {
+        (in_radix, radix)
+    } else {
+        (frames, 0)
+    }
+}
+
+/// Values of radix `r` (at least 2) in one group: as many as fit in 64 bits.
+fn group_size(r: u64) -> usize {
+    let (mut g, mut power) = (0usize, 1u128);
+    while power * u128::from(r) <= 1u128 << 64 {
+        power *= u128::from(r);
+        g += 1;
+    }
+    g
+}
+
+/// Bytes of a group of `k` values of radix `r`: those of `r^k - 1`.
+fn group_bytes(r: u64, k: usize) -> usize {
+    let largest = u128::from(r).pow(k as u32) - 1;
+    (128 - largest.leading_zeros()).div_ceil(8) as usize
+}
+
+/// Bytes of `n` values of radix `r` (none for `r = 1`).
+fn radix_len(r: u64, n: usize) -> usize {
+    if r <= 1 || n == 0 {
+        return 0;
+    }
+    let g = group_size(r);
+    let rest = n % g;
+    (n / g) * group_bytes(r, g) + if rest > 0 { group_bytes(r, rest) } else { 0 }
 }
 
 /// Bytes `Writer::packed` takes for `values`.
@@ -522,19 +606,23 @@ fn packed_len(values: &[u64]) -> usize {
 }
 
 #[derive(Default)]
-struct Writer(Vec<u8>);
+struct Writer {
+    bytes: Vec<u8>,
+    /// Every stream in frames (see `encode`).
+    frames_only: bool,
+}
 
 impl Writer {
     fn byte(&mut self, b: u8) {
-        self.0.push(b);
+        self.bytes.push(b);
     }
 
     fn unsigned(&mut self, mut v: u64) {
         while v >= 0x80 {
-            self.0.push(v as u8 | 0x80);
+            self.bytes.push(v as u8 | 0x80);
             v >>= 7;
         }
-        self.0.push(v as u8);
+        self.bytes.push(v as u8);
     }
 
     fn signed(&mut self, v: i64) {
@@ -542,21 +630,45 @@ impl Writer {
     }
 
     fn float(&mut self, v: f64) {
-        self.0.extend_from_slice(&v.to_bits().to_le_bytes());
+        self.bytes.extend_from_slice(&v.to_bits().to_le_bytes());
     }
 
     fn bytes(&mut self, b: &[u8]) {
         self.unsigned(b.len() as u64);
-        self.0.extend_from_slice(b);
+        self.bytes.extend_from_slice(b);
     }
 
-    /// The first `head` values as varints, the rest packed.
+    /// The first `head` values as varints, the rest in the smaller mode.
     fn stream(&mut self, values: &[u64], head: usize) {
         let head = head.min(values.len());
         for v in &values[..head] {
             self.unsigned(*v);
         }
-        self.packed(&values[head..]);
+        let rest = &values[head..];
+        let radix = if self.frames_only { 0 } else { tail(rest).1 };
+        self.unsigned(radix);
+        if radix == 0 {
+            self.packed(rest);
+        } else {
+            self.radix(rest, radix);
+        }
+    }
+
+    /// Groups of `group_size(r)` values, each one number in base `r` (the
+    /// group's first value least significant), in `group_bytes` bytes,
+    /// least significant first. Radix 1: nothing.
+    fn radix(&mut self, values: &[u64], r: u64) {
+        if r <= 1 {
+            return;
+        }
+        for group in values.chunks(group_size(r)) {
+            let number = group
+                .iter()
+                .rev()
+                .fold(0u128, |n, v| n * u128::from(r) + u128::from(*v));
+            let len = group_bytes(r, group.len());
+            self.bytes.extend_from_slice(&number.to_le_bytes()[..len]);
+        }
     }
 
     /// Frames of `FRAME` values: a width byte, then each value in that many
@@ -570,13 +682,13 @@ impl Writer {
                 acc |= u128::from(*v) << filled;
                 filled += width;
                 while filled >= 8 {
-                    self.0.push(acc as u8);
+                    self.bytes.push(acc as u8);
                     acc >>= 8;
                     filled -= 8;
                 }
             }
             if filled > 0 {
-                self.0.push(acc as u8);
+                self.bytes.push(acc as u8);
             }
         }
     }
@@ -598,6 +710,8 @@ struct Reader<'a> {
     at: usize,
     /// Version 1's streams: heads inside the first frame.
     headless: bool,
+    /// Version 3's streams: a mode after the head.
+    radix: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -606,6 +720,7 @@ impl<'a> Reader<'a> {
             bytes,
             at: 0,
             headless: false,
+            radix: false,
         }
     }
 
@@ -619,8 +734,45 @@ impl<'a> Reader<'a> {
         for _ in 0..head {
             out.push(self.unsigned()?);
         }
-        out.extend(self.packed(n - head)?);
+        let radix = if self.radix { self.unsigned()? } else { 0 };
+        match radix {
+            0 => out.extend(self.packed(n - head)?),
+            r if r <= MAX_RADIX => self.radix_values(n - head, r, &mut out)?,
+            r => return Err(corrupt(format!("a radix of {r}"))),
+        }
         Ok(out)
+    }
+
+    /// `n` values of radix `r` written by `Writer::radix`, onto `out`.
+    fn radix_values(&mut self, n: usize, r: u64, out: &mut Vec<u64>) -> Result<(), BlockError> {
+        if r == 1 {
+            out.resize(out.len() + n, 0);
+            return Ok(());
+        }
+        let g = group_size(r);
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(g);
+            let len = group_bytes(r, k);
+            let end = self.at + len;
+            let raw = self
+                .bytes
+                .get(self.at..end)
+                .ok_or_else(|| corrupt("it ends early"))?;
+            self.at = end;
+            let mut le = [0u8; 8];
+            le[..len].copy_from_slice(raw);
+            let mut number = u64::from_le_bytes(le);
+            for _ in 0..k {
+                out.push(number % r);
+                number /= r;
+            }
+            if number != 0 {
+                return Err(corrupt("a group of values past its radix"));
+            }
+            left -= k;
+        }
+        Ok(())
     }
 
     fn done(&self) -> bool {
@@ -776,25 +928,77 @@ mod tests {
     /// release before version 2 holds such blocks).
     const VERSION_1_BLOCK: &str = "012880e0b8b6bf68c6b2d6b8bf6802052801cccd029cce02a0ac68062801a0c205b0c505f896dd0111c2d401000000380080000000000080030008000000000038008000000000008003000800000000003800800000000000800300080000000000380080000000000080030004087008000207626564726f6f6d0468616c6c1e010a0228600a000dae900010800240000a0001200005800014000240000a000128000480001400025000080001280004a00010000250000840012000032c4b9664000a880b20c0000208308000020c208000030820c0000208308000020c208000030820c000020830800002aeeb";
 
-    #[test]
-    fn a_version_1_block_still_decodes_and_version_2_is_smaller() {
-        let v1: Vec<u8> = (0..VERSION_1_BLOCK.len())
+    /// The same as version 2 wrote them (frames only).
+    const VERSION_2_BLOCK: &str = "022880e0b8b6bf68c6b2d6b8bf6802052801cccd029cce02a0ac68062801a0c205b0c505f896dd01c2a9070400870087008700870087008700870087040087000207626564726f6f6d0468616c6c1e010a0228600a00ae21036459b22c59962c4b9625cb920365c9126400880702baaeebbaaeebbaae02eb3a";
+
+    fn unhex(text: &str) -> Vec<u8> {
+        (0..text.len())
             .step_by(2)
-            .map(|i| u8::from_str_radix(&VERSION_1_BLOCK[i..i + 2], 16).unwrap())
-            .collect();
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn blocks_of_versions_1_and_2_still_decode_and_each_version_is_smaller() {
         let readings = forty_readings();
-        assert!(same(&decode(&device(), &v1).unwrap(), &readings));
-        assert_eq!(header(&v1).unwrap().count, 40);
-        let v2 = encode(&readings).unwrap();
-        assert_eq!(v2[0], VERSION);
-        assert!(same(&decode(&device(), &v2).unwrap(), &readings));
-        // The heads no longer widen the first frame of each stream.
+        let (v1, v2) = (unhex(VERSION_1_BLOCK), unhex(VERSION_2_BLOCK));
+        for old in [&v1, &v2] {
+            assert!(same(&decode(&device(), old).unwrap(), &readings));
+            assert_eq!(header(old).unwrap().count, 40);
+        }
+        let v3 = encode(&readings).unwrap();
+        assert_eq!(v3[0], VERSION);
+        assert!(same(&decode(&device(), &v3).unwrap(), &readings));
+        // Version 2: the heads no longer widen the first frame of each
+        // stream. Version 3: small steps in radix mode.
         assert!(
             v2.len() * 10 < v1.len() * 7,
             "{} against {}",
             v2.len(),
             v1.len()
         );
+        assert!(v3.len() < v2.len(), "{} against {}", v3.len(), v2.len());
+    }
+
+    #[test]
+    fn radix_mode_packs_small_steps_and_frames_keep_rare_jumps_narrow() {
+        // Steps of -1, 0, +1: 40 values of radix 3 in eight bytes.
+        let steps: Vec<u64> = (0..400u64).map(|i| i * 7 % 3).collect();
+        assert_eq!(tail(&steps), (1 + 80, 3));
+        // Zeros (a fixed interval's deltas of deltas): nothing past the
+        // radix; other equal values are a radix above them.
+        assert_eq!(tail(&[0; 1000]), (1, 1));
+        assert_eq!(tail(&[5; 1000]).1, 6);
+        // One jump among zeros: frames, where it widens one frame only.
+        let mut jumpy = vec![0u64; 320];
+        jumpy[100] = 60_000;
+        assert_eq!(tail(&jumpy).1, 0);
+        for values in [steps, vec![0; 1000], vec![5; 1000], jumpy, vec![], vec![u64::MAX, 0]] {
+            let mut w = Writer::default();
+            w.stream(&values, 1);
+            assert_eq!(w.bytes.len(), stream_len(&values, 1));
+            let mut r = Reader::new(&w.bytes);
+            r.radix = true;
+            assert_eq!(r.stream(values.len(), 1).unwrap(), values);
+            assert!(r.done());
+        }
+    }
+
+    #[test]
+    fn a_long_block_of_equal_readings_still_decodes() {
+        // Radix mode would write its streams in no bytes: the encoder keeps
+        // the times in frames, so the count stays within the decoder's bound.
+        let n = FREE_READINGS as i64 + 100;
+        let readings: Vec<Reading> = (0..n)
+            .map(|i| climate(1_795_219_200_000 + i * 1000, "hall", 21.5, 40.0))
+            .collect();
+        let bytes = encode(&readings).unwrap();
+        assert!(bytes.len() * FRAME >= readings.len(), "{}", bytes.len());
+        assert!(same(&decode(&device(), &bytes).unwrap(), &readings));
+        // Below the bound, radix mode: fewer bytes than frames would allow.
+        let short = encode(&readings[..4000]).unwrap();
+        assert!(short.len() * FRAME < 4000, "{}", short.len());
+        assert!(same(&decode(&device(), &short).unwrap(), &readings[..4000]));
     }
 
     /// A random walk at sensor resolution, one reading a minute for a day.
