@@ -10,8 +10,8 @@
 //! - with `--bench`, also a year of one room sensor (525,600 readings);
 //! - one device's raw day, and (with `--bench`) its raw year: ours with
 //!   `format=columns` following cursors, theirs by `/api/v1/export`;
-//! - daily min/max/mean over the 30 days and the year: ours `/stats`,
-//!   theirs `aggr_over_time` of `min_over_time`, `max_over_time`,
+//! - daily min/max/mean over the 30 days and the year: ours `/stats` with
+//!   `format=columns` (and as objects, the default, over the year), theirs `aggr_over_time` of `min_over_time`, `max_over_time`,
 //!   `avg_over_time` over `[1d]` with a step of a day;
 //! - the latest reading of each device: ours `/latest`, theirs an instant
 //!   query at the end of the data;
@@ -267,9 +267,10 @@ fn main() {
         false,
     );
 
+    // Our stats in columns, the shape of theirs (and half the bytes to parse).
     let stats_path = |device: &str, from: i64| {
         format!(
-            "/devices/{device}/stats?from={}&to={}&bucket=1d",
+            "/devices/{device}/stats?from={}&to={}&bucket=1d&format=columns",
             iso(from),
             iso(end)
         )
@@ -358,6 +359,24 @@ fn main() {
             }),
         );
         row::<Victoria>("daily min/max/mean over a year", mine, theirs, "ms", false);
+        let objects = stats_path("year-sensor", year_start).replace("&format=columns", "");
+        let (mine, theirs) = turns(
+            3,
+            3,
+            || drop(ours_get(&server, &objects)),
+            vm.map(|v| {
+                move || {
+                    std::hint::black_box(v.daily_stats("year-sensor", year_start, end));
+                }
+            }),
+        );
+        row::<Victoria>(
+            "daily min/max/mean over a year, ours as objects",
+            mine,
+            theirs,
+            "ms",
+            false,
+        );
     }
 
     // Bytes on disk once stopped.

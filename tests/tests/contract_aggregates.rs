@@ -93,6 +93,88 @@ async fn room_stats_pool_every_device_of_the_room<S: TestStore>() {
     );
 }
 
+/// `format=columns` says what the objects say, bucket by bucket, with a
+/// null where a bucket has no value of a field; energy takes no format.
+async fn stats_as_columns_match_the_objects<S: TestStore>() {
+    let app = app(S::fresh("statscols").await, None, RouteSet::All).await;
+    let mut readings: Vec<Value> = [(0, 20.0), (20, 22.5), (185, 18.25)]
+        .iter()
+        .map(|(m, t)| climate("s-col", "den", &at(*m), *t, 41.5))
+        .collect();
+    // A co2 value in the first hour only: null in the others.
+    readings
+        .push(json!({"device_id": "s-col", "timestamp": at(30), "room": "den", "co2_ppm": 612}));
+    post(&app, &readings).await;
+    let range = [
+        ("from", "2026-11-21T00:00:00Z"),
+        ("to", "2026-11-21T06:00:00Z"),
+        ("bucket", "1h"),
+    ];
+    let (status, objects) = get(&app, "/devices/s-col/stats", &range).await;
+    assert_eq!(status, 200, "{objects}");
+    let with_format = [range.as_slice(), &[("format", "columns")]].concat();
+    let (status, columns) = get(&app, "/devices/s-col/stats", &with_format).await;
+    assert_eq!(status, 200, "{columns}");
+    let names: Vec<&str> = columns["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        &names[..7],
+        [
+            "start",
+            "end",
+            "count",
+            "co2_ppm_count",
+            "co2_ppm_min",
+            "co2_ppm_max",
+            "co2_ppm_mean"
+        ]
+    );
+    assert_eq!(names.len(), 3 + 3 * 4, "{names:?}");
+    assert!(columns.get("buckets").is_none());
+    for key in [
+        "device_id",
+        "from",
+        "to",
+        "bucket",
+        "tz",
+        "source",
+        "items_read",
+    ] {
+        assert_eq!(columns[key], objects[key], "{key}");
+    }
+    let buckets = objects["buckets"].as_array().unwrap();
+    let rows = columns["values"].as_array().unwrap();
+    assert_eq!(rows.len(), buckets.len());
+    for (row, bucket) in rows.iter().zip(buckets) {
+        let time = |v: &Value| {
+            shared::model::Timestamp::from_millis(v.as_i64().unwrap())
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(time(&row[0]), bucket["start"]);
+        assert_eq!(time(&row[1]), bucket["end"]);
+        assert_eq!(row[2], bucket["count"]);
+        for (i, name) in names.iter().enumerate().skip(3) {
+            let (field, stat) = name.rsplit_once('_').unwrap();
+            assert_eq!(row[i], bucket["fields"][field][stat], "{name} of {bucket}");
+        }
+    }
+    assert_eq!(
+        rows[1][3],
+        Value::Null,
+        "no co2 in the 03:00 bucket: {columns}"
+    );
+    let (status, body) = get(&app, "/devices/s-col/energy", &[("format", "columns")]).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = get(&app, "/devices/s-col/stats", &[("format", "rows")]).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("format"), "{body}");
+}
+
 async fn day_buckets_follow_local_midnight_in_a_time_zone<S: TestStore>() {
     let app = app(S::fresh("tz").await, None, RouteSet::All).await;
     // 14:30 and 15:30 UTC are either side of midnight in Tokyo (UTC+9).
@@ -334,6 +416,7 @@ async fn too_many_buckets_and_bad_parameters_get_400<S: TestStore>() {
 
 on_every_store!(
     hourly_stats_give_min_max_mean_count_and_omit_empty_buckets,
+    stats_as_columns_match_the_objects,
     room_stats_pool_every_device_of_the_room,
     day_buckets_follow_local_midnight_in_a_time_zone,
     long_ranges_are_aggregated_page_by_page,

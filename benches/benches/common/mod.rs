@@ -166,9 +166,8 @@ pub fn ours_range(server: &LocalServer, device: &str, from: &str, to: &str, form
     // The largest page each format takes (docs/api-behaviour.md).
     let limit = if format == "columns" { 10_000 } else { 1000 };
     loop {
-        let mut path = format!(
-            "/devices/{device}/readings?from={from}&to={to}&limit={limit}&format={format}"
-        );
+        let mut path =
+            format!("/devices/{device}/readings?from={from}&to={to}&limit={limit}&format={format}");
         if let Some(c) = &cursor {
             path += &format!("&cursor={c}");
         }

@@ -46,8 +46,12 @@ route_params!(
     RangeParams { from, to, limit, order, cursor, format }
 );
 route_params!(
-    /// The aggregate routes.
+    /// The aggregate routes' range and buckets (energy's parameters).
     StatsParams { from, to, bucket, tz }
+);
+route_params!(
+    /// The stats routes: `StatsParams` and a `format`.
+    StatsPageParams { from, to, bucket, tz, format }
 );
 route_params!(
     /// The dashboard's pages: a picked `range` or `from`/`to`, and `tz`.
@@ -257,7 +261,23 @@ pub fn readings_request(
     now: Timestamp,
 ) -> Result<(ReadingsQuery, PageFormat), Problems> {
     let mut problems = Problems::new();
-    let format = match value("format", &params.format, &mut problems) {
+    let format = page_format(&params.format, &mut problems);
+    let max_limit = match format {
+        Some(PageFormat::Columns) => MAX_COLUMNS_LIMIT,
+        _ => MAX_LIMIT,
+    };
+    match (readings_query(params, now, max_limit), format) {
+        (Ok(q), Some(f)) if problems.is_empty() => Ok((q, f)),
+        (q, _) => {
+            problems.splice(0..0, q.err().unwrap_or_default());
+            Err(problems)
+        }
+    }
+}
+
+/// `format`: `objects` (default) or `columns` (`None`: already reported).
+fn page_format(v: &Option<String>, problems: &mut Problems) -> Option<PageFormat> {
+    match value("format", v, problems) {
         None | Some("objects") => Some(PageFormat::Objects),
         Some("columns") => Some(PageFormat::Columns),
         Some(v) => {
@@ -267,12 +287,23 @@ pub fn readings_request(
             ));
             None
         }
+    }
+}
+
+/// The stats routes' query and answer format, every problem of both reported.
+pub fn stats_request(
+    params: &StatsPageParams,
+    now: Timestamp,
+) -> Result<(StatsQuery, PageFormat), Problems> {
+    let mut problems = Problems::new();
+    let format = page_format(&params.format, &mut problems);
+    let stats = StatsParams {
+        from: params.from.clone(),
+        to: params.to.clone(),
+        bucket: params.bucket.clone(),
+        tz: params.tz.clone(),
     };
-    let max_limit = match format {
-        Some(PageFormat::Columns) => MAX_COLUMNS_LIMIT,
-        _ => MAX_LIMIT,
-    };
-    match (readings_query(params, now, max_limit), format) {
+    match (stats_query(&stats, now), format) {
         (Ok(q), Some(f)) if problems.is_empty() => Ok((q, f)),
         (q, _) => {
             problems.splice(0..0, q.err().unwrap_or_default());
@@ -441,7 +472,10 @@ mod tests {
         assert!(too_many[0].1.contains("1 to 10000"), "{too_many:?}");
         let objects = request(q(&[("format", "objects"), ("limit", "1001")])).unwrap_err();
         assert!(objects[0].1.contains("1 to 1000,"), "{objects:?}");
-        assert_eq!(names(request(q(&[("limit", "5000")])).unwrap_err()), vec!["limit"]);
+        assert_eq!(
+            names(request(q(&[("limit", "5000")])).unwrap_err()),
+            vec!["limit"]
+        );
     }
 
     #[test]

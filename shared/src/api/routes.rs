@@ -2,7 +2,7 @@
 //! a use case, a typed answer out. Errors are `ApiError`s.
 
 use super::extract::{Body, Id, Params, PathId};
-use super::params::{self, NoParams, RangeParams, SearchParams, StatsParams};
+use super::params::{self, NoParams, RangeParams, SearchParams, StatsPageParams, StatsParams};
 use super::views::{self, DeviceView, RoomView};
 use super::{profile, ApiError, App};
 use crate::ingest;
@@ -71,14 +71,22 @@ pub async fn readings<S: Store, O: Owner>(
 pub async fn stats<S: Store, O: Owner>(
     State(app): AppState<S>,
     Id(id): Id<O>,
-    Params(p): Params<StatsParams>,
+    Params(p): Params<StatsPageParams>,
 ) -> Answer {
-    let q = params::stats_query(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
+    let (q, format) =
+        params::stats_request(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
     let (buckets, units) = metered(query::stats(&app.store, id.partition(), &q)).await;
-    ok(Metered::new(
-        views::stats((O::KEY, id.name()), &q, &buckets?),
-        units,
-    ))
+    let buckets = buckets?;
+    let columns = format == params::PageFormat::Columns;
+    // About 230 bytes a bucket of two quantities: sized once, not grown.
+    let size = 1024 + buckets.buckets.len() * 256;
+    ok_sized(
+        Metered::new(
+            views::stats((O::KEY, id.name()), &q, &buckets, columns),
+            units,
+        ),
+        size,
+    )
 }
 
 /// `GET {owner}/search`: readings inside a time × temperature × humidity box.
@@ -101,9 +109,14 @@ type Answer = Result<Response, ApiError>;
 
 /// A 200 with `v` as JSON, serialised straight into the body (no JSON tree).
 fn ok<T: Serialize>(v: T) -> Answer {
-    // axum's `Json` starts its buffer at 128 bytes; a year of daily buckets
-    // (84 KB) then grows it a dozen times, copying each time.
-    let mut body = Vec::with_capacity(16 * 1024);
+    ok_sized(v, 16 * 1024)
+}
+
+/// `ok` into a body of `size` bytes to start with: axum's `Json` starts its
+/// buffer at 128 bytes, and a year of daily buckets (84 KB) then grew it a
+/// dozen times, copying each time.
+fn ok_sized<T: Serialize>(v: T, size: usize) -> Answer {
+    let mut body = Vec::with_capacity(size);
     if serde_json::to_writer(&mut body, &v).is_err() {
         // What `Json` answers for a value that does not serialise.
         return Ok(Json(v).into_response());

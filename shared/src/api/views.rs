@@ -32,19 +32,35 @@ fn cost<B>(m: &mut Map<String, Value>, a: &Aggregate<B>) {
 /// body: a year of daily buckets is 84 KB, and building it as a JSON tree
 /// first took half of the answer's time (docs/BENCHMARKS.md). Keys come in
 /// sorted order, as the tree wrote them.
+///
+/// With `columns` (`format=columns`), `buckets` gives way to InfluxDB's
+/// shape: `columns` (`start` and `end` in epoch milliseconds, `count`, then
+/// `<field>_count`, `_min`, `_max`, `_mean` for each field of any bucket, in
+/// name order) and `values`, one array per bucket, `null` where a bucket has
+/// no value of a field: half the bytes for a client to parse.
 pub fn stats<'a>(
     owner: (&'a str, &'a str),
     q: &'a StatsQuery,
     a: &'a Aggregate<BucketStats>,
+    columns: bool,
 ) -> StatsAnswer<'a> {
-    StatsAnswer { owner, q, a }
+    StatsAnswer {
+        owner,
+        q,
+        a,
+        columns,
+    }
 }
 
 pub struct StatsAnswer<'a> {
     owner: (&'a str, &'a str),
     q: &'a StatsQuery,
     a: &'a Aggregate<BucketStats>,
+    columns: bool,
 }
+
+/// The stats of a field, in the order of the columns after its name.
+const FIELD_STATS: [&str; 4] = ["count", "min", "max", "mean"];
 
 /// One value of an answer's top level.
 enum Entry<'a> {
@@ -52,6 +68,43 @@ enum Entry<'a> {
     Str(&'a str),
     Count(usize),
     Buckets(&'a [BucketStats]),
+    Names(Vec<String>),
+    /// Buckets as rows, with the fields their columns name.
+    Rows(&'a [BucketStats], Vec<&'static str>),
+}
+
+/// A bucket as one row of `Entry::Rows`.
+struct BucketRow<'a>(&'a BucketStats, &'a [&'static str]);
+
+impl Serialize for BucketRow<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (b, fields) = (self.0, self.1);
+        let mut seq = s.serialize_seq(Some(3 + 4 * fields.len()))?;
+        seq.serialize_element(&b.start.millis())?;
+        seq.serialize_element(&b.end.millis())?;
+        seq.serialize_element(&b.count)?;
+        for name in fields {
+            match b.fields.get(name) {
+                Some(f) => {
+                    seq.serialize_element(&f.count)?;
+                    seq.serialize_element(&f.min)?;
+                    seq.serialize_element(&f.max)?;
+                    seq.serialize_element(&rounded_mean(f))?;
+                }
+                None => {
+                    for _ in FIELD_STATS {
+                        seq.serialize_element(&None::<f64>)?;
+                    }
+                }
+            }
+        }
+        seq.end()
+    }
+}
+
+/// Means are rounded to 6 decimals so float noise does not show.
+fn rounded_mean(f: &crate::domain::aggregate::FieldStats) -> f64 {
+    (f.mean() * 1e6).round() / 1e6
 }
 
 impl Serialize for Entry<'_> {
@@ -67,6 +120,14 @@ impl Serialize for Entry<'_> {
                 }
                 seq.end()
             }
+            Entry::Names(names) => names.serialize(s),
+            Entry::Rows(b, fields) => {
+                let mut seq = s.serialize_seq(Some(b.len()))?;
+                for bucket in b.iter() {
+                    seq.serialize_element(&BucketRow(bucket, fields))?;
+                }
+                seq.end()
+            }
         }
     }
 }
@@ -74,7 +135,7 @@ impl Serialize for Entry<'_> {
 impl Serialize for StatsAnswer<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (q, a) = (self.q, self.a);
-        let mut entries = [
+        let mut entries = vec![
             (self.owner.0, Entry::Str(self.owner.1)),
             ("from", Entry::Text(q.range.from().to_string())),
             ("to", Entry::Text(q.range.to().to_string())),
@@ -83,8 +144,29 @@ impl Serialize for StatsAnswer<'_> {
             ("empty_buckets", Entry::Str("omitted")),
             ("source", Entry::Str(a.source.as_str())),
             ("items_read", Entry::Count(a.items_read)),
-            ("buckets", Entry::Buckets(&a.buckets)),
         ];
+        if self.columns {
+            let fields: Vec<&'static str> = a
+                .buckets
+                .iter()
+                .flat_map(|b| b.fields.keys().copied())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let names = ["start", "end", "count"]
+                .into_iter()
+                .map(str::to_owned)
+                .chain(
+                    fields
+                        .iter()
+                        .flat_map(|f| FIELD_STATS.iter().map(move |s| format!("{f}_{s}"))),
+                )
+                .collect();
+            entries.push(("columns", Entry::Names(names)));
+            entries.push(("values", Entry::Rows(&a.buckets, fields)));
+        } else {
+            entries.push(("buckets", Entry::Buckets(&a.buckets)));
+        }
         entries.sort_by_key(|(k, _)| *k);
         let mut m = s.serialize_map(Some(entries.len()))?;
         for (k, v) in &entries {
@@ -129,8 +211,7 @@ impl Serialize for FieldAnswer<'_> {
         let mut m = s.serialize_map(Some(4))?;
         m.serialize_entry("count", &f.count)?;
         m.serialize_entry("max", &f.max)?;
-        // Means are rounded to 6 decimals so float noise does not show.
-        m.serialize_entry("mean", &((f.mean() * 1e6).round() / 1e6))?;
+        m.serialize_entry("mean", &rounded_mean(f))?;
         m.serialize_entry("min", &f.min)?;
         m.end()
     }

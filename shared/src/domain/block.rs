@@ -438,7 +438,11 @@ fn read_header(r: &mut Reader<'_>) -> Result<(BlockHeader, Vec<u8>), BlockError>
     // up to `FREE_READINGS`. A count past that is damage, and is refused
     // before anything is allocated for it.
     let bound = r.bytes.len().saturating_mul(FRAME);
-    let bound = if r.radix { bound.max(FREE_READINGS) } else { bound };
+    let bound = if r.radix {
+        bound.max(FREE_READINGS)
+    } else {
+        bound
+    };
     if count == 0 || count as usize > bound {
         return Err(corrupt(format!("a count of {count} readings")));
     }
@@ -973,7 +977,14 @@ mod tests {
         let mut jumpy = vec![0u64; 320];
         jumpy[100] = 60_000;
         assert_eq!(tail(&jumpy).1, 0);
-        for values in [steps, vec![0; 1000], vec![5; 1000], jumpy, vec![], vec![u64::MAX, 0]] {
+        for values in [
+            steps,
+            vec![0; 1000],
+            vec![5; 1000],
+            jumpy,
+            vec![],
+            vec![u64::MAX, 0],
+        ] {
             let mut w = Writer::default();
             w.stream(&values, 1);
             assert_eq!(w.bytes.len(), stream_len(&values, 1));
