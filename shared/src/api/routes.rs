@@ -135,12 +135,15 @@ fn page_answer(
     devices: bool,
     read_units: f64,
 ) -> Answer {
+    // Sized for the page (about 45 bytes a reading of two quantities in
+    // columns, 130 as objects), so a page of 10,000 is not grown and copied.
+    let n = page.readings.len();
     match format {
-        params::PageFormat::Objects => ok(Metered::new(page, read_units)),
-        params::PageFormat::Columns => ok(Metered::new(
-            views::ColumnsPage::new(&page, devices),
-            read_units,
-        )),
+        params::PageFormat::Objects => ok_sized(Metered::new(page, read_units), 1024 + n * 160),
+        params::PageFormat::Columns => ok_sized(
+            Metered::new(views::ColumnsPage::new(&page, devices), read_units),
+            1024 + n * 64,
+        ),
     }
 }
 

@@ -308,12 +308,23 @@ pub struct ColumnsPage<'a> {
 
 impl<'a> ColumnsPage<'a> {
     pub fn new(page: &'a ReadingsPage, devices: bool) -> Self {
-        let present = |q: Quantity| page.readings.iter().any(|r| r.get(q).is_some());
+        // One pass over the page (a page holds up to 10,000 readings).
+        let mut present = [false; Quantity::ALL.len()];
+        let mut rooms = false;
+        for r in &page.readings {
+            rooms |= r.room().is_some();
+            for (q, _) in r.measurement.values() {
+                present[*q as usize] = true;
+            }
+        }
         Self {
             page,
             devices,
-            rooms: page.readings.iter().any(|r| r.room().is_some()),
-            quantities: Quantity::ALL.into_iter().filter(|q| present(*q)).collect(),
+            rooms,
+            quantities: Quantity::ALL
+                .into_iter()
+                .filter(|q| present[*q as usize])
+                .collect(),
         }
     }
 }

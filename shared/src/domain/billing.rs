@@ -36,19 +36,30 @@ pub fn number_size(text: &str) -> usize {
 /// Below a billion an `f64` resolves far finer than a thousandth, so its
 /// shortest text has exactly those digits, trailing zeros dropped.
 pub fn f64_size(v: f64) -> usize {
-    let m = (v * 1000.0).round();
-    if m.abs() < 1e12 && (m / 1000.0).to_bits() == v.to_bits() {
-        let mut m = (m as i64).unsigned_abs();
-        if m == 0 {
-            return 2;
-        }
-        while m.is_multiple_of(10) {
-            m /= 10;
-        }
-        let significant = m.ilog10() as usize + 1;
-        return significant.div_ceil(2) + 1;
+    // Rounded half away from zero by hand (`f64::round` is a libm call);
+    // whatever the candidate, the check below decides.
+    let x = v * 1000.0;
+    let m = if x >= 0.0 { x + 0.5 } else { x - 0.5 } as i64;
+    if m.unsigned_abs() < 1_000_000_000_000 && (m as f64 / 1000.0).to_bits() == v.to_bits() {
+        return integer_size(u128::from(m.unsigned_abs()));
     }
     number_size(ryu::Buffer::new().format(v))
+}
+
+/// `number_size` of an integer's digits, without formatting it (in 64-bit
+/// arithmetic when it fits: 128-bit division is several times slower).
+fn integer_size(m: u128) -> usize {
+    let Ok(mut m) = u64::try_from(m) else {
+        return number_size(itoa::Buffer::new().format(m));
+    };
+    if m == 0 {
+        return 2;
+    }
+    while m.is_multiple_of(10) {
+        m /= 10;
+    }
+    let significant = m.ilog10() as usize + 1;
+    significant.div_ceil(2) + 1
 }
 
 /// DynamoDB's size of a value in its JSON shape (a struct or map is `M`, a
@@ -73,9 +84,9 @@ pub fn json_size(v: &serde_json::Value) -> usize {
 /// The size of a rollup's item on DynamoDB: its stored body's attributes
 /// (the top-level map's, not nested in an `M`), plus the keys `pk` (the
 /// device id) and `sk` (`RH#` or `RD#` and a time).
-pub fn rollup_size(
+pub fn rollup_size<S: AsRef<str>>(
     device_id_len: usize,
-    stored: &crate::domain::aggregate::rollup::Stored,
+    stored: &crate::domain::aggregate::rollup::Stored<S>,
 ) -> usize {
     let body = stored_size(stored);
     body + "pk".len() + device_id_len + "sk".len() + 3 + crate::model::Timestamp::TEXT_LEN
@@ -84,48 +95,46 @@ pub fn rollup_size(
 /// The top-level attributes of a stored rollup, sized field by field as
 /// `json_size` sizes its JSON shape (a test holds the two equal), without
 /// building that shape: a year's daily stats meter 365 of them.
-fn stored_size(s: &crate::domain::aggregate::rollup::Stored) -> usize {
+fn stored_size<S: AsRef<str>>(s: &crate::domain::aggregate::rollup::Stored<S>) -> usize {
     fn int(v: i128) -> usize {
-        number_size(itoa::Buffer::new().format(v))
+        integer_size(v.unsigned_abs())
     }
-    /// An `L` of already sized elements.
-    fn list(sizes: &[usize]) -> usize {
-        3 + sizes.iter().map(|n| 1 + n).sum::<usize>()
+    /// An `L` of already sized elements (an iterator: nothing is collected,
+    /// a year of daily stats sizes 365 rollups).
+    fn list(sizes: impl IntoIterator<Item = usize>) -> usize {
+        3 + sizes.into_iter().map(|n| 1 + n).sum::<usize>()
     }
-    fn field(f: &crate::domain::aggregate::rollup::StoredField) -> usize {
-        list(&[
-            f.0.len(),
+    fn field<S: AsRef<str>>(f: &crate::domain::aggregate::rollup::StoredField<S>) -> usize {
+        list([
+            f.0.as_ref().len(),
             int(f.1 as i128),
             f64_size(f.2),
             f64_size(f.3),
             f64_size(f.4),
         ])
     }
-    fn fields(fs: &[crate::domain::aggregate::rollup::StoredField]) -> usize {
-        list(&fs.iter().map(field).collect::<Vec<_>>())
+    fn fields<S: AsRef<str>>(fs: &[crate::domain::aggregate::rollup::StoredField<S>]) -> usize {
+        list(fs.iter().map(field))
     }
     fn chain(c: &Option<(i64, f64, f64)>) -> usize {
         match c {
             None => 1,
-            Some((at, a, b)) => list(&[int(*at as i128), f64_size(*a), f64_size(*b)]),
+            Some((at, a, b)) => list([int(*at as i128), f64_size(*a), f64_size(*b)]),
         }
     }
-    let rooms: Vec<usize> =
-        s.r.iter()
-            .map(|(name, tally)| {
-                let tally = match tally {
-                    None => 1,
-                    Some((count, fs)) => list(&[int(*count as i128), fields(fs)]),
-                };
-                list(&[name.len(), tally])
-            })
-            .collect();
+    let rooms = s.r.iter().map(|(name, tally)| {
+        let tally = match tally {
+            None => 1,
+            Some((count, fs)) => list([int(*count as i128), fields(fs)]),
+        };
+        list([name.as_ref().len(), tally])
+    });
     let counters = match &s.c {
         None => 1,
         Some(c) => {
             let incoming = match &c.incoming {
                 None => 1,
-                Some((from, to, a, b, resets)) => list(&[
+                Some((from, to, a, b, resets)) => list([
                     int(*from as i128),
                     int(*to as i128),
                     f64_size(*a),
@@ -139,7 +148,7 @@ fn stored_size(s: &crate::domain::aggregate::rollup::Stored) -> usize {
                 ("first", int(c.first as i128)),
                 (
                     "inside",
-                    list(&[
+                    list([
                         f64_size(c.inside.0),
                         f64_size(c.inside.1),
                         int(c.inside.2 as i128),
@@ -157,7 +166,7 @@ fn stored_size(s: &crate::domain::aggregate::rollup::Stored) -> usize {
         + "f".len()
         + fields(&s.f)
         + "r".len()
-        + list(&rooms)
+        + list(rooms)
         + "c".len()
         + counters
         + "ch".len()
@@ -202,6 +211,14 @@ mod tests {
                 if v.is_finite() {
                     proptest::prop_assert_eq!(f64_size(v), number_size(ryu::Buffer::new().format(v)), "{}", v);
                 }
+            }
+        }
+
+        /// Integers are sized from their digits as their text is.
+        #[test]
+        fn integer_sizes_equal_the_text_s(n in proptest::prelude::any::<u64>(), tens in 0u32..12) {
+            for v in [u128::from(n), u128::from(n / 10u64.pow(tens) * 10u64.pow(tens)), 0, u128::from(n) << 64 | 7] {
+                proptest::prop_assert_eq!(integer_size(v), number_size(&v.to_string()), "{}", v);
             }
         }
     }

@@ -324,25 +324,27 @@ pub fn segments(bucketing: &Bucketing, range: TimeRange) -> Vec<Segment> {
 
 /// A rollup as both engines store it (postcard bytes on SQLite, an item's
 /// attributes on DynamoDB): short names, quantities and rooms by name, times
-/// in epoch milliseconds. `v` is the shape's version.
+/// in epoch milliseconds. `v` is the shape's version. The names are `S`:
+/// owned to store, or borrowed from the bytes read (`Stored<&str>`), so that
+/// reading a year of daily rollups allocates no name.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Stored {
+pub struct Stored<S = String> {
     pub v: u8,
     /// Readings.
     pub n: u64,
     /// (quantity, count, min, max, sum) per quantity.
-    pub f: Vec<StoredField>,
+    pub f: Vec<StoredField<S>>,
     /// Per room: its name and its tally, or `None` when that is the whole
     /// span's (a room sensor's usual case).
-    pub r: Vec<StoredRoom>,
+    pub r: Vec<StoredRoom<S>>,
     pub c: Option<StoredCounters>,
     /// The chain after a span without counter readings (time, kWh bought,
     /// kWh sold); with them, it is `c.leaving`.
     pub ch: Option<(i64, f64, f64)>,
 }
 
-pub type StoredField = (String, u64, f64, f64, f64);
-pub type StoredRoom = (String, Option<(u64, Vec<StoredField>)>);
+pub type StoredField<S = String> = (S, u64, f64, f64, f64);
+pub type StoredRoom<S = String> = (S, Option<(u64, Vec<StoredField<S>>)>);
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StoredCounters {
@@ -398,7 +400,7 @@ impl From<&Rollup> for Stored {
     }
 }
 
-impl Stored {
+impl<S: AsRef<str>> Stored<S> {
     /// The rollup of `span` at `start`; an error names what does not decode.
     pub fn decode(self, span: Span, start: Timestamp) -> Result<Rollup, String> {
         if self.v != STORED_VERSION {
@@ -415,14 +417,15 @@ impl Stored {
                 sold,
             })
         };
-        let tally = |count: u64, fields: Vec<StoredField>| -> Result<Tally, String> {
+        let tally = |count: u64, fields: Vec<StoredField<S>>| -> Result<Tally, String> {
             let mut t = Tally {
                 count,
                 fields: BTreeMap::new(),
             };
             for (name, count, min, max, sum) in fields {
+                let name = name.as_ref();
                 let q =
-                    Quantity::parse(&name).ok_or_else(|| format!("unknown quantity {name:?}"))?;
+                    Quantity::parse(name).ok_or_else(|| format!("unknown quantity {name:?}"))?;
                 t.fields.insert(
                     q,
                     FieldStats {
@@ -438,7 +441,8 @@ impl Stored {
         let all = tally(self.n, self.f)?;
         let mut rooms = BTreeMap::new();
         for (name, t) in self.r {
-            let room = RoomId::parse(&name).map_err(|e| format!("room {name:?}: {e}"))?;
+            let name = name.as_ref();
+            let room = RoomId::parse(name).map_err(|e| format!("room {name:?}: {e}"))?;
             let t = match t {
                 Some((count, fields)) => tally(count, fields)?,
                 None => all.clone(),

@@ -703,16 +703,24 @@ impl Store for SqliteStore {
     ) -> Result<Vec<Rollup>, StoreError> {
         let pk_len = device.as_str().len();
         let (device, range) = (device.clone(), *range);
-        self.blocking(move |s| {
-            s.read(|conn| {
-                let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
-                    return Ok(Vec::new());
-                };
-                rollups::within(conn, id, &device, span, &range)
+        let (found, sized) = self
+            .blocking(move |s| {
+                s.read(|conn| {
+                    let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
+                        return Ok((Vec::new(), None));
+                    };
+                    rollups::within_sized(conn, id, &device, span, &range)
+                })
             })
-        })
-        .await
-        .inspect(|found| meter_rollups(pk_len, found))
+            .await?;
+        match sized {
+            Some(bytes) if !found.is_empty() => {
+                metering::add_read_units(billing::read_units(bytes));
+            }
+            Some(_) => {}
+            None => meter_rollups(pk_len, &found),
+        }
+        Ok(found)
     }
 
     async fn write_readings(&self, readings: &[Reading]) -> WriteReport {

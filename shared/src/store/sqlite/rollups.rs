@@ -37,9 +37,25 @@ fn code(span: Span) -> i64 {
 }
 
 fn decode(span: Span, start: i64, body: &[u8]) -> Result<Rollup, StoreError> {
+    decode_sized(span, start, body, None)
+}
+
+/// `decode`, adding the rollup's DynamoDB item size (`billing::rollup_size`
+/// for a device id of `sized.0` bytes) to `sized.1`: sized from the stored
+/// shape just decoded, where sizing the rollup afterwards would build that
+/// shape again (a sixth of a year of daily stats).
+fn decode_sized(
+    span: Span,
+    start: i64,
+    body: &[u8],
+    sized: Option<(usize, &mut usize)>,
+) -> Result<Rollup, StoreError> {
     let corrupt =
         |e: String| StoreError::Corrupt(format!("{} rollup at {start}: {e}", span.as_str()));
-    let stored: Stored = postcard::from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
+    let stored: Stored<&str> = postcard::from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
+    if let Some((pk_len, bytes)) = sized {
+        *bytes += crate::domain::billing::rollup_size(pk_len, &stored);
+    }
     let start = Timestamp::from_millis(start).map_err(|e| corrupt(e.to_string()))?;
     stored.decode(span, start).map_err(corrupt)
 }
@@ -216,8 +232,33 @@ pub fn within(
     range: &TimeRange,
 ) -> Result<Vec<Rollup>, StoreError> {
     match span {
-        Span::Day => stored_within(conn, device, span, range),
+        Span::Day => stored_within(conn, device, span, range, None),
         Span::Hour => hours_within(conn, device, device_id, range),
+    }
+}
+
+/// `within`, with the DynamoDB size of the day rollups read (`None` for
+/// hours, which are computed: the caller sizes those).
+pub fn within_sized(
+    conn: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+    span: Span,
+    range: &TimeRange,
+) -> Result<(Vec<Rollup>, Option<usize>), StoreError> {
+    match span {
+        Span::Day => {
+            let mut bytes = 0;
+            let days = stored_within(
+                conn,
+                device,
+                span,
+                range,
+                Some((device_id.as_str().len(), &mut bytes)),
+            )?;
+            Ok((days, Some(bytes)))
+        }
+        Span::Hour => Ok((hours_within(conn, device, device_id, range)?, None)),
     }
 }
 
@@ -226,6 +267,7 @@ fn stored_within(
     device: i64,
     span: Span,
     range: &TimeRange,
+    mut sized: Option<(usize, &mut usize)>,
 ) -> Result<Vec<Rollup>, StoreError> {
     let mut stmt = conn
         .prepare_cached(
@@ -242,11 +284,18 @@ fn stored_within(
             last_start
         ])
         .map_err(db_err)?;
-    let mut out = Vec::new();
+    // Sized for the range's spans, so a year of days is not grown and copied.
+    let spans = (range.to().millis() - range.from().millis()) / span.millis() + 1;
+    let mut out = Vec::with_capacity(spans.clamp(0, 4096) as usize);
     while let Some(row) = rows.next().map_err(db_err)? {
         let start: i64 = row.get(0).map_err(db_err)?;
-        let body: Vec<u8> = row.get(1).map_err(db_err)?;
-        out.push(decode(span, start, &body)?);
+        let body = row
+            .get_ref(1)
+            .map_err(db_err)?
+            .as_blob()
+            .map_err(|e| db_err(e.into()))?;
+        let sized = sized.as_mut().map(|(len, bytes)| (*len, &mut **bytes));
+        out.push(decode_sized(span, start, body, sized)?);
     }
     Ok(out)
 }
@@ -270,7 +319,7 @@ fn hours_within(
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
-    for day in stored_within(conn, device, Span::Day, &days)? {
+    for day in stored_within(conn, device, Span::Day, &days, None)? {
         let readings = series::device_readings(
             conn,
             device,
