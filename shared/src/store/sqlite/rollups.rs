@@ -223,22 +223,9 @@ fn recompute(
     Ok(())
 }
 
-/// A device's rollups of a span that lie wholly inside `range`, oldest first.
-pub fn within(
-    conn: &Connection,
-    device: i64,
-    device_id: &DeviceId,
-    span: Span,
-    range: &TimeRange,
-) -> Result<Vec<Rollup>, StoreError> {
-    match span {
-        Span::Day => stored_within(conn, device, span, range, None),
-        Span::Hour => hours_within(conn, device, device_id, range),
-    }
-}
-
-/// `within`, with the DynamoDB size of the day rollups read (`None` for
-/// hours, which are computed: the caller sizes those).
+/// A device's rollups of a span that lie wholly inside `range`, oldest
+/// first, with the DynamoDB size of the day rollups read (`None` for hours,
+/// which are computed: the caller sizes those).
 pub fn within_sized(
     conn: &Connection,
     device: i64,
