@@ -42,10 +42,36 @@ pub fn plain_lines(body: &str) -> Option<impl Iterator<Item = Result<PlainLine<'
     }))
 }
 
+/// `text` cut at the first `byte` (an ASCII delimiter, so both sides stay
+/// UTF-8): a byte scan, where `str::split_once` with a `char` pattern was a
+/// fifth of a batch's parse (docs/BENCHMARKS.md).
+fn cut(text: &str, byte: u8) -> Option<(&str, &str)> {
+    let i = text.bytes().position(|b| b == byte)?;
+    Some((&text[..i], &text[i + 1..]))
+}
+
+/// The pieces of `text` between `byte`s, as `str::split` gives them.
+fn pieces(text: &str, byte: u8) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let r = rest?;
+        match cut(r, byte) {
+            Some((piece, tail)) => {
+                rest = Some(tail);
+                Some(piece)
+            }
+            None => {
+                rest = None;
+                Some(r)
+            }
+        }
+    })
+}
+
 impl<'a> PlainLine<'a> {
     fn parse(text: &'a str) -> Option<Self> {
-        let (series, rest) = text.split_once(' ')?;
-        let (measurement, tag_text) = match series.split_once(',') {
+        let (series, rest) = cut(text, b' ')?;
+        let (measurement, tag_text) = match cut(series, b',') {
             Some((m, tags)) => (m, Some(tags)),
             None => (series, None),
         };
@@ -55,18 +81,18 @@ impl<'a> PlainLine<'a> {
         let mut tags = [("", ""); MAX_TAGS];
         let mut tag_count = 0;
         if let Some(tag_text) = tag_text {
-            for tag in tag_text.split(',') {
+            for tag in pieces(tag_text, b',') {
                 *tags.get_mut(tag_count)? = pair(tag)?;
                 tag_count += 1;
             }
         }
-        let (field_text, timestamp) = match rest.split_once(' ') {
+        let (field_text, timestamp) = match cut(rest, b' ') {
             Some((fields, ts)) => (fields, Some(integer::<i64>(ts)?)),
             None => (rest, None),
         };
         let mut fields = [("", Field::Bool); MAX_FIELDS];
         let mut field_count = 0;
-        for field in field_text.split(',') {
+        for field in pieces(field_text, b',') {
             let (k, v) = pair(field)?;
             *fields.get_mut(field_count)? = (k, value(v)?);
             field_count += 1;
@@ -84,8 +110,8 @@ impl<'a> PlainLine<'a> {
 
 /// `key=value`, both non-empty, with one `=`.
 fn pair(text: &str) -> Option<(&str, &str)> {
-    let (k, v) = text.split_once('=')?;
-    (!k.is_empty() && !v.is_empty() && !v.contains('=')).then_some((k, v))
+    let (k, v) = cut(text, b'=')?;
+    (!k.is_empty() && !v.is_empty() && !v.bytes().any(|b| b == b'=')).then_some((k, v))
 }
 
 /// `-?[0-9]+` that fits the type (as the crate, which fails on overflow).
@@ -129,11 +155,11 @@ fn value(text: &str) -> Option<Field<'_>> {
 fn is_float(text: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let unsigned = text.strip_prefix('-').unwrap_or(text);
-    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+    let (mantissa, exponent) = match unsigned.bytes().position(|b| b == b'e' || b == b'E') {
         Some(i) => (&unsigned[..i], Some(&unsigned[i + 1..])),
         None => (unsigned, None),
     };
-    let mantissa_ok = match mantissa.split_once('.') {
+    let mantissa_ok = match cut(mantissa, b'.') {
         Some((int, frac)) => digits(int) && digits(frac),
         None => digits(mantissa),
     };

@@ -213,6 +213,9 @@ fn read_lines<L: LineView>(
     let mut gathered: Vec<Gathered> =
         Vec::with_capacity(body.bytes().filter(|&b| b == b'\n').count() + 1);
     let mut skipped = 0;
+    // A batch names few devices and rooms, line after line: each is parsed
+    // once, then shared (an `Arc` each) instead of parsed and allocated again.
+    let (mut devices, mut rooms) = (Known::default(), Known::default());
     for (line, parsed) in lines {
         let fail = |message: String| LineError { line, message };
         let parsed = parsed.map_err(|e| fail(format!("not line protocol: {e}")))?;
@@ -221,9 +224,13 @@ fn read_lines<L: LineView>(
             skipped += 1;
             continue;
         }
-        let device_id = device_of(&parsed).map_err(fail)?;
+        let device_id = device_of(&parsed, &mut devices).map_err(fail)?;
         let room = match parsed.tag("room") {
-            Some(r) => Some(RoomId::parse(r).map_err(|e| fail(format!("tag room: {e}")))?),
+            Some(r) => Some(
+                rooms
+                    .get_or_parse(r, RoomId::parse)
+                    .map_err(|e| fail(format!("tag room: {e}")))?,
+            ),
             None => None,
         };
         let timestamp = match parsed.timestamp() {
@@ -283,12 +290,45 @@ fn read_lines<L: LineView>(
     Ok(Lines { readings, skipped })
 }
 
-fn device_of(line: &impl LineView) -> Result<DeviceId, String> {
+/// Ids already parsed in this request, most recent last (a handful: a
+/// linear search beats hashing).
+struct Known<T>(Vec<T>);
+
+impl<T> Default for Known<T> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+/// How many ids `Known` keeps.
+const KNOWN_IDS: usize = 16;
+
+impl<T: Clone + AsRef<str>> Known<T> {
+    fn get_or_parse<E>(
+        &mut self,
+        text: &str,
+        parse: impl Fn(&str) -> Result<T, E>,
+    ) -> Result<T, E> {
+        if let Some(id) = self.0.iter().rev().find(|id| id.as_ref() == text) {
+            return Ok(id.clone());
+        }
+        let id = parse(text)?;
+        if self.0.len() == KNOWN_IDS {
+            self.0.remove(0);
+        }
+        self.0.push(id.clone());
+        Ok(id)
+    }
+}
+
+fn device_of(line: &impl LineView, known: &mut Known<DeviceId>) -> Result<DeviceId, String> {
     let (tag, value) = DEVICE_TAGS
         .iter()
         .find_map(|t| line.tag(t).map(|v| (*t, v)))
         .ok_or_else(|| format!("no device: give a tag {}", DEVICE_TAGS.join(", ")))?;
-    DeviceId::parse(value).map_err(|e| format!("tag {tag}: {e}"))
+    known
+        .get_or_parse(value, DeviceId::parse)
+        .map_err(|e| format!("tag {tag}: {e}"))
 }
 
 /// The catalogue quantities of a line, by field name or, for a field `value`,
