@@ -26,10 +26,12 @@ pub struct PlainLine<'a> {
 /// grammar handles. A line that is not plain yields `Err`: then the crate's
 /// parser reads the whole body. Blank lines and comments are skipped.
 pub fn plain_lines(body: &str) -> Option<impl Iterator<Item = Result<PlainLine<'_>, String>>> {
-    // Escapes, quotes (a quoted string may hold a newline), tabs, CR and NUL.
-    if body
-        .bytes()
-        .any(|b| matches!(b, b'\\' | b'"' | b'\t' | b'\r' | 0))
+    // Escapes, quotes (a quoted string may hold a newline), tabs, CR and NUL,
+    // looked for with memchr's vector search: a byte loop over the body was a
+    // tenth of a batch's CPU.
+    let bytes = body.as_bytes();
+    if memchr::memchr3(b'\\', b'"', b'\t', bytes).is_some()
+        || memchr::memchr2(b'\r', 0, bytes).is_some()
     {
         return None;
     }
