@@ -268,9 +268,9 @@ fn main() {
     );
 
     // Our stats in columns, the shape of theirs (and half the bytes to parse).
-    let stats_path = |device: &str, from: i64| {
+    let stats_path = |device: &str, from: i64, format: &str| {
         format!(
-            "/devices/{device}/stats?from={}&to={}&bucket=1d&format=columns",
+            "/devices/{device}/stats?from={}&to={}&bucket=1d&format={format}",
             iso(from),
             iso(end)
         )
@@ -281,7 +281,7 @@ fn main() {
     let (mine, theirs) = turns(
         3,
         5,
-        || drop(ours_get(&server, &stats_path("sensor-2", start))),
+        || drop(ours_get(&server, &stats_path("sensor-2", start, "columns"))),
         vm.map(|v| {
             move || {
                 std::hint::black_box(v.daily_stats("sensor-2", start, end));
@@ -348,35 +348,24 @@ fn main() {
         if let Some(v) = vm {
             assert_eq!(v.daily_stats("year-sensor", year_start, end), 6 * 365);
         }
-        let (mine, theirs) = turns(
-            3,
-            3,
-            || drop(ours_get(&server, &stats_path("year-sensor", year_start))),
-            vm.map(|v| {
-                move || {
-                    std::hint::black_box(v.daily_stats("year-sensor", year_start, end));
-                }
-            }),
-        );
-        row::<Victoria>("daily min/max/mean over a year", mine, theirs, "ms", false);
-        let objects = stats_path("year-sensor", year_start).replace("&format=columns", "");
-        let (mine, theirs) = turns(
-            3,
-            3,
-            || drop(ours_get(&server, &objects)),
-            vm.map(|v| {
-                move || {
-                    std::hint::black_box(v.daily_stats("year-sensor", year_start, end));
-                }
-            }),
-        );
-        row::<Victoria>(
-            "daily min/max/mean over a year, ours as objects",
-            mine,
-            theirs,
-            "ms",
-            false,
-        );
+        // Ours in columns, then as objects (the default), against theirs.
+        for (format, label) in [
+            ("columns", "daily min/max/mean over a year"),
+            ("objects", "daily min/max/mean over a year, ours as objects"),
+        ] {
+            let path = stats_path("year-sensor", year_start, format);
+            let (mine, theirs) = turns(
+                3,
+                3,
+                || drop(ours_get(&server, &path)),
+                vm.map(|v| {
+                    move || {
+                        std::hint::black_box(v.daily_stats("year-sensor", year_start, end));
+                    }
+                }),
+            );
+            row::<Victoria>(label, mine, theirs, "ms", false);
+        }
     }
 
     // Bytes on disk once stopped.

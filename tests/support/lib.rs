@@ -202,6 +202,20 @@ pub fn climate(device: &str, room: &str, ts: &str, t: f64, h: f64) -> Value {
            "temperature": t, "humidity": h})
 }
 
+/// A write's 503: every one of its `readings` reported unwritten, by index,
+/// and none written.
+pub fn assert_every_reading_unwritten(answer: &Value, readings: u64) {
+    let unwritten: Vec<u64> = answer["error"]["unwritten"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no unwritten list: {answer}"))
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(unwritten, (0..readings).collect::<Vec<u64>>(), "{answer}");
+    assert_eq!(answer["error"]["written"], 0);
+    assert_eq!(answer["error"]["code"], "storage_unavailable");
+}
+
 /// Reads every record of a table's stream (DescribeStream, GetShardIterator,
 /// GetRecords over all shards) and shapes them into the Lambda DynamoDB event.
 pub async fn stream_records(

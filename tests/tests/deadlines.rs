@@ -10,7 +10,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use integration_tests::{answer, api_event, handle, power};
+use integration_tests::{answer, api_event, assert_every_reading_unwritten, handle, power};
 use serde_json::{json, Value};
 use shared::api::RouteSet;
 use shared::config::{Config, StoreConfig};
@@ -129,25 +129,13 @@ async fn post(config: &Config) -> (u16, Value, Duration) {
     (status, answer, took)
 }
 
-fn every_reading_unwritten(answer: &Value) {
-    let unwritten: Vec<u64> = answer["error"]["unwritten"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no unwritten list: {answer}"))
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
-    assert_eq!(unwritten, (0..READINGS).collect::<Vec<u64>>(), "{answer}");
-    assert_eq!(answer["error"]["written"], 0);
-    assert_eq!(answer["error"]["code"], "storage_unavailable");
-}
-
 #[tokio::test]
 async fn a_write_that_is_never_answered_is_a_503_within_the_budget() {
     let (url, endpoint) = endpoint(Writes::Hang).await;
     let budget = Duration::from_millis(2000);
     let (status, answer, took) = post(&config(&url, Some("2000"))).await;
     assert_eq!(status, 503, "{answer}");
-    every_reading_unwritten(&answer);
+    assert_every_reading_unwritten(&answer, READINGS);
     assert!(
         took >= budget && took <= budget + Duration::from_secs(1),
         "answered after {took:?}; the budget is {budget:?}"
@@ -166,7 +154,7 @@ async fn a_write_that_is_always_throttled_is_a_503_within_the_default_budget() {
     assert_eq!(budget, Duration::from_secs(5), "the default budget");
     let (status, answer, took) = post(&config).await;
     assert_eq!(status, 503, "{answer}");
-    every_reading_unwritten(&answer);
+    assert_every_reading_unwritten(&answer, READINGS);
     assert!(
         took <= budget + Duration::from_secs(1),
         "answered after {took:?}; the budget is {budget:?}"

@@ -266,7 +266,17 @@ pub fn readings_request(
         Some(PageFormat::Columns) => MAX_COLUMNS_LIMIT,
         _ => MAX_LIMIT,
     };
-    match (readings_query(params, now, max_limit), format) {
+    with_format(readings_query(params, now, max_limit), format, problems)
+}
+
+/// A query with its answer's format, or every problem of both: the query's
+/// first, then the format's (`problems`).
+fn with_format<Q>(
+    query: Result<Q, Problems>,
+    format: Option<PageFormat>,
+    mut problems: Problems,
+) -> Result<(Q, PageFormat), Problems> {
+    match (query, format) {
         (Ok(q), Some(f)) if problems.is_empty() => Ok((q, f)),
         (q, _) => {
             problems.splice(0..0, q.err().unwrap_or_default());
@@ -303,13 +313,7 @@ pub fn stats_request(
         bucket: params.bucket.clone(),
         tz: params.tz.clone(),
     };
-    match (stats_query(&stats, now), format) {
-        (Ok(q), Some(f)) if problems.is_empty() => Ok((q, f)),
-        (q, _) => {
-            problems.splice(0..0, q.err().unwrap_or_default());
-            Err(problems)
-        }
-    }
+    with_format(stats_query(&stats, now), format, problems)
 }
 
 /// An inclusive bound: a finite number inside the accepted range of readings.

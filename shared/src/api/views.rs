@@ -314,7 +314,7 @@ impl<'a> ColumnsPage<'a> {
         for r in &page.readings {
             rooms |= r.room().is_some();
             for (q, _) in r.measurement.values() {
-                present[*q as usize] = true;
+                present[q.index()] = true;
             }
         }
         Self {
@@ -323,7 +323,7 @@ impl<'a> ColumnsPage<'a> {
             rooms,
             quantities: Quantity::ALL
                 .into_iter()
-                .filter(|q| present[*q as usize])
+                .filter(|q| present[q.index()])
                 .collect(),
         }
     }

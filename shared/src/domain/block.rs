@@ -145,7 +145,7 @@ fn encode_with(readings: &[Reading], mut out: Writer) -> Result<Vec<u8>, BlockEr
     let mut values: Vec<Vec<f64>> = vec![Vec::new(); Quantity::ALL.len()];
     for r in readings {
         for (q, v) in r.measurement.values() {
-            values[*q as usize].push(*v);
+            values[q.index()].push(*v);
         }
     }
     let columns: Vec<Column> = Quantity::ALL
@@ -266,7 +266,7 @@ pub fn decode_picked(
     let picked = picked.start.min(n)..picked.end.min(n);
     let mut values: Vec<Vec<(Quantity, f64)>> = vec![Vec::new(); picked.len()];
     for (stats, mode) in header.quantities.iter().zip(modes) {
-        let bit = 1u64 << position(stats.quantity);
+        let bit = 1u64 << stats.quantity.index();
         let holders: Vec<usize> = (0..n).filter(|&i| masks[i] & bit != 0).collect();
         if holders.len() != stats.count as usize {
             return Err(corrupt(format!(
@@ -314,17 +314,11 @@ fn corrupt(why: impl Into<String>) -> BlockError {
     BlockError::Corrupt(why.into())
 }
 
-/// A quantity's place in the catalogue (`Quantity::ALL` lists them in
-/// declaration order: a unit test holds it).
-fn position(q: Quantity) -> usize {
-    q as usize
-}
-
 fn mask(r: &Reading) -> u64 {
     r.measurement
         .values()
         .iter()
-        .fold(0, |m, (q, _)| m | 1 << position(*q))
+        .fold(0, |m, (q, _)| m | 1 << q.index())
 }
 
 /// The value as a whole number of thousandths, when it is exactly one.
@@ -371,7 +365,7 @@ impl Column {
     }
 
     fn write_header(&self, out: &mut Writer) {
-        out.byte(position(self.quantity) as u8);
+        out.byte(self.quantity.index() as u8);
         out.unsigned(self.values.len() as u64);
         match &self.ints {
             Some((ints, sum)) => {
@@ -468,7 +462,7 @@ fn read_header(r: &mut Reader<'_>) -> Result<(BlockHeader, Vec<u8>), BlockError>
             .ok_or_else(|| corrupt("an unknown quantity"))?;
         if quantities
             .last()
-            .is_some_and(|s: &QuantityStats| position(s.quantity) >= position(quantity))
+            .is_some_and(|s: &QuantityStats| s.quantity.index() >= quantity.index())
         {
             return Err(corrupt("columns out of catalogue order"));
         }
@@ -1201,13 +1195,6 @@ mod tests {
                 prop_assert_eq!(s.min, vs.iter().copied().fold(f64::INFINITY, f64::min));
                 prop_assert_eq!(s.max, vs.iter().copied().fold(f64::NEG_INFINITY, f64::max));
             }
-        }
-    }
-
-    #[test]
-    fn a_quantity_s_position_is_its_place_in_the_catalogue() {
-        for (i, q) in Quantity::ALL.iter().enumerate() {
-            assert_eq!(position(*q), i, "{q:?}");
         }
     }
 

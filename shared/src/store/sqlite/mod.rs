@@ -33,7 +33,7 @@ use super::{
     RegistrySnapshot, Retention, RoomRecord, RoomUpdate, SealedPage, Store, StoreError,
     WriteReport, ZIndex, ZPage, ZRangeRequest,
 };
-use crate::domain::aggregate::rollup::{Rollup, Stored};
+use crate::domain::aggregate::rollup::Rollup;
 use crate::domain::billing;
 
 use crate::keys::zorder::ZKey;
@@ -588,18 +588,6 @@ fn meter_page(page: &Page) {
     metering::add_read_units(billing::read_units(bytes));
 }
 
-/// The same for rollups: their items' size on DynamoDB, keys included.
-fn meter_rollups(pk_len: usize, found: &[Rollup]) {
-    if !metering::metering() || found.is_empty() {
-        return;
-    }
-    let bytes: usize = found
-        .iter()
-        .map(|r| billing::rollup_size(pk_len, &Stored::from(r)))
-        .sum();
-    metering::add_read_units(billing::read_units(bytes));
-}
-
 /// What reading `read` items of an index (or readings of decoded blocks)
 /// would cost on DynamoDB, at the mean size of those returned.
 fn meter_index_read(items: &[(ZKey, Reading)], read: usize) {
@@ -701,24 +689,21 @@ impl Store for SqliteStore {
         span: Span,
         range: &TimeRange,
     ) -> Result<Vec<Rollup>, StoreError> {
-        let pk_len = device.as_str().len();
+        // Sized for `read_units` only where an answer meters them.
+        let sized = metering::metering().then_some(device.as_str().len());
         let (device, range) = (device.clone(), *range);
-        let (found, sized) = self
+        let (found, bytes) = self
             .blocking(move |s| {
                 s.read(|conn| {
                     let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
-                        return Ok((Vec::new(), None));
+                        return Ok((Vec::new(), 0));
                     };
-                    rollups::within_sized(conn, id, &device, span, &range)
+                    rollups::within(conn, id, &device, span, &range, sized)
                 })
             })
             .await?;
-        match sized {
-            Some(bytes) if !found.is_empty() => {
-                metering::add_read_units(billing::read_units(bytes));
-            }
-            Some(_) => {}
-            None => meter_rollups(pk_len, &found),
+        if !found.is_empty() {
+            metering::add_read_units(billing::read_units(bytes));
         }
         Ok(found)
     }

@@ -224,29 +224,39 @@ fn recompute(
 }
 
 /// A device's rollups of a span that lie wholly inside `range`, oldest
-/// first, with the DynamoDB size of the day rollups read (`None` for hours,
-/// which are computed: the caller sizes those).
-pub fn within_sized(
+/// first; with `sized` (a device id of that many bytes), also their items'
+/// DynamoDB size (`billing::rollup_size`, what `read_units` meters): a day's
+/// from its stored shape as it is decoded, an hour's (computed, not stored)
+/// from the shape it would be stored in.
+pub fn within(
     conn: &Connection,
     device: i64,
     device_id: &DeviceId,
     span: Span,
     range: &TimeRange,
-) -> Result<(Vec<Rollup>, Option<usize>), StoreError> {
-    match span {
-        Span::Day => {
-            let mut bytes = 0;
-            let days = stored_within(
-                conn,
-                device,
-                span,
-                range,
-                Some((device_id.as_str().len(), &mut bytes)),
-            )?;
-            Ok((days, Some(bytes)))
+    sized: Option<usize>,
+) -> Result<(Vec<Rollup>, usize), StoreError> {
+    let mut bytes = 0;
+    let found = match span {
+        Span::Day => stored_within(
+            conn,
+            device,
+            span,
+            range,
+            sized.map(|pk_len| (pk_len, &mut bytes)),
+        )?,
+        Span::Hour => {
+            let hours = hours_within(conn, device, device_id, range)?;
+            if let Some(pk_len) = sized {
+                bytes = hours
+                    .iter()
+                    .map(|h| crate::domain::billing::rollup_size(pk_len, &Stored::from(h)))
+                    .sum();
+            }
+            hours
         }
-        Span::Hour => Ok((hours_within(conn, device, device_id, range)?, None)),
-    }
+    };
+    Ok((found, bytes))
 }
 
 fn stored_within(

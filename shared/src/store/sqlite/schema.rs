@@ -131,7 +131,7 @@ pub fn slot(q: Quantity) -> (usize, usize) {
             })
             .collect()
     });
-    slots[q as usize]
+    slots[q.index()]
 }
 
 /// The schema.

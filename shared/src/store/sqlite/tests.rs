@@ -518,7 +518,7 @@ mod rollups_kept {
                         rows::Bounds { lo: 0, hi: i64::MAX }, Order::Asc, 1_000_000,
                     ).unwrap();
                     for span in [Span::Hour, Span::Day] {
-                        let kept = rollups::within_sized(&writer.conn, id, &device_id, span, &everything).unwrap().0;
+                        let kept = rollups::within(&writer.conn, id, &device_id, span, &everything, None).unwrap().0;
                         let fresh = spans(span, None, stored.iter());
                         if let Some(i) = (0..kept.len().max(fresh.len())).find(|&i| kept.get(i) != fresh.get(i)) {
                             panic!("{device} {span:?}: {} kept, {} fresh; first difference at {i}:\n{:?}\n{:?}", kept.len(), fresh.len(), kept.get(i), fresh.get(i));
@@ -571,7 +571,7 @@ async fn a_version_2_file_gets_its_rollups_on_open() {
             .collect();
         let device_id = DeviceId::parse(device).unwrap();
         for span in [Span::Hour, Span::Day] {
-            let kept = rollups::within_sized(&writer.conn, id, &device_id, span, &everything)
+            let kept = rollups::within(&writer.conn, id, &device_id, span, &everything, None)
                 .unwrap()
                 .0;
             assert!(!kept.is_empty());
