@@ -128,6 +128,24 @@ fn ingest_cpu(c: &mut Criterion) {
                 format!("{head},friendly_name_str=\"Meter\" {ts}\n")
             })
             .collect();
+        // Line protocol alone: what `/write` spends before the store.
+        group.bench_with_input(
+            BenchmarkId::new("line_protocol_parse_validate", n),
+            &lines,
+            |b, lines| {
+                b.iter(|| {
+                    let parsed = shared::ingest::line_protocol::parse(
+                        black_box(lines),
+                        shared::ingest::line_protocol::Precision::Nanoseconds,
+                        now,
+                        |_| None,
+                    )
+                    .unwrap();
+                    assert_eq!(parsed.readings.len(), n);
+                    black_box(parsed)
+                })
+            },
+        );
         for (name, body) in [
             ("line_protocol_parse_validate_build_items", &lines),
             ("line_protocol_quoted_parse_validate_build_items", &quoted),

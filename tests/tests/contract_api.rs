@@ -646,6 +646,41 @@ async fn the_cached_registry_reloads_only_after_its_ttl<S: TestStore>() {
     );
 }
 
+async fn a_cache_with_only_latest_values_stale_serves_rooms_as_cached<S: TestStore>() {
+    use shared::registry::RegistryCache;
+    use std::time::Duration;
+    let store = S::fresh("latest-stale").await;
+    let cache = RegistryCache::load(&store, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    register(
+        &store,
+        &[power("meter-9", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0)],
+    )
+    .await;
+    cache.invalidate_latest();
+    assert!(
+        cache.current_for_rooms(&store).await.devices.is_empty(),
+        "ingest's rooms come from the cache as it is"
+    );
+    assert_eq!(
+        cache.current(&store).await.devices.len(),
+        1,
+        "an answer that shows latest values reloads first"
+    );
+    register(
+        &store,
+        &[power("meter-8", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0)],
+    )
+    .await;
+    cache.invalidate();
+    assert_eq!(
+        cache.current_for_rooms(&store).await.devices.len(),
+        2,
+        "a change of rooms or devices reloads before ingest too"
+    );
+}
+
 async fn put<S: Store>(
     app: &App<S>,
     path: &str,
@@ -971,6 +1006,7 @@ on_every_store!(
     a_climate_reading_may_omit_the_room_of_a_registered_device,
     each_function_serves_only_its_own_routes,
     the_cached_registry_reloads_only_after_its_ttl,
+    a_cache_with_only_latest_values_stale_serves_rooms_as_cached,
     names_are_set_by_users_shown_in_lists_and_never_overwritten,
     bad_names_and_missing_tokens_are_refused,
     reads_need_the_token_when_one_is_set_unless_configured_open,

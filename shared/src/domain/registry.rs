@@ -46,6 +46,30 @@ impl RegistrySnapshot {
     pub fn room_of(&self, device: &DeviceId) -> Option<RoomId> {
         self.devices.get(device).and_then(|r| r.room.clone())
     }
+
+    /// Whether storing `readings` may change what `room_of` answers: a
+    /// reading taken in a room other than its device's registered one (a
+    /// new device, or a move). A reading with no room leaves the room as
+    /// it is (`plan` keeps the last reading's room that had one).
+    pub fn may_move_devices(&self, readings: &[Reading]) -> bool {
+        // A batch has few devices, mostly interleaved: each (device, room)
+        // is looked up once, and the ids compare by pointer first.
+        let mut same: Vec<(&DeviceId, &RoomId)> = Vec::new();
+        for r in readings {
+            let Some(room) = r.room() else { continue };
+            if same.iter().any(|(d, rm)| *d == &r.device_id && *rm == room) {
+                continue;
+            }
+            let registered = self.devices.get(&r.device_id).and_then(|d| d.room.as_ref());
+            if registered != Some(room) {
+                return true;
+            }
+            if same.len() < 64 {
+                same.push((&r.device_id, room));
+            }
+        }
+        false
+    }
 }
 
 /// One coalesced registry change for a device (from one stream batch).
@@ -280,6 +304,35 @@ mod tests {
             timestamp: Timestamp::parse(ts).unwrap(),
             measurement: Measurement::power(1.0, 0.0, 100.0).unwrap(),
         }
+    }
+
+    #[test]
+    fn only_a_reading_in_another_room_may_move_a_device() {
+        let bed = climate("s-1", "bedroom", "2026-11-21T01:00:00Z", 20.0);
+        let mut snapshot = RegistrySnapshot::default();
+        snapshot.devices.insert(
+            bed.device_id.clone(),
+            DeviceRecord {
+                device_id: bed.device_id.clone(),
+                name: None,
+                types: BTreeSet::new(),
+                quantities: BTreeSet::new(),
+                room: bed.room().cloned(),
+                first_seen: None,
+                last_seen: None,
+                latest: None,
+            },
+        );
+        let later = climate("s-1", "bedroom", "2026-11-21T02:00:00Z", 21.0);
+        assert!(!snapshot.may_move_devices(&[bed.clone(), later.clone()]));
+        assert!(
+            !snapshot.may_move_devices(&[power("m-1", "2026-11-21T01:00:00Z")]),
+            "a new device with no room: room_of stays None"
+        );
+        let moved = climate("s-1", "kitchen", "2026-11-21T03:00:00Z", 22.0);
+        assert!(snapshot.may_move_devices(&[bed.clone(), later, moved]));
+        let new = climate("s-2", "bedroom", "2026-11-21T01:00:00Z", 20.0);
+        assert!(snapshot.may_move_devices(&[bed, new]));
     }
 
     #[test]

@@ -110,15 +110,18 @@ fn parse(
 /// Parses, validates and writes a body. On a storage failure the error
 /// lists the request's readings that are not stored; the rest are. A store
 /// that keeps its registry in the write transaction has just changed it:
-/// the cache is marked stale, so a new device is listed at once.
+/// the cache is marked stale, so a new device is listed at once (only its
+/// latest values, when no device changed rooms: the next batch's rooms are
+/// then read from the cache as it is).
 pub async fn ingest<S: Store>(
     store: &S,
     registry: &RegistryCache,
     wire: Wire<'_>,
     now: Timestamp,
 ) -> Result<Ingested, IngestError> {
-    let snapshot = registry.current(store).await;
+    let snapshot = registry.current_for_rooms(store).await;
     let (readings, skipped_lines) = parse(wire, now, &snapshot)?;
+    let moves = store.registry_follows_writes() && snapshot.may_move_devices(&readings);
     if readings.is_empty() {
         return Ok(Ingested {
             written: 0,
@@ -133,7 +136,11 @@ pub async fn ingest<S: Store>(
         duplicates,
     } = store.write_owned_readings(readings).await;
     if store.registry_follows_writes() && items_written > 0 {
-        registry.invalidate();
+        if moves {
+            registry.invalidate();
+        } else {
+            registry.invalidate_latest();
+        }
     }
     if unwritten.is_empty() {
         Ok(Ingested {

@@ -166,11 +166,32 @@ impl Reading {
         Self::from_raw(&RawReading::of(value), now, room_of)
     }
 
+    /// A reading as a store wrote it with `serde` (its registry's latest
+    /// reading): past the boundary, so no bound on how recent, and a climate
+    /// reading without a room (line protocol stores those) is what it was.
+    pub fn from_stored_json(value: &Value) -> Result<Reading, Vec<FieldProblem>> {
+        Self::from_raw_as(
+            &RawReading::of(value),
+            Timestamp::MAX,
+            |_| None,
+            Room::AsStored,
+        )
+    }
+
     /// `from_json` of a reading as the body parser borrowed it.
     pub fn from_raw(
         raw: &RawReading<'_>,
         now: Timestamp,
         room_of: impl Fn(&DeviceId) -> Option<RoomId>,
+    ) -> Result<Reading, Vec<FieldProblem>> {
+        Self::from_raw_as(raw, now, room_of, Room::RequiredForClimate)
+    }
+
+    fn from_raw_as(
+        raw: &RawReading<'_>,
+        now: Timestamp,
+        room_of: impl Fn(&DeviceId) -> Option<RoomId>,
+        room_rule: Room,
     ) -> Result<Reading, Vec<FieldProblem>> {
         let obj = match raw {
             RawReading::Object(fields) => fields.as_slice(),
@@ -246,17 +267,19 @@ impl Reading {
             .chain(value_problems.iter().map(|(q, _)| q))
             .any(|q| q.family() == ReadingKind::Climate);
         let room = match field(obj, "room") {
-            None | Some(RawValue::Null) if climate => match device_id.as_ref().map(&room_of) {
-                Some(Some(room)) => Some(room),
-                Some(None) => {
-                    problems.push(FieldProblem::new(
-                        "room",
-                        "is required: this device is not registered in a room yet",
-                    ));
-                    None
+            None | Some(RawValue::Null) if climate && room_rule == Room::RequiredForClimate => {
+                match device_id.as_ref().map(&room_of) {
+                    Some(Some(room)) => Some(room),
+                    Some(None) => {
+                        problems.push(FieldProblem::new(
+                            "room",
+                            "is required: this device is not registered in a room yet",
+                        ));
+                        None
+                    }
+                    None => None, // the device_id problem is already reported
                 }
-                None => None, // the device_id problem is already reported
-            },
+            }
             None | Some(RawValue::Null) => None,
             Some(RawValue::Str(s)) => RoomId::parse(s)
                 .map_err(|e| problems.push(FieldProblem::new("room", e.to_string())))
@@ -278,7 +301,8 @@ impl Reading {
         value_problems.sort_by_key(|(q, _)| *q);
         let quantities_ok = value_problems.is_empty();
         problems.extend(value_problems.into_iter().map(|(_, p)| p));
-        let measurement = if quantities_ok && (room.is_some() || !climate) {
+        let room_ok = room.is_some() || !climate || room_rule == Room::AsStored;
+        let measurement = if quantities_ok && room_ok {
             match Measurement::new(room, values) {
                 Ok(m) => Some(m),
                 Err(ps) => {
@@ -314,6 +338,14 @@ impl Reading {
             _ => Err(problems),
         }
     }
+}
+
+/// Whether a climate reading needs a room: at the JSON boundary it does (the
+/// body's, or its device's registered one); a stored reading is as it was.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Room {
+    RequiredForClimate,
+    AsStored,
 }
 
 /// Epoch numbers below this are seconds, from it milliseconds. 1e11 s is the

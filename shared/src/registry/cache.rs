@@ -4,7 +4,11 @@
 //! notices it is served the snapshot it has (at most one TTL old, as before),
 //! so no request waits for a registry load. A cache marked stale by
 //! [`RegistryCache::invalidate`] (a change known to this process) reloads
-//! before answering, so a writer reads its own change.
+//! before answering, so a writer reads its own change. A write that only
+//! moved latest values ([`RegistryCache::invalidate_latest`]) reloads it
+//! before the next answer that shows them, but not before the next ingest,
+//! which only asks which room a device is in: a reload per batch was a
+//! twentieth of line-protocol ingest.
 
 use crate::store::{RegistrySnapshot, Store, StoreError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +28,9 @@ struct Inner {
     ttl: Duration,
     /// Set when the registry is known to have changed: reload on next use.
     stale: AtomicBool,
+    /// Set when only latest values (and times) changed: reload before
+    /// `current`, not before `current_for_rooms`.
+    stale_latest: AtomicBool,
 }
 
 impl RegistryCache {
@@ -40,6 +47,7 @@ impl RegistryCache {
                 reloading: Arc::new(tokio::sync::Mutex::new(())),
                 ttl,
                 stale: AtomicBool::new(false),
+                stale_latest: AtomicBool::new(false),
             }),
         }
     }
@@ -55,15 +63,40 @@ impl RegistryCache {
         self.inner.stale.store(true, Ordering::Release);
     }
 
+    /// Marks only the latest values stale: rooms, devices and names are as
+    /// cached. The next `current` reloads first; `current_for_rooms` does not.
+    pub fn invalidate_latest(&self) {
+        self.inner.stale_latest.store(true, Ordering::Release);
+    }
+
+    /// The snapshot, for what room each device is in (ingest): as `current`,
+    /// but a cache whose latest values alone are stale is served as it is.
+    pub async fn current_for_rooms<S: Store>(&self, store: &S) -> Arc<RegistrySnapshot> {
+        self.current_unless(store, |inner| inner.stale.load(Ordering::Acquire))
+            .await
+    }
+
     /// The snapshot. Past its TTL, a background refresh is started and the
     /// current snapshot is returned; when invalidated, it is reloaded first. A
     /// failed reload keeps serving the old snapshot (and is logged).
     pub async fn current<S: Store>(&self, store: &S) -> Arc<RegistrySnapshot> {
+        self.current_unless(store, |inner| {
+            inner.stale.load(Ordering::Acquire) || inner.stale_latest.load(Ordering::Acquire)
+        })
+        .await
+    }
+
+    /// The snapshot, reloaded first when `stale` says so.
+    async fn current_unless<S: Store>(
+        &self,
+        store: &S,
+        stale: impl Fn(&Inner) -> bool,
+    ) -> Arc<RegistrySnapshot> {
         let inner = &self.inner;
-        if inner.stale.load(Ordering::Acquire) {
+        if stale(inner) {
             let _guard = inner.reloading.lock().await;
-            if inner.stale.load(Ordering::Acquire) {
-                inner.reload(store, true).await;
+            if stale(inner) {
+                inner.reload(store).await;
             }
             return inner.snapshot();
         }
@@ -73,7 +106,7 @@ impl RegistryCache {
                 if inner.age() >= inner.ttl {
                     let (inner, store) = (inner.clone(), store.clone());
                     tokio::spawn(async move {
-                        inner.reload(&store, false).await;
+                        inner.reload(&store).await;
                         drop(guard);
                     });
                 }
@@ -103,17 +136,21 @@ impl Inner {
     /// Loads the registry. On failure, an invalidated cache stays marked (the
     /// next request tries again); an aged one keeps its age, so a later request
     /// starts another background try.
-    async fn reload<S: Store>(&self, store: &S, invalidated: bool) {
+    async fn reload<S: Store>(&self, store: &S) {
         // Cleared before loading: a change that lands during the load marks it again.
-        self.stale.store(false, Ordering::Release);
+        let latest_was_stale = self.stale_latest.swap(false, Ordering::AcqRel);
+        let was_stale = self.stale.swap(false, Ordering::AcqRel);
         match store.load_registry().await {
             Ok(fresh) => {
                 *self.state.write().unwrap_or_else(|p| p.into_inner()) =
                     (Arc::new(fresh), Instant::now());
             }
             Err(err) => {
-                if invalidated {
+                if was_stale {
                     self.stale.store(true, Ordering::Release);
+                }
+                if latest_was_stale {
+                    self.stale_latest.store(true, Ordering::Release);
                 }
                 tracing::warn!(error = %err, "registry reload failed; serving the cached registry");
             }

@@ -22,10 +22,16 @@ pub struct PlainLine<'a> {
     timestamp: Option<i64>,
 }
 
-/// The lines of a body, or `None` when the body has what only the crate's
-/// grammar handles. A line that is not plain yields `Err`: then the crate's
-/// parser reads the whole body. Blank lines and comments are skipped.
-pub fn plain_lines(body: &str) -> Option<impl Iterator<Item = Result<PlainLine<'_>, String>>> {
+/// Calls `each` with every line of a body, in order, blank lines and
+/// comments skipped. `None` when the body has what only the crate's grammar
+/// handles, or a line that is not plain: then the crate's parser reads the
+/// whole body. Each line is parsed into a value on this stack and lent to
+/// `each`, so nothing is allocated or moved per line (an iterator of lines
+/// moved each line's arrays through every adapter: a tenth of a batch).
+pub fn read_plain<E>(
+    body: &str,
+    mut each: impl FnMut(&PlainLine<'_>) -> Result<(), E>,
+) -> Option<Result<(), E>> {
     // Escapes, quotes (a quoted string may hold a newline), tabs, CR and NUL,
     // looked for with memchr's vector search: a byte loop over the body was a
     // tenth of a batch's CPU.
@@ -35,20 +41,33 @@ pub fn plain_lines(body: &str) -> Option<impl Iterator<Item = Result<PlainLine<'
     {
         return None;
     }
-    Some(body.split('\n').filter_map(|text| {
+    // One line value, read into again for each line: no copy of its arrays.
+    let mut line = PlainLine {
+        measurement: "",
+        tags: [("", ""); MAX_TAGS],
+        tag_count: 0,
+        fields: [("", Field::Bool); MAX_FIELDS],
+        field_count: 0,
+        timestamp: None,
+    };
+    for text in pieces(body, b'\n') {
         let text = text.trim_start_matches(' ');
         if text.is_empty() || text.starts_with('#') {
-            return None;
+            continue;
         }
-        Some(PlainLine::parse(text).ok_or_else(|| "not a plain line".to_string()))
-    }))
+        line.read(text)?;
+        if let Err(e) = each(&line) {
+            return Some(Err(e));
+        }
+    }
+    Some(Ok(()))
 }
 
 /// `text` cut at the first `byte` (an ASCII delimiter, so both sides stay
-/// UTF-8): a byte scan, where `str::split_once` with a `char` pattern was a
-/// fifth of a batch's parse (docs/BENCHMARKS.md).
+/// UTF-8), found by memchr: a byte loop (`Iterator::position`) was a fifth
+/// of the parse, and `str::split_once` with a `char` pattern more.
 fn cut(text: &str, byte: u8) -> Option<(&str, &str)> {
-    let i = text.bytes().position(|b| b == byte)?;
+    let i = memchr::memchr(byte, text.as_bytes())?;
     Some((&text[..i], &text[i + 1..]))
 }
 
@@ -71,49 +90,90 @@ fn pieces(text: &str, byte: u8) -> impl Iterator<Item = &str> {
 }
 
 impl<'a> PlainLine<'a> {
-    fn parse(text: &'a str) -> Option<Self> {
-        let (series, rest) = cut(text, b' ')?;
-        let (measurement, tag_text) = match cut(series, b',') {
-            Some((m, tags)) => (m, Some(tags)),
-            None => (series, None),
+    /// Reads `text` into this line, in one pass over its bytes; `None` when
+    /// it is not plain. (A search per delimiter, even memchr's, was half the
+    /// parse: the pieces are a few bytes long.)
+    fn read(&mut self, text: &'a str) -> Option<()> {
+        let b = text.as_bytes();
+        // Up to the first byte that `stop` stops at (or the end), from `i`.
+        let scan = |mut i: usize, stop: fn(u8) -> bool| {
+            while i < b.len() && !stop(b[i]) {
+                i += 1;
+            }
+            i
         };
-        if measurement.is_empty() {
-            return None;
+        let pair_end = |c: u8| matches!(c, b'=' | b',' | b' ');
+        // `key=value` from `i`, ending at a `,` or a space (or, for fields,
+        // the end): both non-empty, one `=`. Returns (key, value, end).
+        let pair = |i: usize, may_end: bool| -> Option<(&'a str, &'a str, usize)> {
+            let eq = scan(i, pair_end);
+            if eq == i || b.get(eq) != Some(&b'=') {
+                return None;
+            }
+            let end = scan(eq + 1, pair_end);
+            let ended = match b.get(end) {
+                None => may_end,
+                Some(c) => *c != b'=',
+            };
+            (ended && end > eq + 1).then(|| (&text[i..eq], &text[eq + 1..end], end))
+        };
+        let mut i = scan(0, |c| matches!(c, b',' | b' '));
+        if i == 0 || i == b.len() {
+            return None; // no measurement, or nothing but one
         }
-        let mut tags = [("", ""); MAX_TAGS];
-        let mut tag_count = 0;
-        if let Some(tag_text) = tag_text {
-            for tag in pieces(tag_text, b',') {
-                *tags.get_mut(tag_count)? = pair(tag)?;
-                tag_count += 1;
+        self.measurement = &text[..i];
+        self.tag_count = 0;
+        while b[i] == b',' {
+            let (k, v, end) = pair(i + 1, false)?;
+            *self.tags.get_mut(self.tag_count)? = (k, v);
+            self.tag_count += 1;
+            i = end;
+        }
+        // b[i] is the space before the fields.
+        self.field_count = 0;
+        loop {
+            let (k, v, end) = pair(i + 1, true)?;
+            *self.fields.get_mut(self.field_count)? = (k, value(v)?);
+            self.field_count += 1;
+            i = end;
+            if b.get(i) != Some(&b',') {
+                break;
             }
         }
-        let (field_text, timestamp) = match cut(rest, b' ') {
-            Some((fields, ts)) => (fields, Some(integer::<i64>(ts)?)),
-            None => (rest, None),
+        self.timestamp = match b.get(i) {
+            None => None,
+            Some(_) => Some(timestamp(&b[i + 1..])?),
         };
-        let mut fields = [("", Field::Bool); MAX_FIELDS];
-        let mut field_count = 0;
-        for field in pieces(field_text, b',') {
-            let (k, v) = pair(field)?;
-            *fields.get_mut(field_count)? = (k, value(v)?);
-            field_count += 1;
-        }
-        Some(PlainLine {
-            measurement,
-            tags,
-            tag_count,
-            fields,
-            field_count,
-            timestamp,
-        })
+        Some(())
     }
 }
 
-/// `key=value`, both non-empty, with one `=`.
-fn pair(text: &str) -> Option<(&str, &str)> {
-    let (k, v) = cut(text, b'=')?;
-    (!k.is_empty() && !v.is_empty() && !v.bytes().any(|b| b == b'=')).then_some((k, v))
+/// `-?[0-9]+` that fits an `i64`, read in one pass.
+fn timestamp(text: &[u8]) -> Option<i64> {
+    let (negative, digits) = match text.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut m: u64 = 0;
+    for (n, &d) in digits.iter().enumerate() {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        // 19 digits always fit in a u64: only a 20th can overflow.
+        m = if n < 19 {
+            m * 10 + u64::from(d - b'0')
+        } else {
+            m.checked_mul(10)?.checked_add(u64::from(d - b'0'))?
+        };
+    }
+    if negative {
+        0i64.checked_sub_unsigned(m)
+    } else {
+        i64::try_from(m).ok()
+    }
 }
 
 /// `-?[0-9]+` that fits the type (as the crate, which fails on overflow).
@@ -135,6 +195,9 @@ fn is_bool(text: &str) -> bool {
 /// A field value in the crate's grammar, or `None`: `1.5`, `-2`, `1e3`,
 /// `1.5E-3` (floats), `3i` (integers), `3u` (unsigned), `t`/`false`/... (booleans).
 fn value(text: &str) -> Option<Field<'_>> {
+    if let Some(v) = decimal(text.as_bytes()) {
+        return Some(Field::Number(v));
+    }
     if let Some(int) = text.strip_suffix('i') {
         return integer::<i64>(int).map(|v| Field::Number(v as f64));
     }
@@ -151,6 +214,44 @@ fn value(text: &str) -> Option<Field<'_>> {
         return None;
     }
     text.parse().ok().map(Field::Number)
+}
+
+/// The commonest float, `-?[0-9]+(\.[0-9]+)?` with at most 15 digits in all,
+/// read in one pass: the digits as an integer `m`, exact in an `f64`, and
+/// `k` digits after the point, at most 15. Then `m / 10^k` is one division
+/// of two exact values, correctly rounded: the value `str::parse` gives
+/// (Clinger's fast path, which it takes too, after a slower scan). `None`
+/// for anything else, which the general path reads.
+fn decimal(text: &[u8]) -> Option<f64> {
+    const POW10: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    let (negative, digits) = match text.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, text),
+    };
+    let mut m: u64 = 0;
+    let mut count = 0usize;
+    let mut point: Option<usize> = None;
+    for (i, &b) in digits.iter().enumerate() {
+        match b {
+            b'0'..=b'9' => {
+                m = m * 10 + u64::from(b - b'0');
+                count += 1;
+            }
+            b'.' if point.is_none() && i > 0 && i + 1 < digits.len() => point = Some(i),
+            _ => return None,
+        }
+        if count > 15 {
+            return None;
+        }
+    }
+    if count == 0 {
+        return None;
+    }
+    let after = point.map_or(0, |p| digits.len() - p - 1);
+    let v = m as f64 / POW10[after];
+    Some(if negative { -v } else { v })
 }
 
 /// `-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?`
@@ -222,9 +323,15 @@ mod tests {
         )
     }
 
-    /// Every line, when all of them are plain.
-    fn all_plain(body: &str) -> Option<Vec<PlainLine<'_>>> {
-        plain_lines(body)?.collect::<Result<_, _>>().ok()
+    /// Every line as `reading_of` shows it, when all of them are plain.
+    fn all_plain(body: &str) -> Option<Vec<String>> {
+        let mut out = Vec::new();
+        read_plain(body, |line| {
+            out.push(reading_of(line));
+            Ok::<(), ()>(())
+        })?
+        .ok()?;
+        Some(out)
     }
 
     fn crate_lines(body: &str) -> Option<Vec<String>> {
@@ -295,13 +402,37 @@ mod tests {
                 if b.is_char_boundary(i) { b.insert_str(i, &noise.concat()); }
                 b
             }, noise.concat()] {
-                if let Some(plain) = all_plain(&candidate) {
-                    let ours: Vec<String> = plain.iter().map(reading_of).collect();
+                if let Some(ours) = all_plain(&candidate) {
                     prop_assert_eq!(Some(ours), crate_lines(&candidate), "{:?}", candidate);
                 }
             }
             // Valid plain lines always take the fast path.
             prop_assert!(all_plain(&body).is_some(), "{:?}", body);
+        }
+    }
+
+    proptest! {
+        /// The one-pass decimal reader gives `str::parse`'s value, bit for
+        /// bit, or leaves the text to it (more than 15 digits).
+        #[test]
+        fn decimals_read_as_str_parse_reads_them(
+            int in "-?[0-9]{1,12}",
+            frac in prop::option::of("[0-9]{1,10}"),
+        ) {
+            let text = match frac {
+                Some(f) => format!("{int}.{f}"),
+                None => int,
+            };
+            let expected: f64 = text.parse().unwrap();
+            let digits = text.bytes().filter(u8::is_ascii_digit).count();
+            match decimal(text.as_bytes()) {
+                Some(v) => prop_assert_eq!(v.to_bits(), expected.to_bits(), "{}", text),
+                None => prop_assert!(digits > 15, "{}", text),
+            }
+            let Some(Field::Number(v)) = value(&text) else {
+                panic!("{text} is a float")
+            };
+            prop_assert_eq!(v.to_bits(), expected.to_bits(), "{}", text);
         }
     }
 
@@ -344,9 +475,13 @@ mod tests {
         else {
             panic!("the crate reads 1e3 as a float, as the plain parser does")
         };
-        let plain = all_plain("# c\n\n  m,device=d v=1e3,w=2i,x=t 5\n").unwrap();
-        assert_eq!(plain.len(), 1);
-        assert_eq!(plain[0].tag("device"), Some("d"));
-        assert_eq!(plain[0].timestamp(), Some(5));
+        let mut plain = Vec::new();
+        read_plain("# c\n\n  m,device=d v=1e3,w=2i,x=t 5\n", |line| {
+            plain.push((line.tag("device").map(str::to_string), line.timestamp()));
+            Ok::<(), ()>(())
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(plain, [(Some("d".to_string()), Some(5))]);
     }
 }

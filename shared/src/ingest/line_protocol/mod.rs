@@ -98,13 +98,13 @@ pub fn parse(
     // libraries') take the fast parser. Line numbers are only needed for an
     // error, so a body that fails, or is not plain, is read by the crate's
     // parser line by line, which names the line (and forgives `\r\n` endings).
-    fast::plain_lines(body)
-        .ok_or(())
-        .and_then(|plain| {
-            let lines = plain.map(|line| (0, line));
-            read_lines(lines, body, precision, now, &room_of).map_err(|_| ())
-        })
-        .or_else(|()| read_lines(numbered_lines(body), body, precision, now, &room_of))
+    let mut plain = Gatherer::new(body, precision, now);
+    if let Some(Ok(())) = fast::read_plain(body, |line| plain.line(0, line)) {
+        if let Ok(lines) = plain.finish(&room_of) {
+            return Ok(lines);
+        }
+    }
+    parse_without_fast_path(body, precision, now, room_of)
 }
 
 /// `parse` without the fast parser for plain lines: what the fuzz target
@@ -116,7 +116,15 @@ pub fn parse_without_fast_path(
     now: Timestamp,
     room_of: impl Fn(&DeviceId) -> Option<RoomId>,
 ) -> Result<Lines, LineError> {
-    read_lines(numbered_lines(body), body, precision, now, &room_of)
+    let mut gatherer = Gatherer::new(body, precision, now);
+    for (line, parsed) in numbered_lines(body) {
+        let parsed = parsed.map_err(|e| LineError {
+            line,
+            message: format!("not line protocol: {e}"),
+        })?;
+        gatherer.line(line, &parsed)?;
+    }
+    gatherer.finish(&room_of)
 }
 
 /// A field's value, as the mapping needs it.
@@ -203,36 +211,48 @@ fn numbered_lines(body: &str) -> impl Iterator<Item = (usize, Result<ParsedLine<
         })
 }
 
-fn read_lines<L: LineView>(
-    lines: impl Iterator<Item = (usize, Result<L, String>)>,
-    body: &str,
+/// A request's lines as they are read, then merged into readings.
+struct Gatherer {
+    gathered: Vec<Gathered>,
+    skipped: usize,
     precision: Precision,
     now: Timestamp,
-    room_of: &impl Fn(&DeviceId) -> Option<RoomId>,
-) -> Result<Lines, LineError> {
-    let mut gathered: Vec<Gathered> =
-        Vec::with_capacity(memchr::memchr_iter(b'\n', body.as_bytes()).count() + 1);
-    let mut skipped = 0;
     // A batch names few devices and rooms, line after line: each is parsed
     // once, then shared (an `Arc` each) instead of parsed and allocated again.
-    let (mut devices, mut rooms) = (Known::default(), Known::default());
-    for (line, parsed) in lines {
-        let fail = |message: String| LineError { line, message };
-        let parsed = parsed.map_err(|e| fail(format!("not line protocol: {e}")))?;
-        let values = quantities(&parsed).map_err(fail)?;
-        if values.is_empty() {
-            skipped += 1;
-            continue;
+    devices: Known<DeviceId>,
+    rooms: Known<RoomId>,
+}
+
+impl Gatherer {
+    fn new(body: &str, precision: Precision, now: Timestamp) -> Self {
+        Self {
+            gathered: Vec::with_capacity(memchr::memchr_iter(b'\n', body.as_bytes()).count() + 1),
+            skipped: 0,
+            precision,
+            now,
+            devices: Known::default(),
+            rooms: Known::default(),
         }
-        let device_id = device_of(&parsed, &mut devices).map_err(fail)?;
+    }
+
+    /// Reads one line (`line`: its 1-based number, or 0 when unknown).
+    fn line(&mut self, line: usize, parsed: &impl LineView) -> Result<(), LineError> {
+        let fail = |message: String| LineError { line, message };
+        let values = quantities(parsed).map_err(fail)?;
+        if values.is_empty() {
+            self.skipped += 1;
+            return Ok(());
+        }
+        let device_id = device_of(parsed, &mut self.devices).map_err(fail)?;
         let room = match parsed.tag("room") {
             Some(r) => Some(
-                rooms
+                self.rooms
                     .get_or_parse(r, RoomId::parse)
                     .map_err(|e| fail(format!("tag room: {e}")))?,
             ),
             None => None,
         };
+        let (precision, now) = (self.precision, self.now);
         let timestamp = match parsed.timestamp() {
             None => now,
             Some(t) => precision
@@ -242,52 +262,62 @@ fn read_lines<L: LineView>(
                 .and_then(|ts| plausible_time(ts, now))
                 .map_err(|m| fail(format!("timestamp {m}")))?,
         };
-        gathered.push(Gathered {
+        self.gathered.push(Gathered {
             device_id,
             timestamp,
             line,
             room,
             values,
         });
+        Ok(())
     }
-    // Readings come out ordered by time, then device (times mostly differ, so
-    // this compares few ids). The sort is stable: the lines of one reading stay
-    // in body order, and a later line's value and room win.
-    gathered.sort_by(|a, b| {
-        a.timestamp
-            .cmp(&b.timestamp)
-            .then_with(|| a.device_id.cmp(&b.device_id))
-    });
-    let mut readings: Vec<Reading> = Vec::with_capacity(gathered.len());
-    let mut lines = gathered.into_iter().peekable();
-    while let Some(mut g) = lines.next() {
-        while let Some(next) =
-            lines.next_if(|n| n.device_id == g.device_id && n.timestamp == g.timestamp)
-        {
-            g.room = next.room.or(g.room);
-            for (q, v) in next.values {
-                match g.values.iter_mut().find(|(k, _)| *k == q) {
-                    Some((_, earlier)) => *earlier = v,
-                    None => g.values.push((q, v)),
+
+    /// The readings: lines of one device at one time merged.
+    fn finish(self, room_of: &impl Fn(&DeviceId) -> Option<RoomId>) -> Result<Lines, LineError> {
+        let Self {
+            mut gathered,
+            skipped,
+            ..
+        } = self;
+        // Readings come out ordered by time, then device (times mostly differ, so
+        // this compares few ids). The sort is stable: the lines of one reading stay
+        // in body order, and a later line's value and room win.
+        gathered.sort_by(|a, b| {
+            a.timestamp
+                .cmp(&b.timestamp)
+                .then_with(|| a.device_id.cmp(&b.device_id))
+        });
+        let mut readings: Vec<Reading> = Vec::with_capacity(gathered.len());
+        let mut lines = gathered.into_iter().peekable();
+        while let Some(mut g) = lines.next() {
+            while let Some(next) =
+                lines.next_if(|n| n.device_id == g.device_id && n.timestamp == g.timestamp)
+            {
+                g.room = next.room.or(g.room);
+                for (q, v) in next.values {
+                    match g.values.iter_mut().find(|(k, _)| *k == q) {
+                        Some((_, earlier)) => *earlier = v,
+                        None => g.values.push((q, v)),
+                    }
                 }
             }
+            let room = g.room.or_else(|| room_of(&g.device_id));
+            let measurement = Measurement::new(room, g.values).map_err(|problems| LineError {
+                line: g.line,
+                message: problems
+                    .iter()
+                    .map(|p| format!("{} {}", p.field, p.message))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            })?;
+            readings.push(Reading {
+                device_id: g.device_id,
+                timestamp: g.timestamp,
+                measurement,
+            });
         }
-        let room = g.room.or_else(|| room_of(&g.device_id));
-        let measurement = Measurement::new(room, g.values).map_err(|problems| LineError {
-            line: g.line,
-            message: problems
-                .iter()
-                .map(|p| format!("{} {}", p.field, p.message))
-                .collect::<Vec<_>>()
-                .join("; "),
-        })?;
-        readings.push(Reading {
-            device_id: g.device_id,
-            timestamp: g.timestamp,
-            measurement,
-        });
+        Ok(Lines { readings, skipped })
     }
-    Ok(Lines { readings, skipped })
 }
 
 /// Ids already parsed in this request, most recent last (a handful: a

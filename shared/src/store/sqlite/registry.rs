@@ -24,9 +24,7 @@ fn latest_text(r: &Reading) -> Result<String, StoreError> {
 
 fn stored_reading(text: &str) -> Result<Reading, StoreError> {
     let value: serde_json::Value = serde_json::from_str(text).map_err(corrupt)?;
-    // Stored readings are past the boundary: no bound on how recent.
-    Reading::from_json(&value, Timestamp::MAX, |_| None)
-        .map_err(|p| corrupt(format!("stored latest reading: {p:?}")))
+    Reading::from_stored_json(&value).map_err(|p| corrupt(format!("stored latest reading: {p:?}")))
 }
 
 fn millis(ms: Option<i64>) -> Result<Option<Timestamp>, StoreError> {
