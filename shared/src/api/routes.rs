@@ -135,15 +135,16 @@ fn page_answer(
     devices: bool,
     read_units: f64,
 ) -> Answer {
-    // Sized for the page (about 45 bytes a reading of two quantities in
-    // columns, 130 as objects), so a page of 10,000 is not grown and copied.
+    // Sized for the page (about 130 bytes a reading as objects), so a page
+    // is not grown and copied; a columns page sizes itself.
     let n = page.readings.len();
     match format {
         params::PageFormat::Objects => ok_sized(Metered::new(page, read_units), 1024 + n * 160),
-        params::PageFormat::Columns => ok_sized(
-            Metered::new(views::ColumnsPage::new(&page, devices), read_units),
-            1024 + n * 64,
-        ),
+        params::PageFormat::Columns => Ok((
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            views::ColumnsPage::new(&page, devices).to_json_with_read_units(read_units),
+        )
+            .into_response()),
     }
 }
 

@@ -300,7 +300,7 @@ pub fn decode_picked(
         };
         let timestamp = Timestamp::from_millis(times[i]).map_err(|e| corrupt(e.to_string()))?;
         let measurement =
-            Measurement::new(room, vs).map_err(|p| corrupt(format!("reading {i}: {p:?}")))?;
+            Measurement::from_stored(room, vs).map_err(|p| corrupt(format!("reading {i}: {p}")))?;
         out.push(Reading {
             device_id: device.clone(),
             timestamp,
