@@ -397,15 +397,10 @@ fn quoted(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
-/// A number as `serde_json` writes it (its shortest round trip). A value of
-/// whole thousandths below 10^9 (what sensors send) is written from its
-/// integer: that decimal is the shortest text that reads back as the value,
-/// since any shorter one is at least 0.001 away and the value's rounding
-/// interval is under 10^-6 wide.
+/// A number as `serde_json` writes it (its shortest round trip): whole
+/// thousandths from their integer (`model::whole_thousandths`).
 fn number(out: &mut Vec<u8>, v: f64) {
-    let m = (v * 1000.0).round();
-    if m.abs() < 1e12 && (m / 1000.0).to_bits() == v.to_bits() {
-        let m = m as i64;
+    if let Some(m) = crate::model::whole_thousandths(v) {
         if v.is_sign_negative() {
             out.push(b'-'); // -0.0 too, as serde_json writes it
         }

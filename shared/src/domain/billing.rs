@@ -29,21 +29,15 @@ pub fn number_size(text: &str) -> usize {
     (significant - trailing_zeros).max(1).div_ceil(2) + 1
 }
 
-/// `number_size` of an `f64` as stored (its shortest text). A value that is
-/// an exact number of thousandths below a billion, what sensors send, is
-/// sized from that integer's digits without formatting it: metering a page
-/// formatted every value, a sixth of a raw page's time (docs/BENCHMARKS.md).
-/// Below a billion an `f64` resolves far finer than a thousandth, so its
-/// shortest text has exactly those digits, trailing zeros dropped.
+/// `number_size` of an `f64` as stored (its shortest text). A value of
+/// whole thousandths, what sensors send, is sized from that integer's
+/// digits without formatting it: metering a page formatted every value, a
+/// sixth of a raw page's time (docs/BENCHMARKS.md).
 pub fn f64_size(v: f64) -> usize {
-    // Rounded half away from zero by hand (`f64::round` is a libm call);
-    // whatever the candidate, the check below decides.
-    let x = v * 1000.0;
-    let m = if x >= 0.0 { x + 0.5 } else { x - 0.5 } as i64;
-    if m.unsigned_abs() < 1_000_000_000_000 && (m as f64 / 1000.0).to_bits() == v.to_bits() {
-        return integer_size(m.unsigned_abs());
+    match crate::model::whole_thousandths(v) {
+        Some(m) => integer_size(m.unsigned_abs()),
+        None => number_size(ryu::Buffer::new().format(v)),
     }
-    number_size(ryu::Buffer::new().format(v))
 }
 
 /// `number_size` of an integer's digits, without formatting it.

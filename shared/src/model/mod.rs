@@ -11,7 +11,7 @@ mod timestamp;
 
 pub use climate_box::ClimateBox;
 pub use ids::{DeviceId, IdError, Name, RoomId};
-pub use quantity::{Quantity, QuantityKind, ReadingKind, Spec};
+pub use quantity::{whole_thousandths, Quantity, QuantityKind, ReadingKind, Spec};
 pub use raw_reading::{RawBody, RawReading, RawValue};
 pub use reading::{plausible_time, FieldProblem, Measurement, Reading, BOUNDS};
 pub use span::{Span, DAY_MS, HOUR_MS};

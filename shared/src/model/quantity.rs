@@ -180,6 +180,20 @@ impl Quantity {
     }
 }
 
+/// A value as whole thousandths, when it is exactly that and below 10^9
+/// in magnitude: what sensors send. Such a value's shortest text is that
+/// decimal with its trailing zeros dropped (any shorter text is at least
+/// 0.001 away, and below 10^9 an `f64` resolves far finer), so answers can
+/// write it, and billing size it, from the integer without formatting it.
+pub fn whole_thousandths(v: f64) -> Option<i64> {
+    // Rounded half away from zero by hand (`f64::round` is a libm call);
+    // whatever the candidate, the check decides.
+    let x = v * 1000.0;
+    let m = if x >= 0.0 { x + 0.5 } else { x - 0.5 } as i64;
+    (m.unsigned_abs() < 1_000_000_000_000 && (m as f64 / 1000.0).to_bits() == v.to_bits())
+        .then_some(m)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
