@@ -2,9 +2,9 @@
 
 use super::db_err;
 use crate::model::{DeviceId, RoomId};
+use crate::store::FastMap;
 use crate::store::StoreError;
 use rusqlite::{params, Connection, OptionalExtension};
-use std::collections::HashMap;
 
 /// `names.kind` of a device and of a room.
 pub const DEVICE: u8 = 0;
@@ -59,7 +59,7 @@ pub fn devices(conn: &Connection) -> Result<Vec<(i64, DeviceId)>, StoreError> {
 /// rolls back (`clear`), since the ids it made are gone with it.
 #[derive(Default)]
 pub struct Names {
-    ids: [HashMap<String, i64>; 2],
+    ids: [FastMap<String, i64>; 2],
 }
 
 impl Names {

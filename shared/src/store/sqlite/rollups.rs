@@ -19,9 +19,9 @@ use super::series;
 use super::{db_err, StoreError};
 use crate::domain::aggregate::rollup::{leaving, spans, Cascade, Rollup, Stored};
 use crate::model::{DeviceId, Reading, Span, TimeRange, Timestamp};
+use crate::store::FastMap;
 use crate::store::Order;
 use rusqlite::{params, Connection, OptionalExtension};
-use std::collections::HashMap;
 
 /// The spans stored.
 pub const SPANS: [Span; 1] = [Span::Day];
@@ -121,7 +121,7 @@ fn put(conn: &Connection, device: i64, r: &Rollup) -> Result<(), StoreError> {
 /// device's newest reading before the batch.
 pub fn update(
     tx: &Connection,
-    newest: &mut HashMap<(i64, Span), Rollup>,
+    newest: &mut FastMap<(i64, Span), Rollup>,
     device: i64,
     device_id: &DeviceId,
     readings: &[&Reading],
@@ -143,7 +143,7 @@ pub fn update(
 /// read) with readings all newer than it, and remembers the newest after.
 fn append(
     tx: &Connection,
-    newest: &mut HashMap<(i64, Span), Rollup>,
+    newest: &mut FastMap<(i64, Span), Rollup>,
     device: i64,
     span: Span,
     readings: &[&Reading],

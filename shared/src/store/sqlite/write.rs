@@ -7,9 +7,10 @@ use super::names::Names;
 use super::rows::{self, HotRows};
 use crate::domain::aggregate::rollup::Rollup;
 use crate::model::{Reading, Span};
+use crate::store::FastMap;
 use crate::store::StoreError;
 use rusqlite::Connection;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// The single writer: its connection, its cache of ids, and what it
 /// remembers between transactions.
@@ -28,9 +29,9 @@ pub struct Writer {
 /// day (history imported in order) does not read and decode it again.
 #[derive(Default)]
 pub struct Cache {
-    pub newest: HashMap<i64, i64>,
-    pub spans: HashMap<(i64, Span), Rollup>,
-    pub days: HashMap<i64, (i64, Vec<Reading>)>,
+    pub newest: FastMap<i64, i64>,
+    pub spans: FastMap<(i64, Span), Rollup>,
+    pub days: FastMap<i64, (i64, Vec<Reading>)>,
 }
 
 /// Most devices whose last sealed day the writer keeps (a day of readings
@@ -82,12 +83,12 @@ pub fn put_readings<'a>(
     cache: &mut Cache,
     readings: impl Iterator<Item = &'a Reading>,
     now_ms: i64,
-) -> Result<HashMap<i64, Touched<'a>>, StoreError> {
+) -> Result<FastMap<i64, Touched<'a>>, StoreError> {
     let newest = &mut cache.newest;
     let mut hot = HotRows::new();
     let mut sealed: BTreeMap<(i64, i64), Vec<Reading>> = BTreeMap::new();
-    let mut day_is_sealed: HashMap<(i64, i64), bool> = HashMap::new();
-    let mut touched: HashMap<i64, Touched<'a>> = HashMap::new();
+    let mut day_is_sealed: FastMap<(i64, i64), bool> = FastMap::default();
+    let mut touched: FastMap<i64, Touched<'a>> = FastMap::default();
     for r in readings {
         let device = names.device(tx, &r.device_id)?;
         let ts = r.timestamp.millis();
