@@ -11,6 +11,14 @@
 //!   transaction, and a write to a sealed or closed day goes into the block.
 //! - A day is closed `GRACE_MS` after it ends: readings that arrive later
 //!   still reach their block (decoded, merged, encoded again).
+//! - A batch whose readings of a sealed day all come after the day's newest
+//!   (history imported in order) is appended as the day's next *segment*,
+//!   a block of its own in `day_segments`: re-encoding the growing day with
+//!   every batch was a fifth of such an import's CPU. A day's readings are
+//!   its block's, then its segments' in order, each strictly after the one
+//!   before, so a read concatenates them. Any other write to the day, and
+//!   the sealer (every minute, and when the store closes), merges them back
+//!   into the day's block.
 
 use super::db_err;
 use super::rows::{self, Bounds};
@@ -26,7 +34,50 @@ pub const GRACE_MS: i64 = HOUR_MS;
 pub const CREATE: &str = "CREATE TABLE IF NOT EXISTS blocks (
     key  INTEGER PRIMARY KEY,  -- device << 32 | day
     body BLOB NOT NULL         -- domain::block
-);\n";
+);
+CREATE TABLE IF NOT EXISTS day_segments (
+    key  INTEGER NOT NULL,     -- as blocks.key
+    seq  INTEGER NOT NULL,     -- 1, 2, ...: their order in the day
+    body BLOB NOT NULL,        -- domain::block
+    PRIMARY KEY (key, seq)
+) WITHOUT ROWID;\n";
+
+/// A device's rows in a key range, blocks and segments, as (key, seq, body),
+/// in the day's order: ascending, and descending.
+const ROWS: [&str; 2] = [
+    "SELECT key, 0 AS seq, body FROM blocks WHERE key BETWEEN ?1 AND ?2
+     UNION ALL SELECT key, seq, body FROM day_segments WHERE key BETWEEN ?1 AND ?2
+     ORDER BY key, seq",
+    "SELECT key, 0 AS seq, body FROM blocks WHERE key BETWEEN ?1 AND ?2
+     UNION ALL SELECT key, seq, body FROM day_segments WHERE key BETWEEN ?1 AND ?2
+     ORDER BY key DESC, seq DESC",
+];
+
+/// `ROWS` with `LIMIT 1`: a device's first or last row.
+const EDGE_ROWS: [&str; 2] = [
+    "SELECT key, 0 AS seq, body FROM blocks WHERE key BETWEEN ?1 AND ?2
+     UNION ALL SELECT key, seq, body FROM day_segments WHERE key BETWEEN ?1 AND ?2
+     ORDER BY key, seq LIMIT 1",
+    "SELECT key, 0 AS seq, body FROM blocks WHERE key BETWEEN ?1 AND ?2
+     UNION ALL SELECT key, seq, body FROM day_segments WHERE key BETWEEN ?1 AND ?2
+     ORDER BY key DESC, seq DESC LIMIT 1",
+];
+
+fn rows_sql(order: Order) -> &'static str {
+    match order {
+        Order::Asc => ROWS[0],
+        Order::Desc => ROWS[1],
+    }
+}
+
+/// Where a device's day ends as the writer last stored it: its newest time
+/// and the number of the next segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DayEnd {
+    pub day: i64,
+    pub last: i64,
+    pub next_seq: i64,
+}
 
 /// The day (since 1970) a time falls in.
 pub fn day_of(ms: i64) -> i64 {
@@ -64,9 +115,11 @@ fn corrupt(device: &DeviceId, day: i64, e: block::BlockError) -> StoreError {
     StoreError::Corrupt(format!("block of {device} on day {day}: {e}"))
 }
 
-/// Whether a device's day is sealed.
+/// Whether a device's day is sealed (a block, or segments).
 pub fn exists(conn: &Connection, device: i64, day: i64) -> Result<bool, StoreError> {
-    conn.prepare_cached("SELECT 1 FROM blocks WHERE key = ?1")
+    conn.prepare_cached(
+        "SELECT 1 FROM blocks WHERE key = ?1 UNION ALL SELECT 1 FROM day_segments WHERE key = ?1 LIMIT 1",
+    )
         .map_err(db_err)?
         .query_row(params![key(device, day)], |_| Ok(()))
         .optional()
@@ -74,28 +127,33 @@ pub fn exists(conn: &Connection, device: i64, day: i64) -> Result<bool, StoreErr
         .map_err(db_err)
 }
 
-/// A sealed day's readings (none when it is not sealed).
+/// A sealed day's readings, block then segments (none when it is not sealed).
 pub fn load(
     conn: &Connection,
     device: i64,
     device_id: &DeviceId,
     day: i64,
 ) -> Result<Vec<Reading>, StoreError> {
-    let body: Option<Vec<u8>> = conn
-        .prepare_cached("SELECT body FROM blocks WHERE key = ?1")
-        .map_err(db_err)?
-        .query_row(params![key(device, day)], |r| r.get(0))
-        .optional()
+    let mut stmt = conn.prepare_cached(ROWS[0]).map_err(db_err)?;
+    let mut rows = stmt
+        .query(params![key(device, day), key(device, day)])
         .map_err(db_err)?;
-    match body {
-        None => Ok(Vec::new()),
-        Some(body) => block::decode(device_id, &body).map_err(|e| corrupt(device_id, day, e)),
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(db_err)? {
+        let (day, body) = day_and_body(row)?;
+        out.extend(block::decode(device_id, body).map_err(|e| corrupt(device_id, day, e))?);
     }
+    Ok(out)
 }
 
 /// Writes a day's block (readings in strictly increasing time), or removes
-/// it when there are none.
+/// it when there are none; either way the day's segments go (the block
+/// holds the whole day).
 fn put(conn: &Connection, device: i64, day: i64, readings: &[Reading]) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM day_segments WHERE key = ?1")
+        .map_err(db_err)?
+        .execute(params![key(device, day)])
+        .map_err(db_err)?;
     if readings.is_empty() {
         conn.prepare_cached("DELETE FROM blocks WHERE key = ?1")
             .map_err(db_err)?
@@ -113,37 +171,74 @@ fn put(conn: &Connection, device: i64, day: i64, readings: &[Reading]) -> Result
 }
 
 /// Writes readings of one device's day into its block, in the caller's
-/// transaction: the block's readings, then the day's hot rows (moved out of
-/// the family tables), then `new` (its own order: the last of a time wins),
-/// each replacing the one before at the same time. With `new` empty this
-/// seals the day. `known`: the day's readings as this writer last stored
-/// them (then neither the block nor the rows are read). Returns the day's
-/// readings as now stored.
+/// transaction: the block's and segments' readings, then the day's hot rows
+/// (moved out of the family tables), then `new` (its own order: the last of
+/// a time wins), each replacing the one before at the same time. With `new`
+/// empty this seals the day, and merges its segments. Returns where the day
+/// now ends (`None`: it is empty).
 pub fn write_day(
     tx: &Connection,
     (device, device_id): (i64, &DeviceId),
     day: i64,
     new: Vec<Reading>,
-    known: Option<Vec<Reading>>,
-) -> Result<Vec<Reading>, StoreError> {
-    let mut all = match known {
-        Some(known) => known,
-        None => {
-            let mut all = load(tx, device, device_id, day)?;
-            let bounds = day_bounds(day);
-            let hot =
-                rows::device_readings(tx, device, device_id, bounds, Order::Asc, usize::MAX >> 1)?;
-            if !hot.is_empty() {
-                rows::delete_range(tx, device, bounds)?;
-            }
-            all.extend(hot);
-            all
-        }
-    };
+) -> Result<Option<DayEnd>, StoreError> {
+    let mut all = load(tx, device, device_id, day)?;
+    let bounds = day_bounds(day);
+    let hot = rows::device_readings(tx, device, device_id, bounds, Order::Asc, usize::MAX >> 1)?;
+    if !hot.is_empty() {
+        rows::delete_range(tx, device, bounds)?;
+    }
+    all.extend(hot);
     all.extend(new);
     let all = block::normalize(all);
     put(tx, device, day, &all)?;
-    Ok(all)
+    Ok(all.last().map(|r| DayEnd {
+        day,
+        last: r.timestamp.millis(),
+        next_seq: 1,
+    }))
+}
+
+/// Appends readings of a sealed day, in strictly increasing time and all
+/// after `end.last` (the caller's rule: then the day stays in order), as
+/// its next segment. Returns where the day now ends.
+pub fn append(
+    tx: &Connection,
+    device: i64,
+    end: DayEnd,
+    new: &[Reading],
+) -> Result<DayEnd, StoreError> {
+    let Some(newest) = new.last() else {
+        return Ok(end);
+    };
+    debug_assert!(new[0].timestamp.millis() > end.last);
+    let body = block::encode(new).map_err(|e| {
+        StoreError::Corrupt(format!(
+            "segment of device {device} on day {}: {e}",
+            end.day
+        ))
+    })?;
+    tx.prepare_cached("INSERT INTO day_segments (key, seq, body) VALUES (?1, ?2, ?3)")
+        .map_err(db_err)?
+        .execute(params![key(device, end.day), end.next_seq, body])
+        .map_err(db_err)?;
+    Ok(DayEnd {
+        day: end.day,
+        last: newest.timestamp.millis(),
+        next_seq: end.next_seq + 1,
+    })
+}
+
+/// The first day of a device that has segments, to merge into its block.
+pub fn first_segmented(conn: &Connection, device: i64) -> Result<Option<i64>, StoreError> {
+    conn.prepare_cached("SELECT key FROM day_segments WHERE key BETWEEN ?1 AND ?2 LIMIT 1")
+        .map_err(db_err)?
+        .query_row(params![key(device, 0), key(device, LAST_DAY)], |r| {
+            r.get::<_, i64>(0)
+        })
+        .optional()
+        .map(|k| k.map(|k| k & LAST_DAY))
+        .map_err(db_err)
 }
 
 /// The first day of a device that has hot rows and is closed at `now_ms`.
@@ -174,11 +269,7 @@ pub fn readings(
     if bounds.is_empty() || n == 0 {
         return Ok((out, decoded));
     }
-    let sql = match order {
-        Order::Asc => "SELECT key, body FROM blocks WHERE key BETWEEN ?1 AND ?2 ORDER BY key ASC",
-        Order::Desc => "SELECT key, body FROM blocks WHERE key BETWEEN ?1 AND ?2 ORDER BY key DESC",
-    };
-    let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
+    let mut stmt = conn.prepare_cached(rows_sql(order)).map_err(db_err)?;
     let mut found = stmt
         .query(params![
             key(device, day_of(bounds.lo)),
@@ -219,28 +310,27 @@ pub fn readings(
     Ok((out, decoded))
 }
 
-/// A `SELECT key, body` row: its day and its block's bytes.
+/// A `ROWS` row (key, seq, body): its day and its block's bytes.
 fn day_and_body<'r>(row: &'r rusqlite::Row<'_>) -> Result<(i64, &'r [u8]), StoreError> {
     let k: i64 = row.get(0).map_err(db_err)?;
     let body = row
-        .get_ref(1)
+        .get_ref(2)
         .map_err(db_err)?
         .as_blob()
         .map_err(|e| StoreError::Unavailable(format!("sqlite: {e}")))?;
     Ok((k & LAST_DAY, body))
 }
 
-/// A device's blocks of the days `days` with their day, oldest first,
-/// headers only: for counts and box tests without decoding.
+/// A device's blocks and segments of the days `days` with their day, oldest
+/// first (a day with segments comes more than once), headers only: for
+/// counts and box tests without decoding.
 pub fn headers(
     conn: &Connection,
     device: i64,
     device_id: &DeviceId,
     days: std::ops::RangeInclusive<i64>,
 ) -> Result<Vec<(i64, block::BlockHeader)>, StoreError> {
-    let mut stmt = conn
-        .prepare_cached("SELECT key, body FROM blocks WHERE key BETWEEN ?1 AND ?2 ORDER BY key")
-        .map_err(db_err)?;
+    let mut stmt = conn.prepare_cached(ROWS[0]).map_err(db_err)?;
     let mut found = stmt
         .query(params![
             key(device, *days.start()),
@@ -268,19 +358,14 @@ pub fn time_span(
     device_id: &DeviceId,
 ) -> Result<Option<(i64, i64)>, StoreError> {
     let edge = |order: Order| -> Result<Option<block::BlockHeader>, StoreError> {
-        let sql = match order {
-            Order::Asc => {
-                "SELECT key, body FROM blocks WHERE key BETWEEN ?1 AND ?2 ORDER BY key ASC LIMIT 1"
-            }
-            Order::Desc => {
-                "SELECT key, body FROM blocks WHERE key BETWEEN ?1 AND ?2 ORDER BY key DESC LIMIT 1"
-            }
-        };
         let row: Option<(i64, Vec<u8>)> = conn
-            .prepare_cached(sql)
+            .prepare_cached(match order {
+                Order::Asc => EDGE_ROWS[0],
+                Order::Desc => EDGE_ROWS[1],
+            })
             .map_err(db_err)?
             .query_row(params![key(device, 0), key(device, LAST_DAY)], |r| {
-                Ok((r.get(0)?, r.get(1)?))
+                Ok((r.get(0)?, r.get(2)?))
             })
             .optional()
             .map_err(db_err)?;
@@ -308,10 +393,15 @@ pub fn delete_before(
             gone += header.count as usize;
         }
     }
-    tx.prepare_cached("DELETE FROM blocks WHERE key >= ?1 AND key < ?2")
-        .map_err(db_err)?
-        .execute(params![key(device, 0), key(device, day)])
-        .map_err(db_err)?;
+    for sql in [
+        "DELETE FROM blocks WHERE key >= ?1 AND key < ?2",
+        "DELETE FROM day_segments WHERE key >= ?1 AND key < ?2",
+    ] {
+        tx.prepare_cached(sql)
+            .map_err(db_err)?
+            .execute(params![key(device, 0), key(device, day)])
+            .map_err(db_err)?;
+    }
     let straddling = load(tx, device, device_id, day)?;
     let kept: Vec<Reading> = straddling
         .iter()

@@ -28,7 +28,9 @@ use std::sync::OnceLock;
 /// 2. the family tables, no rollups;
 /// 3. hour and day rollups;
 /// 4. sealed days in `blocks`; hour rollups computed, not stored.
-pub const VERSION: i64 = 4;
+/// 5. `day_segments`: history appended to a sealed day, merged by the sealer
+///    (created on open; a version 4 file needs nothing else).
+pub const VERSION: i64 = 5;
 
 /// The families, each with its table.
 pub const FAMILIES: [ReadingKind; 4] = [

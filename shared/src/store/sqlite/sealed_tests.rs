@@ -326,6 +326,113 @@ async fn today_stays_in_rows_until_it_closes() {
     assert_eq!(store.stored_readings().await.unwrap(), 600);
 }
 
+fn segment_rows(store: &SqliteStore) -> i64 {
+    store
+        .lock()
+        .conn
+        .query_row("SELECT count(*) FROM day_segments", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// Three devices' two days, in time order, in batches of `batch`.
+fn in_order(batch: usize) -> Vec<Vec<Reading>> {
+    let history: Vec<Reading> = (0..2 * 1440)
+        .flat_map(|m| {
+            [
+                make(0, m, 0, 0.25),
+                make(1, m, 1, 0.5),
+                make(2, m, 3, 0.125),
+            ]
+        })
+        .collect();
+    history.chunks(batch).map(|c| c.to_vec()).collect()
+}
+
+/// History written in order into sealed days goes in as segments (each
+/// batch encoded once), reads as rows do, and the sealer merges the
+/// segments into their day's block; a late reading merges its day at once.
+#[tokio::test]
+async fn history_in_order_is_appended_as_segments_and_merged_by_the_sealer() {
+    let batches = in_order(300);
+    let rows = SqliteStore::in_memory().unwrap();
+    written(&rows, &batches, NEVER);
+    let want = answers(&rows).await;
+
+    let store = SqliteStore::in_memory().unwrap();
+    written(&store, &batches, Timestamp::now().millis());
+    assert_eq!(hot_rows(&store), 0);
+    assert_eq!(
+        block_rows(&store),
+        6,
+        "each device-day's first batch wrote its block"
+    );
+    // 3 devices x 2 days x 1440 minutes in batches of 100 minutes: 29
+    // batches, 2 of which open a day; the rest append to 3 devices' days.
+    assert_eq!(segment_rows(&store), 3 * (29 - 2 + 1));
+    assert!(want == answers(&store).await, "segments read as rows");
+    assert_eq!(store.stored_readings().await.unwrap(), 3 * 2 * 1440);
+
+    // A late reading into a day with segments merges that day.
+    let mut late = make(1, 0, 1, 0.75);
+    late.timestamp = Timestamp::from_millis(START + 30_000).unwrap();
+    assert!(store
+        .write_readings(&[late.clone()])
+        .await
+        .unwritten
+        .is_empty());
+    assert_eq!(
+        segment_rows(&store),
+        3 * 28 - 14,
+        "sensor-1's first day lost its 14 segments"
+    );
+    let page = store
+        .device_readings(&late.device_id, &request(Order::Asc, 3, None))
+        .await
+        .unwrap();
+    assert_eq!(page.readings[1], late);
+
+    let writer = store.writer.clone();
+    let merged = sealer::seal_all(&writer, Timestamp::now().millis(), None).unwrap();
+    assert_eq!(merged, 5, "every day that still had segments");
+    assert_eq!((segment_rows(&store), block_rows(&store)), (0, 6));
+    assert_eq!(store.stored_readings().await.unwrap(), 3 * 2 * 1440 + 1);
+    // The next batch of a merged day starts a new segment, read in place.
+    let next: Vec<Reading> = (2 * 1440..2 * 1440 + 10)
+        .map(|m| make(2, m, 3, 0.5))
+        .collect();
+    assert!(store.write_readings(&next).await.unwritten.is_empty());
+    let newest = store
+        .device_readings(&next[0].device_id, &request(Order::Desc, 1, None))
+        .await
+        .unwrap();
+    assert_eq!(newest.readings, [next[9].clone()]);
+}
+
+/// Retention cuts through a day of segments as through a block.
+#[tokio::test]
+async fn retention_deletes_inside_a_day_of_segments() {
+    let store = SqliteStore::in_memory()
+        .unwrap()
+        .with_retention(Retention::days(1));
+    written(&store, &in_order(300), Timestamp::now().millis());
+    assert!(segment_rows(&store) > 0);
+    // Kept after 12:00 of the second day (the reading at the cut expires).
+    let now_s = (START + 86_400_000 + 12 * 3_600_000) / 1000 + 86_400;
+    let gone = store.delete_expired(now_s).await.unwrap();
+    assert_eq!(gone, 3 * (1440 + 721));
+    assert_eq!(store.stored_readings().await.unwrap(), 3 * 719);
+    // (Reads hide all of it: the retention counts from the real clock.)
+    let d = DeviceId::parse("sensor-2").unwrap();
+    let w = store.lock();
+    let id = names::find(&w.conn, names::DEVICE, d.as_str())
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        blocks::time_span(&w.conn, id, &d).unwrap(),
+        Some((at(1440 + 721).millis(), at(2 * 1440 - 1).millis()))
+    );
+}
+
 #[tokio::test]
 async fn retention_deletes_inside_a_block() {
     let store = SqliteStore::in_memory()

@@ -1,8 +1,10 @@
 //! Sealing: a device's closed day moves from hot rows into its block, in
 //! one transaction, so a crash at any point leaves every reading either in
-//! its rows or in its block. A thread of a file's store seals what closed
-//! every `EVERY`; `seal_all` is also what converts a file from an earlier
-//! version (all rows) on its first open.
+//! its rows or in its block; a day's segments (history appended in order)
+//! are merged into its block the same way. A thread of a file's store seals
+//! what closed every `EVERY`, and once more when the store closes, so a
+//! stopped file has no segments; `seal_all` is also what converts a file
+//! from an earlier version (all rows) on its first open.
 
 use super::periodic::Periodic;
 use super::write::Writer;
@@ -46,10 +48,14 @@ pub fn seal_all(
             let mut w = lock();
             let sealed = (|| -> Result<bool, StoreError> {
                 let tx = w.conn.transaction().map_err(db_err)?;
-                let Some(day) = blocks::first_unsealed(&tx, device, now_ms)? else {
-                    return Ok(false);
+                let day = match blocks::first_unsealed(&tx, device, now_ms)? {
+                    Some(day) => day,
+                    None => match blocks::first_segmented(&tx, device)? {
+                        Some(day) => day,
+                        None => return Ok(false),
+                    },
                 };
-                blocks::write_day(&tx, (device, &device_id), day, Vec::new(), None)?;
+                blocks::write_day(&tx, (device, &device_id), day, Vec::new())?;
                 tx.commit().map_err(db_err)?;
                 Ok(true)
             })();
@@ -74,7 +80,8 @@ pub fn seal_all(
     Ok(done)
 }
 
-/// How many (device, day) pairs have hot rows in days closed at `now_ms`.
+/// How many (device, day) pairs have hot rows in days closed at `now_ms`, or
+/// segments.
 fn closed_days(conn: &rusqlite::Connection, now_ms: i64) -> Result<usize, StoreError> {
     let union: Vec<String> = schema::families()
         .iter()
@@ -86,28 +93,33 @@ fn closed_days(conn: &rusqlite::Connection, now_ms: i64) -> Result<usize, StoreE
             )
         })
         .collect();
-    conn.query_row(
-        &format!("SELECT count(*) FROM ({})", union.join(" UNION ")),
-        [blocks::closed_before(now_ms)],
-        |r| r.get::<_, i64>(0),
-    )
-    .map(|n| n as usize)
-    .map_err(db_err)
+    let hot = conn
+        .query_row(
+            &format!("SELECT count(*) FROM ({})", union.join(" UNION ")),
+            [blocks::closed_before(now_ms)],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(db_err)?;
+    let segmented = conn
+        .query_row("SELECT count(DISTINCT key) FROM day_segments", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map_err(db_err)?;
+    Ok((hot + segmented) as usize)
 }
 
-/// The background sealer of a file's store: a pass every `EVERY`.
+/// The background sealer of a file's store: a pass every `EVERY`, and a
+/// last one when the store closes.
 pub fn start(writer: Arc<Mutex<Writer>>) -> Result<Periodic, StoreError> {
-    Periodic::start(
-        "sqlite-sealer",
-        EVERY,
-        writer,
-        |writer| match seal_all(writer, Timestamp::now().millis(), None) {
-            Ok(0) => {}
-            Ok(days) => tracing::info!(days, "sealed closed days into blocks"),
-            Err(e) => {
-                tracing::warn!(error = %e, "sealing failed; the rows stay, the next pass retries")
-            }
-        },
-        drop,
-    )
+    Periodic::start("sqlite-sealer", EVERY, writer, pass, |writer| pass(&writer))
+}
+
+fn pass(writer: &Arc<Mutex<Writer>>) {
+    match seal_all(writer, Timestamp::now().millis(), None) {
+        Ok(0) => {}
+        Ok(days) => tracing::info!(days, "sealed closed days (and merged segments) into blocks"),
+        Err(e) => {
+            tracing::warn!(error = %e, "sealing failed; the rows stay, the next pass retries")
+        }
+    }
 }

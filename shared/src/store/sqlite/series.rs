@@ -200,10 +200,14 @@ pub fn sealed_in_box(
     let days =
         blocks::day_of(inside.range.from().millis())..=blocks::day_of(inside.range.last().millis());
     for (device, device_id) in devices {
+        // A day with segments has a header per row: it is read once, when
+        // the first of them meets the box.
+        let mut read_day = None;
         for (day, header) in blocks::headers(conn, *device, device_id, days.clone())? {
-            if !meets(&header) {
+            if read_day == Some(day) || !meets(&header) {
                 continue;
             }
+            read_day = Some(day);
             let (readings, decoded) = blocks::readings(
                 conn,
                 *device,

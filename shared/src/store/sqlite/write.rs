@@ -6,6 +6,7 @@ use super::blocks;
 use super::names::Names;
 use super::rows::{self, HotRows};
 use crate::domain::aggregate::rollup::Rollup;
+use crate::domain::block;
 use crate::model::{Reading, Span};
 use crate::store::FastMap;
 use crate::store::StoreError;
@@ -24,21 +25,18 @@ pub struct Writer {
 /// that rolled back): each device's newest time, which tells a new key (the
 /// common case: one insert per family) from a replaced one (its old rows are
 /// deleted first, in every family, so the last write of a key wins whole);
-/// its newest day rollup as stored (what an append continues); and the
-/// sealed day it last wrote, as stored, so that the next batch of the same
-/// day (history imported in order) does not read and decode it again.
+/// its newest day rollup as stored (what an append continues); and where
+/// the sealed day it last wrote ends, so that the next batch of the same day
+/// (history imported in order) is appended as a segment, not merged.
 #[derive(Default)]
 pub struct Cache {
     pub newest: FastMap<i64, i64>,
     pub spans: FastMap<(i64, Span), Rollup>,
-    pub days: FastMap<i64, (i64, Vec<Reading>)>,
+    pub day_ends: FastMap<i64, blocks::DayEnd>,
 }
 
-/// Most devices whose last sealed day the writer keeps (a day of readings
-/// each: about 200 KB at one a minute).
-const KEPT_DAYS: usize = 256;
-/// Largest day kept: a day at one reading every 10 s.
-const KEPT_DAY_READINGS: usize = 8640;
+/// Most devices whose last sealed day's end the writer keeps.
+const KEPT_DAY_ENDS: usize = 4096;
 
 /// A device's readings in a batch, in time order, and whether every one is
 /// newer than its readings before the batch (then its rollups just continue).
@@ -58,7 +56,7 @@ impl Writer {
 
     /// Forgets a device's sealed day (another path rewrote its blocks).
     pub fn forget_day(&mut self, device: i64) {
-        self.cache.days.remove(&device);
+        self.cache.day_ends.remove(&device);
     }
 
     /// Forgets what a rolled-back transaction may have cached.
@@ -126,17 +124,27 @@ pub fn put_readings<'a>(
     }
     hot.insert(tx)?;
     for ((device, day), new) in sealed {
-        let device_id = new[0].device_id.clone();
-        let known = match cache.days.remove(&device) {
-            Some((d, readings)) if d == day => Some(readings),
+        // A day this writer stored last, and readings all after its end:
+        // the next segment. Anything else merges the day (and its rows).
+        let end = match cache.day_ends.remove(&device) {
+            Some(end) if end.day == day => Some(end),
             _ => None,
         };
-        let stored = blocks::write_day(tx, (device, &device_id), day, new, known)?;
-        if stored.len() <= KEPT_DAY_READINGS {
-            if cache.days.len() >= KEPT_DAYS {
-                cache.days.clear();
+        let new = block::normalize(new);
+        let stored = match end {
+            Some(end) if new[0].timestamp.millis() > end.last => {
+                Some(blocks::append(tx, device, end, &new)?)
             }
-            cache.days.insert(device, (day, stored));
+            _ => {
+                let device_id = new[0].device_id.clone();
+                blocks::write_day(tx, (device, &device_id), day, new)?
+            }
+        };
+        if let Some(end) = stored {
+            if cache.day_ends.len() >= KEPT_DAY_ENDS {
+                cache.day_ends.clear();
+            }
+            cache.day_ends.insert(device, end);
         }
     }
     for t in touched.values_mut() {
