@@ -141,6 +141,12 @@ impl SqliteStore {
         // anything is written; a file that exists keeps its own.
         conn.pragma_update(None, "page_size", PAGE_BYTES)
             .map_err(db_err)?;
+        // A new file gives the pages that sealing frees (rows moved into
+        // blocks, segments merged) back to the file system after each
+        // sealer pass (`sealer::release_free_pages`); set, like the page
+        // size, before anything is written, and a no-op on a file that exists.
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")
+            .map_err(db_err)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(db_err)?;
         // NORMAL is durable across application crashes in WAL mode; only a power

@@ -408,6 +408,41 @@ async fn history_in_order_is_appended_as_segments_and_merged_by_the_sealer() {
     assert_eq!(newest.readings, [next[9].clone()]);
 }
 
+/// A new file gives back the pages that merged segments and sealed rows
+/// free: after a sealer pass it has no free page, and it is no larger than
+/// the same history written straight into blocks.
+#[tokio::test]
+async fn a_new_file_gives_back_what_merging_segments_frees() {
+    let dir = std::env::temp_dir().join(format!("segments-vacuum-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let size = |name: &str, batch: usize| {
+        let path = dir.join(name);
+        let store = SqliteStore::open(&path).unwrap();
+        written(&store, &in_order(batch), Timestamp::now().millis());
+        let writer = store.writer.clone();
+        sealer::seal_all(&writer, Timestamp::now().millis(), None).unwrap();
+        sealer::release_free_pages(&writer).unwrap();
+        let w = writer.lock().unwrap();
+        let pragma = |p: &str| -> i64 { w.conn.query_row(p, [], |r| r.get(0)).unwrap() };
+        let (vacuum, free, pages) = (
+            pragma("PRAGMA auto_vacuum"),
+            pragma("PRAGMA freelist_count"),
+            pragma("PRAGMA page_count"),
+        );
+        assert_eq!((vacuum, free), (2, 0), "{name}: incremental, nothing free");
+        pages
+    };
+    // In order in small batches (segments, merged), and in one batch a day
+    // (each day's block written whole, nothing to merge).
+    let segmented = size("segmented.db", 300);
+    let whole = size("whole.db", 3 * 1440);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        segmented <= whole + 1,
+        "{segmented} pages after merging segments, {whole} written whole"
+    );
+}
+
 /// Retention cuts through a day of segments as through a block.
 #[tokio::test]
 async fn retention_deletes_inside_a_day_of_segments() {

@@ -117,9 +117,28 @@ pub fn start(writer: Arc<Mutex<Writer>>) -> Result<Periodic, StoreError> {
 fn pass(writer: &Arc<Mutex<Writer>>) {
     match seal_all(writer, Timestamp::now().millis(), None) {
         Ok(0) => {}
-        Ok(days) => tracing::info!(days, "sealed closed days (and merged segments) into blocks"),
+        Ok(days) => {
+            tracing::info!(days, "sealed closed days (and merged segments) into blocks");
+            if let Err(e) = release_free_pages(writer) {
+                tracing::warn!(error = %e, "giving free pages back failed; they are reused");
+            }
+        }
         Err(e) => {
             tracing::warn!(error = %e, "sealing failed; the rows stay, the next pass retries")
         }
     }
+}
+
+/// Gives the file's free pages back to the file system: what sealing left
+/// (rows moved into blocks, segments merged into them), which would
+/// otherwise stay in the file until later writes reuse them. Only a file
+/// with incremental auto-vacuum (every new one) can; on another this does
+/// nothing.
+pub fn release_free_pages(writer: &Mutex<Writer>) -> Result<(), StoreError> {
+    let w = writer.lock().unwrap_or_else(|p| p.into_inner());
+    // It frees a page a step: stepped to its end.
+    let mut stmt = w.conn.prepare("PRAGMA incremental_vacuum").map_err(db_err)?;
+    let mut steps = stmt.query([]).map_err(db_err)?;
+    while steps.next().map_err(db_err)?.is_some() {}
+    Ok(())
 }
