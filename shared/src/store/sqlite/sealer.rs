@@ -137,7 +137,10 @@ fn pass(writer: &Arc<Mutex<Writer>>) {
 pub fn release_free_pages(writer: &Mutex<Writer>) -> Result<(), StoreError> {
     let w = writer.lock().unwrap_or_else(|p| p.into_inner());
     // It frees a page a step: stepped to its end.
-    let mut stmt = w.conn.prepare("PRAGMA incremental_vacuum").map_err(db_err)?;
+    let mut stmt = w
+        .conn
+        .prepare("PRAGMA incremental_vacuum")
+        .map_err(db_err)?;
     let mut steps = stmt.query([]).map_err(db_err)?;
     while steps.next().map_err(db_err)?.is_some() {}
     Ok(())
