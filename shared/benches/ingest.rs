@@ -128,40 +128,30 @@ fn ingest_cpu(c: &mut Criterion) {
                 format!("{head},friendly_name_str=\"Meter\" {ts}\n")
             })
             .collect();
+        // Every reading of a line-protocol body, as `/write` parses it.
+        let parse = |lines: &str| {
+            let parsed = shared::ingest::line_protocol::parse(
+                black_box(lines),
+                shared::ingest::line_protocol::Precision::Nanoseconds,
+                now,
+                |_| None,
+            )
+            .unwrap();
+            assert_eq!(parsed.readings.len(), n);
+            parsed
+        };
         // Line protocol alone: what `/write` spends before the store.
         group.bench_with_input(
             BenchmarkId::new("line_protocol_parse_validate", n),
             &lines,
-            |b, lines| {
-                b.iter(|| {
-                    let parsed = shared::ingest::line_protocol::parse(
-                        black_box(lines),
-                        shared::ingest::line_protocol::Precision::Nanoseconds,
-                        now,
-                        |_| None,
-                    )
-                    .unwrap();
-                    assert_eq!(parsed.readings.len(), n);
-                    black_box(parsed)
-                })
-            },
+            |b, lines| b.iter(|| black_box(parse(lines))),
         );
         for (name, body) in [
             ("line_protocol_parse_validate_build_items", &lines),
             ("line_protocol_quoted_parse_validate_build_items", &quoted),
         ] {
             group.bench_with_input(BenchmarkId::new(name, n), body, |b, lines| {
-                b.iter(|| {
-                    let parsed = shared::ingest::line_protocol::parse(
-                        black_box(lines),
-                        shared::ingest::line_protocol::Precision::Nanoseconds,
-                        now,
-                        |_| None,
-                    )
-                    .unwrap();
-                    assert_eq!(parsed.readings.len(), n);
-                    black_box(items(&parsed.readings))
-                })
+                b.iter(|| black_box(items(&parse(lines).readings)))
             });
         }
     }

@@ -79,20 +79,22 @@ impl Measurement {
         }
     }
 
-    /// A stored reading's measurement (a block's), checked only for what the
-    /// type relies on: some values, in catalogue order, each once. Its values
-    /// passed `new` when they were written; a range narrowed in a later
-    /// version must not make them unreadable, and a page of 10,000 decoded
-    /// readings spent a twentieth of its time checking ranges again.
+    /// A stored reading's measurement (every store's reader: rows, blocks,
+    /// the registry's latest reading), checked only for what the type relies
+    /// on: some values, each quantity once. Its values passed `new` when they
+    /// were written; a range narrowed in a later version must not make them
+    /// unreadable, and a page of 10,000 decoded readings spent a twentieth of
+    /// its time checking ranges again.
     pub fn from_stored(
         room: Option<RoomId>,
-        values: Vec<(Quantity, f64)>,
+        mut values: Vec<(Quantity, f64)>,
     ) -> Result<Self, &'static str> {
         if values.is_empty() {
             return Err("no value");
         }
+        values.sort_by_key(|(q, _)| *q);
         if !values.windows(2).all(|w| w[0].0 < w[1].0) {
-            return Err("values out of catalogue order");
+            return Err("a quantity twice");
         }
         Ok(Self { room, values })
     }
@@ -185,14 +187,15 @@ impl Reading {
     }
 
     /// A reading as a store wrote it with `serde` (its registry's latest
-    /// reading): past the boundary, so no bound on how recent, and a climate
-    /// reading without a room (line protocol stores those) is what it was.
+    /// reading), read as it was (`Measurement::from_stored`): no bound on how
+    /// recent, no range checked again, and a climate reading without a room
+    /// (line protocol stores those) stays without one.
     pub fn from_stored_json(value: &Value) -> Result<Reading, Vec<FieldProblem>> {
         Self::from_raw_as(
             &RawReading::of(value),
             Timestamp::MAX,
             |_| None,
-            Room::AsStored,
+            Source::Stored,
         )
     }
 
@@ -202,14 +205,14 @@ impl Reading {
         now: Timestamp,
         room_of: impl Fn(&DeviceId) -> Option<RoomId>,
     ) -> Result<Reading, Vec<FieldProblem>> {
-        Self::from_raw_as(raw, now, room_of, Room::RequiredForClimate)
+        Self::from_raw_as(raw, now, room_of, Source::Request)
     }
 
     fn from_raw_as(
         raw: &RawReading<'_>,
         now: Timestamp,
         room_of: impl Fn(&DeviceId) -> Option<RoomId>,
-        room_rule: Room,
+        source: Source,
     ) -> Result<Reading, Vec<FieldProblem>> {
         let obj = match raw {
             RawReading::Object(fields) => fields.as_slice(),
@@ -285,7 +288,7 @@ impl Reading {
             .chain(value_problems.iter().map(|(q, _)| q))
             .any(|q| q.family() == ReadingKind::Climate);
         let room = match field(obj, "room") {
-            None | Some(RawValue::Null) if climate && room_rule == Room::RequiredForClimate => {
+            None | Some(RawValue::Null) if climate && source == Source::Request => {
                 match device_id.as_ref().map(&room_of) {
                     Some(Some(room)) => Some(room),
                     Some(None) => {
@@ -311,7 +314,7 @@ impl Reading {
             }
         };
         // Range problems of the numbers that did parse, with the type problems, in catalogue order.
-        for (q, v) in &values {
+        for (q, v) in values.iter().filter(|_| source == Source::Request) {
             if let Err(p) = bounded(q.name(), *v, q.spec().range) {
                 value_problems.push((*q, p));
             }
@@ -319,9 +322,14 @@ impl Reading {
         value_problems.sort_by_key(|(q, _)| *q);
         let quantities_ok = value_problems.is_empty();
         problems.extend(value_problems.into_iter().map(|(_, p)| p));
-        let room_ok = room.is_some() || !climate || room_rule == Room::AsStored;
+        let room_ok = room.is_some() || !climate || source == Source::Stored;
         let measurement = if quantities_ok && room_ok {
-            match Measurement::new(room, values) {
+            let measured = match source {
+                Source::Request => Measurement::new(room, values),
+                Source::Stored => Measurement::from_stored(room, values)
+                    .map_err(|m| vec![FieldProblem::new("", m)]),
+            };
+            match measured {
                 Ok(m) => Some(m),
                 Err(ps) => {
                     problems.extend(ps);
@@ -358,12 +366,13 @@ impl Reading {
     }
 }
 
-/// Whether a climate reading needs a room: at the JSON boundary it does (the
-/// body's, or its device's registered one); a stored reading is as it was.
+/// Where a reading's JSON comes from: a request (a climate reading needs a
+/// room, the body's or its device's registered one, and every value its
+/// range), or a store (the reading is read as it was written).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Room {
-    RequiredForClimate,
-    AsStored,
+enum Source {
+    Request,
+    Stored,
 }
 
 /// Epoch numbers below this are seconds, from it milliseconds. 1e11 s is the
@@ -506,6 +515,30 @@ mod tests {
 
     fn no_room(_: &DeviceId) -> Option<RoomId> {
         None
+    }
+
+    /// A stored reading reads back as it was written: a climate reading
+    /// without a room, a value outside today's range (a range narrowed by a
+    /// later version) are refused at the boundary, not when read back.
+    #[test]
+    fn a_stored_reading_reads_as_it_was_written() {
+        let v =
+            json!({"device_id": "s-1", "timestamp": "2026-11-21T01:00:00Z", "temperature": 200.0});
+        let refused = Reading::from_json(&v, now(), no_room).unwrap_err();
+        let fields: Vec<&str> = refused.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, ["room", "temperature"]);
+        let r = Reading::from_stored_json(&v).unwrap();
+        assert_eq!(
+            (r.room(), r.get(Quantity::Temperature)),
+            (None, Some(200.0))
+        );
+        let twice =
+            Measurement::from_stored(None, vec![(Quantity::Power, 1.0), (Quantity::Power, 2.0)]);
+        assert_eq!(twice.unwrap_err(), "a quantity twice");
+        assert_eq!(
+            Measurement::from_stored(None, vec![]).unwrap_err(),
+            "no value"
+        );
     }
 
     fn fields(problems: &[FieldProblem]) -> Vec<&str> {

@@ -43,24 +43,24 @@ CREATE TABLE IF NOT EXISTS day_segments (
 ) WITHOUT ROWID;\n";
 
 /// A device's rows in a key range, blocks and segments, as (key, seq, body),
-/// in the day's order: ascending, and descending.
-const ROWS: [&str; 2] = [
-    "SELECT key, 0 AS seq, body FROM blocks WHERE key BETWEEN ?1 AND ?2
-     UNION ALL SELECT key, seq, body FROM day_segments WHERE key BETWEEN ?1 AND ?2
-     ORDER BY key, seq",
-    "SELECT key, 0 AS seq, body FROM blocks WHERE key BETWEEN ?1 AND ?2
-     UNION ALL SELECT key, seq, body FROM day_segments WHERE key BETWEEN ?1 AND ?2
-     ORDER BY key DESC, seq DESC",
-];
+/// in the day's order, then `$tail` (the order, and a limit).
+macro_rules! rows_sql {
+    ($tail:literal) => {
+        concat!(
+            "SELECT key, 0 AS seq, body FROM blocks WHERE key BETWEEN ?1 AND ?2
+             UNION ALL SELECT key, seq, body FROM day_segments WHERE key BETWEEN ?1 AND ?2
+             ORDER BY ",
+            $tail
+        )
+    };
+}
 
-/// `ROWS` with `LIMIT 1`: a device's first or last row.
+/// Every row, ascending and descending.
+const ROWS: [&str; 2] = [rows_sql!("key, seq"), rows_sql!("key DESC, seq DESC")];
+/// The first row and the last.
 const EDGE_ROWS: [&str; 2] = [
-    "SELECT key, 0 AS seq, body FROM blocks WHERE key BETWEEN ?1 AND ?2
-     UNION ALL SELECT key, seq, body FROM day_segments WHERE key BETWEEN ?1 AND ?2
-     ORDER BY key, seq LIMIT 1",
-    "SELECT key, 0 AS seq, body FROM blocks WHERE key BETWEEN ?1 AND ?2
-     UNION ALL SELECT key, seq, body FROM day_segments WHERE key BETWEEN ?1 AND ?2
-     ORDER BY key DESC, seq DESC LIMIT 1",
+    rows_sql!("key, seq LIMIT 1"),
+    rows_sql!("key DESC, seq DESC LIMIT 1"),
 ];
 
 fn rows_sql(order: Order) -> &'static str {

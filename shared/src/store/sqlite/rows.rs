@@ -226,8 +226,8 @@ fn reading(
     Ok(Reading {
         device_id: device.clone(),
         timestamp: Timestamp::from_millis(ts).map_err(|e| corrupt(e.to_string()))?,
-        measurement: Measurement::new(room, values)
-            .map_err(|p| corrupt(format!("{device} at {ts}: {p:?}")))?,
+        measurement: Measurement::from_stored(room, values)
+            .map_err(|p| corrupt(format!("{device} at {ts}: {p}")))?,
     })
 }
 

@@ -201,25 +201,22 @@ fn written(store: &SqliteStore, batches: &[Vec<Reading>], now_ms: i64) {
 }
 
 fn hot_rows(store: &SqliteStore) -> i64 {
-    let w = store.lock();
     schema::families()
         .iter()
-        .map(|f| {
-            w.conn
-                .query_row(&format!("SELECT count(*) FROM {}", f.table), [], |r| {
-                    r.get::<_, i64>(0)
-                })
-                .unwrap()
-        })
+        .map(|f| table_rows(store, &f.table))
         .sum()
 }
 
-fn block_rows(store: &SqliteStore) -> i64 {
+fn table_rows(store: &SqliteStore, table: &str) -> i64 {
     store
         .lock()
         .conn
-        .query_row("SELECT count(*) FROM blocks", [], |r| r.get(0))
+        .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
         .unwrap()
+}
+
+fn block_rows(store: &SqliteStore) -> i64 {
+    table_rows(store, "blocks")
 }
 
 proptest! {
@@ -327,11 +324,7 @@ async fn today_stays_in_rows_until_it_closes() {
 }
 
 fn segment_rows(store: &SqliteStore) -> i64 {
-    store
-        .lock()
-        .conn
-        .query_row("SELECT count(*) FROM day_segments", [], |r| r.get(0))
-        .unwrap()
+    table_rows(store, "day_segments")
 }
 
 /// Three devices' two days, in time order, in batches of `batch`.
@@ -396,11 +389,15 @@ async fn history_in_order_is_appended_as_segments_and_merged_by_the_sealer() {
     assert_eq!(merged, 5, "every day that still had segments");
     assert_eq!((segment_rows(&store), block_rows(&store)), (0, 6));
     assert_eq!(store.stored_readings().await.unwrap(), 3 * 2 * 1440 + 1);
-    // The next batch of a merged day starts a new segment, read in place.
+    // A new day: its first batch writes its block, the next is a segment,
+    // and the newest reading is read from it.
     let next: Vec<Reading> = (2 * 1440..2 * 1440 + 10)
         .map(|m| make(2, m, 3, 0.5))
         .collect();
-    assert!(store.write_readings(&next).await.unwritten.is_empty());
+    for half in next.chunks(5) {
+        assert!(store.write_readings(half).await.unwritten.is_empty());
+    }
+    assert_eq!((segment_rows(&store), block_rows(&store)), (1, 7));
     let newest = store
         .device_readings(&next[0].device_id, &request(Order::Desc, 1, None))
         .await
