@@ -72,7 +72,7 @@ impl RegistryCache {
     /// The snapshot, for what room each device is in (ingest): as `current`,
     /// but a cache whose latest values alone are stale is served as it is.
     pub async fn current_for_rooms<S: Store>(&self, store: &S) -> Arc<RegistrySnapshot> {
-        self.current_unless(store, |inner| inner.stale.load(Ordering::Acquire))
+        self.current_reloaded_if(store, |inner| inner.stale.load(Ordering::Acquire))
             .await
     }
 
@@ -80,14 +80,14 @@ impl RegistryCache {
     /// current snapshot is returned; when invalidated, it is reloaded first. A
     /// failed reload keeps serving the old snapshot (and is logged).
     pub async fn current<S: Store>(&self, store: &S) -> Arc<RegistrySnapshot> {
-        self.current_unless(store, |inner| {
+        self.current_reloaded_if(store, |inner| {
             inner.stale.load(Ordering::Acquire) || inner.stale_latest.load(Ordering::Acquire)
         })
         .await
     }
 
     /// The snapshot, reloaded first when `stale` says so.
-    async fn current_unless<S: Store>(
+    async fn current_reloaded_if<S: Store>(
         &self,
         store: &S,
         stale: impl Fn(&Inner) -> bool,
