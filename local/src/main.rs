@@ -243,6 +243,13 @@ struct StoreArgs {
     #[arg(long, env = "ALL_DEVICES_SHARDS", default_value_t = shared::keys::DEFAULT_SHARDS,
           value_parser = |v: &str| shared::config::parse_shards(v).map_err(|e| e.to_string()))]
     shards: u32,
+    /// The room-time index on DynamoDB: `enabled` or `disabled`, as the stack's RoomIndex parameter (docs/cost.md).
+    #[arg(long, env = "ROOM_INDEX", default_value = "enabled", action = clap::ArgAction::Set,
+          value_parser = |v: &str| shared::config::parse_switch("ROOM_INDEX", v).map_err(|e| e.to_string()))]
+    room_index: bool,
+    /// How much newer a latest reading must be before the stream poller writes a registry item again (DynamoDB only; docs/cost.md).
+    #[arg(long, env = "REGISTRY_LATEST_SECONDS", default_value_t = shared::config::DEFAULT_REGISTRY_LATEST_SECONDS)]
+    registry_latest_seconds: u64,
     /// The box search indexes (room-z, device-z) on DynamoDB: `enabled` or `disabled`, as the stack's BoxSearch parameter (docs/cost.md).
     #[arg(long, env = "BOX_SEARCH", default_value = "enabled", action = clap::ArgAction::Set,
           value_parser = |v: &str| shared::config::parse_switch("BOX_SEARCH", v).map_err(|e| e.to_string()))]
@@ -287,9 +294,11 @@ impl StoreArgs {
             },
             shards: self.shards,
             indexes: Indexes {
+                room_time: self.room_index,
                 box_search: self.box_search,
                 all_devices: self.all_devices_feed,
             },
+            registry_latest_interval: Duration::from_secs(self.registry_latest_seconds),
             dynamodb: shared::store::dynamodb::CallPolicy {
                 budget: Duration::from_millis(self.dynamodb_budget_ms),
                 ..Default::default()
@@ -459,7 +468,8 @@ async fn run(cli: Cli) -> Result<bool, String> {
                 }
                 (Backend::Dynamo(s, streams, region), access) => {
                     let poller =
-                        StreamPoller::new(streams, region, store.stream_checkpoint.clone());
+                        StreamPoller::new(streams, region, store.stream_checkpoint.clone())
+                            .with_registry_interval(config.registry_latest_interval);
                     let feeder = tokio::spawn(poll_stream(poller, s.clone(), every));
                     let app = app(&config, s, access).await?;
                     serve(app, addr, feeder).await?;

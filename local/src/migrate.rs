@@ -244,6 +244,10 @@ async fn copy_registry<B: Store>(
                 first_seen,
                 latest: latest.clone(),
                 devices: r.devices.clone(),
+                // The table's stream brings each migrated reading to the
+                // registry function, which writes its presence.
+                presence: Default::default(),
+                record: true,
             };
             to.apply_room_update(&update)
                 .await

@@ -120,6 +120,11 @@ pub async fn run(
     let results = futures_util::future::join_all((0..segments).map(segment)).await;
     progress.finish_and_clear();
     results.into_iter().collect::<Result<Vec<()>, String>>()?;
+    // Every reading seen: room presence is complete, DEVICE items leave `room`.
+    store
+        .finish_registry_upgrade()
+        .await
+        .map_err(|e| format!("registry upgrade: {e}"))?;
     let done = state.into_inner().unwrap();
     // Finished: nothing to resume.
     std::fs::remove_file(checkpoint).ok();

@@ -60,6 +60,8 @@ pub struct StreamPoller {
     checkpoint: Option<PathBuf>,
     /// Records per GetRecords call (the event source mapping's BatchSize).
     pub batch_size: i32,
+    /// What the registry handler remembers between polls (docs/cost.md).
+    registry: shared::registry::RegistryUpkeep,
 }
 
 impl StreamPoller {
@@ -79,7 +81,15 @@ impl StreamPoller {
             positions,
             checkpoint,
             batch_size: 100,
+            registry: shared::registry::RegistryUpkeep::every_update(),
         }
+    }
+
+    /// Writes a registry item's latest values again only once they are
+    /// `interval` newer (`REGISTRY_LATEST_SECONDS`), as the registry Lambda does.
+    pub fn with_registry_interval(mut self, interval: std::time::Duration) -> Self {
+        self.registry = shared::registry::RegistryUpkeep::new(interval);
+        self
     }
 
     fn save(&self) {
@@ -194,7 +204,7 @@ impl StreamPoller {
             // Both consumers of the table's stream, as on AWS: the registry and
             // the rollups. Both are idempotent, so the earlier failure of the
             // two is where both resume.
-            let registry = shared::stream::handle(store, event.clone()).await;
+            let registry = shared::stream::handle_with(store, &self.registry, event.clone()).await;
             let rollups = shared::stream::rollups::handle(store, event).await;
             let failed = registry
                 .batch_item_failures

@@ -77,6 +77,7 @@ async fn reindex_gives_every_reading_the_keys_of_the_indexes_that_are_on() {
     full.create_table().await.unwrap();
     // Written while both optional indexes were off.
     let off = full.clone().with_indexes(Indexes {
+        room_time: true,
         box_search: false,
         all_devices: false,
     });

@@ -47,10 +47,16 @@ pub struct Config {
     /// `ALL_DEVICES_SHARDS` (default 11): `all-time` shards, an odd number from 1
     /// to 63; every function of a deployment must agree (`docs/all-devices.md`).
     pub shards: u32,
-    /// `BOX_SEARCH` and `ALL_DEVICES_FEED` (`enabled` or `disabled`; default
-    /// `enabled`): the optional indexes the table has (template parameters
-    /// `BoxSearch` and `AllDevicesFeed`, docs/cost.md).
+    /// `ROOM_INDEX`, `BOX_SEARCH` and `ALL_DEVICES_FEED` (`enabled` or
+    /// `disabled`; default `enabled`): the optional indexes the table has
+    /// (template parameters `RoomIndex`, `BoxSearch` and `AllDevicesFeed`,
+    /// docs/cost.md).
     pub indexes: Indexes,
+    /// `REGISTRY_LATEST_SECONDS` (default 900): how much newer a device's or
+    /// room's latest reading must be before the registry function writes it
+    /// again (`domain::registry_writes`; template parameter
+    /// `RegistryLatestSeconds`). 0 writes every batch.
+    pub registry_latest_interval: Duration,
     /// `DYNAMODB_BUDGET_MS` (default 5000): how long one store operation on
     /// DynamoDB may take, retries included; the adapter owns every retry
     /// (`store::dynamodb::calls`).
@@ -96,6 +102,11 @@ pub enum ConfigError {
 }
 
 pub const DEFAULT_CACHE_TTL_SECONDS: u64 = 30;
+
+/// The registry function's default interval for latest values: at one
+/// reading a minute, a device's latest is written every 15th reading
+/// (docs/cost.md explains the choice).
+pub const DEFAULT_REGISTRY_LATEST_SECONDS: u64 = 900;
 
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -172,8 +183,17 @@ impl Config {
             Some(v) => parse_switch(name, &v),
         };
         let indexes = Indexes {
+            room_time: switch("ROOM_INDEX")?,
             box_search: switch("BOX_SEARCH")?,
             all_devices: switch("ALL_DEVICES_FEED")?,
+        };
+        let registry_latest_interval = match get("REGISTRY_LATEST_SECONDS") {
+            None => Duration::from_secs(DEFAULT_REGISTRY_LATEST_SECONDS),
+            Some(v) => Duration::from_secs(v.trim().parse().map_err(|_| ConfigError::Invalid {
+                name: "REGISTRY_LATEST_SECONDS",
+                expected: "a whole number of seconds",
+                value: v.clone(),
+            })?),
         };
         let mut dynamodb = CallPolicy::default();
         if let Some(v) = get("DYNAMODB_BUDGET_MS") {
@@ -198,6 +218,7 @@ impl Config {
             read_access,
             shards,
             indexes,
+            registry_latest_interval,
             dynamodb,
         })
     }

@@ -82,10 +82,23 @@ pub async fn device<S: Store>(
     cache: &RegistryCache,
     id: &DeviceId,
 ) -> Result<Option<DeviceRecord>, StoreError> {
-    match cache.current(store).await.devices.get(id) {
-        Some(d) => Ok(Some(d.clone())),
-        None => store.device(id).await,
+    let record = match cache.current(store).await.devices.get(id) {
+        Some(d) => Some(d.clone()),
+        None => store.device(id).await?,
+    };
+    let Some(mut record) = record else {
+        return Ok(None);
+    };
+    // The registry's latest may lag by the registry function's interval
+    // (docs/api-behaviour.md): the device's own partition has its newest.
+    // Boxed: a deep future, under every route that shows a device.
+    if let Some(r) = Box::pin(store.latest_reading(id)).await? {
+        if record.last_seen.is_none_or(|seen| r.timestamp >= seen) {
+            record.last_seen = Some(r.timestamp);
+            record.latest = Some(r);
+        }
     }
+    Ok(Some(record))
 }
 
 /// A room from the cache, or from the table when the cache has not seen it yet.
@@ -197,7 +210,7 @@ async fn plan<S: Store>(
     if !store.answers_from_rollups() {
         return Ok(all_raw);
     }
-    let Some(cover) = store.rollup_coverage(devices).await? else {
+    let Some((cover, days_until)) = store.rollup_cover(devices).await? else {
         return Ok(all_raw);
     };
     let (from, to) = (
@@ -209,7 +222,7 @@ async fn plan<S: Store>(
     };
     let raw = |a, b| TimeRange::new(a, b).ok().map(Segment::Raw);
     let mut out: Vec<Segment> = raw(q.range.from(), from).into_iter().collect();
-    out.extend(segments(&q.bucketing, middle));
+    out.extend(segments(&q.bucketing, middle, days_until));
     out.extend(raw(to, q.range.to()));
     Ok(out)
 }
@@ -230,16 +243,17 @@ pub async fn stats<S: Store>(
             .unwrap_or_default(),
         Partition::Room(_) => Vec::new(),
     };
-    let segments = plan(store, &devices, q).await?;
+    // Boxed: deep futures (a debug test thread's stack overflowed).
+    let segments = Box::pin(plan(store, &devices, q)).await?;
     let mut fold = StatsFold::new(q.bucketing);
     let mut items_read = 0;
     for segment in &segments {
         match segment {
             Segment::Raw(range) => {
-                each_reading(store, &partition, *range, |r| {
+                Box::pin(each_reading(store, &partition, *range, |r| {
                     items_read += 1;
                     fold.add(r)
-                })
+                }))
                 .await?
             }
             Segment::Rollups(span, range) => match &partition {
@@ -303,7 +317,7 @@ pub async fn energy<S: Store>(
     device: &DeviceId,
     q: &StatsQuery,
 ) -> Result<Aggregate<EnergyBucket>, StoreError> {
-    let segments = plan(store, std::slice::from_ref(device), q).await?;
+    let segments = Box::pin(plan(store, std::slice::from_ref(device), q)).await?;
     let before = TimeRange::new(Timestamp::MIN, q.range.from()).ok();
     let after = TimeRange::new(q.range.to(), Timestamp::MAX).ok();
     let mut fold = EnergyFold::new(q.bucketing, q.range);

@@ -487,6 +487,17 @@ pub fn resolve_template(
     }
 }
 
+/// The template's conditions for a combination of its optional indexes.
+pub fn template_conditions(indexes: shared::store::Indexes) -> Vec<(&'static str, bool)> {
+    vec![
+        ("HasToken", false),
+        ("HasRoomIndex", indexes.room_time),
+        ("HasBoxSearch", indexes.box_search),
+        ("HasAllDevicesFeed", indexes.all_devices),
+        ("HasRoomAttribute", indexes.room_time || indexes.box_search),
+    ]
+}
+
 /// Every combination of the optional indexes (box search, all-devices feed; docs/cost.md).
 pub const INDEX_COMBINATIONS: [(bool, bool); 4] =
     [(false, false), (true, false), (false, true), (true, true)];

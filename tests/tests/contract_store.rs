@@ -372,6 +372,8 @@ async fn registry_updates_are_monotonic_and_never_touch_names<S: TestStore>() {
         first_seen: latest.timestamp,
         latest: latest.clone(),
         devices: devices.iter().map(|d| dev(d)).collect(),
+        presence: BTreeSet::new(),
+        record: true,
     };
     store
         .apply_room_update(&room(&newer, &["s1"]))
@@ -413,6 +415,8 @@ async fn the_registry_load_reads_every_page<S: TestStore>() {
                 first_seen: r.timestamp,
                 latest: r.clone(),
                 devices: BTreeSet::from([r.device_id.clone()]),
+                presence: BTreeSet::new(),
+                record: true,
             })
             .await
             .unwrap();

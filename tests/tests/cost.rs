@@ -1,23 +1,31 @@
-//! The cost table of docs/cost.md, computed from what the code writes: the
-//! items as stored on dynalite (readings, the registry's DEVICE and ROOM
-//! items, rollups, the rollup marker), sized by DynamoDB's rules, and the
-//! indexes of `template.yaml` each one enters in each combination of
-//! `BoxSearch` and `AllDevicesFeed`. The test renders the table and holds
-//! docs/cost.md to it; `COST_TABLE_WRITE=1` writes it there instead.
+//! The cost table of docs/cost.md, computed from what the code writes
+//! (issue 25). A day of a room sensor's and a meter's readings, at 1 a
+//! minute and at 1 every 10 seconds, goes through the real write path and
+//! the real stream handlers on dynalite, batched as the template's event
+//! source mappings batch them; the registry and rollups functions' writes
+//! are counted as DynamoDB reports them (`ReturnConsumedCapacity`). A
+//! reading's own units are its item and the index entries it makes, sized
+//! by DynamoDB's rules, in each combination of `RoomIndex`, `BoxSearch` and
+//! `AllDevicesFeed` (dynalite reports the table's units only). The test
+//! renders the table and holds docs/cost.md to it; `COST_TABLE_WRITE=1`
+//! writes it there instead.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use integration_tests::{
-    dynalite, fresh_store, resolve_template, stream_event_for, template, RawItems,
-    INDEX_COMBINATIONS,
+    client, dynalite, resolve_template, stream_event_for, table_name, template,
+    template_conditions, RawItems, INDEX_COMBINATIONS,
 };
 use serde_yaml_ng::Value as Yaml;
 use shared::domain::aggregate::rollup::{spans, Stored};
 use shared::domain::billing::rollup_size;
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Span, Timestamp};
+use shared::registry::RegistryUpkeep;
 use shared::store::dynamodb::size::{item_size, value_size};
+use shared::store::metering::metered_writes;
 use shared::store::{DynamoStore, Indexes, Store};
 use std::collections::HashMap;
 use std::fmt::Write;
+use std::time::Duration;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -108,76 +116,216 @@ fn to_item(v: serde_dynamo::Item) -> Item {
 
 const T0: i64 = 1_795_219_200_000; // 2026-11-21T00:00:00Z
 
-/// On-demand price of a million write request units, us-east-1, November 2024.
+/// On-demand prices, us-east-1, November 2024: a million write request
+/// units, Lambda requests, API Gateway HTTP API requests.
 const WRU_DOLLARS: f64 = 0.625;
+const LAMBDA_DOLLARS: f64 = 0.20;
+const API_DOLLARS: f64 = 1.00;
+const MINUTES_A_YEAR: f64 = 525_600.0;
+
+/// A day and the first 10 minutes of the next: the day closes once.
+const MINUTES: i64 = 24 * 60 + 10;
 
 /// A random walk at sensor resolution, the same every run (the blocks'
 /// size depends on it: a constant would compress to nothing).
-fn walk(minute: i64, seed: u64, steps: i64) -> i64 {
-    let mut x = seed;
-    let mut at = 0;
-    for _ in 0..=minute {
+struct Walk(u64);
+
+impl Walk {
+    fn step(&mut self, steps: i64) -> i64 {
         // xorshift64
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        at += (x % (2 * steps as u64 + 1)) as i64 - steps;
-    }
-    at
-}
-
-fn climate(minute: i64) -> Reading {
-    // Hundredths of a degree and tenths of a percent, drifting.
-    // (Divided last, as a sensor's decimal text parses: an exact number of
-    // thousandths, which the block codec stores as an integer.)
-    let celsius = (2137 + walk(minute, 7, 3)) as f64 / 100.0;
-    let humidity = (452 + walk(minute, 11, 2)) as f64 / 10.0;
-    Reading {
-        device_id: DeviceId::parse("sensor-bedroom").unwrap(),
-        timestamp: Timestamp::from_millis(T0 + minute * 60_000).unwrap(),
-        measurement: Measurement::climate(RoomId::parse("bedroom").unwrap(), celsius, humidity)
-            .unwrap(),
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % (2 * steps as u64 + 1)) as i64 - steps
     }
 }
 
-fn power(minute: i64) -> Reading {
-    // Watts in steps of 1 (a house drawing about 800 W), the meter's bought
-    // kWh in thousandths counting them up; the kWh sold standing still.
-    let watts = |m: i64| (812 + walk(m, 13, 40)) as f64;
-    let wh: f64 = (0..=minute).map(|m| watts(m) / 60.0).sum();
-    let kwh = (5_123_456.0 + wh).round() / 1000.0;
-    Reading {
-        device_id: DeviceId::parse("meter-1").unwrap(),
-        timestamp: Timestamp::from_millis(T0 + minute * 60_000).unwrap(),
-        measurement: Measurement::power(kwh, 812.125, watts(minute)).unwrap(),
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Climate,
+    Power,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Climate => "room sensor",
+            Kind::Power => "meter",
+        }
     }
 }
 
-/// The items one device leaves after an hour at 1 reading a minute, with the
-/// registry and rollups kept as the stream functions keep them.
-async fn items(store: &DynamoStore, reading: fn(i64) -> Reading) -> (Item, Item, Item, Item, Item) {
-    let readings: Vec<Reading> = (0..60).map(reading).collect();
-    assert!(store.write_readings(&readings).await.unwritten.is_empty());
-    let event = stream_event_for(&readings);
-    assert!(shared::stream::handle(store, event.clone())
-        .await
-        .batch_item_failures
-        .is_empty());
-    assert_eq!(
-        shared::stream::rollups::handle_batch(store, &event)
-            .await
-            .failed,
-        None
-    );
+/// `n` readings `step_ms` apart from T0.
+fn series(kind: Kind, n: i64, step_ms: i64) -> Vec<Reading> {
+    let at = |i: i64| Timestamp::from_millis(T0 + i * step_ms).unwrap();
+    match kind {
+        Kind::Climate => {
+            let device = DeviceId::parse("sensor-bedroom").unwrap();
+            let room = RoomId::parse("bedroom").unwrap();
+            let (mut t, mut h) = (Walk(7), Walk(11));
+            let (mut celsius, mut humidity) = (2137, 452);
+            (0..n)
+                .map(|i| {
+                    // Hundredths of a degree and tenths of a percent,
+                    // divided last as a sensor's decimal text parses.
+                    celsius += t.step(3);
+                    humidity += h.step(2);
+                    Reading {
+                        device_id: device.clone(),
+                        timestamp: at(i),
+                        measurement: Measurement::climate(
+                            room.clone(),
+                            celsius as f64 / 100.0,
+                            humidity as f64 / 10.0,
+                        )
+                        .unwrap(),
+                    }
+                })
+                .collect()
+        }
+        Kind::Power => {
+            // Watts in steps of 1 (a house drawing about 800 W), the bought
+            // kWh in thousandths counting them up; the sold kWh standing still.
+            let device = DeviceId::parse("meter-1").unwrap();
+            let mut w = Walk(13);
+            let mut watts = 812;
+            let mut wh = 0.0;
+            (0..n)
+                .map(|i| {
+                    watts += w.step(40);
+                    wh += watts as f64 * step_ms as f64 / 3_600_000.0;
+                    Reading {
+                        device_id: device.clone(),
+                        timestamp: at(i),
+                        measurement: Measurement::power(
+                            (5_123_456.0 + wh).round() / 1000.0,
+                            812.125,
+                            watts as f64,
+                        )
+                        .unwrap(),
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+async fn store_with(indexes: Indexes, hint: &str) -> DynamoStore {
+    let store = DynamoStore::new(client(&dynalite()), table_name(hint)).with_indexes(indexes);
+    store.create_table().await.expect("create table");
+    store
+}
+
+/// What the stream functions wrote for a day of one device's readings.
+struct Measured {
+    readings: usize,
+    /// Write units per reading, as DynamoDB reported them.
+    registry: f64,
+    rollups: f64,
+    /// Invocations per reading of the one device alone.
+    registry_calls: f64,
+    rollups_calls: f64,
+    /// The items left, for sizes: DEVICE, ROOM, an hour, a day, the marker, a presence item.
+    items: Vec<(String, Item)>,
+}
+
+/// A day of readings through the write path and the two stream handlers,
+/// batched as the template batches them: the registry's 1-second window
+/// makes each reading its own batch at these rates; the rollups' 5-minute
+/// window gathers 5 minutes of readings.
+async fn day_of(kind: Kind, per_minute: i64) -> Measured {
+    let store = store_with(
+        Indexes {
+            room_time: false,
+            box_search: false,
+            all_devices: false,
+        },
+        "cost",
+    )
+    .await;
+    let readings = series(kind, MINUTES * per_minute, 60_000 / per_minute);
+    let upkeep = RegistryUpkeep::new(Duration::from_secs(
+        shared::config::DEFAULT_REGISTRY_LATEST_SECONDS,
+    ));
+    let (mut registry, mut rollups, mut rollup_batches) = (0.0, 0.0, 0);
+    // As time goes by: 5 minutes of readings written, each through the
+    // registry handler as it comes, then the 5 minutes through the rollups.
+    for batch in readings.chunks(5 * per_minute as usize) {
+        assert!(store.write_readings(batch).await.unwritten.is_empty());
+        for r in batch {
+            let event = stream_event_for(std::slice::from_ref(r));
+            let (response, units) =
+                metered_writes(shared::stream::handle_with(&store, &upkeep, event)).await;
+            assert!(response.batch_item_failures.is_empty());
+            registry += units;
+        }
+        let event = stream_event_for(batch);
+        let (report, units) = metered_writes(Box::pin(shared::stream::rollups::handle_batch(
+            &store, &event,
+        )))
+        .await;
+        assert_eq!(report.failed, None);
+        rollups += units;
+        rollup_batches += 1;
+    }
+    let n = readings.len() as f64;
     let device = readings[0].device_id.as_str().to_owned();
-    let raw =
-        |pk: String, sk: String| async move { to_item(store.raw_item(&pk, &sk).await.unwrap()) };
-    (
-        raw(device.clone(), "TS#2026-11-21T00:30:00.000Z".into()).await,
-        raw("DEVICE".into(), device.clone()).await,
-        raw(device.clone(), "RH#2026-11-21T00:00:00.000Z".into()).await,
-        raw(device.clone(), "RD#2026-11-21T00:00:00.000Z".into()).await,
-        raw(device, "RSINCE".into()).await,
+    let raw = |pk: String, sk: String| {
+        let store = &store;
+        async move { to_item(store.raw_item(&pk, &sk).await.unwrap()) }
+    };
+    let mut items = vec![
+        (
+            "DEVICE item".to_owned(),
+            raw("DEVICE".into(), device.clone()).await,
+        ),
+        (
+            "hour item: rollup and block".to_owned(),
+            raw(device.clone(), "RH#2026-11-21T00:00:00.000Z".into()).await,
+        ),
+        (
+            "day rollup".to_owned(),
+            raw(device.clone(), "RD#2026-11-21T00:00:00.000Z".into()).await,
+        ),
+        (
+            "rollup marker".to_owned(),
+            raw(device.clone(), "RSINCE".into()).await,
+        ),
+    ];
+    if kind == Kind::Climate {
+        items.push((
+            "ROOM item".to_owned(),
+            raw("ROOM".into(), "bedroom".into()).await,
+        ));
+        items.push((
+            "presence item".to_owned(),
+            raw("ROOM#bedroom".into(), format!("2026-11-21#{device}")).await,
+        ));
+    }
+    Measured {
+        readings: readings.len(),
+        registry: registry / n,
+        rollups: rollups / n,
+        registry_calls: 1.0,
+        rollups_calls: rollup_batches as f64 / n,
+        items,
+    }
+}
+
+/// A reading's item as the write path stores it with `indexes`.
+async fn reading_item(indexes: Indexes, kind: Kind) -> Item {
+    let store = store_with(indexes, "cost-item").await;
+    let r = &series(kind, 1, 60_000)[0];
+    assert!(store
+        .write_readings(std::slice::from_ref(r))
+        .await
+        .unwritten
+        .is_empty());
+    to_item(
+        store
+            .raw_item(r.device_id.as_str(), &shared::keys::reading_sk(r.timestamp))
+            .await
+            .unwrap(),
     )
 }
 
@@ -189,57 +337,66 @@ fn onoff(b: bool) -> &'static str {
     }
 }
 
+/// Dollars a year for `devices` devices at `per_minute`, each posting each
+/// reading alone: write units, API Gateway requests and Lambda requests
+/// (ingest per post; the registry function at most once a second and the
+/// rollups function once per 5 minutes or 10,000 records, on one stream
+/// shard). Lambda duration is left out (docs/cost.md).
+fn dollars(devices: f64, per_minute: f64, units: f64) -> f64 {
+    let readings = devices * per_minute * MINUTES_A_YEAR;
+    let per_minute_all = devices * per_minute;
+    let registry_calls = per_minute_all.min(60.0) * MINUTES_A_YEAR;
+    let rollups_calls = (per_minute_all * 5.0 / 10_000.0).ceil() / 5.0 * MINUTES_A_YEAR;
+    readings * units * WRU_DOLLARS / 1e6
+        + readings * API_DOLLARS / 1e6
+        + (readings + registry_calls + rollups_calls) * LAMBDA_DOLLARS / 1e6
+}
+
 async fn render() -> String {
-    let mut out = String::new();
-    let per_year = 525_600.0;
-    writeln!(out, "| box search | all-devices feed | item | attributes | write units: table + indexes | indexes entered | bytes stored |").unwrap();
-    writeln!(out, "|---|---|---|---|---|---|---|").unwrap();
+    let mut measured = Vec::new();
+    for kind in [Kind::Climate, Kind::Power] {
+        for per_minute in [1, 6] {
+            measured.push((kind, per_minute, day_of(kind, per_minute).await));
+        }
+    }
+    let find = |kind: Kind, per_minute: i64| {
+        &measured
+            .iter()
+            .find(|(k, p, _)| *k == kind && *p == per_minute)
+            .unwrap()
+            .2
+    };
+
     let mut summary = String::new();
-    writeln!(summary, "| box search | all-devices feed | reading | reading | registry | rollups | of which blocks | **write units per reading** | write units per device-year at 1/min | $ a year for them | stored per device-year | bytes stored per reading after the raw window |").unwrap();
+    writeln!(summary, "| room index | box search | all-devices feed | device | reading | registry at 1/min | rollups at 1/min | **write units per reading at 1/min** | registry at 10 s | rollups at 10 s | **write units per reading at 10 s** | $ per device-year at 1/min (writes only) |").unwrap();
     writeln!(summary, "|---|---|---|---|---|---|---|---|---|---|---|---|").unwrap();
-    let mut queries = String::new();
-    writeln!(queries, "| box search | all-devices feed | query | items read | read units (eventually consistent) |").unwrap();
-    writeln!(queries, "|---|---|---|---|---|").unwrap();
-    for (box_search, all_devices) in INDEX_COMBINATIONS {
-        let t = resolve_template(
-            &template(),
-            &[
-                ("HasToken", false),
-                ("HasBoxSearch", box_search),
-                ("HasAllDevicesFeed", all_devices),
-            ],
-        )
-        .unwrap();
-        let gsis = indexes(&t);
-        let store = fresh_store(&dynalite(), "cost")
-            .await
-            .with_indexes(Indexes {
+    let mut item_rows = String::new();
+    writeln!(item_rows, "| room index | box search | all-devices feed | item | attributes | write units: table + indexes | indexes entered | bytes stored |").unwrap();
+    writeln!(item_rows, "|---|---|---|---|---|---|---|---|").unwrap();
+    let mut default_total = Vec::new();
+    for room_time in [false, true] {
+        for (box_search, all_devices) in INDEX_COMBINATIONS {
+            let ix = Indexes {
+                room_time,
                 box_search,
                 all_devices,
-            });
-        for (kind, reading) in [("climate", climate as fn(i64) -> Reading), ("power", power)] {
-            let (r, device, hour, day, marker) = items(&store, reading).await;
-            let room = to_item(store.raw_item("ROOM", "bedroom").await.unwrap());
-            let mut rows = vec![
-                (format!("{kind} reading"), Cost::of(&r, &gsis)),
-                (format!("DEVICE item ({kind})"), Cost::of(&device, &gsis)),
-                (
-                    format!("hour item: rollup and block ({kind})"),
-                    Cost::of(&hour, &gsis),
-                ),
-                (format!("day rollup ({kind})"), Cost::of(&day, &gsis)),
-            ];
-            if kind == "climate" {
-                rows.push(("ROOM item".into(), Cost::of(&room, &gsis)));
-                rows.push(("rollup marker".into(), Cost::of(&marker, &gsis)));
-            }
-            for (name, c) in &rows {
+            };
+            let t = resolve_template(&template(), &template_conditions(ix)).unwrap();
+            let gsis = indexes(&t);
+            let flags = format!(
+                "{} | {} | {}",
+                onoff(room_time),
+                onoff(box_search),
+                onoff(all_devices)
+            );
+            for kind in [Kind::Climate, Kind::Power] {
+                let item = reading_item(ix, kind).await;
+                let c = Cost::of(&item, &gsis);
                 let entered: Vec<&str> = c.indexes.iter().map(|(n, _)| n.as_str()).collect();
                 writeln!(
-                    out,
-                    "| {} | {} | {name} | {} | {} + {} | {} | {} |",
-                    onoff(box_search),
-                    onoff(all_devices),
+                    item_rows,
+                    "| {flags} | {} reading | {} | {} + {} | {} | {} |",
+                    kind.name(),
                     c.attributes,
                     c.table,
                     c.units() - c.table,
@@ -251,91 +408,141 @@ async fn render() -> String {
                     c.stored
                 )
                 .unwrap();
-            }
-            // Per reading at 1 a minute: the reading; the registry function's
-            // update of the DEVICE item (and the ROOM item) once per stream
-            // batch, and at 1 a minute with a 1-second window every reading is
-            // its own batch; the rollups' hour and day every 5-minute batch.
-            let reading_units = rows[0].1.units() as f64;
-            let registry = rows[1].1.units() as f64
-                + if kind == "climate" {
-                    rows[4].1.units() as f64
-                } else {
-                    0.0
-                };
-            let rollups = (rows[2].1.units() + rows[3].1.units()) as f64 / 5.0;
-            // What blocks add: the hour item (its block and entering chain)
-            // against the stored rollup it replaced, rewritten as often.
-            let readings: Vec<Reading> = (0..60).map(reading).collect();
-            let before_blocks = rollup_size(
-                readings[0].device_id.as_str().len(),
-                &Stored::from(&spans(Span::Hour, None, readings.iter())[0]),
-            );
-            assert!(hour.contains_key("blk"), "the hour item holds its block");
-            let blocks = (rows[2].1.table as f64 - wcu(before_blocks) as f64) / 5.0;
-            // Once the raw items are gone: the hour items (with their blocks)
-            // and the day items.
-            let after_raw = rows[2].1.stored as f64 / 60.0 + rows[3].1.stored as f64 / 1440.0;
-            assert!(
-                blocks <= 0.25,
-                "{kind}: blocks add {blocks} write units a reading"
-            );
-            assert!(
-                after_raw <= 8.0,
-                "{kind}: {after_raw} bytes a reading after the raw window"
-            );
-            let total = reading_units + registry + rollups;
-            let stored = rows[0].1.stored as f64
-                + (rows[2].1.stored as f64 / 60.0)
-                + (rows[3].1.stored as f64 / 1440.0);
-            writeln!(
-                summary,
-                "| {} | {} | {kind} | {reading_units:.1} | {registry:.1} | {rollups:.1} | {blocks:.1} | **{total:.1}** | {:.0} | {:.2} | {:.1} MB | {after_raw:.1} |",
-                onoff(box_search),
-                onoff(all_devices),
-                total * per_year,
-                total * per_year * WRU_DOLLARS / 1e6,
-                stored * per_year / 1e6
-            )
-            .unwrap();
-            // Reads: 0.5 read units per 4 KB of items a Query reads.
-            let read_units = |items: usize, size: usize| (items * size).div_ceil(4096) as f64 * 0.5;
-            for (what, n, size) in [
-                (
-                    format!("a day of a {kind} device's readings"),
-                    1440,
-                    item_size(&r),
-                ),
-                (
-                    format!("a year of daily {kind} stats from day rollups"),
-                    365,
-                    item_size(&day),
-                ),
-                (
-                    format!("a year of daily {kind} stats from the readings"),
-                    525_600,
-                    item_size(&r),
-                ),
-                (
-                    format!(
-                        "a year of a {kind} device's readings after the raw window (hour blocks)"
-                    ),
-                    8760,
-                    item_size(&hour),
-                ),
-            ] {
+                // Registry and rollup items enter no index, whatever is on.
+                for (name, it) in &find(kind, 1).items {
+                    let c = Cost::of(it, &gsis);
+                    assert!(
+                        c.indexes.is_empty(),
+                        "{name} enters {:?} with {flags}",
+                        c.indexes.iter().map(|(n, _)| n).collect::<Vec<_>>()
+                    );
+                }
+                let reading = c.units() as f64;
+                let (a, b) = (find(kind, 1), find(kind, 6));
+                let total_1 = reading + a.registry + a.rollups;
+                let total_6 = reading + b.registry + b.rollups;
                 writeln!(
-                    queries,
-                    "| {} | {} | {what} | {n} | {:.1} |",
-                    onoff(box_search),
-                    onoff(all_devices),
-                    read_units(n, size)
+                    summary,
+                    "| {flags} | {} | {reading:.1} | {:.3} | {:.3} | **{total_1:.2}** | {:.3} | {:.3} | **{total_6:.2}** | {:.2} |",
+                    kind.name(),
+                    a.registry,
+                    a.rollups,
+                    b.registry,
+                    b.rollups,
+                    total_1 * MINUTES_A_YEAR * WRU_DOLLARS / 1e6,
                 )
                 .unwrap();
+                if !room_time && !box_search && !all_devices {
+                    default_total.push((kind, total_1, total_6));
+                }
             }
         }
     }
-    format!("{summary}\nPer query (the item sizes above; readings enter no more items when an index is on, but grow by its keys):\n\n{queries}\nItem by item:\n\n{out}")
+    // Issue 25's goal, with the default template at 1 a minute.
+    for (kind, total, _) in &default_total {
+        let limit = match kind {
+            Kind::Climate => 1.5,
+            Kind::Power => 1.3,
+        };
+        assert!(
+            *total <= limit,
+            "a {} reading costs {total:.3} write units, above {limit}",
+            kind.name()
+        );
+    }
+
+    // The stream functions' items, sized (they enter no index).
+    let mut stream_items = String::new();
+    writeln!(
+        stream_items,
+        "| device | item | attributes | write units | bytes stored |"
+    )
+    .unwrap();
+    writeln!(stream_items, "|---|---|---|---|---|").unwrap();
+    for kind in [Kind::Climate, Kind::Power] {
+        for (name, it) in &find(kind, 1).items {
+            let c = Cost::of(it, &[]);
+            writeln!(
+                stream_items,
+                "| {} | {name} | {} | {} | {} |",
+                kind.name(),
+                c.attributes,
+                c.table,
+                c.stored
+            )
+            .unwrap();
+        }
+    }
+
+    // Blocks: what the hour item adds against the stored rollup it replaced
+    // (rewritten once per rollups batch), and the bytes a reading leaves
+    // once its raw item has expired.
+    let mut blocks = String::new();
+    writeln!(blocks, "| device | rate | write units blocks add per reading | bytes stored per reading after the raw window |").unwrap();
+    writeln!(blocks, "|---|---|---|---|").unwrap();
+    for (kind, per_minute, m) in &measured {
+        let get = |n: &str| &m.items.iter().find(|(name, _)| name == n).unwrap().1;
+        let hour = get("hour item: rollup and block");
+        assert!(hour.contains_key("blk"), "the hour item holds its block");
+        let hour_readings = series(*kind, 60 * per_minute, 60_000 / per_minute);
+        let before_blocks = rollup_size(
+            hour_readings[0].device_id.as_str().len(),
+            &Stored::from(&spans(Span::Hour, None, hour_readings.iter())[0]),
+        );
+        let per_batch = 5.0 * *per_minute as f64;
+        let added = (wcu(item_size(hour)) as f64 - wcu(before_blocks) as f64).max(0.0) / per_batch;
+        let per_hour = 60.0 * *per_minute as f64;
+        let after_raw = (item_size(hour) + 100) as f64 / per_hour
+            + (item_size(get("day rollup")) + 100) as f64 / (24.0 * per_hour);
+        assert!(
+            added <= 0.25,
+            "{kind:?}: blocks add {added} write units a reading"
+        );
+        assert!(
+            after_raw <= 8.0,
+            "{kind:?}: {after_raw} bytes a reading after the raw window"
+        );
+        writeln!(
+            blocks,
+            "| {} | {} | {added:.2} | {after_raw:.1} |",
+            kind.name(),
+            rate(*per_minute)
+        )
+        .unwrap();
+    }
+
+    // Requests, and dollars a year with the default template.
+    let mut fleet = String::new();
+    writeln!(fleet, "| device | rate | write units per reading | Lambda invocations per reading (one device alone) | API Gateway requests per reading | $ a year, 1 device | 100 devices | 10,000 devices |").unwrap();
+    writeln!(fleet, "|---|---|---|---|---|---|---|---|").unwrap();
+    for (kind, total_1, total_6) in &default_total {
+        for (per_minute, total) in [(1, total_1), (6, total_6)] {
+            let m = find(*kind, per_minute);
+            let calls = 1.0 + m.registry_calls + m.rollups_calls;
+            writeln!(
+                fleet,
+                "| {} | {} | {total:.2} | {calls:.2} | 1 | {:.2} | {:.0} | {:.0} |",
+                kind.name(),
+                rate(per_minute),
+                dollars(1.0, per_minute as f64, *total),
+                dollars(100.0, per_minute as f64, *total),
+                dollars(10_000.0, per_minute as f64, *total),
+            )
+            .unwrap();
+        }
+    }
+    let n = measured.iter().map(|(_, _, m)| m.readings).sum::<usize>();
+    format!(
+        "Write units per reading ({n} readings measured):\n\n{summary}\nWith the default template (every index off):\n\n{fleet}\nBlocks:\n\n{blocks}\nReading items, in each combination:\n\n{item_rows}\nThe stream functions' items (they enter no index in any combination):\n\n{stream_items}"
+    )
+}
+
+fn rate(per_minute: i64) -> &'static str {
+    if per_minute == 1 {
+        "1/min"
+    } else {
+        "every 10 s"
+    }
 }
 
 #[tokio::test]

@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 async fn every_combination_of_the_optional_indexes() {
     for (box_search, all_devices) in integration_tests::INDEX_COMBINATIONS {
         let indexes = Indexes {
+            room_time: true,
             box_search,
             all_devices,
         };

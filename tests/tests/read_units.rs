@@ -65,6 +65,7 @@ async fn both_engines_report_the_read_units_dynamodb_charges() {
         DynamoStore::fresh("read-units")
             .await
             .with_indexes(Indexes {
+                room_time: true,
                 box_search: true,
                 all_devices: false,
             }),
@@ -74,6 +75,7 @@ async fn both_engines_report_the_read_units_dynamodb_charges() {
         DynamoStore::fresh("read-units")
             .await
             .with_indexes(Indexes {
+                room_time: true,
                 box_search: false,
                 all_devices: false,
             }),

@@ -16,21 +16,20 @@ fn s(v: &Yaml) -> String {
 
 #[tokio::test]
 async fn the_template_table_is_the_table_the_code_creates() {
-    for (box_search, all_devices) in integration_tests::INDEX_COMBINATIONS {
-        let t = integration_tests::resolve_template(
-            &template(),
-            &[
-                ("HasToken", false),
-                ("HasBoxSearch", box_search),
-                ("HasAllDevicesFeed", all_devices),
-            ],
-        )
-        .unwrap();
-        let indexes = shared::store::Indexes {
-            box_search,
-            all_devices,
-        };
-        same_table(&t, indexes).await;
+    for room_time in [false, true] {
+        for (box_search, all_devices) in integration_tests::INDEX_COMBINATIONS {
+            let indexes = shared::store::Indexes {
+                room_time,
+                box_search,
+                all_devices,
+            };
+            let t = integration_tests::resolve_template(
+                &template(),
+                &integration_tests::template_conditions(indexes),
+            )
+            .unwrap();
+            same_table(&t, indexes).await;
+        }
     }
 }
 

@@ -10,8 +10,10 @@ async fn main() -> Result<(), Error> {
     let config = shared::config::Config::from_env()?;
     let store = shared::assembly::stream_function(&config).await?;
     let store = &store;
+    // What this instance wrote, kept from batch to batch (docs/cost.md).
+    let upkeep = &shared::registry::RegistryUpkeep::new(config.registry_latest_interval);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| async move {
-        Ok::<_, Error>(shared::stream::handle(store, event.payload).await)
+        Ok::<_, Error>(shared::stream::handle_with(store, upkeep, event.payload).await)
     }))
     .await
 }

@@ -7,6 +7,9 @@
 //! - `aggregate`: buckets, statistics and energy folds; `aggregate::rollup`,
 //!   the hour and day rollup algebra and the one cascade rule;
 //!   `aggregate::counter`, the meter rule;
+//! - `registry_writes`: which registry updates are worth a write (what the
+//!   registry function remembers while warm);
+//! - `room_presence`: which devices a room read merges, over which time;
 //! - `billing`: the size rule DynamoDB bills reads by, over our reading type;
 //! - `block`: the block codec, a device's readings over a span as a few bytes.
 
@@ -14,3 +17,5 @@ pub mod aggregate;
 pub mod billing;
 pub mod block;
 pub mod registry;
+pub mod registry_writes;
+pub mod room_presence;

@@ -4,7 +4,7 @@
 //! DynamoDB adapter states the same merge as its conditional update; the
 //! embedded store calls `merge` in its write transaction.
 
-use crate::model::{DeviceId, Quantity, Reading, ReadingKind, RoomId, Timestamp};
+use crate::model::{DeviceId, Quantity, Reading, ReadingKind, RoomId, Span, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -94,6 +94,12 @@ pub struct RoomUpdate {
     /// The reading in the room with the latest timestamp.
     pub latest: Reading,
     pub devices: BTreeSet<DeviceId>,
+    /// Each device of the batch with a reading in the room, and the UTC day
+    /// of it (the presence that room reads without an index use).
+    pub presence: BTreeSet<(DeviceId, Timestamp)>,
+    /// Whether the ROOM item itself is written (`false`: presence only; see
+    /// `registry_writes`).
+    pub record: bool,
 }
 
 /// An update and the first record (by position in the batch) that contributed to it,
@@ -135,6 +141,7 @@ pub fn plan<'a>(changes: impl IntoIterator<Item = (usize, &'a Reading)>) -> Regi
         first_seen: Timestamp,
         latest: &'a Reading,
         devices: BTreeSet<&'a DeviceId>,
+        presence: BTreeSet<(&'a DeviceId, Timestamp)>,
     }
     let mut devices: BTreeMap<&str, Device<'a>> = BTreeMap::new();
     let mut rooms: BTreeMap<&'a RoomId, Room<'a>> = BTreeMap::new();
@@ -170,12 +177,15 @@ pub fn plan<'a>(changes: impl IntoIterator<Item = (usize, &'a Reading)>) -> Regi
                 first_seen: reading.timestamp,
                 latest: reading,
                 devices: BTreeSet::new(),
+                presence: BTreeSet::new(),
             });
             r.first_seen = r.first_seen.min(reading.timestamp);
             if newer_or_same(reading, r.latest) {
                 r.latest = reading;
             }
             r.devices.insert(&reading.device_id);
+            r.presence
+                .insert((&reading.device_id, Span::Day.start_of(reading.timestamp)));
             r.first_record = r.first_record.min(record);
         }
     }
@@ -202,6 +212,12 @@ pub fn plan<'a>(changes: impl IntoIterator<Item = (usize, &'a Reading)>) -> Regi
                     first_seen: r.first_seen,
                     latest: r.latest.clone(),
                     devices: r.devices.into_iter().cloned().collect(),
+                    presence: r
+                        .presence
+                        .into_iter()
+                        .map(|(d, day)| (d.clone(), day))
+                        .collect(),
+                    record: true,
                 },
                 first_record: r.first_record,
             })

@@ -91,6 +91,13 @@ pub mod attr {
     pub const PK: &str = "pk";
     pub const SK: &str = "sk";
     pub const ROOM: &str = "room";
+    /// A DEVICE item's room. Not `room`, which keys the `room-time` and
+    /// `room-z` indexes: a registry item must enter neither (issue 25).
+    /// Items from before carry `room`; they are read the same way.
+    pub const DEVICE_ROOM: &str = "in_room";
+    /// A ROOM item's day from which its presence items are complete
+    /// (`domain::room_presence`).
+    pub const PRESENCE_SINCE: &str = "presence_since";
     /// The Z-order key of a climate reading ([`super::zorder::ZKey`]).
     pub const Z: &str = "z";
     /// `ALL#<n>`: the reading's `all-time` shard.
@@ -183,6 +190,46 @@ pub fn rollup_sk_bounds(span: Span, range: &TimeRange) -> Option<(String, String
         .start_of(range.to())
         .saturating_add_millis(-span.millis());
     (first <= last).then(|| (rollup_sk(span, first), rollup_sk(span, last)))
+}
+
+/// Partition of a room's presence items (issue 25): `ROOM#<room id>`. Ids
+/// cannot hold `#`, so no device's partition can be one.
+pub fn presence_pk(room: &RoomId) -> String {
+    format!("{ROOM_PARTITION}#{room}")
+}
+
+/// `sk` of a presence item: the UTC day a device reported in the room, then
+/// the device: `2026-11-22#sensor-1`.
+pub fn presence_sk(day: Timestamp, device: &DeviceId) -> String {
+    let mut s = day_text(day);
+    s.push('#');
+    s.push_str(device.as_str());
+    s
+}
+
+fn day_text(day: Timestamp) -> String {
+    let mut t = String::with_capacity(Timestamp::TEXT_LEN);
+    day.write_to(&mut t);
+    t.truncate(10);
+    t
+}
+
+/// The day and device of a presence `sk`.
+pub fn parse_presence_sk(sk: &str) -> Option<(Timestamp, DeviceId)> {
+    let (day, device) = sk.split_once('#')?;
+    let ts = Timestamp::parse(&format!("{day}T00:00:00.000Z")).ok()?;
+    (day.len() == 10 && Span::Day.start_of(ts) == ts)
+        .then_some(())
+        .and(DeviceId::parse(device).ok().map(|d| (ts, d)))
+}
+
+/// Inclusive `sk` bounds of the presence items of the days `range` touches.
+pub fn presence_sk_bounds(range: &TimeRange) -> (String, String) {
+    // `$` sorts after `#`: every device of the last day.
+    (
+        format!("{}#", day_text(range.from())),
+        format!("{}$", day_text(range.last())),
+    )
 }
 
 /// Where a page of readings ended: the key of its last item.

@@ -30,3 +30,25 @@ pub fn metering() -> bool {
 pub fn add_read_units(units: f64) {
     let _ = READ_UNITS.try_with(|c| c.set(c.get() + units));
 }
+
+tokio::task_local! {
+    static WRITE_UNITS: Cell<f64>;
+}
+
+/// Runs `f` and returns what it returned with the write units its writes
+/// consumed, as DynamoDB reported them (the cost test, `tests/tests/cost.rs`,
+/// measures the stream functions this way; a failed conditional write
+/// counts the 1 unit DynamoDB charges for it).
+pub async fn metered_writes<F: Future>(f: F) -> (F::Output, f64) {
+    WRITE_UNITS
+        .scope(Cell::new(0.0), async {
+            let out = f.await;
+            (out, WRITE_UNITS.with(Cell::get))
+        })
+        .await
+}
+
+/// Counts `units` against the metered writes this runs in, if any.
+pub fn add_write_units(units: f64) {
+    let _ = WRITE_UNITS.try_with(|c| c.set(c.get() + units));
+}

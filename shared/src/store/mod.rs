@@ -178,6 +178,10 @@ pub struct WriteReport {
 /// and pays its write units, only when the index is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Indexes {
+    /// `room-time`: a room's readings from one index (template parameter
+    /// `RoomIndex`). Without it, a room's readings are merged from its
+    /// devices' partitions (`domain::room_presence`); the answers are the same.
+    pub room_time: bool,
     /// `room-z` and `device-z`: the box search routes.
     pub box_search: bool,
     /// `all-time`: `GET /readings`.
@@ -186,6 +190,7 @@ pub struct Indexes {
 
 impl Indexes {
     pub const ALL: Indexes = Indexes {
+        room_time: true,
         box_search: true,
         all_devices: true,
     };
@@ -265,6 +270,20 @@ pub trait Store: Clone + Send + Sync + 'static {
         _devices: &[DeviceId],
     ) -> impl Future<Output = Result<Option<TimeRange>, StoreError>> + Send {
         async { Ok(None) }
+    }
+    /// `rollup_coverage`, and the first day whose day rollups may lag
+    /// behind their hours (the open day of the device that has the
+    /// earliest one; `Timestamp::MAX` where day rollups are always whole).
+    fn rollup_cover(
+        &self,
+        devices: &[DeviceId],
+    ) -> impl Future<Output = Result<Option<(TimeRange, Timestamp)>, StoreError>> + Send {
+        async move {
+            Ok(self
+                .rollup_coverage(devices)
+                .await?
+                .map(|r| (r, Timestamp::MAX)))
+        }
     }
     /// Recomputes a device's hour rollups at `hours` (hour starts) from its
     /// readings, the hours after them whose entering counter chain changed,

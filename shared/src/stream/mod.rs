@@ -66,9 +66,19 @@ pub fn classify(record: &EventRecord) -> Change {
     }
 }
 
-/// Handles one batch. Records before the first failure are done; Lambda retries
-/// from the reported record (updates are idempotent, so re-applying is harmless).
+/// Handles one batch, writing every update (`RegistryUpkeep::every_update`).
 pub async fn handle<S: Store>(store: &S, event: Event) -> DynamoDbEventResponse {
+    handle_with(store, &registry::RegistryUpkeep::every_update(), event).await
+}
+
+/// Handles one batch, writing the updates `upkeep` finds worth a write.
+/// Records before the first failure are done; Lambda retries from the
+/// reported record (updates are idempotent, so re-applying is harmless).
+pub async fn handle_with<S: Store>(
+    store: &S,
+    upkeep: &registry::RegistryUpkeep,
+    event: Event,
+) -> DynamoDbEventResponse {
     let mut changes = Vec::with_capacity(event.records.len());
     let mut failed: Option<usize> = None;
     for (i, record) in event.records.iter().enumerate() {
@@ -81,14 +91,14 @@ pub async fn handle<S: Store>(store: &S, event: Event) -> DynamoDbEventResponse 
         }
     }
     let plan = crate::domain::registry::plan(changes.iter().map(|(i, r)| (*i, r)));
-    let failures = registry::apply(store, &plan).await;
+    let (failures, writes) = upkeep.apply(store, plan).await;
     if let Some(first) = failures.into_iter().min() {
         failed = Some(failed.map_or(first, |f| f.min(first)));
     }
     tracing::info!(
         records = event.records.len(),
         readings = changes.len(),
-        writes = plan.writes(),
+        writes,
         failed = failed.is_some(),
         "stream batch"
     );

@@ -274,7 +274,11 @@ pub enum Segment {
 /// readings of what is left at the ends. All raw when buckets are shorter
 /// than an hour, or a boundary falls inside an hour (a zone whose offset is
 /// not a whole number of hours: India, Nepal, parts of Australia).
-pub fn segments(bucketing: &Bucketing, range: TimeRange) -> Vec<Segment> {
+///
+/// Day rollups are used for days before `days_until` only: on DynamoDB a
+/// device's open day (its newest) has no up-to-date day item yet, and is
+/// read from its hours (docs/rollups.md).
+pub fn segments(bucketing: &Bucketing, range: TimeRange, days_until: Timestamp) -> Vec<Segment> {
     let all_raw = vec![Segment::Raw(range)];
     if bucketing.width().shortest_millis() < HOUR_MS {
         return all_raw;
@@ -298,7 +302,10 @@ pub fn segments(bucketing: &Bucketing, range: TimeRange) -> Vec<Segment> {
     if h0 >= h1 {
         return all_raw;
     }
-    let (d0, d1) = (ceil(h0, DAY_MS), floor(h1, DAY_MS));
+    let (d0, d1) = (
+        ceil(h0, DAY_MS),
+        floor(h1, DAY_MS).min(floor(days_until.millis().max(h0), DAY_MS)),
+    );
     let mut cuts = vec![(from, None), (h0, Some(Span::Hour))];
     if aligned_to[1] && d0 < d1 {
         cuts.push((d0, Some(Span::Day)));
@@ -667,7 +674,11 @@ mod tests {
     fn a_range_splits_into_ragged_ends_hours_and_days() {
         let r = TimeRange::new(utc("2026-11-01T10:30:00Z"), utc("2026-11-04T05:15:00Z")).unwrap();
         assert_eq!(
-            shown(&segments(&Bucketing::new(Width::Day, None), r)),
+            shown(&segments(
+                &Bucketing::new(Width::Day, None),
+                r,
+                Timestamp::MAX
+            )),
             [
                 "raw 11-01T10:30..11-01T11:00",
                 "hour 11-01T11:00..11-02T00:00",
@@ -679,7 +690,7 @@ mod tests {
         // Local days in a whole-hour zone compose hours; in India, readings.
         let berlin = Bucketing::new(Width::Day, Some(chrono_tz::Europe::Berlin));
         assert_eq!(
-            shown(&segments(&berlin, r)),
+            shown(&segments(&berlin, r, Timestamp::MAX)),
             [
                 "raw 11-01T10:30..11-01T11:00",
                 "hour 11-01T11:00..11-04T05:00",
@@ -688,16 +699,40 @@ mod tests {
         );
         let india = Bucketing::new(Width::Day, Some(chrono_tz::Asia::Kolkata));
         assert_eq!(
-            shown(&segments(&india, r)),
+            shown(&segments(&india, r, Timestamp::MAX)),
             ["raw 11-01T10:30..11-04T05:15"]
         );
         let quarter = Bucketing::new(Width::FifteenMinutes, None);
-        assert_eq!(segments(&quarter, r), vec![Segment::Raw(r)]);
+        assert_eq!(segments(&quarter, r, Timestamp::MAX), vec![Segment::Raw(r)]);
         let short =
             TimeRange::new(utc("2026-11-01T10:30:00Z"), utc("2026-11-01T11:15:00Z")).unwrap();
         assert_eq!(
-            segments(&Bucketing::new(Width::Hour, None), short),
+            segments(&Bucketing::new(Width::Hour, None), short, Timestamp::MAX),
             vec![Segment::Raw(short)]
+        );
+        // From a device's open day on, hours stand in for days.
+        let open = utc("2026-11-03T00:00:00Z");
+        assert_eq!(
+            shown(&segments(&Bucketing::new(Width::Day, None), r, open)),
+            [
+                "raw 11-01T10:30..11-01T11:00",
+                "hour 11-01T11:00..11-02T00:00",
+                "day 11-02T00:00..11-03T00:00",
+                "hour 11-03T00:00..11-04T05:00",
+                "raw 11-04T05:00..11-04T05:15"
+            ]
+        );
+        assert_eq!(
+            shown(&segments(
+                &Bucketing::new(Width::Day, None),
+                r,
+                utc("2026-11-01T00:00:00Z")
+            )),
+            [
+                "raw 11-01T10:30..11-01T11:00",
+                "hour 11-01T11:00..11-04T05:00",
+                "raw 11-04T05:00..11-04T05:15"
+            ]
         );
     }
 

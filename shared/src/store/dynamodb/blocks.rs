@@ -12,10 +12,11 @@
 //! a version before blocks) is read from its raw items.
 
 use super::calls::Request;
+use super::presence::in_room;
 use super::{decode_reading, unavailable, unexpired, DynamoStore, Item};
 use crate::domain::block;
 use crate::keys::{self, attr, Position};
-use crate::model::{DeviceId, Quantity, Reading, RoomId, Span, TimeRange, Timestamp};
+use crate::model::{DeviceId, Reading, RoomId, Span, TimeRange, Timestamp};
 use crate::store::{Order, Page, RangeRequest, StoreError};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 
@@ -87,18 +88,6 @@ pub(crate) fn after_position(
             };
             TimeRange::new(range.from(), to.min(range.to())).ok()
         }
-    }
-}
-
-/// What a room's reading must be to be the room route's: taken in the room,
-/// with a temperature or a humidity (as the `room-time` index projects).
-fn in_room(room: &RoomId) -> impl Fn(&Reading) -> bool + '_ {
-    move |r: &Reading| {
-        r.room() == Some(room)
-            && r.measurement
-                .values()
-                .iter()
-                .any(|(q, _)| matches!(q, Quantity::Temperature | Quantity::Humidity))
     }
 }
 

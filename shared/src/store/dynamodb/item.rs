@@ -203,6 +203,9 @@ pub struct DeviceItem {
     /// Absent on items from before the catalogue: then the latest snapshot's quantities.
     #[serde(default)]
     pub quantities: Vec<String>,
+    /// `in_room` (keys::attr::DEVICE_ROOM); `room` on items from before it.
+    #[serde(default)]
+    pub in_room: Option<String>,
     #[serde(default)]
     pub room: Option<String>,
     #[serde(default)]
@@ -221,6 +224,9 @@ pub struct RoomItem {
     pub name: Option<String>,
     #[serde(default)]
     pub devices: Vec<String>,
+    /// From which UTC day its presence items are complete (absent: not yet).
+    #[serde(default)]
+    pub presence_since: Option<String>,
     #[serde(default)]
     pub first_seen: Option<String>,
     #[serde(default)]
@@ -257,7 +263,8 @@ impl DeviceItem {
                 .collect::<Result<_, _>>()?,
             quantities,
             room: self
-                .room
+                .in_room
+                .or(self.room)
                 .map(|r| RoomId::parse(&r).map_err(|e| format!("room {r:?}: {e}")))
                 .transpose()?,
             first_seen: opt_ts("first_seen", self.first_seen)?,

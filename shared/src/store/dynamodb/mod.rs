@@ -26,6 +26,7 @@ use std::time::Duration;
 mod blocks;
 mod calls;
 pub mod item;
+mod presence;
 mod registry;
 mod reindex;
 mod rollups;
@@ -438,6 +439,14 @@ fn metered(consumed: Option<&aws_sdk_dynamodb::types::ConsumedCapacity>) {
     }
 }
 
+/// Counts what a write says it consumed against the metered writes
+/// (`store::metering::metered_writes`); returns the units.
+fn metered_write(consumed: Option<&aws_sdk_dynamodb::types::ConsumedCapacity>) -> f64 {
+    let units = consumed.and_then(|c| c.capacity_units()).unwrap_or(0.0);
+    super::metering::add_write_units(units);
+    units
+}
+
 fn s(v: &str) -> AttributeValue {
     AttributeValue::S(v.to_owned())
 }
@@ -551,6 +560,13 @@ impl Store for DynamoStore {
     }
 
     async fn rollup_coverage(&self, devices: &[DeviceId]) -> Result<Option<TimeRange>, StoreError> {
+        Ok(self.rollup_cover(devices).await?.map(|(r, _)| r))
+    }
+
+    async fn rollup_cover(
+        &self,
+        devices: &[DeviceId],
+    ) -> Result<Option<(TimeRange, Timestamp)>, StoreError> {
         calls::operation(&self.policy, async { self.coverage(devices).await }).await
     }
 
@@ -644,6 +660,9 @@ impl Store for DynamoStore {
         request: &RangeRequest,
     ) -> Result<Page, StoreError> {
         calls::operation(&self.policy, async {
+            if !self.indexes.room_time {
+                return Box::pin(self.room_from_devices(room, request)).await;
+            }
             let Some(cutoff) = self.raw_cutoff().filter(|c| request.range.from() < *c) else {
                 return self.room_index_page(room, request).await;
             };
@@ -846,6 +865,7 @@ impl Store for DynamoStore {
                 latest: &update.latest,
                 sets: device_sets(update),
                 room: update.room.as_ref(),
+                presence_since: None,
             })
             .await
         })
@@ -875,6 +895,16 @@ impl Store for DynamoStore {
 
     async fn apply_room_update(&self, update: &RoomUpdate) -> Result<(), StoreError> {
         calls::operation(&self.policy, async {
+            // Presence first: a ROOM item never names a device whose days
+            // are not there yet.
+            self.put_presence(&update.room_id, &update.presence).await?;
+            if !update.record {
+                return Ok(());
+            }
+            // A room first seen by this version: presence is complete from
+            // the next UTC day (readings earlier that day may have gone by
+            // an older registry function).
+            let since = Span::Day.end_of(Span::Day.start_of(update.first_seen));
             self.apply_registry_update(RegistryWrite {
                 pk: ROOM_PARTITION,
                 sk: update.room_id.as_str(),
@@ -885,6 +915,7 @@ impl Store for DynamoStore {
                     update.devices.iter().map(|d| d.to_string()).collect(),
                 )],
                 room: None,
+                presence_since: Some(since),
             })
             .await
         })

@@ -4,11 +4,11 @@
 
 use super::calls::Request;
 use super::item::SnapshotItem;
-use super::{attr, is_condition_failed, s, unavailable, DynamoStore};
+use super::{attr, is_condition_failed, metered_write, s, unavailable, DynamoStore};
 use crate::domain::registry::DeviceUpdate;
 use crate::model::{Name, Reading, RoomId, Timestamp};
 use crate::store::StoreError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity, ReturnValue};
 
 impl DynamoStore {
     /// The monotonic registry update shared by devices and rooms; `sets` gather
@@ -59,28 +59,42 @@ impl DynamoStore {
             )
             .expression_attribute_names("#device_id", "device_id")
             .expression_attribute_values(":device", s(update.latest.device_id.as_str()))
-            .return_values(ReturnValue::UpdatedOld);
+            .return_values(ReturnValue::UpdatedOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total);
         if let Some(room) = update.room {
-            set.push_str(", #room = :room");
+            set.push_str(", #in_room = :room");
             main = main
-                .expression_attribute_names("#room", attr::ROOM)
+                .expression_attribute_names("#in_room", attr::DEVICE_ROOM)
                 .expression_attribute_values(":room", s(room.as_str()));
         }
+        if let Some(since) = update.presence_since {
+            set.push_str(", #presence_since = if_not_exists(#presence_since, :presence_since)");
+            main = main
+                .expression_attribute_names("#presence_since", attr::PRESENCE_SINCE)
+                .expression_attribute_values(":presence_since", s(&since.to_string()));
+        }
+        // An item from before `in_room` loses its `room`, and with it its
+        // `room-time` index entry.
         let lower_first_seen = match with_sets(main)
-            .update_expression(format!("{set} ADD {add}"))
+            .expression_attribute_names("#legacy_room", attr::ROOM)
+            .update_expression(format!("{set} REMOVE #legacy_room ADD {add}"))
             .retried(self)
             .await
         {
             // Newer than what is stored: done, unless this batch also holds an older first reading.
-            Ok(out) => out
-                .attributes()
-                .and_then(|a| a.get("first_seen"))
-                .and_then(|v| v.as_s().ok())
-                .is_some_and(|old| old.as_str() > first.as_str()),
+            Ok(out) => {
+                metered_write(out.consumed_capacity());
+                out.attributes()
+                    .and_then(|a| a.get("first_seen"))
+                    .and_then(|v| v.as_s().ok())
+                    .is_some_and(|old| old.as_str() > first.as_str())
+            }
             // Older than what is stored (out-of-order delivery): keep the newer
             // snapshot, still record the members and maybe an earlier first_seen.
             Err(err) if is_condition_failed(&err) => {
-                with_sets(
+                // DynamoDB charges a failed condition a unit.
+                crate::store::metering::add_write_units(1.0);
+                let out = with_sets(
                     self.client
                         .update_item()
                         .table_name(&self.table)
@@ -88,9 +102,11 @@ impl DynamoStore {
                         .key(attr::SK, s(update.sk)),
                 )
                 .update_expression(format!("ADD {add}"))
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .retried(self)
                 .await
                 .map_err(unavailable)?;
+                metered_write(out.consumed_capacity());
                 true
             }
             Err(err) => return Err(unavailable(err)),
@@ -106,11 +122,16 @@ impl DynamoStore {
                 .condition_expression("#first_seen > :first")
                 .expression_attribute_names("#first_seen", "first_seen")
                 .expression_attribute_values(":first", s(&first))
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .retried(self)
                 .await;
             match res {
-                Ok(_) => {}
-                Err(err) if is_condition_failed(&err) => {}
+                Ok(out) => {
+                    metered_write(out.consumed_capacity());
+                }
+                Err(err) if is_condition_failed(&err) => {
+                    crate::store::metering::add_write_units(1.0);
+                }
                 Err(err) => return Err(unavailable(err)),
             }
         }
@@ -138,17 +159,26 @@ impl DynamoStore {
             update = update.expression_attribute_values(":name", s(name.as_str()));
         }
         if let Some(room) = room {
-            set.push("#room = :room");
+            set.push("#in_room = :room");
             update = update
-                .expression_attribute_names("#room", attr::ROOM)
+                .expression_attribute_names("#in_room", attr::DEVICE_ROOM)
                 .expression_attribute_values(":room", s(room.as_str()));
         }
         let mut expression = String::new();
         if !set.is_empty() {
             expression = format!("SET {}", set.join(", "));
         }
+        let mut remove = Vec::new();
         if name.is_none() {
-            expression.push_str(" REMOVE #name");
+            remove.push("#name");
+        }
+        if room.is_some() {
+            // Replaced by `in_room` (keys::attr::DEVICE_ROOM).
+            remove.push("#legacy_room");
+            update = update.expression_attribute_names("#legacy_room", attr::ROOM);
+        }
+        if !remove.is_empty() {
+            expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
         }
         update
             .update_expression(expression.trim())
@@ -167,6 +197,9 @@ pub(super) struct RegistryWrite<'a> {
     /// Sets that gather members (`types` and `quantities` of a device, `devices` of a room).
     pub(super) sets: Vec<(&'static str, Vec<String>)>,
     pub(super) room: Option<&'a RoomId>,
+    /// A ROOM item's: its presence is complete from this day on, unless it
+    /// says an earlier one already.
+    pub(super) presence_since: Option<Timestamp>,
 }
 
 /// The member sets a device update adds to: its `types` and its `quantities`.

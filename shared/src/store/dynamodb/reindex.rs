@@ -5,14 +5,17 @@
 //! readings. One page of one Scan segment at a time, so that segments run in
 //! parallel and a stopped run resumes from the last key of each (the caller
 //! keeps them). Nothing is removed: turning an index off leaves its keys on
-//! the readings, where they cost only their bytes.
+//! the readings, where they cost only their bytes. It also back-fills room
+//! presence and moves DEVICE items' `room` to `in_room` (issue 25).
 
 use super::calls::Request;
 use super::{decode_reading, reading_item, s, unavailable, DynamoStore, Item};
-use crate::keys::{attr, READING_PREFIX};
-use crate::store::dynamodb::item::ReadingItem;
+use crate::keys::{attr, DEVICE_PARTITION, READING_PREFIX, ROOM_PARTITION};
+use crate::model::{DeviceId, RoomId, Span, Timestamp};
+use crate::store::dynamodb::item::{DeviceItem, ReadingItem, RoomItem};
 use crate::store::StoreError;
 use aws_sdk_dynamodb::types::AttributeValue;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Where a Scan segment stands: the key of the last item it read.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -86,6 +89,9 @@ impl DynamoStore {
             }),
             ..ReindexPage::default()
         };
+        // Room presence from before presence was kept (issue 25): once per
+        // (room, day, device) on the page; a put is idempotent.
+        let mut presence: BTreeMap<RoomId, BTreeSet<(DeviceId, Timestamp)>> = BTreeMap::new();
         for item in out.items() {
             let (Some(AttributeValue::S(pk)), Some(AttributeValue::S(sk))) =
                 (item.get(attr::PK), item.get(attr::SK))
@@ -97,6 +103,12 @@ impl DynamoStore {
             }
             page.scanned += 1;
             let reading = decode_reading(item)?;
+            if let Some(room) = reading.room() {
+                presence.entry(room.clone()).or_default().insert((
+                    reading.device_id.clone(),
+                    Span::Day.start_of(reading.timestamp),
+                ));
+            }
             let wanted = reading_item(&reading, &self.expiry(), self.shards, self.indexes);
             let missing: Vec<(&str, &AttributeValue)> = INDEX_KEYS
                 .iter()
@@ -134,6 +146,49 @@ impl DynamoStore {
                 Err(e) => return Err(unavailable(e)),
             }
         }
+        for (room, days) in &presence {
+            self.put_presence(room, days).await?;
+        }
         Ok(page)
+    }
+
+    /// After every segment of a reindex is done: every room's presence is
+    /// complete (`presence_since` from the beginning), and DEVICE items from
+    /// before `in_room` get it in place of `room`, leaving the `room-time`
+    /// index (issue 25).
+    pub async fn finish_registry_upgrade(&self) -> Result<(), StoreError> {
+        let rooms: Vec<RoomItem> = self.partition(ROOM_PARTITION).await?;
+        for room in rooms {
+            self.client
+                .update_item()
+                .table_name(&self.table)
+                .key(attr::PK, s(ROOM_PARTITION))
+                .key(attr::SK, s(&room.sk))
+                .update_expression("SET #since = :since")
+                .expression_attribute_names("#since", attr::PRESENCE_SINCE)
+                .expression_attribute_values(":since", s(&Timestamp::MIN.to_string()))
+                .retried(self)
+                .await
+                .map_err(unavailable)?;
+        }
+        let devices: Vec<DeviceItem> = self.partition(DEVICE_PARTITION).await?;
+        for device in devices {
+            let (None, Some(room)) = (&device.in_room, &device.room) else {
+                continue;
+            };
+            self.client
+                .update_item()
+                .table_name(&self.table)
+                .key(attr::PK, s(DEVICE_PARTITION))
+                .key(attr::SK, s(&device.sk))
+                .update_expression("SET #in_room = if_not_exists(#in_room, :room) REMOVE #room")
+                .expression_attribute_names("#in_room", attr::DEVICE_ROOM)
+                .expression_attribute_names("#room", attr::ROOM)
+                .expression_attribute_values(":room", s(room))
+                .retried(self)
+                .await
+                .map_err(unavailable)?;
+        }
+        Ok(())
     }
 }

@@ -27,6 +27,19 @@ use futures_util::StreamExt;
 use std::collections::BTreeSet;
 
 const SINCE: &str = "since";
+/// The marker's open day: the day of the newest hour the function has
+/// recomputed. Its day item (and any later one) may lag behind its hours.
+const OPEN_DAY: &str = "open";
+
+/// What a device's rollup marker says.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Marker {
+    /// From this hour on, every hour with readings has its hour item.
+    since: Timestamp,
+    /// From this day on, day items may lag behind their hours (`None`: a
+    /// marker from before open days, whose day items were all kept whole).
+    open_day: Option<Timestamp>,
+}
 
 fn range(from: Timestamp, to: Timestamp) -> Option<TimeRange> {
     TimeRange::new(from, to).ok()
@@ -51,10 +64,7 @@ impl DynamoStore {
             .retried(self)
             .await
             .map_err(unavailable)?;
-        Ok(out
-            .consumed_capacity()
-            .and_then(|c| c.capacity_units())
-            .unwrap_or(0.0))
+        Ok(super::metered_write(out.consumed_capacity()))
     }
 
     async fn delete_rollup(
@@ -73,10 +83,7 @@ impl DynamoStore {
             .retried(self)
             .await
             .map_err(unavailable)?;
-        Ok(out
-            .consumed_capacity()
-            .and_then(|c| c.capacity_units())
-            .unwrap_or(0.0))
+        Ok(super::metered_write(out.consumed_capacity()))
     }
 
     /// A device's rollups of `span` lying wholly inside `range`, oldest first (all pages).
@@ -156,14 +163,16 @@ impl DynamoStore {
 
     /// Recomputes the hours at `todo` in time order, and the hours after
     /// them that the domain's cascade rule names (`rollup::Cascade`); then
-    /// their days.
+    /// their days before `open_day`, and the days of `closing`.
     async fn recompute_hours(
         &self,
         device: &DeviceId,
         todo: BTreeSet<Timestamp>,
+        open_day: Timestamp,
+        closing: BTreeSet<Timestamp>,
     ) -> Result<RollupWrites, StoreError> {
         let mut writes = RollupWrites::default();
-        let mut days = BTreeSet::new();
+        let mut days = closing;
         let mut cascade = Cascade::new(todo);
         while let Some(hour) = cascade.next_start() {
             let (leaving, written) = Box::pin(self.recompute_hour(device, hour)).await?;
@@ -171,7 +180,9 @@ impl DynamoStore {
                 writes.hours += 1;
                 writes.write_units += units;
             }
-            days.insert(Span::Day.start_of(hour));
+            if Span::Day.start_of(hour) < open_day {
+                days.insert(Span::Day.start_of(hour));
+            }
             let next = self.rollup_after(device, Span::Hour, hour).await?;
             cascade.recomputed(leaving, next.as_ref());
         }
@@ -271,6 +282,18 @@ impl DynamoStore {
         device: &DeviceId,
         consistent: bool,
     ) -> Result<Option<Timestamp>, StoreError> {
+        Ok(self
+            .rollup_marker(device, consistent)
+            .await?
+            .map(|m| m.since))
+    }
+
+    /// A device's rollup marker (module comment), if its rollups are kept.
+    async fn rollup_marker(
+        &self,
+        device: &DeviceId,
+        consistent: bool,
+    ) -> Result<Option<Marker>, StoreError> {
         let out = self
             .client
             .get_item()
@@ -286,31 +309,45 @@ impl DynamoStore {
         let Some(item) = out.item() else {
             return Ok(None);
         };
-        let corrupt = || StoreError::Corrupt(format!("{device}: a rollup marker without `since`"));
-        let ms: i64 = item
-            .get(SINCE)
-            .and_then(|v| v.as_n().ok())
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(corrupt)?;
-        Timestamp::from_millis(ms)
-            .map(Some)
-            .map_err(|e| StoreError::Corrupt(e.to_string()))
+        let time = |name: &str| -> Result<Option<Timestamp>, StoreError> {
+            let Some(v) = item.get(name) else {
+                return Ok(None);
+            };
+            let corrupt =
+                || StoreError::Corrupt(format!("{device}: a rollup marker's `{name}` is {v:?}"));
+            let ms: i64 = v
+                .as_n()
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(corrupt)?;
+            Timestamp::from_millis(ms).map(Some).map_err(|_| corrupt())
+        };
+        let since = time(SINCE)?.ok_or_else(|| {
+            StoreError::Corrupt(format!("{device}: a rollup marker without `since`"))
+        })?;
+        Ok(Some(Marker {
+            since,
+            open_day: time(OPEN_DAY)?,
+        }))
     }
 
-    async fn set_rollups_since(
-        &self,
-        device: &DeviceId,
-        since: Timestamp,
-    ) -> Result<(), StoreError> {
-        self.client
+    async fn set_rollup_marker(&self, device: &DeviceId, marker: Marker) -> Result<(), StoreError> {
+        let mut put = self
+            .client
             .put_item()
             .table_name(&self.table)
             .item(attr::PK, s(keys::reading_pk(device)))
             .item(attr::SK, s(ROLLUPS_SINCE_SK))
-            .item(SINCE, AttributeValue::N(since.millis().to_string()))
+            .item(SINCE, AttributeValue::N(marker.since.millis().to_string()));
+        if let Some(open) = marker.open_day {
+            put = put.item(OPEN_DAY, AttributeValue::N(open.millis().to_string()));
+        }
+        let out = put
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .retried(self)
             .await
             .map_err(unavailable)?;
+        super::metered_write(out.consumed_capacity());
         Ok(())
     }
 
@@ -341,27 +378,51 @@ impl DynamoStore {
         let Some(&first) = todo.first() else {
             return Ok(RollupWrites::default());
         };
-        let since = self.rollups_since(device, true).await?;
-        let first_sight = since.is_none();
+        let marker = self.rollup_marker(device, true).await?;
+        let first_sight = marker.is_none();
         if first_sight {
             // Hours from here on may hold readings written before rollups
             // were kept: recompute them all, so that the marker holds.
             todo.extend(self.hours_with_readings(device, first).await?);
         }
-        let writes = self.recompute_hours(device, todo).await?;
-        if first_sight {
-            // Complete from the start when nothing lies before (a new device).
-            let before = range(Timestamp::MIN, first);
-            let older = match before {
-                Some(before) => self.edge_reading(device, &before, false).await?,
-                None => None,
-            };
-            let since = if older.is_some() {
-                first
-            } else {
-                Timestamp::MIN
-            };
-            self.set_rollups_since(device, since).await?;
+        // Days are rewritten when they close, not every batch: the newest
+        // day touched stays open (read from its hours), and the day that
+        // was open until now is written whole (docs/rollups.md).
+        let newest_day = Span::Day.start_of(*todo.last().expect("not empty"));
+        let was_open = marker.and_then(|m| m.open_day);
+        let open_day = was_open.map_or(newest_day, |o| o.max(newest_day));
+        let mut closing = BTreeSet::new();
+        if let Some(o) = was_open.filter(|o| *o < open_day) {
+            closing.insert(o);
+        }
+        // Boxed: a deep future (a debug test thread's stack overflowed).
+        let writes = Box::pin(self.recompute_hours(device, todo, open_day, closing)).await?;
+        let since = match marker {
+            Some(m) => Some(m.since),
+            None => {
+                // Complete from the start when nothing lies before (a new device).
+                let before = range(Timestamp::MIN, first);
+                let older = match before {
+                    Some(before) => self.edge_reading(device, &before, false).await?,
+                    None => None,
+                };
+                Some(if older.is_some() {
+                    first
+                } else {
+                    Timestamp::MIN
+                })
+            }
+        };
+        if first_sight || was_open != Some(open_day) {
+            let since = since.expect("set above");
+            self.set_rollup_marker(
+                device,
+                Marker {
+                    since,
+                    open_day: Some(open_day),
+                },
+            )
+            .await?;
         }
         Ok(writes)
     }
@@ -551,7 +612,12 @@ impl DynamoStore {
         // The hour after the rebuilt days entered with the chain they leave.
         let last_hour = to.saturating_add_millis(-Span::Hour.millis());
         if let Some(after) = self.rollup_after(device, Span::Hour, last_hour).await? {
-            self.recompute_hours(device, BTreeSet::from([after.start]))
+            let open = self
+                .rollup_marker(device, true)
+                .await?
+                .and_then(|m| m.open_day)
+                .unwrap_or(Timestamp::MAX);
+            self.recompute_hours(device, BTreeSet::from([after.start]), open, BTreeSet::new())
                 .await?;
         }
         let earliest = self
@@ -562,20 +628,36 @@ impl DynamoStore {
             )
             .await?;
         let reaches_back = earliest.is_some_and(|e| e >= from);
-        let since = self.rollups_since(device, true).await?;
+        let marker = self.rollup_marker(device, true).await?;
         let new_since = if reaches_back {
             Span::Day.start_of(first)
         } else {
             from
         };
-        match since {
+        // The rebuild wrote every day whole: the open day stays what the
+        // stream function said (its later batches close it).
+        match marker {
             // Joins what the stream function keeps: complete from the rebuilt days on.
-            Some(s) if s <= to && new_since < s => {
-                self.set_rollups_since(device, new_since).await?
+            Some(m) if m.since <= to && new_since < m.since => {
+                self.set_rollup_marker(
+                    device,
+                    Marker {
+                        since: new_since,
+                        ..m
+                    },
+                )
+                .await?
             }
             // Never seen by the function: complete when the rebuild reaches now.
             None if to.millis() >= super::now_epoch_seconds() * 1000 => {
-                self.set_rollups_since(device, new_since).await?
+                self.set_rollup_marker(
+                    device,
+                    Marker {
+                        since: new_since,
+                        open_day: None,
+                    },
+                )
+                .await?
             }
             _ => {}
         }
@@ -610,11 +692,12 @@ impl DynamoStore {
 
     /// The range over which every one of `devices` has complete rollups:
     /// from the latest of their markers to the last whole hour the stream
-    /// function has surely reached (`rollup_lag` behind now).
+    /// function has surely reached (`rollup_lag` behind now); and the
+    /// earliest of their open days, from which hours stand in for days.
     pub(super) async fn coverage(
         &self,
         devices: &[DeviceId],
-    ) -> Result<Option<TimeRange>, StoreError> {
+    ) -> Result<Option<(TimeRange, Timestamp)>, StoreError> {
         let Some(lag) = self.rollup_lag else {
             return Ok(None);
         };
@@ -622,19 +705,25 @@ impl DynamoStore {
             return Ok(None);
         }
         let marks = futures_util::future::try_join_all(
-            devices.iter().map(|d| self.rollups_since(d, false)),
+            devices.iter().map(|d| self.rollup_marker(d, false)),
         )
         .await?;
         let mut from = Timestamp::MIN;
+        let mut days_until = Timestamp::MAX;
         for mark in marks {
             match mark {
-                Some(t) => from = from.max(t),
+                Some(m) => {
+                    from = from.max(m.since);
+                    if let Some(open) = m.open_day {
+                        days_until = days_until.min(open);
+                    }
+                }
                 None => return Ok(None),
             }
         }
         let now = super::now_epoch_seconds() * 1000 - lag.as_millis() as i64;
         let to = Span::Hour.start_of(Timestamp::from_millis(now.max(0)).unwrap_or(Timestamp::MIN));
-        Ok(range(from, to))
+        Ok(range(from, to).map(|r| (r, days_until)))
     }
 }
 

@@ -42,6 +42,7 @@ mod tests {
     #[test]
     fn a_reading_s_size_is_its_item_s() {
         let none = Indexes {
+            room_time: false,
             box_search: false,
             all_devices: false,
         };

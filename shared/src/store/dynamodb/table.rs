@@ -77,10 +77,15 @@ impl DynamoStore {
             .table_name(&self.table)
             .attribute_definitions(string_attr(attr::PK))
             .attribute_definitions(string_attr(attr::SK))
-            .attribute_definitions(string_attr(attr::ROOM))
             .key_schema(key(attr::PK, KeyType::Hash))
-            .key_schema(key(attr::SK, KeyType::Range))
-            .global_secondary_indexes(index(ROOM_TIME_INDEX, attr::ROOM, attr::SK, &[]));
+            .key_schema(key(attr::SK, KeyType::Range));
+        if self.indexes.room_time || self.indexes.box_search {
+            create = create.attribute_definitions(string_attr(attr::ROOM));
+        }
+        if self.indexes.room_time {
+            create =
+                create.global_secondary_indexes(index(ROOM_TIME_INDEX, attr::ROOM, attr::SK, &[]));
+        }
         if self.indexes.box_search {
             create = create
                 .attribute_definitions(string_attr(attr::Z))
