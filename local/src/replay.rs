@@ -1,6 +1,7 @@
 //! Replays Lambda event files through the real handlers: API Gateway HTTP API
 //! v2 events through the Router (converted by `lambda_http`, as on Lambda),
-//! DynamoDB Streams events to the registry handler.
+//! DynamoDB Streams events to the registry handler, AWS IoT Core topic rule
+//! messages to the MQTT handler (`shared::iot`).
 
 use serde_json::Value;
 use shared::api::{self, App};
@@ -12,6 +13,7 @@ use shared::store::Store;
 pub enum LambdaEvent {
     Http(Box<ApiGatewayV2httpRequest>),
     Stream(Event),
+    IotRule(shared::iot::RuleMessage),
 }
 
 /// Recognises an event by its shape; the error says what is wrong with it.
@@ -42,7 +44,12 @@ pub fn recognise(text: &str) -> Result<LambdaEvent, String> {
             .map(|r| LambdaEvent::Http(Box::new(r)))
             .map_err(|e| format!("malformed API Gateway v2 event: {e}"));
     }
-    Err("neither an API Gateway HTTP API (v2) event nor a DynamoDB Streams event".into())
+    if obj.contains_key("topic") && obj.contains_key("payload") {
+        return serde_json::from_value(value)
+            .map(LambdaEvent::IotRule)
+            .map_err(|e| format!("malformed IoT Core rule message: {e}"));
+    }
+    Err("neither an API Gateway HTTP API (v2) event, a DynamoDB Streams event nor an IoT Core rule message".into())
 }
 
 /// Runs one event through its handler and returns the handler's answer as JSON.
@@ -67,6 +74,12 @@ pub async fn run<S: Store>(app: &App<S>, event: LambdaEvent) -> Value {
                 }
             }
             serde_json::to_value(answer).unwrap_or(Value::Null)
+        }
+        LambdaEvent::IotRule(message) => {
+            match shared::iot::handle(&app.store, &app.registry, &message).await {
+                Ok(outcome) => serde_json::to_value(outcome).unwrap_or(Value::Null),
+                Err(e) => serde_json::json!({ "error": e.to_string() }),
+            }
         }
     }
 }

@@ -232,9 +232,14 @@ fn replay_of_every_event_file_prints_the_expected_answers() {
             ok.clone(),
             ok.clone(),
             ok.clone(),
-            ok.clone()
+            ok.clone(),
+            Value::Null,
+            Value::Null
         ]
     );
+    // The IoT Core rule messages, stored.
+    assert_eq!(lines[12]["response"]["written"], json!(1));
+    assert_eq!(lines[13]["response"]["written"], json!(1));
     let body = |i: usize| -> Value {
         serde_json::from_str(lines[i]["response"]["body"].as_str().unwrap()).unwrap()
     };

@@ -17,6 +17,7 @@ pub mod auth;
 pub mod config;
 pub mod domain;
 pub mod ingest;
+pub mod iot;
 pub mod keys;
 pub mod model;
 pub mod query;

@@ -31,7 +31,7 @@ fn stream(name: &str) -> Event {
 }
 
 /// The files this test replays, in order. A new fixture must be added here.
-const ORDER: [&str; 12] = [
+const ORDER: [&str; 14] = [
     "01-post-reading-power.json",
     "02-post-readings-batch.json",
     "03-post-readings-invalid.json",
@@ -44,6 +44,8 @@ const ORDER: [&str; 12] = [
     "10-get-room.json",
     "11-get-room-readings.json",
     "12-get-device-stats.json",
+    "13-iot-rule-tasmota.json",
+    "14-iot-rule-zigbee2mqtt.json",
 ];
 
 #[test]
@@ -182,6 +184,45 @@ async fn fixtures_replay_through_the_handlers<S: TestStore>() {
         ),
         ("rollups", 1)
     );
+
+    // IoT Core topic rule messages (issue 26): a Tasmota plug with a
+    // climate sensor, a Zigbee2MQTT sensor; neither names a room.
+    for (name, device) in [
+        ("13-iot-rule-tasmota.json", "pow-1"),
+        ("14-iot-rule-zigbee2mqtt.json", "hall-sensor"),
+    ] {
+        let message: shared::iot::RuleMessage = serde_json::from_value(load(name)).unwrap();
+        let outcome = shared::iot::handle(&store, &ingest.registry, &message)
+            .await
+            .unwrap();
+        assert_eq!((outcome.written, outcome.rejected), (1, None), "{name}");
+        let (status, body) = answer(
+            &handle(
+                &query,
+                integration_tests::api_event(
+                    "GET",
+                    &format!("/devices/{device}/latest"),
+                    &[],
+                    None,
+                    &[],
+                ),
+            )
+            .await,
+        );
+        assert_eq!(status, 200, "{body}");
+        if device == "pow-1" {
+            assert_eq!(body["reading"]["cumulative_kwh_p"], json!(123.456));
+            assert_eq!(body["reading"]["current_w"], json!(150.0));
+            assert_eq!(body["reading"]["temperature"], json!(21.4));
+            assert_eq!(
+                body["reading"]["timestamp"], "2026-11-21T02:00:00.000Z",
+                "the receive time"
+            );
+        } else {
+            assert_eq!(body["reading"]["pressure_hpa"], json!(1012.4));
+            assert_eq!(body["reading"]["battery_pct"], json!(87.0));
+        }
+    }
 }
 
 async fn a_poison_record_is_reported_by_sequence_number_and_the_rest_applied<S: TestStore>() {
@@ -285,9 +326,16 @@ async fn answers<S: TestStore>() -> Vec<Value> {
         .unwrap(),
     );
     let query = app(store, None, RouteSet::Query).await;
-    for name in &ORDER[4..] {
+    for name in &ORDER[4..12] {
         let (status, body) = answer(&handle(&query, api(name)).await);
         out.push(json!({ "status": status, "body": body }));
+    }
+    for name in &ORDER[12..] {
+        let message: shared::iot::RuleMessage = serde_json::from_value(load(name)).unwrap();
+        let outcome = shared::iot::handle(&query.store, &query.registry, &message)
+            .await
+            .unwrap();
+        out.push(serde_json::to_value(outcome).unwrap());
     }
     out
 }
@@ -296,7 +344,7 @@ async fn answers<S: TestStore>() -> Vec<Value> {
 async fn the_embedded_store_and_dynamodb_give_the_same_answers() {
     let mut dynamo = answers::<shared::store::DynamoStore>().await;
     let mut sqlite = answers::<shared::store::SqliteStore>().await;
-    assert_eq!(dynamo.len(), 12);
+    assert_eq!(dynamo.len(), 14);
     // What an aggregate was computed from differs (rollups on the embedded
     // store only); what it answers may not.
     for answers in [&mut dynamo, &mut sqlite] {

@@ -93,10 +93,12 @@ async fn same_table(t: &Yaml, indexes: shared::store::Indexes) {
         yaml_gsis.len(),
         "{indexes:?}"
     );
-    // room-time always; the optional ones as the parameters say.
+    // The optional indexes, as the parameters say.
     assert_eq!(
         yaml_gsis.len(),
-        1 + 2 * usize::from(indexes.box_search) + usize::from(indexes.all_devices)
+        usize::from(indexes.room_time)
+            + 2 * usize::from(indexes.box_search)
+            + usize::from(indexes.all_devices)
     );
     for yaml_gsi in yaml_gsis {
         let gsi = table
@@ -295,6 +297,12 @@ fn each_function_has_exactly_its_least_privileges() {
 
     let mut expected = vec![
         stmt(&["dynamodb:UpdateItem"], &[table], registry_only),
+        // Presence items only (`ROOM#<room>`; ids cannot hold `#`).
+        stmt(
+            &["dynamodb:PutItem"],
+            &[table],
+            r#"{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["ROOM#*"]}}"#,
+        ),
         stmt(
             &[
                 "dynamodb:DescribeStream",
@@ -336,6 +344,27 @@ fn each_function_has_exactly_its_least_privileges() {
     ];
     expected.sort();
     assert_eq!(statements(&t, "RollupsFunction"), expected, "rollups");
+
+    // Writes readings, reads the registry, keeps what failed (issue 26).
+    let mut expected = vec![
+        stmt(&["dynamodb:BatchWriteItem"], &[table], readings_only),
+        stmt(
+            &["dynamodb:Query", "dynamodb:GetItem"],
+            &[table],
+            registry_only,
+        ),
+        stmt(&["sqs:SendMessage"], &["!GetAtt MqttFailures.Arn"], ""),
+    ];
+    expected.sort();
+    assert_eq!(statements(&t, "MqttFunction"), expected, "mqtt");
+    // Only the rule may invoke it; the rule's error role may only send to the queue.
+    let permission = &t["Resources"]["MqttRulePermission"]["Properties"];
+    assert_eq!(s(&permission["Principal"]), "iot.amazonaws.com");
+    let source = format!("{:?}", permission["SourceArn"]);
+    assert!(
+        source.contains("MqttRule.Arn"),
+        "scoped to the rule: {source}"
+    );
 
     // No wildcard action anywhere, and no function without a role of its own.
     let text =

@@ -1,0 +1,24 @@
+//! `mqtt` Lambda: the AWS IoT Core topic rule's action (docs/mqtt.md). Each
+//! message goes through the same ingest as HTTP. Wiring only; the handler
+//! lives in `shared::iot`.
+
+use lambda_runtime::{service_fn, Error, LambdaEvent};
+use shared::iot::RuleMessage;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    shared::telemetry::init();
+    let config = shared::config::Config::from_env()?;
+    let store = shared::assembly::stream_function(&config).await?;
+    let registry = shared::registry::RegistryCache::load(&store, config.registry_cache_ttl).await?;
+    let (store, registry) = (&store, &registry);
+    lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<RuleMessage>| async move {
+            // An error makes Lambda retry, then hand the message to the failure queue.
+            shared::iot::handle(store, registry, &event.payload)
+                .await
+                .map_err(|e| Error::from(e.to_string()))
+        },
+    ))
+    .await
+}

@@ -1,0 +1,177 @@
+//! The AWS IoT Core topic rule's handler (issue 26, part 1): every payload
+//! shape stored and read back through the HTTP API on dynalite; messages
+//! that can never be stored answered (not retried) with what is wrong; a
+//! message the store could not take fails the invocation, so Lambda retries
+//! it and then keeps it in the failure queue; once the store recovers, the
+//! same message is stored.
+
+use base64::Engine;
+use integration_tests::{answer, api_event, app, dynalite, fresh_store, handle};
+use serde_json::{json, Value};
+use shared::api::RouteSet;
+use shared::iot::{handle as on_message, RuleMessage};
+use shared::model::Timestamp;
+use shared::store::SqliteStore;
+
+fn message(topic: &str, payload: &str, received: i64) -> RuleMessage {
+    RuleMessage {
+        topic: topic.into(),
+        payload: base64::engine::general_purpose::STANDARD.encode(payload),
+        received,
+    }
+}
+
+/// 2026-11-21T02:00:00Z.
+const RECEIVED: i64 = 1_795_226_400_000;
+
+#[tokio::test]
+async fn every_payload_shape_is_stored_and_read_back() {
+    let store = fresh_store(&dynalite(), "mqtt-rule").await;
+    let ingest = app(store.clone(), None, RouteSet::Ingest).await;
+    let query = app(store.clone(), None, RouteSet::Query).await;
+    let cases: [(&str, &str, &str, Value); 6] = [
+        (
+            "readings/meter-7",
+            r#"{"timestamp":"2026-11-21T01:00:00Z","cumulative_kwh_p":1.5,"current_w":300}"#,
+            "meter-7",
+            json!({"timestamp": "2026-11-21T01:00:00.000Z", "cumulative_kwh_p": 1.5, "current_w": 300.0}),
+        ),
+        (
+            "readings/telegraf",
+            "climate,device=th-9,room=hall temperature=19.5,humidity=51 1795222800000000000\n",
+            "th-9",
+            json!({"timestamp": "2026-11-21T01:00:00.000Z", "room": "hall", "temperature": 19.5}),
+        ),
+        (
+            "tele/pow-1/SENSOR",
+            r#"{"Time":"2026-11-21T03:00:00","ENERGY":{"Total":123.456,"Power":150,"Voltage":231,"Current":0.652},"SI7021":{"Temperature":68.9,"Humidity":40.1},"TempUnit":"F"}"#,
+            "pow-1",
+            json!({"timestamp": "2026-11-21T02:00:00.000Z", "cumulative_kwh_p": 123.456, "voltage_v": 231.0, "temperature": 20.5, "humidity": 40.1}),
+        ),
+        (
+            "zigbee2mqtt/Kitchen sensor",
+            r#"{"temperature":22.4,"humidity":55,"co2":640,"linkquality":80}"#,
+            "Kitchen-sensor",
+            json!({"timestamp": "2026-11-21T02:00:00.000Z", "temperature": 22.4, "co2_ppm": 640.0}),
+        ),
+        (
+            "zigbee2mqtt/plug-2",
+            r#"{"power":41.5,"energy":2.75,"state":"ON"}"#,
+            "plug-2",
+            json!({"current_w": 41.5, "cumulative_kwh_p": 2.75}),
+        ),
+        (
+            "shellyplus1pm-c1/status/switch:0",
+            r#"{"id":0,"output":true,"apower":8.9,"voltage":237.5,"current":0.068,"aenergy":{"total":6532.1,"by_minute":[0,0,0],"minute_ts":1795226400}}"#,
+            "shellyplus1pm-c1",
+            json!({"current_w": 8.9, "cumulative_kwh_p": 6.5321, "voltage_v": 237.5}),
+        ),
+    ];
+    for (topic, payload, device, want) in cases {
+        let outcome = on_message(&store, &ingest.registry, &message(topic, payload, RECEIVED))
+            .await
+            .unwrap();
+        assert_eq!((outcome.written, &outcome.rejected), (1, &None), "{topic}");
+        let (status, body) = answer(
+            &handle(
+                &query,
+                api_event("GET", &format!("/devices/{device}/latest"), &[], None, &[]),
+            )
+            .await,
+        );
+        assert_eq!(status, 200, "{topic}: {body}");
+        for (k, v) in want.as_object().unwrap() {
+            let got = &body["reading"][k];
+            match (got.as_f64(), v.as_f64()) {
+                (Some(a), Some(b)) => assert!((a - b).abs() < 1e-9, "{topic} {k}: {got} vs {v}"),
+                _ => assert_eq!(got, v, "{topic} {k}"),
+            }
+        }
+    }
+    // The same message again: the same key, nothing new.
+    let again = on_message(
+        &store,
+        &ingest.registry,
+        &message(
+            "zigbee2mqtt/plug-2",
+            r#"{"power":41.5,"energy":2.75}"#,
+            RECEIVED,
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.rejected, None);
+}
+
+#[tokio::test]
+async fn messages_that_can_never_be_stored_are_answered_with_the_reason() {
+    let store = fresh_store(&dynalite(), "mqtt-bad").await;
+    let ingest = app(store.clone(), None, RouteSet::Ingest).await;
+    let mut bad = vec![
+        (
+            message("zigbee2mqtt/s1", r#"{"temperature":500}"#, RECEIVED),
+            "temperature",
+        ),
+        (message("tele/x/SENSOR", "{not json", RECEIVED), "not JSON"),
+        (message("elsewhere/x", "{}", RECEIVED), "none of the shapes"),
+        (
+            message("readings/m", r#"{"current_w":"high"}"#, RECEIVED),
+            "current_w",
+        ),
+    ];
+    let mut not_base64 = message("readings/m", "", RECEIVED);
+    not_base64.payload = "%%%".into();
+    bad.push((not_base64, "base64"));
+    for (m, says) in &bad {
+        let outcome = on_message(&store, &ingest.registry, m).await.unwrap();
+        let reason = outcome.rejected.unwrap_or_default();
+        assert_eq!(outcome.written, 0);
+        assert!(reason.contains(says), "{}: {reason}", m.topic);
+    }
+    // A good message after the bad ones is stored.
+    let good = on_message(
+        &store,
+        &ingest.registry,
+        &message("zigbee2mqtt/s1", r#"{"temperature":21}"#, RECEIVED),
+    )
+    .await
+    .unwrap();
+    assert_eq!(good.written, 1);
+}
+
+#[tokio::test]
+async fn a_message_the_store_cannot_take_fails_and_is_stored_when_it_can() {
+    let dir = std::env::temp_dir().join(format!("mqtt-full-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = SqliteStore::open(dir.join("ingester.db")).unwrap();
+    let ingest = app(store.clone(), None, RouteSet::All).await;
+    let now = Timestamp::now().millis();
+    // A batch on readings/<device>, as a gateway sends its backlog: pages
+    // the file may not grow by.
+    let batch: Vec<Value> = (0..1000i64)
+        .map(|i| {
+            let at = Timestamp::from_millis(now - (1000 - i) * 1000)
+                .unwrap()
+                .to_string();
+            json!({"timestamp": at, "battery_pct": 90, "current_w": i})
+        })
+        .collect();
+    let m = message("readings/s2", &Value::Array(batch).to_string(), now);
+    store.cap_file_for_tests(true).unwrap();
+    let err = on_message(&store, &ingest.registry, &m).await.unwrap_err();
+    assert!(err.may_succeed_later(), "{err}");
+    store.cap_file_for_tests(false).unwrap();
+    let outcome = on_message(&store, &ingest.registry, &m).await.unwrap();
+    assert_eq!(outcome.written, 1000);
+    let (status, body) = answer(
+        &handle(
+            &ingest,
+            api_event("GET", "/devices/s2/latest", &[], None, &[]),
+        )
+        .await,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reading"]["current_w"], json!(999.0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
