@@ -1,10 +1,12 @@
 //! The ingester without AWS: the library's Router behind `axum::serve` (in
 //! `main`), whose registry follows each write on the embedded store and a
 //! DynamoDB stream on a table (`stream_poller`),
-//! and a replayer of Lambda event files (`replay`).
+//! and a replayer of Lambda event files (`replay`); at home, a subscription
+//! to an MQTT broker (`mqtt`).
 
 pub mod blocks;
 pub mod migrate;
+pub mod mqtt;
 pub mod reindex;
 pub mod replay;
 pub mod stream_poller;

@@ -29,6 +29,73 @@ struct Cli {
     command: Command,
 }
 
+/// A subscription to an MQTT broker beside the server (docs/mqtt.md).
+#[derive(clap::Args, Debug, Clone)]
+struct MqttArgs {
+    /// Subscribe to this broker: mqtt://HOST[:PORT] or mqtts://HOST[:PORT].
+    #[arg(long, env = "MQTT_URL")]
+    mqtt: Option<String>,
+    /// A topic filter to subscribe to (repeatable); by default every shape of docs/mqtt.md:
+    /// readings/#, tele/+/SENSOR, zigbee2mqtt/#, +/status/+.
+    #[arg(long = "mqtt-topic", requires = "mqtt")]
+    mqtt_topics: Vec<String>,
+    #[arg(long, env = "MQTT_USERNAME", requires = "mqtt")]
+    mqtt_username: Option<String>,
+    #[arg(long, env = "MQTT_PASSWORD", hide_env_values = true, requires = "mqtt")]
+    mqtt_password: Option<String>,
+    /// The CA certificate (PEM) of an mqtts:// broker.
+    #[arg(long, requires = "mqtt")]
+    mqtt_ca: Option<PathBuf>,
+    /// The client id, which names the broker's persistent session: keep it across restarts.
+    #[arg(long, default_value = "ingester-local", requires = "mqtt")]
+    mqtt_client_id: String,
+    /// Publish messages that can never be stored to this topic (as they came).
+    #[arg(long, requires = "mqtt")]
+    mqtt_dead_letter: Option<String>,
+}
+
+impl MqttArgs {
+    fn settings(&self) -> Option<ingester_local::mqtt::Settings> {
+        let url = self.mqtt.clone()?;
+        Some(ingester_local::mqtt::Settings {
+            url,
+            username: self.mqtt_username.clone(),
+            password: self.mqtt_password.clone(),
+            ca_file: self.mqtt_ca.clone(),
+            topics: if self.mqtt_topics.is_empty() {
+                ingester_local::mqtt::DEFAULT_TOPICS
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect()
+            } else {
+                self.mqtt_topics.clone()
+            },
+            client_id: self.mqtt_client_id.clone(),
+            dead_letter: self.mqtt_dead_letter.clone(),
+        })
+    }
+}
+
+/// Starts the subscription, if one is asked for, beside `app`'s server.
+fn subscribe<S: Store>(
+    app: App<S>,
+    mqtt: &MqttArgs,
+) -> Result<(App<S>, Option<tokio::task::JoinHandle<()>>), String> {
+    let Some(settings) = mqtt.settings() else {
+        return Ok((app, None));
+    };
+    settings.options()?;
+    let health = std::sync::Arc::new(shared::ingest::subscription::SubscriptionHealth::default());
+    let app = app.with_subscription(health.clone());
+    let (store, registry) = (app.store.clone(), app.registry.clone());
+    let task = tokio::spawn(async move {
+        if let Err(e) = ingester_local::mqtt::run(settings, store, registry, health).await {
+            tracing::error!(error = %e, "the mqtt subscription stopped");
+        }
+    });
+    Ok((app, Some(task)))
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Serve the HTTP API (DESIGN §5): the Lambdas' Router on a local address.
@@ -53,6 +120,8 @@ enum Command {
         /// How often the DynamoDB stream is polled for registry changes, in milliseconds.
         #[arg(long, default_value_t = 100)]
         poll_ms: u64,
+        #[command(flatten)]
+        mqtt: MqttArgs,
         #[command(flatten)]
         store: StoreArgs,
     },
@@ -428,7 +497,9 @@ async fn serve<S: Store>(
     app: App<S>,
     addr: SocketAddr,
     feeder: tokio::task::JoinHandle<()>,
+    mqtt: &MqttArgs,
 ) -> Result<(), String> {
+    let (app, subscription) = subscribe(app, mqtt)?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("listening on {addr}: {e}"))?;
@@ -441,6 +512,9 @@ async fn serve<S: Store>(
         .await
         .map_err(|e| e.to_string());
     feeder.abort();
+    if let Some(task) = subscription {
+        task.abort();
+    }
     result
 }
 
@@ -453,6 +527,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             open_reads,
             cache_ttl,
             poll_ms,
+            mqtt,
             store,
         } => {
             let config = store.config(token.as_deref(), open_reads, Duration::from_secs(cache_ttl));
@@ -464,7 +539,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
                     // retention purge runs beside the server.
                     let app = app(&config, s.clone(), access).await?;
                     let feeder = tokio::spawn(purge_expired(s));
-                    serve(app, addr, feeder).await?;
+                    serve(app, addr, feeder, &mqtt).await?;
                 }
                 (Backend::Dynamo(s, streams, region), access) => {
                     let poller =
@@ -472,7 +547,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
                             .with_registry_interval(config.registry_latest_interval);
                     let feeder = tokio::spawn(poll_stream(poller, s.clone(), every));
                     let app = app(&config, s, access).await?;
-                    serve(app, addr, feeder).await?;
+                    serve(app, addr, feeder, &mqtt).await?;
                 }
             }
             Ok(true)

@@ -4,6 +4,7 @@
 
 pub mod fault_proxy;
 pub mod local_server;
+pub mod mosquitto;
 pub mod runtime_api;
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};

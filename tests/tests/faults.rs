@@ -53,6 +53,7 @@ fn app_on(client: aws_sdk_dynamodb::Client) -> App<DynamoStore> {
         // The mocked client answers writes only, so the registry is given, not loaded.
         access: Access::open(),
         routes: RouteSet::All,
+        subscription: None,
     }
 }
 

@@ -42,6 +42,7 @@ fn app(url: &str, table: &str, concurrency: usize) -> App<DynamoStore> {
         // The mocked client answers writes only, so the registry is given, not loaded.
         access: Access::open(),
         routes: RouteSet::All,
+        subscription: None,
     }
 }
 

@@ -52,9 +52,10 @@ async fn the_rollups_binary_keeps_the_rollups_of_the_sample_stream_event() {
     let hours = store.rollups(&bedroom, Span::Hour, &day).await.unwrap();
     assert_eq!(hours.len(), 1);
     assert_eq!(hours[0].all.count, 2, "both bedroom readings of 01:00");
+    // The device's newest day is open: its day item is written when the day
+    // closes, and aggregates read its hours meanwhile (docs/rollups.md).
     let days = store.rollups(&bedroom, Span::Day, &day).await.unwrap();
-    assert_eq!(days.len(), 1);
-    assert_eq!(days[0].all.count, 2);
+    assert!(days.is_empty(), "{days:?}");
     // The meter's two readings, one per record, in the same hour.
     let meter = "meter-1".parse().unwrap();
     let hours = store.rollups(&meter, Span::Hour, &day).await.unwrap();

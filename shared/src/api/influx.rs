@@ -164,10 +164,29 @@ async fn write<S: Store>(
 }
 
 /// `GET /health`: what InfluxDB 2 answers; Tasmota checks it before writing.
-pub async fn health() -> Response {
+/// With an MQTT subscription beside the server (`ingester-local serve
+/// --mqtt`), its state is one of the checks: `fail` while disconnected.
+pub async fn health<S: Store>(State(app): State<Arc<App<S>>>) -> Response {
+    let checks: Vec<serde_json::Value> = app
+        .subscription
+        .iter()
+        .map(|h| {
+            let r = h.report();
+            json!({
+                "name": "mqtt",
+                "status": if r.connected { "pass" } else { "fail" },
+                "message": format!(
+                    "{}; {} stored, {} rejected, {} deferred, {} disconnects",
+                    if r.connected { "connected" } else { "not connected" },
+                    r.stored, r.rejected, r.deferred, r.disconnects
+                ),
+                "subscription": r,
+            })
+        })
+        .collect();
     (
         [(header::CONTENT_TYPE, "application/json")],
-        json!({"name": "influxdb", "message": "ready for queries and writes", "status": "pass", "checks": [], "version": V2_VERSION}).to_string(),
+        json!({"name": "influxdb", "message": "ready for queries and writes", "status": "pass", "checks": checks, "version": V2_VERSION}).to_string(),
     )
         .into_response()
 }

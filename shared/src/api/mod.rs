@@ -137,7 +137,7 @@ fn influx_routes<S: Store>(set: Served, access: Access) -> Router<Arc<App<S>>> {
     writes
         .route(
             "/health",
-            set.route(ingest, MethodFilter::GET, influx::health),
+            set.route(ingest, MethodFilter::GET, influx::health::<S>),
         )
         .route("/ping", set.route(ingest, MethodFilter::GET, influx::ping))
 }

@@ -31,6 +31,8 @@ pub struct App<S> {
     pub registry: RegistryCache,
     pub access: Access,
     pub routes: RouteSet,
+    /// An MQTT subscription beside the server, for `GET /health`.
+    pub subscription: Option<std::sync::Arc<crate::ingest::subscription::SubscriptionHealth>>,
 }
 
 impl<S: Store> App<S> {
@@ -48,6 +50,16 @@ impl<S: Store> App<S> {
             registry,
             access,
             routes,
+            subscription: None,
         })
+    }
+
+    /// Reports an MQTT subscription's health in `GET /health`.
+    pub fn with_subscription(
+        mut self,
+        health: std::sync::Arc<crate::ingest::subscription::SubscriptionHealth>,
+    ) -> Self {
+        self.subscription = Some(health);
+        self
     }
 }

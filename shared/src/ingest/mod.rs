@@ -7,6 +7,7 @@
 pub mod json;
 pub mod line_protocol;
 pub mod mqtt;
+pub mod subscription;
 
 use crate::model::{Reading, Timestamp};
 use crate::registry::RegistryCache;

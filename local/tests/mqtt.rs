@@ -1,0 +1,274 @@
+//! `ingester-local serve --mqtt` against Debian's mosquitto on 127.0.0.1
+//! (issue 26), with publishes from `mosquitto_pub` at QoS 1: every payload
+//! shape stored and read back through the HTTP API; a bad message followed
+//! by good ones, counted in `/health`; messages published while the server
+//! is stopped, all stored once it is back; a broker restart, reconnected.
+
+use integration_tests::local_server::LocalServer;
+use integration_tests::mosquitto::{free_port, Broker};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ingester-local");
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mqtt-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn serve(db: &Path, broker: &Broker) -> LocalServer {
+    LocalServer::start(
+        Path::new(BIN),
+        &["--db", db.to_str().unwrap(), "--mqtt", &broker.url()],
+        "info",
+    )
+}
+
+fn get(server: &LocalServer, path: &str) -> (u16, Value) {
+    let (status, text) = server.request("GET", path, None);
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// GETs `path` until `done` holds for a 200 answer.
+fn eventually(server: &LocalServer, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, body) = get(server, path);
+        if status == 200 && done(&body) {
+            return body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "GET {path} never got there: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn subscription(server: &LocalServer) -> Value {
+    let (_, health) = get(server, "/health");
+    health["checks"][0]["subscription"].clone()
+}
+
+fn connected(server: &LocalServer) {
+    eventually(server, "/health", |h| {
+        h["checks"][0]["subscription"]["connected"] == Value::Bool(true)
+    });
+}
+
+fn stop(mut server: LocalServer) {
+    let _ = Command::new("kill")
+        .args(["-INT", &server.child.id().to_string()])
+        .status();
+    let _ = server.child.wait();
+}
+
+#[test]
+fn every_shape_is_stored_and_a_bad_message_does_not_stop_the_good_ones() {
+    let dir = temp_dir("shapes");
+    let broker = Broker::start(&dir, free_port());
+    let server = serve(&dir.join("ingester.db"), &broker);
+    connected(&server);
+    broker.publish("zigbee2mqtt/hall sensor", r#"{"temperature":"warm"}"#);
+    broker.publish("tele/plug/SENSOR", "not json");
+    let cases = [
+        (
+            "readings/meter-9",
+            r#"{"cumulative_kwh_p":12.5,"current_w":300}"#,
+            "meter-9",
+            "current_w",
+            300.0,
+        ),
+        (
+            "readings/th",
+            "climate,device=th-1,room=hall temperature=19.5,humidity=51\n",
+            "th-1",
+            "temperature",
+            19.5,
+        ),
+        (
+            "tele/pow-1/SENSOR",
+            r#"{"Time":"2026-11-23T10:00:00","ENERGY":{"Total":123.456,"Power":150},"AM2301":{"Temperature":21.4,"Humidity":45.6},"TempUnit":"C"}"#,
+            "pow-1",
+            "cumulative_kwh_p",
+            123.456,
+        ),
+        (
+            "zigbee2mqtt/hall sensor",
+            r#"{"temperature":21.37,"humidity":48.3,"linkquality":102,"battery":87}"#,
+            "hall-sensor",
+            "battery_pct",
+            87.0,
+        ),
+        (
+            "shellyplus1pm-c1/status/switch:0",
+            r#"{"id":0,"apower":8.9,"aenergy":{"total":6532.1}}"#,
+            "shellyplus1pm-c1",
+            "cumulative_kwh_p",
+            6.5321,
+        ),
+    ];
+    for (topic, payload, _, _, _) in cases {
+        broker.publish(topic, payload);
+    }
+    for (topic, _, device, quantity, value) in cases {
+        let body = eventually(&server, &format!("/devices/{device}/latest"), |_| true);
+        assert_eq!(
+            body["reading"][quantity].as_f64(),
+            Some(value),
+            "{topic}: {body}"
+        );
+    }
+    let s = subscription(&server);
+    assert_eq!(s["rejected"], 2, "{s}");
+    assert_eq!(s["stored"], 5, "{s}");
+    stop(server);
+}
+
+#[test]
+fn messages_published_while_the_server_is_down_arrive_after_it_restarts() {
+    let dir = temp_dir("down");
+    let db = dir.join("ingester.db");
+    let broker = Broker::start(&dir, free_port());
+    // The first run makes the broker's persistent session and subscriptions.
+    let server = serve(&db, &broker);
+    connected(&server);
+    stop(server);
+    for i in 0..20 {
+        broker.publish(
+            "readings/offline-meter",
+            &format!(
+                r#"{{"timestamp":{},"current_w":{i}}}"#,
+                1_795_219_200 + i * 60
+            ),
+        );
+    }
+    let server = serve(&db, &broker);
+    let page = eventually(
+        &server,
+        "/devices/offline-meter/readings?from=2026-11-21T00:00:00Z&to=2026-11-22T00:00:00Z&limit=100",
+        |b| b["readings"].as_array().is_some_and(|r| r.len() == 20),
+    );
+    let watts: Vec<f64> = page["readings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["current_w"].as_f64().unwrap())
+        .collect();
+    assert_eq!(watts, (0..20).map(f64::from).collect::<Vec<_>>());
+    stop(server);
+}
+
+#[test]
+fn a_broker_restart_is_reconnected_to() {
+    let dir = temp_dir("restart");
+    let broker = Broker::start(&dir, free_port());
+    let server = serve(&dir.join("ingester.db"), &broker);
+    connected(&server);
+    let broker = broker.restart();
+    connected(&server);
+    broker.publish("readings/after", r#"{"current_w":5}"#);
+    let body = eventually(&server, "/devices/after/latest", |_| true);
+    assert_eq!(body["reading"]["current_w"], 5.0);
+    let s = subscription(&server);
+    assert!(s["disconnects"].as_u64() >= Some(1), "{s}");
+    stop(server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_fails_loses_nothing_once_it_recovers() {
+    use shared::ingest::subscription::SubscriptionHealth;
+    use shared::model::{DeviceId, Timestamp};
+    use shared::store::{SqliteStore, Store};
+    let dir = temp_dir("full");
+    let broker = Broker::start(&dir, free_port());
+    let store = SqliteStore::open(dir.join("ingester.db")).unwrap();
+    let registry = shared::registry::RegistryCache::load(&store, Duration::from_secs(1))
+        .await
+        .unwrap();
+    let health = std::sync::Arc::new(SubscriptionHealth::default());
+    let settings = ingester_local::mqtt::Settings {
+        url: broker.url(),
+        username: None,
+        password: None,
+        ca_file: None,
+        topics: vec!["readings/#".into()],
+        client_id: "full-disk-test".into(),
+        dead_letter: None,
+    };
+    let task = tokio::spawn(ingester_local::mqtt::run(
+        settings,
+        store.clone(),
+        registry,
+        health.clone(),
+    ));
+    let wait = |what: &'static str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done() {
+            assert!(
+                Instant::now() < deadline,
+                "never {what}: {:?}",
+                health.report()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    // The disk is full: a gateway's backlog (3 batches of 1000 readings)
+    // needs pages the file may not grow by.
+    store.cap_file_for_tests(true).unwrap();
+    let now = Timestamp::now().millis();
+    let batches: Vec<String> = (0..3i64)
+        .map(|b| {
+            let readings: Vec<Value> = (0..1000i64)
+                .map(|i| {
+                    let at = now - (3000 - (b * 1000 + i)) * 1000;
+                    serde_json::json!({"timestamp": at, "current_w": b * 1000 + i})
+                })
+                .collect();
+            Value::Array(readings).to_string()
+        })
+        .collect();
+    let publisher = {
+        let port = broker.port;
+        let batches = batches.clone();
+        std::thread::spawn(move || {
+            for b in batches {
+                let ok = Command::new("mosquitto_pub")
+                    .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q", "1"])
+                    .args(["-t", "readings/gateway", "-m", &b])
+                    .status()
+                    .unwrap();
+                assert!(ok.success());
+            }
+        })
+    };
+    tokio::task::block_in_place(|| {
+        wait("deferred", &|| health.report().deferred >= 1);
+    });
+    assert_eq!(health.report().stored, 0);
+    store.cap_file_for_tests(false).unwrap();
+    tokio::task::block_in_place(|| {
+        publisher.join().unwrap();
+        wait("stored every batch", &|| health.report().stored >= 3);
+    });
+    let device = DeviceId::parse("gateway").unwrap();
+    let range = shared::model::TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap();
+    let page = store
+        .device_readings(
+            &device,
+            &shared::store::RangeRequest {
+                range,
+                order: shared::store::Order::Asc,
+                limit: 5000,
+                after: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.readings.len(), 3000, "{:?}", health.report());
+    task.abort();
+}

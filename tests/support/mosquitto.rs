@@ -1,0 +1,93 @@
+//! Debian's mosquitto for the MQTT tests and bench (issue 26): on a free
+//! port of 127.0.0.1 only, with a persistent store, stopped on drop; and
+//! `mosquitto_pub` publishing at QoS 1, as a device does.
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A mosquitto with a persistent store, on 127.0.0.1 only; stopped on drop.
+pub struct Broker {
+    child: Child,
+    pub port: u16,
+    dir: PathBuf,
+}
+
+impl Broker {
+    pub fn start(dir: &Path, port: u16) -> Broker {
+        let conf = dir.join("mosquitto.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location {}/\nautosave_interval 1\n",
+                dir.display()
+            ),
+        )
+        .unwrap();
+        let bin = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .expect("Debian's mosquitto (scripts/install-test-tools installs it)");
+        let child = Command::new(bin)
+            .args(["-c", conf.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "mosquitto did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Broker {
+            child,
+            port,
+            dir: dir.to_owned(),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("mqtt://127.0.0.1:{}", self.port)
+    }
+
+    /// A QoS 1 publish, as a device makes it.
+    pub fn publish(&self, topic: &str, payload: &str) {
+        let ok = Command::new("mosquitto_pub")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-q", "1"])
+            .args(["-t", topic, "-m", payload])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "mosquitto_pub {topic}");
+    }
+
+    /// Stops it (its persistence file is written on the way out).
+    pub fn stop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+
+    pub fn restart(mut self) -> Broker {
+        self.stop();
+        let (dir, port) = (self.dir.clone(), self.port);
+        std::mem::forget(self);
+        Broker::start(&dir, port)
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
