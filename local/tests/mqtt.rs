@@ -272,3 +272,45 @@ async fn a_store_that_fails_loses_nothing_once_it_recovers() {
     assert_eq!(page.readings.len(), 3000, "{:?}", health.report());
     task.abort();
 }
+
+#[test]
+fn a_message_that_can_never_be_stored_goes_to_the_dead_letter_topic() {
+    let dir = temp_dir("dead-letter");
+    let broker = Broker::start(&dir, free_port());
+    let server = LocalServer::start(
+        Path::new(BIN),
+        &[
+            "--db",
+            dir.join("ingester.db").to_str().unwrap(),
+            "--mqtt",
+            &broker.url(),
+            "--mqtt-dead-letter",
+            "ingester/dead",
+        ],
+        "info",
+    );
+    connected(&server);
+    // A real subscriber to the dead-letter topic, for one message.
+    let sub = Command::new("mosquitto_sub")
+        .args(["-h", "127.0.0.1", "-p", &broker.port.to_string(), "-q", "1"])
+        .args(["-t", "ingester/dead", "-C", "1", "-W", "20"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    broker.publish("zigbee2mqtt/s9", r#"{"temperature":900}"#);
+    let out = sub.wait_with_output().unwrap();
+    assert!(out.status.success(), "no dead letter within 20 s");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        r#"{"temperature":900}"#,
+        "the message as it came"
+    );
+    let s = subscription(&server);
+    assert_eq!(s["rejected"], 1, "{s}");
+    assert!(
+        s["last_error"].as_str().unwrap_or("").contains("temperature"),
+        "{s}"
+    );
+    stop(server);
+}
