@@ -16,6 +16,7 @@ pub mod assembly;
 pub mod auth;
 pub mod config;
 pub mod domain;
+pub mod influxql;
 pub mod ingest;
 pub mod iot;
 pub mod keys;

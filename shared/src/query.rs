@@ -135,7 +135,7 @@ async fn page<S: Store>(
 }
 
 /// Visits every reading of a range, oldest first, one page at a time.
-async fn each_reading<S: Store>(
+pub(crate) async fn each_reading<S: Store>(
     store: &S,
     partition: &Partition<'_>,
     range: TimeRange,

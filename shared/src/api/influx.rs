@@ -10,6 +10,7 @@
 use super::extract::{Body, Params};
 use super::{Access, ApiError, App, ReadAccess};
 use crate::ingest::line_protocol::Precision;
+use crate::influxql;
 use crate::ingest::{self, IngestError, Wire};
 use crate::model::Timestamp;
 use crate::store::Store;
@@ -207,33 +208,318 @@ pub async fn ping() -> Response {
 pub struct QueryParams {
     pub q: Option<String>,
     pub db: Option<String>,
+    pub rp: Option<String>,
+    pub epoch: Option<String>,
+    pub chunked: Option<String>,
+    pub chunk_size: Option<String>,
+    pub pretty: Option<String>,
     pub u: Option<String>,
     pub p: Option<String>,
 }
 
-/// `/query` of InfluxDB 1: Telegraf's v1 output sends `CREATE DATABASE` first.
-/// Creating a database or a retention policy succeeds (there is one store);
-/// anything else is refused inside the result, as InfluxDB does for a statement.
-pub async fn query(params: Result<Params<QueryParams>, ApiError>, form: Bytes) -> Response {
-    // `q` in the query string, or in a form body (Telegraf POSTs it).
-    let q = params
-        .ok()
-        .and_then(|Params(p)| p.q)
-        .or_else(|| serde_urlencoded::from_bytes::<QueryParams>(&form).ok()?.q)
-        .unwrap_or_default();
-    let upper = q.trim().to_ascii_uppercase();
-    let result = if upper.starts_with("CREATE DATABASE")
-        || upper.starts_with("CREATE RETENTION POLICY")
-    {
-        json!({"statement_id": 0})
-    } else {
-        json!({"statement_id": 0, "error": "this server only stores writes: read readings through its JSON API (GET /devices/{id}/readings)"})
-    };
-    (
+impl QueryParams {
+    /// The URL's parameters, with what a form body adds (Grafana and Telegraf POST `q`).
+    fn or(self, form: QueryParams) -> QueryParams {
+        QueryParams {
+            q: self.q.or(form.q),
+            db: self.db.or(form.db),
+            rp: self.rp.or(form.rp),
+            epoch: self.epoch.or(form.epoch),
+            chunked: self.chunked.or(form.chunked),
+            chunk_size: self.chunk_size.or(form.chunk_size),
+            pretty: self.pretty.or(form.pretty),
+            u: None,
+            p: None,
+        }
+    }
+}
+
+/// The largest `/query` body: statements, not data.
+pub const MAX_QUERY_BYTES: usize = 256 * 1024;
+
+/// An error of a whole `/query` request, as InfluxDB 1.x answers it: `{"error"}`.
+fn query_error(status: StatusCode, message: impl Into<String>) -> Response {
+    let mut response = (
+        status,
         [(header::CONTENT_TYPE, "application/json")],
-        json!({"results": [result]}).to_string(),
+        json!({ "error": message.into() }).to_string(),
     )
-        .into_response()
+        .into_response();
+    version_headers(&mut response);
+    response
+}
+
+fn version_headers(response: &mut Response) {
+    let h = response.headers_mut();
+    h.insert("x-influxdb-version", HeaderValue::from_static(V1_VERSION));
+    h.insert("x-influxdb-build", HeaderValue::from_static("OSS"));
+}
+
+/// `GET`/`POST /query`: InfluxQL (docs/influxql.md), one result per statement,
+/// in InfluxDB 1.x's JSON; `chunked=true` answers one JSON document per line,
+/// each a chunk of at most `chunk_size` rows of a series (10,000 by default).
+pub async fn query<S: Store>(
+    State(app): State<Arc<App<S>>>,
+    params: Result<Params<QueryParams>, ApiError>,
+    form: Bytes,
+) -> Response {
+    let url = match params {
+        Ok(Params(p)) => p,
+        Err(e) => return query_error(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let form = serde_urlencoded::from_bytes::<QueryParams>(&form).unwrap_or_default();
+    let params = url.or(form);
+    let Some(q) = params.q.as_deref().filter(|q| !q.trim().is_empty()) else {
+        return query_error(StatusCode::BAD_REQUEST, "missing required parameter \"q\"");
+    };
+    let epoch = match params.epoch.as_deref() {
+        None | Some("") => None,
+        Some(e) => match Epoch::parse(e) {
+            Some(e) => Some(e),
+            None => {
+                return query_error(
+                    StatusCode::BAD_REQUEST,
+                    format!("invalid epoch {e:?}: one of ns, u, µ, ms, s, m, h"),
+                )
+            }
+        },
+    };
+    let chunk = match (params.chunked.as_deref(), params.chunk_size.as_deref()) {
+        (None | Some("false") | Some(""), _) => None,
+        (Some("true"), None | Some("") | Some("0")) => Some(10_000),
+        (Some("true"), Some(n)) => match n.parse::<usize>() {
+            Ok(n) => Some(n),
+            Err(_) => {
+                return query_error(
+                    StatusCode::BAD_REQUEST,
+                    format!("invalid chunk_size {n:?}: a positive integer"),
+                )
+            }
+        },
+        (Some(c), _) => {
+            return query_error(
+                StatusCode::BAD_REQUEST,
+                format!("invalid chunked {c:?}: true or false"),
+            )
+        }
+    };
+    let statements = match influxql::parse_query(q) {
+        Ok(s) => s,
+        Err(e) => {
+            return query_error(
+                StatusCode::BAD_REQUEST,
+                format!("error parsing query: {e}"),
+            )
+        }
+    };
+    if statements.len() > influxql::MAX_STATEMENTS {
+        return query_error(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{} statements in one query, more than {}",
+                statements.len(),
+                influxql::MAX_STATEMENTS
+            ),
+        );
+    }
+    let cx = influxql::Context {
+        store: &app.store,
+        registry: &app.registry,
+        now: Timestamp::now(),
+        db: params.db.as_deref(),
+    };
+    let mut results = Vec::with_capacity(statements.len());
+    for statement in &statements {
+        match influxql::run(&cx, statement).await {
+            Ok(r) => results.push(r),
+            Err(e) => {
+                tracing::error!(error = %e, "storage unavailable");
+                return query_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("storage unavailable, safe to retry: {e}"),
+                );
+            }
+        }
+    }
+    let pretty = params.pretty.as_deref() == Some("true");
+    let body = match chunk {
+        None => {
+            let results: Vec<serde_json::Value> = results
+                .iter()
+                .enumerate()
+                .map(|(i, r)| result_json(i, r, &r.series, epoch, false))
+                .collect();
+            let doc = json!({ "results": results });
+            if pretty {
+                serde_json::to_string_pretty(&doc).unwrap_or_default()
+            } else {
+                doc.to_string()
+            }
+        }
+        Some(size) => chunked(&results, size, epoch),
+    };
+    let mut response = (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response();
+    version_headers(&mut response);
+    response
+}
+
+/// The unit of `epoch`, or RFC 3339 text without it.
+#[derive(Debug, Clone, Copy)]
+enum Epoch {
+    Nanos,
+    Micros,
+    Millis,
+    Seconds,
+    Minutes,
+    Hours,
+}
+
+impl Epoch {
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "ns" | "n" => Epoch::Nanos,
+            "u" | "µ" | "us" => Epoch::Micros,
+            "ms" => Epoch::Millis,
+            "s" => Epoch::Seconds,
+            "m" => Epoch::Minutes,
+            "h" => Epoch::Hours,
+            _ => return None,
+        })
+    }
+
+    fn of(self, ms: i64) -> i64 {
+        match self {
+            Epoch::Nanos => ms * 1_000_000,
+            Epoch::Micros => ms * 1_000,
+            Epoch::Millis => ms,
+            Epoch::Seconds => ms.div_euclid(1_000),
+            Epoch::Minutes => ms.div_euclid(60_000),
+            Epoch::Hours => ms.div_euclid(3_600_000),
+        }
+    }
+}
+
+/// A time as InfluxDB writes it: RFC 3339 in UTC, trailing zeros of the fraction cut.
+fn rfc3339(ms: i64) -> String {
+    let t = chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default();
+    t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+}
+
+fn cell_json(c: &influxql::Cell, epoch: Option<Epoch>) -> serde_json::Value {
+    use influxql::Cell;
+    match c {
+        Cell::Null => serde_json::Value::Null,
+        Cell::Time(ms) => match epoch {
+            Some(e) => json!(e.of(*ms)),
+            None => json!(rfc3339(*ms)),
+        },
+        Cell::Float(f) => serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, Into::into),
+        Cell::Int(i) => json!(i),
+        Cell::Str(s) => json!(s),
+        Cell::Bool(b) => json!(b),
+    }
+}
+
+fn series_json(
+    s: &influxql::Series,
+    values: &[Vec<influxql::Cell>],
+    epoch: Option<Epoch>,
+    partial: bool,
+) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    if !s.name.is_empty() {
+        out.insert("name".into(), json!(s.name));
+    }
+    if let Some(tags) = &s.tags {
+        out.insert("tags".into(), json!(tags));
+    }
+    out.insert("columns".into(), json!(s.columns));
+    out.insert(
+        "values".into(),
+        values
+            .iter()
+            .map(|row| row.iter().map(|c| cell_json(c, epoch)).collect())
+            .collect::<Vec<serde_json::Value>>()
+            .into(),
+    );
+    if partial {
+        out.insert("partial".into(), json!(true));
+    }
+    out.into()
+}
+
+fn result_json(
+    id: usize,
+    r: &influxql::StatementResult,
+    series: &[influxql::Series],
+    epoch: Option<Epoch>,
+    partial: bool,
+) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    out.insert("statement_id".into(), json!(id));
+    if let Some(e) = &r.error {
+        out.insert("error".into(), json!(e));
+        return out.into();
+    }
+    if !series.is_empty() {
+        out.insert(
+            "series".into(),
+            series
+                .iter()
+                .map(|s| series_json(s, &s.values, epoch, false))
+                .collect::<Vec<_>>()
+                .into(),
+        );
+    }
+    if partial {
+        out.insert("partial".into(), json!(true));
+    }
+    out.into()
+}
+
+/// `chunked=true`: one `{"results": [...]}` per line, each with one chunk of
+/// one series; `partial` marks a series, and a statement, that go on.
+fn chunked(results: &[influxql::StatementResult], size: usize, epoch: Option<Epoch>) -> String {
+    let mut out = String::new();
+    for (id, r) in results.iter().enumerate() {
+        let mut chunks: Vec<(usize, &[Vec<influxql::Cell>], bool)> = Vec::new();
+        for (i, s) in r.series.iter().enumerate() {
+            let pieces: Vec<&[Vec<influxql::Cell>]> = if s.values.is_empty() {
+                vec![&s.values[..]]
+            } else {
+                s.values.chunks(size.max(1)).collect()
+            };
+            let n = pieces.len();
+            for (k, piece) in pieces.into_iter().enumerate() {
+                chunks.push((i, piece, k + 1 < n));
+            }
+        }
+        if chunks.is_empty() || r.error.is_some() {
+            out.push_str(&json!({ "results": [result_json(id, r, &[], epoch, false)] }).to_string());
+            out.push('\n');
+            continue;
+        }
+        let last = chunks.len() - 1;
+        for (k, (i, values, series_partial)) in chunks.into_iter().enumerate() {
+            let mut result = serde_json::Map::new();
+            result.insert("statement_id".into(), json!(id));
+            result.insert(
+                "series".into(),
+                json!([series_json(&r.series[i], values, epoch, series_partial)]),
+            );
+            if k < last {
+                result.insert("partial".into(), json!(true));
+            }
+            out.push_str(&json!({ "results": [result] }).to_string());
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// The token as InfluxDB clients present it: `Authorization: Token <t>` (v2),
@@ -269,7 +555,9 @@ fn presented(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
 /// are outside it: clients probe them without credentials.
 pub async fn require_token(State(access): State<Access>, req: Request, next: Next) -> Response {
     if let Some(token) = &access.token {
-        let read = req.method() == axum::http::Method::GET && access.reads == ReadAccess::Open;
+        // `/query` reads, whichever method carries it (Grafana may POST).
+        let reading = req.method() == axum::http::Method::GET || req.uri().path() == "/query";
+        let read = reading && access.reads == ReadAccess::Open;
         let given = presented(req.headers(), req.uri().query());
         if !read && !given.is_some_and(|t| token.admits_token(&t)) {
             return InfluxError {

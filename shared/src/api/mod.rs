@@ -109,8 +109,9 @@ pub fn router<S: Store>(app: App<S>) -> Router {
         )
 }
 
-/// The InfluxDB write API (with the token as its clients send it) and the
-/// probes its clients make first (open, as InfluxDB's are). The ingest function's.
+/// The InfluxDB API with the token as its clients send it: the writes (the
+/// ingest function's), InfluxQL on `/query` (the query function's), and the
+/// probes its clients make first (open, as InfluxDB's are).
 fn influx_routes<S: Store>(set: Served, access: Access) -> Router<Arc<App<S>>> {
     let ingest = RouteSet::Ingest;
     let writes = Router::new()
@@ -122,13 +123,15 @@ fn influx_routes<S: Store>(set: Served, access: Access) -> Router<Arc<App<S>>> {
             "/write",
             set.write(MethodFilter::POST, MAX_BODY_BYTES, influx::write_v1::<S>),
         )
+        // InfluxQL reads (docs/influxql.md): the query function's.
         .route(
             "/query",
             set.route(
-                ingest,
+                RouteSet::Query,
                 MethodFilter::GET.or(MethodFilter::POST),
-                influx::query,
-            ),
+                influx::query::<S>,
+            )
+            .layer(layers::body_limit(influx::MAX_QUERY_BYTES)),
         )
         .route_layer(middleware::from_fn_with_state(
             access,
