@@ -234,7 +234,8 @@ fn replay_of_every_event_file_prints_the_expected_answers() {
             ok.clone(),
             ok.clone(),
             Value::Null,
-            Value::Null
+            Value::Null,
+            ok.clone()
         ]
     );
     // The IoT Core rule messages, stored.
@@ -275,6 +276,10 @@ fn replay_of_every_event_file_prints_the_expected_answers() {
         ),
         (json!("rollups"), json!(2))
     );
+    // Grafana's InfluxQL: the bedroom's hourly means, the empty hour null.
+    let influx = &body(14)["results"][0]["series"][0]["values"];
+    assert_eq!(influx[0], json!([1_795_219_200_000i64, null, 0]));
+    assert_eq!(influx[1][2], json!(2));
 }
 
 #[test]

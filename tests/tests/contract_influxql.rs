@@ -187,7 +187,7 @@ async fn windows_tags_and_fill_answer_as_the_readings_say<S: TestStore>() {
     assert_eq!(values(&series(&app, &q2("previous")).await), [json!(t(0)), json!(t(0)), json!(t(2)), json!(t(2)), json!(t(4)), json!(t(4))]);
     assert_eq!(values(&series(&app, &q2("-1.5")).await), [json!(t(0)), json!(-1.5), json!(t(2)), json!(-1.5), json!(t(4)), json!(-1.5)]);
     assert_eq!(values(&series(&app, &q2("linear")).await), [json!(t(0)), json!((t(0) + t(2)) / 2.0), json!(t(2)), json!((t(2) + t(4)) / 2.0), json!(t(4)), Value::Null]);
-    // A lone count fills with 0, as InfluxDB does.
+    // count() is 0 in a window without its field, as InfluxDB reports it.
     let q = format!("SELECT count(temperature) FROM climate WHERE device_id = 's-2' AND time >= {from}ms AND time < {}ms GROUP BY time(10m)", from + 30 * MIN);
     assert_eq!(values(&series(&app, &q).await), [json!(1), json!(0), json!(1)]);
     // ORDER BY time DESC with LIMIT and OFFSET, per series; SLIMIT over series.

@@ -561,12 +561,7 @@ fn finish(
         }
         return out;
     }
-    // InfluxDB fills a lone count() with 0, not null.
-    let lone_count = matches!(&plan.columns[..], [Column::Aggregate(Func::Count, _)]);
-    let fill = match select.fill {
-        Fill::Null if lone_count => Fill::Value(0.0),
-        f => f,
-    };
+    let fill = select.fill;
     let funcs: Vec<Option<Func>> = plan
         .columns
         .iter()
@@ -627,7 +622,18 @@ fn finish(
 fn fill_rows(rows: &mut [Vec<Cell>], fill: Fill, funcs: &[Option<Func>]) {
     for col in 1..=funcs.len() {
         match fill {
-            Fill::Null | Fill::None => {}
+            // count() is 0 where a window has none of its field, as InfluxDB
+            // reports it; the other fills replace that 0.
+            Fill::Null => {
+                if funcs[col - 1] == Some(Func::Count) {
+                    for row in rows.iter_mut() {
+                        if row[col] == Cell::Null {
+                            row[col] = Cell::Int(0);
+                        }
+                    }
+                }
+            }
+            Fill::None => {}
             Fill::Value(v) => {
                 for row in rows.iter_mut() {
                     if row[col] == Cell::Null {
