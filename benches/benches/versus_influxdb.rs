@@ -21,85 +21,33 @@
 mod common;
 
 use common::*;
+use integration_tests::influxd::Influxd;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
-/// `influxd` on loopback with its own directories, stopped on drop.
-struct Influx {
-    child: Child,
-    url: String,
-    dir: PathBuf,
-}
+/// `influxd` on loopback (`integration_tests::influxd`), as a peer of the bench.
+struct Influx(Influxd);
 
 impl Peer for Influx {
     const NAME: &'static str = "influxd";
 
     fn write_url(&self) -> String {
-        format!("{}/write?db=bench&precision=ms", self.url)
+        format!("{}/write?db=bench&precision=ms", self.0.url)
     }
 }
 
 impl Influx {
     fn start(dir: &Path) -> Option<Influx> {
-        let binary = ["/usr/bin/influxd", "/usr/sbin/influxd"]
-            .into_iter()
-            .find(|p| Path::new(p).exists())?;
-        let dir = dir.join("influxdb");
-        std::fs::create_dir_all(&dir).unwrap();
-        let (http, rpc) = (free_port(), free_port());
-        let config = format!(
-            "reporting-disabled = true\nbind-address = \"127.0.0.1:{rpc}\"\n\
-             [meta]\n  dir = \"{d}/meta\"\n\
-             [data]\n  dir = \"{d}/data\"\n  wal-dir = \"{d}/wal\"\n  query-log-enabled = false\n\
-             [monitor]\n  store-enabled = false\n\
-             [http]\n  bind-address = \"127.0.0.1:{http}\"\n  log-enabled = false\n\
-             [ifql]\n  enabled = false\n\
-             [logging]\n  level = \"error\"\n",
-            d = dir.display()
-        );
-        let config_path = dir.join("influxdb.conf");
-        std::fs::write(&config_path, config).unwrap();
-        let child = Command::new(binary)
-            .args(["-config", config_path.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let url = format!("http://127.0.0.1:{http}");
-        let influx = Influx { child, url, dir };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while ureq::get(&format!("{}/ping", influx.url)).call().is_err() {
-            assert!(Instant::now() < deadline, "influxd did not start");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        influx.query("CREATE DATABASE bench");
-        Some(influx)
+        Influxd::start(dir, "bench").map(Influx)
     }
 
     fn query(&self, q: &str) -> Value {
-        let resp = agent()
-            .post(&format!("{}/query", self.url))
-            .send_form(&[("db", "bench"), ("q", q), ("epoch", "ms")])
-            .unwrap();
-        serde_json::from_str(&resp.into_string().unwrap()).unwrap()
+        self.0.query(&[("db", "bench"), ("q", q), ("epoch", "ms")])
     }
 
-    /// Stops it (SIGTERM, so that it closes its files) and reports its bytes on disk.
-    fn stop(mut self) -> u64 {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-        dir_size(&self.dir.join("data")) + dir_size(&self.dir.join("wal"))
-    }
-}
-
-impl Drop for Influx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    /// Stops it and reports its bytes on disk.
+    fn stop(self) -> u64 {
+        self.0.stop()
     }
 }
 

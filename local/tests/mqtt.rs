@@ -309,7 +309,10 @@ fn a_message_that_can_never_be_stored_goes_to_the_dead_letter_topic() {
     let s = subscription(&server);
     assert_eq!(s["rejected"], 1, "{s}");
     assert!(
-        s["last_error"].as_str().unwrap_or("").contains("temperature"),
+        s["last_error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("temperature"),
         "{s}"
     );
     stop(server);

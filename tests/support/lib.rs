@@ -3,6 +3,7 @@
 //! Lambda event shapes.
 
 pub mod fault_proxy;
+pub mod influxd;
 pub mod local_server;
 pub mod mosquitto;
 pub mod runtime_api;

@@ -109,22 +109,8 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-pub fn dir_size(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| {
-            let meta = e.metadata().unwrap();
-            if meta.is_dir() {
-                dir_size(&e.path())
-            } else {
-                meta.len()
-            }
-        })
-        .sum()
-}
+#[allow(unused_imports)] // not every bench measures bytes
+pub use integration_tests::influxd::dir_size;
 
 /// The one HTTP client both servers get: the same library, keeping its
 /// connections alive for both.

@@ -75,7 +75,10 @@ async fn the_query_binary_answers_the_sample_events() {
     );
     let rows = body(&influx)["results"][0]["series"][0]["values"].clone();
     assert_eq!(rows[0], json!([1_795_219_200_000i64, null, 0]));
-    assert_eq!((rows[1][0].clone(), rows[1][2].clone()), (json!(1_795_222_800_000i64), json!(2)));
+    assert_eq!(
+        (rows[1][0].clone(), rows[1][2].clone()),
+        (json!(1_795_222_800_000i64), json!(2))
+    );
     // The query function does not serve POST /readings.
     let post = rt
         .invoke(event("01-post-reading-power.json"))

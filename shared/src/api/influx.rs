@@ -9,8 +9,8 @@
 
 use super::extract::{Body, Params};
 use super::{Access, ApiError, App, ReadAccess};
-use crate::ingest::line_protocol::Precision;
 use crate::influxql;
+use crate::ingest::line_protocol::Precision;
 use crate::ingest::{self, IngestError, Wire};
 use crate::model::Timestamp;
 use crate::store::Store;
@@ -305,12 +305,7 @@ pub async fn query<S: Store>(
     };
     let statements = match influxql::parse_query(q) {
         Ok(s) => s,
-        Err(e) => {
-            return query_error(
-                StatusCode::BAD_REQUEST,
-                format!("error parsing query: {e}"),
-            )
-        }
+        Err(e) => return query_error(StatusCode::BAD_REQUEST, format!("error parsing query: {e}")),
     };
     if statements.len() > influxql::MAX_STATEMENTS {
         return query_error(
@@ -418,7 +413,9 @@ fn cell_json(c: &influxql::Cell, epoch: Option<Epoch>) -> serde_json::Value {
             Some(e) => json!(e.of(*ms)),
             None => json!(rfc3339(*ms)),
         },
-        Cell::Float(f) => serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, Into::into),
+        Cell::Float(f) => {
+            serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, Into::into)
+        }
         Cell::Int(i) => json!(i),
         Cell::Str(s) => json!(s),
         Cell::Bool(b) => json!(b),
@@ -500,7 +497,9 @@ fn chunked(results: &[influxql::StatementResult], size: usize, epoch: Option<Epo
             }
         }
         if chunks.is_empty() || r.error.is_some() {
-            out.push_str(&json!({ "results": [result_json(id, r, &[], epoch, false)] }).to_string());
+            out.push_str(
+                &json!({ "results": [result_json(id, r, &[], epoch, false)] }).to_string(),
+            );
             out.push('\n');
             continue;
         }

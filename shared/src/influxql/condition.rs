@@ -66,9 +66,9 @@ pub fn split_time(
             }
             Ok(None)
         }
-        e if mentions_time(&e) => {
-            unsupported("invalid time condition: time may only be compared in the WHERE's top-level ANDs")
-        }
+        e if mentions_time(&e) => unsupported(
+            "invalid time condition: time may only be compared in the WHERE's top-level ANDs",
+        ),
         e => Ok(Some(e)),
     }
 }
@@ -113,7 +113,9 @@ fn parse_time(s: &str) -> Option<i64> {
     let t = DateTime::parse_from_rfc3339(s)
         .map(|t| t.naive_utc())
         .or_else(|_| NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f"))
-        .or_else(|_| NaiveDate::parse_from_str(s, "%Y-%m-%d").map(|d| d.and_time(Default::default())))
+        .or_else(|_| {
+            NaiveDate::parse_from_str(s, "%Y-%m-%d").map(|d| d.and_time(Default::default()))
+        })
         .ok()?;
     t.and_utc().timestamp_nanos_opt()
 }
@@ -127,11 +129,10 @@ pub fn check(expr: &Expr) -> Result<(), StatementError> {
             check(b)
         }
         Expr::Binary(a, op, b) => {
-            let (var, lit) = match (&**a, &**b) {
-                (Expr::Var(_), lit) | (lit, Expr::Var(_)) => ((), lit),
+            let lit = match (&**a, &**b) {
+                (Expr::Var(_), lit) | (lit, Expr::Var(_)) => lit,
                 _ => return unsupported("a condition compares a tag or field with a literal"),
             };
-            let _ = var;
             let ok = match op {
                 Op::Match | Op::NotMatch => matches!(lit, Expr::Regex(_)),
                 Op::Eq | Op::NotEq | Op::Lt | Op::Lte | Op::Gt | Op::Gte => matches!(
@@ -281,12 +282,30 @@ mod tests {
     fn time_bounds_in_every_notation_become_one_millisecond_range() {
         let noon = 1_795_262_400_000i64; // 2026-11-21T12:00:00Z
         let (b, rest) = split("time >= now() - 6h AND time <= now()").unwrap();
-        assert_eq!(b, TimeBounds { from: Some(noon - 6 * 3_600_000), to: Some(noon + 1) });
+        assert_eq!(
+            b,
+            TimeBounds {
+                from: Some(noon - 6 * 3_600_000),
+                to: Some(noon + 1)
+            }
+        );
         assert!(rest.is_none());
         let (b, _) = split("time > '2026-11-21T12:00:00Z' and time < 1795262460000ms").unwrap();
-        assert_eq!(b, TimeBounds { from: Some(noon + 1), to: Some(noon + 60_000) });
+        assert_eq!(
+            b,
+            TimeBounds {
+                from: Some(noon + 1),
+                to: Some(noon + 60_000)
+            }
+        );
         let (b, _) = split("'2026-11-21 12:00:00' <= time AND time < 1795262400500000001").unwrap();
-        assert_eq!(b, TimeBounds { from: Some(noon), to: Some(noon + 501) });
+        assert_eq!(
+            b,
+            TimeBounds {
+                from: Some(noon),
+                to: Some(noon + 501)
+            }
+        );
         let (b, rest) = split("room = 'a' AND time > 0 AND time > 5s").unwrap();
         assert_eq!(b.from, Some(5001));
         assert!(matches!(rest, Some(Expr::Binary(_, Op::Eq, _))));
@@ -294,9 +313,15 @@ mod tests {
 
     #[test]
     fn time_inside_or_and_bad_times_are_refused() {
-        assert!(split("room = 'a' OR time > now()").unwrap_err().contains("invalid time condition"));
-        assert!(split("time > 'yesterday'").unwrap_err().contains("invalid time"));
-        assert!(split("time != now()").unwrap_err().contains("invalid time comparison"));
+        assert!(split("room = 'a' OR time > now()")
+            .unwrap_err()
+            .contains("invalid time condition"));
+        assert!(split("time > 'yesterday'")
+            .unwrap_err()
+            .contains("invalid time"));
+        assert!(split("time != now()")
+            .unwrap_err()
+            .contains("invalid time comparison"));
     }
 
     #[test]
@@ -315,8 +340,15 @@ mod tests {
         .unwrap();
         assert_eq!(eval(&c, "climate", Known::Reading(&r)), Some(true));
         let cold = condition("temperature < 20 OR humidity > 1");
-        assert_eq!(eval(&cold, "climate", Known::Reading(&r)), Some(false), "a missing field matches nothing");
-        assert!(!needs_readings(&condition("device_id::tag != 'x'"), "climate"));
+        assert_eq!(
+            eval(&cold, "climate", Known::Reading(&r)),
+            Some(false),
+            "a missing field matches nothing"
+        );
+        assert!(!needs_readings(
+            &condition("device_id::tag != 'x'"),
+            "climate"
+        ));
         assert!(check(&condition("room = device_id")).is_err());
         assert!(check(&condition("room =~ /a/ AND 1 = 1")).is_err());
     }

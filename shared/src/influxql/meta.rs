@@ -4,7 +4,7 @@
 
 use super::ast::{NameMatch, Source, Statement};
 use super::condition::{self, Known};
-use super::schema::{self, DEVICE_TAG, ROOM_TAG, TAGS};
+use super::schema::{self, DEVICE_TAG, ROOM_TAG};
 use super::{unsupported, Cell, Context, Series, StatementError};
 use crate::domain::registry::RegistrySnapshot;
 use crate::store::Store;
@@ -37,7 +37,13 @@ pub(super) async fn meta<S: Store>(
         }
         Statement::ShowRetentionPolicies => vec![one(
             "",
-            &["name", "duration", "shardGroupDuration", "replicaN", "default"],
+            &[
+                "name",
+                "duration",
+                "shardGroupDuration",
+                "replicaN",
+                "default",
+            ],
             vec![vec![
                 Cell::Str("autogen".into()),
                 Cell::Str("0s".into()),
@@ -70,8 +76,8 @@ pub(super) async fn meta<S: Store>(
             offset,
         } => {
             let snapshot = cx.registry.current(cx.store).await;
-            per_measurement(&snapshot, from, |_| {
-                let keys = TAGS.iter().map(|t| text(t)).collect();
+            per_measurement(&snapshot, from, |m| {
+                let keys = schema::tags(&snapshot, m).into_iter().map(text).collect();
                 Some((vec!["tagKey"], page(keys, *limit, *offset)))
             })
         }

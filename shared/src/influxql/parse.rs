@@ -144,9 +144,8 @@ impl<'a> Parser<'a> {
             return Ok(Tok::Ident(r[..len].to_string(), false));
         }
         if c == '"' || c == '\'' {
-            let (s, len) = quoted(r, c).ok_or_else(|| {
-                self.error_at(start, format!("unterminated {c}quoted{c} text"))
-            })?;
+            let (s, len) = quoted(r, c)
+                .ok_or_else(|| self.error_at(start, format!("unterminated {c}quoted{c} text")))?;
             self.pos += len;
             return Ok(if c == '"' {
                 Tok::Ident(s, true)
@@ -163,10 +162,9 @@ impl<'a> Parser<'a> {
                     .unwrap_or(after.len() - 1);
                 let len = digits + 1 + frac;
                 self.pos += len;
-                return r[..len]
-                    .parse()
-                    .map(Tok::Num)
-                    .map_err(|_| self.error_at(start, format!("unable to parse number {}", &r[..len])));
+                return r[..len].parse().map(Tok::Num).map_err(|_| {
+                    self.error_at(start, format!("unable to parse number {}", &r[..len]))
+                });
             }
             let n: i64 = r[..digits].parse().map_err(|_| {
                 self.error_at(start, format!("unable to parse integer {}", &r[..digits]))
@@ -187,9 +185,7 @@ impl<'a> Parser<'a> {
                     "d" => 86_400_000_000_000,
                     "w" => 604_800_000_000_000,
                     _ => {
-                        return Err(
-                            self.error_at(start, format!("invalid duration unit {unit:?}"))
-                        )
+                        return Err(self.error_at(start, format!("invalid duration unit {unit:?}")))
                     }
                 };
                 self.pos += digits + unit_len;
@@ -576,9 +572,10 @@ impl<'a> Parser<'a> {
                 Tok::Str(s) => s,
                 _ => return Err(self.error_at(at, "expected a 'time zone' in tz()".into())),
             };
-            select.tz = Some(name.parse().map_err(|_| {
-                self.error_at(at, format!("unable to find time zone {name}"))
-            })?);
+            select.tz = Some(
+                name.parse()
+                    .map_err(|_| self.error_at(at, format!("unable to find time zone {name}")))?,
+            );
             self.expect_symbol(")")?;
         }
         Ok(select)
@@ -609,11 +606,7 @@ impl<'a> Parser<'a> {
                 offset = match self.next()? {
                     Tok::Dur(d) => d,
                     Tok::Int(0) => 0,
-                    _ => {
-                        return Err(
-                            self.error_at(at, "time()'s offset must be a duration".into())
-                        )
-                    }
+                    _ => return Err(self.error_at(at, "time()'s offset must be a duration".into())),
                 };
                 if negative {
                     offset = -offset;
@@ -692,7 +685,10 @@ impl<'a> Parser<'a> {
                             if !q && self.eat_symbol("(") {
                                 return Err(self.error_at(
                                     inner,
-                                    format!("{}() of {s}(): nested functions are not supported", func.name()),
+                                    format!(
+                                        "{}() of {s}(): nested functions are not supported",
+                                        func.name()
+                                    ),
                                 ));
                             }
                             Some(self.cast(s)?)
@@ -701,10 +697,7 @@ impl<'a> Parser<'a> {
                     }
                 };
                 if self.eat_symbol(",") {
-                    return Err(self.error_at(
-                        at,
-                        format!("{}() takes one argument", func.name()),
-                    ));
+                    return Err(self.error_at(at, format!("{}() takes one argument", func.name())));
                 }
                 self.expect_symbol(")")?;
                 FieldExpr::Call(func, arg)
@@ -715,10 +708,7 @@ impl<'a> Parser<'a> {
         if let Ok(Tok::Sym(s @ ("+" | "-" | "*" | "/" | "%"))) = self.peek() {
             self.skip_ws();
             let at = self.pos;
-            return Err(self.error_at(
-                at,
-                format!("arithmetic ({s}) in a field is not supported"),
-            ));
+            return Err(self.error_at(at, format!("arithmetic ({s}) in a field is not supported")));
         }
         let alias = if self.eat_keyword("AS") {
             Some(self.ident()?)
@@ -814,10 +804,9 @@ impl<'a> Parser<'a> {
             }
             Tok::Ident(s, false) if s.eq_ignore_ascii_case("true") => Ok(Expr::Bool(true)),
             Tok::Ident(s, false) if s.eq_ignore_ascii_case("false") => Ok(Expr::Bool(false)),
-            Tok::Ident(s, false) if self.peek() == Ok(Tok::Sym("(")) => Err(self.error_at(
-                at,
-                format!("function {s}() in WHERE is not supported"),
-            )),
+            Tok::Ident(s, false) if self.peek() == Ok(Tok::Sym("(")) => {
+                Err(self.error_at(at, format!("function {s}() in WHERE is not supported")))
+            }
             Tok::Ident(s, _) => Ok(Expr::Var(self.cast(s)?)),
             Tok::Str(s) => Ok(Expr::Str(s)),
             Tok::Int(i) => Ok(Expr::Integer(i)),
@@ -879,7 +868,9 @@ mod tests {
             r#"SELECT mean("temperature") AS "t", max("humidity"::field) FROM "autogen"."climate" WHERE ("room"::tag =~ /^kitchen$/ AND "device_id" != 'x') AND time >= 1700000000000ms and time <= 1700003600000ms GROUP BY time(5m, 1m), "device_id" fill(linear) ORDER BY time DESC LIMIT 10 OFFSET 2 SLIMIT 3 SOFFSET 1 tz('Europe/Berlin')"#,
         );
         assert_eq!(s.fields.len(), 2);
-        assert!(matches!(&s.fields[0].expr, FieldExpr::Call(Func::Mean, Some(v)) if v.name == "temperature"));
+        assert!(
+            matches!(&s.fields[0].expr, FieldExpr::Call(Func::Mean, Some(v)) if v.name == "temperature")
+        );
         assert_eq!(s.fields[0].alias.as_deref(), Some("t"));
         assert!(
             matches!(&s.fields[1].expr, FieldExpr::Call(Func::Max, Some(v)) if v.cast == Some(Cast::Field))
@@ -915,7 +906,9 @@ mod tests {
             Expr::Binary(ref a, Op::Sub, ref b)
                 if matches!(**a, Expr::Now) && matches!(**b, Expr::Duration(21_600_000_000_000))
         ));
-        assert!(matches!(*rhs, Expr::Binary(_, Op::Lt, ref b) if matches!(**b, Expr::Duration(1_700_000_000_000_000_000))));
+        assert!(
+            matches!(*rhs, Expr::Binary(_, Op::Lt, ref b) if matches!(**b, Expr::Duration(1_700_000_000_000_000_000)))
+        );
     }
 
     #[test]
@@ -929,7 +922,9 @@ mod tests {
             } => assert!(r.is_match("Climate")),
             other => panic!("{other:?}"),
         }
-        match one(r#"SHOW TAG VALUES FROM "climate" WITH KEY IN ("room", "device_id") WHERE "room" = 'kitchen'"#) {
+        match one(
+            r#"SHOW TAG VALUES FROM "climate" WITH KEY IN ("room", "device_id") WHERE "room" = 'kitchen'"#,
+        ) {
             Statement::ShowTagValues {
                 from,
                 key: NameMatch::In(keys),
@@ -968,9 +963,15 @@ mod tests {
     #[test]
     fn errors_name_what_was_found_and_where() {
         let e = parse_query("SELECT mean(temperature) FROM").unwrap_err();
-        assert_eq!(e.message, "found EOF, expected identifier at line 1, char 30");
+        assert_eq!(
+            e.message,
+            "found EOF, expected identifier at line 1, char 30"
+        );
         let e = parse_query("SELECT derivative(temperature) FROM climate").unwrap_err();
-        assert!(e.message.contains("function derivative is not supported"), "{e}");
+        assert!(
+            e.message.contains("function derivative is not supported"),
+            "{e}"
+        );
         let e = parse_query("SELECT non_negative_difference(mean(x)) FROM power").unwrap_err();
         assert!(e.message.contains("not supported"), "{e}");
         let e = parse_query("SELECT mean(x) * 2 FROM power").unwrap_err();

@@ -35,6 +35,26 @@ pub fn fields(snapshot: &RegistrySnapshot, measurement: &str) -> Vec<Quantity> {
     out
 }
 
+/// The tag keys of a measurement, sorted: `device_id`, and `room` where a
+/// device that reports its fields has reported from a room.
+pub fn tags(snapshot: &RegistrySnapshot, measurement: &str) -> Vec<&'static str> {
+    let has_room = snapshot.devices.values().any(|d| {
+        d.quantities
+            .iter()
+            .any(|q| measurement_of(*q) == measurement)
+            && (d.room.is_some()
+                || snapshot
+                    .rooms
+                    .values()
+                    .any(|r| r.devices.contains(&d.device_id)))
+    });
+    if has_room {
+        TAGS.to_vec()
+    } else {
+        vec![DEVICE_TAG]
+    }
+}
+
 /// Every measurement some device has reported a field of, sorted.
 pub fn measurements(snapshot: &RegistrySnapshot) -> Vec<&'static str> {
     let set: BTreeSet<&'static str> = snapshot

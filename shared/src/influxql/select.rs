@@ -52,8 +52,9 @@ fn plan(
                     .map(|q| (q.name().to_string(), Column::Field(q)))
                     .collect();
                 all.extend(
-                    TAGS.iter()
-                        .filter(|t| !grouped.iter().any(|g| g == *t))
+                    schema::tags(snapshot, measurement)
+                        .into_iter()
+                        .filter(|t| !grouped.iter().any(|g| g == t))
                         .map(|t| (t.to_string(), Column::Tag(t))),
                 );
                 all.sort_by(|a, b| a.0.cmp(&b.0));
@@ -306,15 +307,6 @@ pub(super) async fn select<S: Store>(
         (Ok(f), Ok(t)) if f < t => TimeRange::new(f, t).expect("from < to"),
         _ => return Ok(Vec::new()),
     };
-    let mut grouped: Vec<String> = Vec::new();
-    for g in &select.group_tags {
-        match g {
-            GroupTag::All => grouped.extend(TAGS.iter().map(|t| t.to_string())),
-            GroupTag::Name(n) => grouped.push(n.clone()),
-        }
-    }
-    grouped.sort();
-    grouped.dedup();
     let snapshot = cx.registry.current(cx.store).await;
     let measurements: Vec<&str> = schema::measurements(&snapshot)
         .into_iter()
@@ -322,6 +314,20 @@ pub(super) async fn select<S: Store>(
         .collect();
     let mut out = Vec::new();
     for measurement in measurements {
+        // `GROUP BY *` is every tag key the measurement has.
+        let mut grouped: Vec<String> = Vec::new();
+        for g in &select.group_tags {
+            match g {
+                GroupTag::All => grouped.extend(
+                    schema::tags(&snapshot, measurement)
+                        .into_iter()
+                        .map(String::from),
+                ),
+                GroupTag::Name(n) => grouped.push(n.clone()),
+            }
+        }
+        grouped.sort();
+        grouped.dedup();
         let Some(plan) = plan(select, measurement, &snapshot, &grouped)? else {
             continue;
         };

@@ -120,14 +120,23 @@ mod tests {
             offset: 0,
             tz: None,
         };
-        assert_eq!(w.start_of(ms("2026-11-21T01:07:30Z")), ms("2026-11-21T01:05:00Z"));
+        assert_eq!(
+            w.start_of(ms("2026-11-21T01:07:30Z")),
+            ms("2026-11-21T01:05:00Z")
+        );
         let w = Windows {
             every: H,
             offset: 15 * 60_000,
             tz: None,
         };
-        assert_eq!(w.start_of(ms("2026-11-21T01:07:30Z")), ms("2026-11-21T00:15:00Z"));
-        assert_eq!(w.next(ms("2026-11-21T00:15:00Z")), ms("2026-11-21T01:15:00Z"));
+        assert_eq!(
+            w.start_of(ms("2026-11-21T01:07:30Z")),
+            ms("2026-11-21T00:15:00Z")
+        );
+        assert_eq!(
+            w.next(ms("2026-11-21T00:15:00Z")),
+            ms("2026-11-21T01:15:00Z")
+        );
     }
 
     #[test]
@@ -147,7 +156,10 @@ mod tests {
             offset: 0,
             tz: Some(chrono_tz::Asia::Kolkata),
         };
-        assert_eq!(india.start_of(ms("2026-11-21T01:10:00Z")), ms("2026-11-21T00:30:00Z"));
+        assert_eq!(
+            india.start_of(ms("2026-11-21T01:10:00Z")),
+            ms("2026-11-21T00:30:00Z")
+        );
         assert!(india.as_bucketing(0, DAY_MS).is_none());
         let berlin_hours = Windows {
             every: H,
@@ -155,12 +167,19 @@ mod tests {
             tz: Some(chrono_tz::Europe::Berlin),
         };
         assert!(berlin_hours.as_bucketing(0, DAY_MS).is_some());
-        assert_eq!(berlin_hours.start_of(ms("2026-11-21T01:10:00Z")), ms("2026-11-21T01:00:00Z"));
+        assert_eq!(
+            berlin_hours.start_of(ms("2026-11-21T01:10:00Z")),
+            ms("2026-11-21T01:00:00Z")
+        );
     }
 
     #[test]
     fn next_always_moves_forward() {
-        for tz in [None, Some(chrono_tz::Europe::Berlin), Some(chrono_tz::Australia::Lord_Howe)] {
+        for tz in [
+            None,
+            Some(chrono_tz::Europe::Berlin),
+            Some(chrono_tz::Australia::Lord_Howe),
+        ] {
             for every in [60_000, 1_800_000, H, 2 * H, DAY_MS, 7 * DAY_MS] {
                 let w = Windows {
                     every,
