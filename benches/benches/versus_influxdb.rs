@@ -165,6 +165,33 @@ fn main() {
         false,
     );
 
+    // The same daily means in InfluxQL, to both (ours tags the device `device_id`).
+    let influxql = |tag: &str, device: &str, from: i64| {
+        format!(
+            "SELECT mean(temperature), min(temperature), max(temperature) FROM climate \
+             WHERE {tag} = '{device}' AND time >= {from}ms AND time < {today}ms GROUP BY time(1d)"
+        )
+    };
+    let influxql_row = |label: &str, device: &str, from: i64, rounds: usize| {
+        let ours_q = influxql("device_id", device, from);
+        let days_answered = ours_influxql(&server, &ours_q)["results"][0]["series"][0]["values"]
+            .as_array()
+            .map_or(0, Vec::len);
+        assert_eq!(days_answered as i64, (today - from) / DAY_MS, "{ours_q}");
+        let ours = median_ms(rounds, || drop(ours_influxql(&server, &ours_q)));
+        let theirs = influx.map(|i| {
+            let q = influxql("device", device, from);
+            median_ms(rounds, || drop(i.query(&q)))
+        });
+        row::<Influx>(label, ours, theirs, "ms", false);
+    };
+    influxql_row(
+        &format!("InfluxQL GROUP BY time(1d) over the {days} days"),
+        "sensor-2",
+        start,
+        5,
+    );
+
     let devices = ["meter-1", "sensor-2", "sensor-3", "sensor-4"];
     let ours_latest = median_ms(20, || {
         for d in devices {
@@ -234,6 +261,12 @@ fn main() {
             theirs_year,
             "ms",
             false,
+        );
+        influxql_row(
+            "InfluxQL GROUP BY time(1d) over a year (issue 27: ≥ 10×)",
+            "year-sensor",
+            year_start,
+            5,
         );
     }
 

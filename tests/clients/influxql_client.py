@@ -3,7 +3,7 @@ the meta queries of Grafana's query editor, a dashboard panel's
 `GROUP BY time(5m) fill(null)` with Grafana's time filter, by GET and POST,
 and a chunked raw read. Answers are checked against the readings written.
 
-    python influxql_client.py http://127.0.0.1:PORT TOKEN
+    python influxql_client.py http://127.0.0.1:PORT TOKEN [--written-from EPOCH_SECONDS]
 
 Run by scripts/test against `ingester-local serve`. Exits non-zero with the
 reason on the first mismatch.
@@ -19,7 +19,10 @@ from influxdb import InfluxDBClient
 base, token = sys.argv[1], sys.argv[2]
 url = urllib.parse.urlparse(base)
 # Two hours back, on a 5-minute boundary (the panel's windows): inside the accepted window.
-start = (int(time.time()) // 300 - 25) * 300
+# `--written-from START`: the readings below were written from START by the caller
+# (the query function serves no writes; functions/query/tests/influxql_client.rs).
+written_from = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[3] == "--written-from" else None
+start = written_from or (int(time.time()) // 300 - 25) * 300
 temps = [20.0 + (i % 9) * 0.25 for i in range(120)]
 
 
@@ -30,9 +33,10 @@ def post(readings):
         assert json.load(r) == {"written": len(readings)}
 
 
-post([{"device_id": "py-s1", "timestamp": start + 60 * i, "room": "study", "temperature": t, "humidity": 40.0}
-      for i, t in enumerate(temps)])
-post([{"device_id": "py-m1", "timestamp": start + 60 * i, "current_w": 100.0 + i} for i in range(120)])
+if written_from is None:
+    post([{"device_id": "py-s1", "timestamp": start + 60 * i, "room": "study", "temperature": t, "humidity": 40.0}
+          for i, t in enumerate(temps)])
+    post([{"device_id": "py-m1", "timestamp": start + 60 * i, "current_w": 100.0 + i} for i in range(120)])
 
 client = InfluxDBClient(host=url.hostname, port=url.port, username="grafana", password=token, database="home")
 

@@ -4,6 +4,7 @@
 
 pub mod fault_proxy;
 pub mod influxd;
+pub mod lambda_bridge;
 pub mod local_server;
 pub mod mosquitto;
 pub mod runtime_api;

@@ -139,6 +139,18 @@ pub fn ours_get(server: &LocalServer, path: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// InfluxQL to our `/query` (epoch ms): the answer's JSON.
+#[allow(dead_code)] // the InfluxDB bench's
+pub fn ours_influxql(server: &LocalServer, q: &str) -> Value {
+    let response = agent()
+        .get(&format!("http://{}/query", server.addr))
+        .query("q", q)
+        .query("epoch", "ms")
+        .call()
+        .unwrap_or_else(|e| panic!("{q}: {e}"));
+    serde_json::from_str(&response.into_string().unwrap()).unwrap()
+}
+
 /// Every reading of a device's range, following cursors, in a page format
 /// (`objects` or `columns`): how many.
 pub fn ours_range(server: &LocalServer, device: &str, from: &str, to: &str, format: &str) -> usize {

@@ -955,6 +955,21 @@ mod tests {
     }
 
     #[test]
+    fn docs_grafana_s_sample_dashboard_queries_parse() {
+        let time_filter = "time >= 1795219200000ms and time <= 1795305599999ms";
+        for q in [
+            r#"SELECT mean("temperature") FROM "climate" WHERE ("room"::tag =~ /^(kitchen|bedroom)$/) AND $timeFilter GROUP BY time(5m), "device_id"::tag fill(null)"#,
+            r#"SELECT mean("humidity") FROM "climate" WHERE "room" =~ /^(kitchen)$/ AND $timeFilter GROUP BY time(5m), "room" fill(null)"#,
+            r#"SELECT mean("current_w") FROM "power" WHERE $timeFilter GROUP BY time(1m), "device_id" fill(null)"#,
+            r#"SELECT max("temperature") FROM "climate" WHERE time >= now() - 30d GROUP BY time(1d), "room" fill(none) tz('Europe/Berlin')"#,
+            r#"SHOW TAG VALUES FROM "climate" WITH KEY = "room""#,
+        ] {
+            let q = q.replace("$timeFilter", time_filter);
+            assert!(parse_query(&q).is_ok(), "{q}: {:?}", parse_query(&q));
+        }
+    }
+
+    #[test]
     fn several_statements_give_several_results() {
         let all = parse_query("SHOW DATABASES; SELECT last(current_w) FROM power;").unwrap();
         assert_eq!(all.len(), 2);
