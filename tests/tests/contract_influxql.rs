@@ -489,6 +489,22 @@ async fn errors_are_influxdb_s_and_say_what_is_not_supported<S: TestStore>() {
         "{body}"
     );
     assert_eq!(body["results"][2]["series"][0]["name"], "databases");
+    let (status, body) = ask(vec![("q", "SELECT difference(mean(temperature)) FROM climate WHERE time > now() - 1h; SELECT non_negative_difference(temperature), humidity FROM climate".into())]).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["results"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("requires a GROUP BY interval"),
+        "{body}"
+    );
+    assert!(
+        body["results"][1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("beside other fields"),
+        "{body}"
+    );
     // The token as InfluxDB 1.x clients send it.
     let (status, _) = answer(
         &handle(

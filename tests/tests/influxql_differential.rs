@@ -189,7 +189,18 @@ async fn every_listed_statement_answers_as_influxdb_1_6<S: TestStore>() {
         if status != 200 {
             problems.push(format!("{q}\n  status {status}: {ours}"));
         } else if let Some(d) = differ(&ours, &theirs, "results") {
-            problems.push(format!("{q}\n  {d}"));
+            let head = |v: &Value| {
+                let rows = &v["results"][0]["series"][0]["values"];
+                let rows: Vec<&Value> = rows
+                    .as_array()
+                    .map_or(vec![], |r| r.iter().take(8).collect());
+                format!("{rows:?}")
+            };
+            problems.push(format!(
+                "{q}\n  {d}\n  ours   {}\n  theirs {}",
+                head(&ours),
+                head(&theirs)
+            ));
         }
     }
     drop(influx);

@@ -111,6 +111,34 @@ pub enum FieldExpr {
     Ref(VarRef),
     /// `mean(x)`, `count(*)`; the argument `None` is `*`.
     Call(Func, Option<VarRef>),
+    /// `difference(x)`, `non_negative_difference(max(x))`: of a field
+    /// (`Ref`) or of one aggregate (`Call`).
+    Transform(Transform, Box<FieldExpr>),
+}
+
+/// Differences between successive points of a series, in time order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transform {
+    Difference,
+    /// Negative differences (a counter reset) are left out.
+    NonNegativeDifference,
+}
+
+impl Transform {
+    pub fn parse(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "difference" => Some(Transform::Difference),
+            "non_negative_difference" => Some(Transform::NonNegativeDifference),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Transform::Difference => "difference",
+            Transform::NonNegativeDifference => "non_negative_difference",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -664,45 +664,21 @@ impl<'a> Parser<'a> {
                     return Err(self.unexpected("a field, a function or *"));
                 }
             };
-            if !quoted && self.eat_symbol("(") {
-                let Some(func) = Func::parse(&name) else {
-                    return Err(self.error_at(
-                        at,
-                        format!(
-                            "function {} is not supported: mean, min, max, sum, count, first, last, spread and median are (docs/influxql.md)",
-                            name.to_ascii_lowercase()
-                        ),
-                    ));
-                };
-                self.skip_ws();
-                let arg = if self.eat_symbol("*") {
-                    None
-                } else {
-                    let inner = self.pos;
-                    match self.peek()? {
-                        Tok::Ident(s, q) => {
-                            self.next()?;
-                            if !q && self.eat_symbol("(") {
-                                return Err(self.error_at(
-                                    inner,
-                                    format!(
-                                        "{}() of {s}(): nested functions are not supported",
-                                        func.name()
-                                    ),
-                                ));
-                            }
-                            Some(self.cast(s)?)
-                        }
-                        _ => return Err(self.unexpected("a field key or *")),
+            match Transform::parse(&name) {
+                Some(t) if !quoted && self.eat_symbol("(") => {
+                    let inner = self.call_or_ref(t.name())?;
+                    if self.eat_symbol(",") {
+                        return Err(
+                            self.error_at(at, format!("{}() takes one argument here", t.name()))
+                        );
                     }
-                };
-                if self.eat_symbol(",") {
-                    return Err(self.error_at(at, format!("{}() takes one argument", func.name())));
+                    self.expect_symbol(")")?;
+                    FieldExpr::Transform(t, Box::new(inner))
                 }
-                self.expect_symbol(")")?;
-                FieldExpr::Call(func, arg)
-            } else {
-                FieldExpr::Ref(self.cast(name)?)
+                _ => {
+                    self.pos = at;
+                    self.call_or_ref("")?
+                }
             }
         };
         if let Ok(Tok::Sym(s @ ("+" | "-" | "*" | "/" | "%"))) = self.peek() {
@@ -716,6 +692,71 @@ impl<'a> Parser<'a> {
             None
         };
         Ok(Field { expr, alias })
+    }
+
+    /// A field (`x`, `"x"::field`) or a function of one (`mean(x)`, `count(*)`);
+    /// `outer` names the function this is the argument of, if any.
+    fn call_or_ref(&mut self, outer: &str) -> Result<FieldExpr, ParseError> {
+        self.skip_ws();
+        let at = self.pos;
+        let (name, quoted) = match self.next()? {
+            Tok::Ident(s, q) => (s, q),
+            _ => {
+                self.pos = at;
+                return Err(self.unexpected(if outer.is_empty() {
+                    "a field, a function or *"
+                } else {
+                    "a field or an aggregate"
+                }));
+            }
+        };
+        if quoted || !self.eat_symbol("(") {
+            return Ok(FieldExpr::Ref(self.cast(name)?));
+        }
+        let Some(func) = Func::parse(&name) else {
+            let what = if Transform::parse(&name).is_some() && !outer.is_empty() {
+                format!("{outer}() of {name}(): nested functions are not supported")
+            } else {
+                format!(
+                    "function {} is not supported: mean, min, max, sum, count, first, last, spread, median, difference and non_negative_difference are (docs/influxql.md)",
+                    name.to_ascii_lowercase()
+                )
+            };
+            return Err(self.error_at(at, what));
+        };
+        self.skip_ws();
+        let arg = if self.eat_symbol("*") {
+            if !outer.is_empty() {
+                return Err(self.error_at(
+                    at,
+                    format!("{outer}() of {}(*) is not supported", func.name()),
+                ));
+            }
+            None
+        } else {
+            let inner = self.pos;
+            match self.peek()? {
+                Tok::Ident(s, q) => {
+                    self.next()?;
+                    if !q && self.eat_symbol("(") {
+                        return Err(self.error_at(
+                            inner,
+                            format!(
+                                "{}() of {s}(): nested functions are not supported",
+                                func.name()
+                            ),
+                        ));
+                    }
+                    Some(self.cast(s)?)
+                }
+                _ => return Err(self.unexpected("a field key or *")),
+            }
+        };
+        if self.eat_symbol(",") {
+            return Err(self.error_at(at, format!("{}() takes one argument", func.name())));
+        }
+        self.expect_symbol(")")?;
+        Ok(FieldExpr::Call(func, arg))
     }
 
     fn cast(&mut self, name: String) -> Result<VarRef, ParseError> {
@@ -970,6 +1011,21 @@ mod tests {
     }
 
     #[test]
+    fn differences_take_a_field_or_one_aggregate() {
+        let s = select("SELECT non_negative_difference(max(cumulative_kwh_p)) AS kwh, difference(\"x\") FROM power");
+        assert!(matches!(
+            &s.fields[0].expr,
+            FieldExpr::Transform(Transform::NonNegativeDifference, inner)
+                if matches!(**inner, FieldExpr::Call(Func::Max, Some(ref v)) if v.name == "cumulative_kwh_p")
+        ));
+        assert_eq!(s.fields[0].alias.as_deref(), Some("kwh"));
+        assert!(matches!(
+            &s.fields[1].expr,
+            FieldExpr::Transform(Transform::Difference, inner) if matches!(**inner, FieldExpr::Ref(_))
+        ));
+    }
+
+    #[test]
     fn several_statements_give_several_results() {
         let all = parse_query("SHOW DATABASES; SELECT last(current_w) FROM power;").unwrap();
         assert_eq!(all.len(), 2);
@@ -987,8 +1043,16 @@ mod tests {
             e.message.contains("function derivative is not supported"),
             "{e}"
         );
-        let e = parse_query("SELECT non_negative_difference(mean(x)) FROM power").unwrap_err();
-        assert!(e.message.contains("not supported"), "{e}");
+        let e = parse_query("SELECT non_negative_difference(mean(max(x))) FROM power").unwrap_err();
+        assert!(
+            e.message.contains("nested functions are not supported"),
+            "{e}"
+        );
+        let e = parse_query("SELECT difference(difference(x)) FROM power").unwrap_err();
+        assert!(
+            e.message.contains("nested functions are not supported"),
+            "{e}"
+        );
         let e = parse_query("SELECT mean(x) * 2 FROM power").unwrap_err();
         assert!(e.message.contains("arithmetic"), "{e}");
         let e = parse_query("DROP MEASUREMENT climate").unwrap_err();

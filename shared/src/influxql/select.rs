@@ -4,7 +4,7 @@
 //! condition on `device_id` alone are answered by the stats use case, so from
 //! rollups wherever it can (`query::stats`); anything else folds the readings.
 
-use super::ast::{Field, FieldExpr, Fill, Func, GroupTag, Select, Source};
+use super::ast::{Field, FieldExpr, Fill, Func, GroupTag, Select, Source, Transform};
 use super::condition::{self, Known, TimeBounds};
 use super::schema::{self, Var, DEVICE_TAG, TAGS};
 use super::window::Windows;
@@ -33,6 +33,8 @@ enum Column {
 struct Plan {
     names: Vec<String>,
     columns: Vec<Column>,
+    /// A column's `difference()`, applied to its rows in time order.
+    transforms: Vec<Option<Transform>>,
     aggregate: bool,
 }
 
@@ -44,7 +46,17 @@ fn plan(
     grouped: &[String],
 ) -> Result<Option<Plan>, StatementError> {
     let mut named: Vec<(String, Column)> = Vec::new();
+    let mut transforms: Vec<Option<Transform>> = Vec::new();
     for Field { expr, alias } in &select.fields {
+        // A difference is computed over the column it wraps, and named after itself.
+        let (expr, alias, transform) = match expr {
+            FieldExpr::Transform(t, inner) => (
+                &**inner,
+                Some(alias.clone().unwrap_or_else(|| t.name().to_string())),
+                Some(*t),
+            ),
+            e => (e, alias.clone(), None),
+        };
         match expr {
             FieldExpr::Wildcard => {
                 let mut all: Vec<(String, Column)> = schema::fields(snapshot, measurement)
@@ -93,7 +105,11 @@ fn plan(
                     ));
                 }
             }
+            FieldExpr::Transform(..) => {
+                return unsupported("nested functions are not supported");
+            }
         }
+        transforms.resize(named.len(), transform);
     }
     let aggregates = named
         .iter()
@@ -130,6 +146,7 @@ fn plan(
     Ok(Some(Plan {
         names,
         columns: named.into_iter().map(|(_, c)| c).collect(),
+        transforms,
         aggregate,
     }))
 }
@@ -251,6 +268,32 @@ struct Folded {
 /// What InfluxDB refuses whatever the data: aggregates beside raw fields,
 /// windows without an aggregate.
 fn validate(select: &Select) -> Result<(), StatementError> {
+    let transforms: Vec<bool> = select
+        .fields
+        .iter()
+        .filter_map(|f| match &f.expr {
+            FieldExpr::Transform(_, inner) => Some(matches!(**inner, FieldExpr::Call(..))),
+            _ => None,
+        })
+        .collect();
+    if !transforms.is_empty() {
+        if transforms.len() < select.fields.len() {
+            return unsupported("difference() beside other fields is not supported");
+        }
+        let of_aggregates = transforms.iter().filter(|a| **a).count();
+        if of_aggregates > 0 && of_aggregates < transforms.len() {
+            return unsupported("mixing aggregate and non-aggregate queries is not supported");
+        }
+        return match (of_aggregates > 0, select.every.is_some()) {
+            (true, false) => {
+                unsupported("difference() of an aggregate requires a GROUP BY interval")
+            }
+            (false, true) => {
+                unsupported("aggregate function required inside the call to difference()")
+            }
+            _ => Ok(()),
+        };
+    }
     let calls = select
         .fields
         .iter()
@@ -562,7 +605,7 @@ fn finish(
                 name: measurement.to_string(),
                 tags: tags_of(&key),
                 columns: columns.clone(),
-                values: order_and_limit(select, values),
+                values: order_and_limit(select, differences(values, &plan.transforms)),
             });
         }
         return out;
@@ -615,6 +658,10 @@ fn finish(
             values.push(row);
         }
         fill_rows(&mut values, fill, &funcs);
+        let values = differences(values, &plan.transforms);
+        if values.is_empty() {
+            continue;
+        }
         out.push(Series {
             name: measurement.to_string(),
             tags: tags_of(&key),
@@ -686,6 +733,57 @@ fn fill_rows(rows: &mut [Vec<Cell>], fill: Fill, funcs: &[Option<Func>]) {
                 }
             }
         }
+    }
+}
+
+/// `difference()` and `non_negative_difference()` of the columns that have
+/// one, over rows in time order, as InfluxDB computes them: each value less
+/// the previous value of its column (nulls skipped, a second point at the
+/// same time ignored), at the later time; a row is kept where a column has a
+/// difference (a negative one is dropped by `non_negative_difference`).
+fn differences(rows: Vec<Vec<Cell>>, transforms: &[Option<Transform>]) -> Vec<Vec<Cell>> {
+    if transforms.iter().all(Option::is_none) {
+        return rows;
+    }
+    let mut previous: Vec<Option<(i64, Cell)>> = vec![None; transforms.len()];
+    let mut out = Vec::new();
+    for row in rows {
+        let Cell::Time(t) = row[0] else { continue };
+        let mut next = vec![row[0].clone()];
+        let mut any = false;
+        for (i, transform) in transforms.iter().enumerate() {
+            let cell = &row[i + 1];
+            let Some(transform) = transform else {
+                next.push(cell.clone());
+                continue;
+            };
+            let number = matches!(cell, Cell::Float(_) | Cell::Int(_));
+            if !number || previous[i].as_ref().is_some_and(|(at, _)| *at == t) {
+                next.push(Cell::Null);
+                continue;
+            }
+            let diff = match (&previous[i], cell) {
+                (Some((_, Cell::Int(p))), Cell::Int(v)) => Some(Cell::Int(v - p)),
+                (Some((_, p)), v) => Some(Cell::Float(as_f64(v) - as_f64(p))),
+                (None, _) => None,
+            };
+            previous[i] = Some((t, cell.clone()));
+            let keep = diff.filter(|d| *transform == Transform::Difference || as_f64(d) >= 0.0);
+            any |= keep.is_some();
+            next.push(keep.unwrap_or(Cell::Null));
+        }
+        if any {
+            out.push(next);
+        }
+    }
+    out
+}
+
+fn as_f64(c: &Cell) -> f64 {
+    match c {
+        Cell::Float(f) => *f,
+        Cell::Int(i) => *i as f64,
+        _ => f64::NAN,
     }
 }
 
