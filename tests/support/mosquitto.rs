@@ -28,7 +28,9 @@ impl Broker {
         std::fs::write(
             &conf,
             format!(
-                "listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location {}/\nautosave_interval 1\n",
+                // No cap on what the broker queues for a subscriber that lags
+                // (mosquitto's default, 1000, drops the rest: docs/mqtt.md).
+                "listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location {}/\nautosave_interval 1\nmax_queued_messages 0\n",
                 dir.display()
             ),
         )
