@@ -80,6 +80,17 @@ pub async fn fresh_store(endpoint: &str, hint: &str) -> DynamoStore {
     store
 }
 
+/// A fresh dynalite table holding `readings`, with the registry the registry
+/// function would keep for them (the Lambda binaries' tests).
+pub async fn dynalite_table_with(hint: &str, readings: &[shared::model::Reading]) -> DynamoStore {
+    use shared::store::Store;
+    let store = fresh_store(&dynalite(), hint).await;
+    assert!(store.write_readings(readings).await.unwritten.is_empty());
+    let plan = shared::domain::registry::plan(readings.iter().enumerate());
+    assert!(shared::registry::apply(&store, &plan).await.is_empty());
+    store
+}
+
 /// The application state, built by the one constructor the Lambdas and the
 /// local server use; reads need the token whenever one is given.
 pub async fn app<S: shared::store::Store>(

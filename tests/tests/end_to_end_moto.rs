@@ -322,13 +322,16 @@ async fn ingest_stream_rollups_stats() {
     // the first is written: the newest day stays open, read from its hours.
     assert_eq!((written.hours, written.days), (60, 2));
     // The registry lags by less than the interval; a device's own answer
-    // reads its newest reading from its partition.
+    // reads its newest reading from its partition. (It may also hold the
+    // newest: a batch's chunks are written concurrently, so the stream can
+    // carry the newest reading ahead of older ones, and it is then an hour
+    // newer than what was written. Seen once in a loaded CI run.)
     let newest = "2026-11-21T05:50:00.000Z";
     let registry = store.load_registry().await.unwrap();
     let meter = &registry.devices[&shared::model::DeviceId::parse("meter-1").unwrap()];
     let seen = meter.last_seen.unwrap().to_string();
     assert!(
-        seen.as_str() < newest && seen.as_str() >= "2026-11-21T04:50:00.000Z",
+        seen.as_str() <= newest && seen.as_str() >= "2026-11-21T04:50:00.000Z",
         "the DEVICE item's last_seen {seen}"
     );
     assert_eq!(

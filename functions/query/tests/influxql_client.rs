@@ -5,10 +5,9 @@
 //! `ingester-local serve`. Needs the test tools' virtualenv (`scripts/install-test-tools`).
 
 use integration_tests::runtime_api::Runtime;
-use integration_tests::{dynalite, fresh_store, lambda_bridge};
+use integration_tests::{dynalite, dynalite_table_with, lambda_bridge};
 use serde_json::json;
 use shared::model::{Reading, Timestamp};
-use shared::store::Store;
 use std::path::Path;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -33,10 +32,7 @@ async fn the_influxdb_client_reads_the_query_function() {
             readings.push(Reading::from_json(&v, Timestamp::now(), |_| None).unwrap());
         }
     }
-    let store = fresh_store(&dynalite(), "bin-influxql").await;
-    assert!(store.write_readings(&readings).await.unwritten.is_empty());
-    let plan = shared::domain::registry::plan(readings.iter().enumerate());
-    assert!(shared::registry::apply(&store, &plan).await.is_empty());
+    let store = dynalite_table_with("bin-influxql", &readings).await;
 
     let mut rt = Runtime::start().await;
     rt.spawn(

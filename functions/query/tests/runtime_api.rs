@@ -2,10 +2,9 @@
 //! table created as `template.yaml` defines it, answers the sample events.
 
 use integration_tests::runtime_api::Runtime;
-use integration_tests::{dynalite, fresh_store};
+use integration_tests::{dynalite, dynalite_table_with};
 use serde_json::{json, Value};
 use shared::model::{Reading, Timestamp};
-use shared::store::Store;
 
 fn event(name: &str) -> Value {
     let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -18,7 +17,6 @@ fn body(answer: &Value) -> Value {
 
 #[tokio::test]
 async fn the_query_binary_answers_the_sample_events() {
-    let store = fresh_store(&dynalite(), "bin-query").await;
     let posted: Vec<Value> = serde_json::from_str(
         event("02-post-readings-batch.json")["body"]
             .as_str()
@@ -29,9 +27,7 @@ async fn the_query_binary_answers_the_sample_events() {
         .iter()
         .map(|v| Reading::from_json(v, Timestamp::now(), |_| None).unwrap())
         .collect();
-    assert!(store.write_readings(&readings).await.unwritten.is_empty());
-    let plan = shared::domain::registry::plan(readings.iter().enumerate());
-    assert!(shared::registry::apply(&store, &plan).await.is_empty());
+    let store = dynalite_table_with("bin-query", &readings).await;
 
     let mut rt = Runtime::start().await;
     rt.spawn(
