@@ -15,7 +15,7 @@ use crate::keys::{self, attr, ROOM_PARTITION};
 use crate::model::{DeviceId, Quantity, Reading, RoomId, TimeRange, Timestamp};
 use crate::store::{Order, Page, RangeRequest, StoreError};
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 
 /// What a room's reading must be to be the room route's: taken in the room,
 /// with a temperature or a humidity (as the `room-time` index projects).
@@ -97,6 +97,12 @@ impl DynamoStore {
     }
 
     /// A room's page merged from its devices' partitions (module comment).
+    ///
+    /// A bounded k-way merge: each device is read a chunk at a time (a fair
+    /// share of the page first, then twice as much each time it is the one
+    /// holding the page back), so a room of k devices reads about a page,
+    /// not k pages. A reading is placed once every device that may still
+    /// hold an earlier one (in (time, device) order) has been read past it.
     pub(super) async fn room_from_devices(
         &self,
         room: &RoomId,
@@ -105,43 +111,147 @@ impl DynamoStore {
         let presence = self.room_presence(room, &request.range).await?;
         let keep = in_room(room);
         let keep: &(dyn Fn(&Reading) -> bool + Sync) = &keep;
-        let pages = futures_util::future::try_join_all(
-            stretches(&request.range, &presence).into_iter().map(
-                |(device, stretches)| async move {
-                    let Some(left) = after_position(
-                        &request.range,
-                        request.order,
-                        request.after.as_ref(),
-                        &device,
-                    ) else {
-                        return Ok(Page::default());
+        let mut cursors: Vec<DeviceCursor> = stretches(&request.range, &presence)
+            .into_iter()
+            .filter_map(|(device, stretches)| {
+                let left = after_position(
+                    &request.range,
+                    request.order,
+                    request.after.as_ref(),
+                    &device,
+                )?;
+                let mut parts: VecDeque<TimeRange> = stretches
+                    .iter()
+                    .filter_map(|s| {
+                        TimeRange::new(s.from().max(left.from()), s.to().min(left.to())).ok()
+                    })
+                    .collect();
+                if request.order == Order::Desc {
+                    parts = parts.into_iter().rev().collect();
+                }
+                Some(DeviceCursor {
+                    device,
+                    parts,
+                    read: Vec::new(),
+                    done: false,
+                    chunk: 0,
+                })
+            })
+            .collect();
+        let share = request.limit.div_ceil(cursors.len().max(1));
+        let first_chunk = (share + share / 4 + 8).min(request.limit);
+        for c in &mut cursors {
+            c.chunk = first_chunk;
+        }
+        let before = |a: (Timestamp, &DeviceId), b: (Timestamp, &DeviceId)| match request.order {
+            Order::Asc => a < b,
+            Order::Desc => a > b,
+        };
+        loop {
+            // The devices that may still hold a reading of the page.
+            let mut keys: Vec<(Timestamp, &DeviceId)> = cursors
+                .iter()
+                .flat_map(|c| c.read.iter().map(|r| (r.timestamp, &r.device_id)))
+                .collect();
+            let bound = if keys.len() >= request.limit {
+                keys.select_nth_unstable_by(request.limit - 1, |a, b| match request.order {
+                    Order::Asc => a.cmp(b),
+                    Order::Desc => b.cmp(a),
+                });
+                Some(keys[request.limit - 1])
+            } else {
+                None
+            };
+            let behind: Vec<usize> = cursors
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| {
+                    !c.done
+                        && match (c.read.last(), bound) {
+                            (Some(last), Some(b)) => before((last.timestamp, &last.device_id), b),
+                            _ => true,
+                        }
+                })
+                .map(|(i, _)| i)
+                .collect();
+            drop(keys);
+            if behind.is_empty() {
+                break;
+            }
+            let reads = cursors
+                .iter_mut()
+                .enumerate()
+                .filter(|(i, _)| behind.contains(i))
+                .map(|(_, c)| c.read_more(self, request.order, keep));
+            futures_util::future::try_join_all(reads).await?;
+        }
+        let unread = cursors.iter().any(|c| !c.done);
+        let pages: Vec<Page> = cursors
+            .into_iter()
+            .map(|c| Page::of(c.read, false))
+            .collect();
+        let mut page = crate::store::merge_pages(pages, request);
+        if unread && page.next.is_none() {
+            page = Page::of(page.readings, true);
+        }
+        Ok(page)
+    }
+}
+
+/// One device's readings for a room's page, read a chunk at a time.
+struct DeviceCursor {
+    device: DeviceId,
+    /// What is left to read, in reading order.
+    parts: VecDeque<TimeRange>,
+    read: Vec<Reading>,
+    /// Every part read to its end.
+    done: bool,
+    /// How many to read next time.
+    chunk: usize,
+}
+
+impl DeviceCursor {
+    /// Reads the next `chunk` readings (fewer at the end), and doubles `chunk`.
+    async fn read_more(
+        &mut self,
+        store: &DynamoStore,
+        order: Order,
+        keep: &(dyn Fn(&Reading) -> bool + Sync),
+    ) -> Result<(), StoreError> {
+        let mut want = self.chunk;
+        self.chunk = self.chunk.saturating_mul(2);
+        while want > 0 {
+            let Some(part) = self.parts.front().copied() else {
+                self.done = true;
+                return Ok(());
+            };
+            let (got, more) =
+                Box::pin(store.device_part(&self.device, &part, order, want, keep)).await?;
+            want = want.saturating_sub(got.len());
+            match (more, got.last()) {
+                // The part goes on after its last reading (one a millisecond per device).
+                (true, Some(last)) => {
+                    let t = last.timestamp;
+                    let rest = match order {
+                        Order::Asc => TimeRange::new(t.saturating_add_millis(1), part.to()),
+                        Order::Desc => TimeRange::new(part.from(), t),
                     };
-                    let mut parts: Vec<TimeRange> = stretches
-                        .iter()
-                        .filter_map(|s| {
-                            TimeRange::new(s.from().max(left.from()), s.to().min(left.to())).ok()
-                        })
-                        .collect();
-                    if request.order == Order::Desc {
-                        parts.reverse();
-                    }
-                    let mut readings = Vec::new();
-                    let last = parts.len().saturating_sub(1);
-                    for (i, part) in parts.into_iter().enumerate() {
-                        let want = request.limit - readings.len();
-                        let (mut got, more) =
-                            Box::pin(self.device_part(&device, &part, request.order, want, keep))
-                                .await?;
-                        readings.append(&mut got);
-                        if more || (readings.len() == request.limit && i < last) {
-                            return Ok(Page::of(readings, true));
+                    match rest {
+                        Ok(rest) => self.parts[0] = rest,
+                        Err(_) => {
+                            self.parts.pop_front();
                         }
                     }
-                    Ok::<_, StoreError>(Page::of(readings, false))
-                },
-            ),
-        )
-        .await?;
-        Ok(crate::store::merge_pages(pages, request))
+                }
+                _ => {
+                    self.parts.pop_front();
+                }
+            }
+            self.read.extend(got);
+        }
+        if self.parts.is_empty() {
+            self.done = true;
+        }
+        Ok(())
     }
 }
