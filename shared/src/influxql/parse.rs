@@ -72,11 +72,21 @@ const SYMBOLS: [&str; 20] = [
 struct Parser<'a> {
     text: &'a str,
     pos: usize,
+    /// How deep the expression being read is nested (parentheses, signs).
+    depth: usize,
 }
+
+/// Deepest nesting of an expression: a query is text from the network, and
+/// the parser recurses once a level.
+const MAX_DEPTH: usize = 64;
 
 impl<'a> Parser<'a> {
     fn new(text: &'a str) -> Self {
-        Self { text, pos: 0 }
+        Self {
+            text,
+            pos: 0,
+            depth: 0,
+        }
     }
 
     fn rest(&self) -> &'a str {
@@ -825,6 +835,16 @@ impl<'a> Parser<'a> {
     fn unary(&mut self) -> Result<Expr, ParseError> {
         self.skip_ws();
         let at = self.pos;
+        if self.depth >= MAX_DEPTH {
+            return Err(self.error_at(at, format!("expression nested more than {MAX_DEPTH} deep")));
+        }
+        self.depth += 1;
+        let e = self.unary_inner(at);
+        self.depth -= 1;
+        e
+    }
+
+    fn unary_inner(&mut self, at: usize) -> Result<Expr, ParseError> {
         if self.eat_symbol("-") {
             return match self.unary()? {
                 Expr::Integer(i) => Ok(Expr::Integer(-i)),
@@ -1066,6 +1086,27 @@ mod tests {
         assert!(parse_query("  ;  ").is_err());
         let e = parse_query("SELECT * FROM climate GROUP BY time(0s)").unwrap_err();
         assert!(e.message.contains("positive duration"), "{e}");
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        for deep in [
+            format!(
+                "SELECT * FROM c WHERE {}room = 'a'{}",
+                "(".repeat(100_000),
+                ")".repeat(100_000)
+            ),
+            format!("SELECT * FROM c WHERE time > {}1", "- ".repeat(100_000)),
+        ] {
+            let e = parse_query(&deep).unwrap_err();
+            assert!(e.message.contains("nested more than 64 deep"), "{e}");
+        }
+        let fine = format!(
+            "SELECT * FROM c WHERE {}room = 'a'{}",
+            "(".repeat(20),
+            ")".repeat(20)
+        );
+        assert!(parse_query(&fine).is_ok());
     }
 
     #[test]

@@ -153,7 +153,7 @@ impl DynamoStore {
                 .iter()
                 .flat_map(|c| c.read.iter().map(|r| (r.timestamp, &r.device_id)))
                 .collect();
-            let bound = if keys.len() >= request.limit {
+            let bound = if request.limit > 0 && keys.len() >= request.limit {
                 keys.select_nth_unstable_by(request.limit - 1, |a, b| match request.order {
                     Order::Asc => a.cmp(b),
                     Order::Desc => b.cmp(a),
