@@ -666,8 +666,14 @@ async fn grouped_means_match_the_stats_route<S: TestStore>(
             )
         })
         .collect();
-    for extra in ["", "AND room =~ /.*/"] {
-        let q = format!("SELECT mean(temperature), min(temperature), max(temperature), count(temperature) FROM climate WHERE device_id = 'p-1' {extra} AND time >= '{from}' AND time < '{to}' GROUP BY time({bucket}) fill(none) tz('{tz}')");
+    // Through the device's rollups, through its readings (a condition on
+    // `room` beside `device_id` needs each reading), through the room's rollups.
+    for extra in [
+        "device_id = 'p-1'",
+        "device_id = 'p-1' AND room =~ /.*/",
+        "room = 'lab'",
+    ] {
+        let q = format!("SELECT mean(temperature), min(temperature), max(temperature), count(temperature) FROM climate WHERE {extra} AND time >= '{from}' AND time < '{to}' GROUP BY time({bucket}) fill(none) tz('{tz}')");
         let (status, body) = query(&app, &[("q", &q)]).await;
         prop_assert_eq!(status, 200, "{}", body);
         let rows = body["results"][0]["series"][0]["values"]

@@ -161,6 +161,15 @@ pub fn needs_readings(expr: &Expr, measurement: &str) -> bool {
     }
 }
 
+/// Whether every name the condition compares is the tag `tag`.
+pub fn only_tag(expr: &Expr, measurement: &str, tag: &str) -> bool {
+    match expr {
+        Expr::Binary(a, _, b) => only_tag(a, measurement, tag) && only_tag(b, measurement, tag),
+        Expr::Var(v) => matches!(schema::resolve(v, measurement), Var::Tag(t) if t == tag),
+        _ => true,
+    }
+}
+
 /// Whether the condition names a field (any quantity of the catalogue).
 pub fn needs_fields(expr: &Expr) -> bool {
     match expr {

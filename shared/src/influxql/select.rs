@@ -6,11 +6,11 @@
 
 use super::ast::{Field, FieldExpr, Fill, Func, GroupTag, Select, Source, Transform};
 use super::condition::{self, Known, TimeBounds};
-use super::schema::{self, Var, DEVICE_TAG, TAGS};
+use super::schema::{self, Var, DEVICE_TAG, ROOM_TAG, TAGS};
 use super::window::Windows;
 use super::{unsupported, Cell, Context, Series, StatementError};
 use crate::domain::registry::RegistrySnapshot;
-use crate::model::{DeviceId, Quantity, Reading, TimeRange, Timestamp};
+use crate::model::{DeviceId, Quantity, Reading, RoomId, TimeRange, Timestamp};
 use crate::query::{self, Partition, StatsQuery};
 use crate::store::Store;
 use std::collections::BTreeMap;
@@ -257,6 +257,12 @@ impl Acc {
 
 type SeriesKey = Vec<String>;
 
+/// A partition the stats use case is asked about.
+enum PartitionId {
+    Device(DeviceId),
+    Room(RoomId),
+}
+
 /// What the readings of one measurement fold into.
 #[derive(Default)]
 struct Folded {
@@ -399,30 +405,64 @@ pub(super) async fn select<S: Store>(
             })
             .map(|d| d.device_id.clone())
             .collect();
-        let stats_windows = windows.and_then(|w| {
-            let eligible = plan.aggregate
-                && plan.columns.iter().all(|c| match c {
-                    Column::Aggregate(f, _) => f.from_tallies(),
-                    _ => false,
+        // What the stats use case (rollups) can answer: per device, over a
+        // condition on `device_id`; or, for temperature and humidity (which
+        // rooms have rollups of), per room, over a condition on `room`.
+        let tallies = plan.aggregate
+            && plan.columns.iter().all(|c| match c {
+                Column::Aggregate(f, _) => f.from_tallies(),
+                _ => false,
+            });
+        let over_devices = tallies
+            && condition
+                .as_ref()
+                .is_none_or(|c| !condition::needs_readings(c, measurement))
+            && grouped.iter().all(|g| g == DEVICE_TAG);
+        let over_rooms = tallies
+            && !over_devices
+            && plan.columns.iter().all(|c| {
+                matches!(
+                    c,
+                    Column::Aggregate(_, Some(Quantity::Temperature | Quantity::Humidity))
+                )
+            })
+            && condition
+                .as_ref()
+                .is_none_or(|c| condition::only_tag(c, measurement, ROOM_TAG))
+            && grouped.iter().all(|g| g == ROOM_TAG);
+        let partitions: Vec<(PartitionId, &str)> = if over_devices {
+            devices
+                .iter()
+                .map(|d| (PartitionId::Device(d.clone()), d.as_str()))
+                .collect()
+        } else if over_rooms {
+            snapshot
+                .rooms
+                .keys()
+                .filter(|r| {
+                    condition.as_ref().is_none_or(|c| {
+                        condition::eval(c, measurement, Known::Tags("", r.as_str())) == Some(true)
+                    })
                 })
-                && condition
-                    .as_ref()
-                    .is_none_or(|c| !condition::needs_readings(c, measurement))
-                && grouped.iter().all(|g| g == DEVICE_TAG);
-            if eligible {
-                w.as_bucketing(range.from().millis(), range.to().millis())
-            } else {
-                None
-            }
-        });
+                .map(|r| (PartitionId::Room(r.clone()), r.as_str()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let stats_windows = windows
+            .filter(|_| over_devices || over_rooms)
+            .and_then(|w| w.as_bucketing(range.from().millis(), range.to().millis()));
         let folded = match stats_windows {
             Some(bucketing) => {
                 let mut folded = Folded::default();
-                for device in &devices {
+                for (id, tag) in &partitions {
                     let q = StatsQuery { range, bucketing };
-                    let answer =
-                        Box::pin(query::stats(cx.store, Partition::Device(device), &q)).await?;
-                    let key = series_key(&grouped, |_| device.as_str());
+                    let partition = match id {
+                        PartitionId::Device(d) => Partition::Device(d),
+                        PartitionId::Room(r) => Partition::Room(r),
+                    };
+                    let answer = Box::pin(query::stats(cx.store, partition, &q)).await?;
+                    let key = series_key(&grouped, |_| tag);
                     let series = folded.windows.entry(key).or_default();
                     for bucket in &answer.buckets {
                         let at = bucket.start.millis();
