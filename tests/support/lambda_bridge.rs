@@ -25,43 +25,13 @@ pub async fn serve(runtime: Runtime) -> String {
     format!("http://{addr}")
 }
 
-/// `a=1&b=x+y%2F` as pairs, decoded.
-fn query_pairs(raw: &str) -> Vec<(String, String)> {
-    fn decode(s: &str) -> String {
-        let bytes = s.as_bytes();
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while i < bytes.len() {
-            match bytes[i] {
-                b'+' => out.push(b' '),
-                b'%' if i + 2 < bytes.len() => match u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                    Ok(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
-                },
-                b => out.push(b),
-            }
-            i += 1;
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    }
-    raw.split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (decode(k), decode(v))
-        })
-        .collect()
-}
-
 async fn forward(runtime: &Mutex<Runtime>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let bytes = axum::body::to_bytes(body, 8 << 20)
         .await
         .unwrap_or_default();
-    let query = query_pairs(parts.uri.query().unwrap_or(""));
+    let query: Vec<(String, String)> =
+        serde_urlencoded::from_str(parts.uri.query().unwrap_or("")).unwrap_or_default();
     let query: Vec<(&str, &str)> = query
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))

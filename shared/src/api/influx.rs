@@ -194,21 +194,15 @@ pub async fn health<S: Store>(State(app): State<Arc<App<S>>>) -> Response {
 
 /// `GET /ping`: 204 with the version headers of InfluxDB 1.
 pub async fn ping() -> Response {
-    (
-        StatusCode::NO_CONTENT,
-        [
-            ("x-influxdb-version", V1_VERSION),
-            ("x-influxdb-build", "OSS"),
-        ],
-    )
-        .into_response()
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    version_headers(&mut response);
+    response
 }
 
 #[derive(Debug, Default, Deserialize)]
 pub struct QueryParams {
     pub q: Option<String>,
     pub db: Option<String>,
-    pub rp: Option<String>,
     pub epoch: Option<String>,
     pub chunked: Option<String>,
     pub chunk_size: Option<String>,
@@ -219,11 +213,11 @@ pub struct QueryParams {
 
 impl QueryParams {
     /// The URL's parameters, with what a form body adds (Grafana and Telegraf POST `q`).
+    /// Others (`rp`) are accepted and ignored, as InfluxDB does.
     fn or(self, form: QueryParams) -> QueryParams {
         QueryParams {
             q: self.q.or(form.q),
             db: self.db.or(form.db),
-            rp: self.rp.or(form.rp),
             epoch: self.epoch.or(form.epoch),
             chunked: self.chunked.or(form.chunked),
             chunk_size: self.chunk_size.or(form.chunk_size),
@@ -342,7 +336,7 @@ pub async fn query<S: Store>(
             let results: Vec<serde_json::Value> = results
                 .iter()
                 .enumerate()
-                .map(|(i, r)| result_json(i, r, &r.series, epoch, false))
+                .map(|(i, r)| result_json(i, r, epoch))
                 .collect();
             let doc = json!({ "results": results });
             if pretty {
@@ -450,31 +444,25 @@ fn series_json(
     out.into()
 }
 
+/// One statement's result, whole.
 fn result_json(
     id: usize,
     r: &influxql::StatementResult,
-    series: &[influxql::Series],
     epoch: Option<Epoch>,
-    partial: bool,
 ) -> serde_json::Value {
     let mut out = serde_json::Map::new();
     out.insert("statement_id".into(), json!(id));
     if let Some(e) = &r.error {
         out.insert("error".into(), json!(e));
-        return out.into();
-    }
-    if !series.is_empty() {
+    } else if !r.series.is_empty() {
         out.insert(
             "series".into(),
-            series
+            r.series
                 .iter()
                 .map(|s| series_json(s, &s.values, epoch, false))
                 .collect::<Vec<_>>()
                 .into(),
         );
-    }
-    if partial {
-        out.insert("partial".into(), json!(true));
     }
     out.into()
 }
@@ -497,9 +485,7 @@ fn chunked(results: &[influxql::StatementResult], size: usize, epoch: Option<Epo
             }
         }
         if chunks.is_empty() || r.error.is_some() {
-            out.push_str(
-                &json!({ "results": [result_json(id, r, &[], epoch, false)] }).to_string(),
-            );
+            out.push_str(&json!({ "results": [result_json(id, r, epoch)] }).to_string());
             out.push('\n');
             continue;
         }

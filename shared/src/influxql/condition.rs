@@ -152,15 +152,6 @@ pub fn check(expr: &Expr) -> Result<(), StatementError> {
     }
 }
 
-/// Whether the condition names anything but `device_id` (so it needs each reading).
-pub fn needs_readings(expr: &Expr, measurement: &str) -> bool {
-    match expr {
-        Expr::Binary(a, _, b) => needs_readings(a, measurement) || needs_readings(b, measurement),
-        Expr::Var(v) => schema::resolve(v, measurement) != Var::Tag(schema::DEVICE_TAG),
-        _ => false,
-    }
-}
-
 /// Whether every name the condition compares is the tag `tag`.
 pub fn only_tag(expr: &Expr, measurement: &str, tag: &str) -> bool {
     match expr {
@@ -340,7 +331,7 @@ mod tests {
         assert_eq!(eval(&c, "climate", Known::Device("b")), Some(false));
         assert_eq!(eval(&c, "climate", Known::Device("a")), None);
         assert_eq!(eval(&c, "climate", Known::Tags("a", "kitchen")), Some(true));
-        assert!(needs_readings(&c, "climate"));
+        assert!(!only_tag(&c, "climate", schema::DEVICE_TAG));
         let r = Reading::from_json(
             &serde_json::json!({"device_id":"a","timestamp":"2026-11-21T00:00:00Z","room":"bed","temperature":21.0}),
             Timestamp::parse("2026-11-22T00:00:00Z").unwrap(),
@@ -354,9 +345,15 @@ mod tests {
             Some(false),
             "a missing field matches nothing"
         );
-        assert!(!needs_readings(
+        assert!(only_tag(
             &condition("device_id::tag != 'x'"),
-            "climate"
+            "climate",
+            schema::DEVICE_TAG
+        ));
+        assert!(only_tag(
+            &condition("room = 'a' OR room =~ /b/"),
+            "climate",
+            schema::ROOM_TAG
         ));
         assert!(check(&condition("room = device_id")).is_err());
         assert!(check(&condition("room =~ /a/ AND 1 = 1")).is_err());

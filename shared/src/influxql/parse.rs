@@ -1015,18 +1015,50 @@ mod tests {
         ));
     }
 
+    /// Every query docs/grafana.md shows (its SQL blocks, and the sample
+    /// dashboard's raw queries and variable), with Grafana's macros as it
+    /// expands them.
     #[test]
-    fn docs_grafana_s_sample_dashboard_queries_parse() {
-        let time_filter = "time >= 1795219200000ms and time <= 1795305599999ms";
-        for q in [
-            r#"SELECT mean("temperature") FROM "climate" WHERE ("room"::tag =~ /^(kitchen|bedroom)$/) AND $timeFilter GROUP BY time(5m), "device_id"::tag fill(null)"#,
-            r#"SELECT mean("humidity") FROM "climate" WHERE "room" =~ /^(kitchen)$/ AND $timeFilter GROUP BY time(5m), "room" fill(null)"#,
-            r#"SELECT mean("current_w") FROM "power" WHERE $timeFilter GROUP BY time(1m), "device_id" fill(null)"#,
-            r#"SELECT max("temperature") FROM "climate" WHERE time >= now() - 30d GROUP BY time(1d), "room" fill(none) tz('Europe/Berlin')"#,
-            r#"SHOW TAG VALUES FROM "climate" WITH KEY = "room""#,
-        ] {
-            let q = q.replace("$timeFilter", time_filter);
+    fn docs_grafana_s_queries_parse() {
+        let doc = include_str!("../../../docs/grafana.md");
+        let mut queries: Vec<String> = Vec::new();
+        for (fence, end) in [("```sql\n", "\n```"), ("```json\n", "\n```")] {
+            let mut rest = doc;
+            while let Some(i) = rest.find(fence) {
+                let body = &rest[i + fence.len()..];
+                let j = body.find(end).expect("a closed block");
+                if fence.contains("sql") {
+                    queries.push(body[..j].to_string());
+                } else {
+                    let dashboard: serde_json::Value = serde_json::from_str(&body[..j]).unwrap();
+                    collect_queries(&dashboard, &mut queries);
+                }
+                rest = &body[j..];
+            }
+        }
+        assert!(queries.len() >= 6, "{queries:?}");
+        for q in queries {
+            let q = q
+                .replace(
+                    "$timeFilter",
+                    "time >= 1795219200000ms and time <= 1795305599999ms",
+                )
+                .replace("$__interval", "5m")
+                .replace("$room", "(kitchen|bedroom)");
             assert!(parse_query(&q).is_ok(), "{q}: {:?}", parse_query(&q));
+        }
+    }
+
+    fn collect_queries(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(serde_json::Value::String(q)) = m.get("query") {
+                    out.push(q.clone());
+                }
+                m.values().for_each(|v| collect_queries(v, out));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| collect_queries(v, out)),
+            _ => {}
         }
     }
 

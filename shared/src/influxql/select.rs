@@ -9,8 +9,9 @@ use super::condition::{self, Known, TimeBounds};
 use super::schema::{self, Var, DEVICE_TAG, ROOM_TAG, TAGS};
 use super::window::Windows;
 use super::{unsupported, Cell, Context, Series, StatementError};
+use crate::domain::aggregate::FieldStats;
 use crate::domain::registry::RegistrySnapshot;
-use crate::model::{DeviceId, Quantity, Reading, RoomId, TimeRange, Timestamp};
+use crate::model::{DeviceId, Quantity, Reading, TimeRange, Timestamp};
 use crate::query::{self, Partition, StatsQuery};
 use crate::store::Store;
 use std::collections::BTreeMap;
@@ -111,17 +112,10 @@ fn plan(
         }
         transforms.resize(named.len(), transform);
     }
-    let aggregates = named
+    // `validate` made the fields all aggregates or none.
+    let aggregate = named
         .iter()
-        .filter(|(_, c)| matches!(c, Column::Aggregate(..)))
-        .count();
-    if aggregates > 0 && aggregates < named.len() {
-        return unsupported("mixing aggregate and non-aggregate queries is not supported");
-    }
-    let aggregate = aggregates > 0;
-    if !aggregate && select.every.is_some() {
-        return unsupported("GROUP BY requires at least one aggregate function");
-    }
+        .any(|(_, c)| matches!(c, Column::Aggregate(..)));
     if !named.is_empty() && named.iter().all(|(_, c)| matches!(c, Column::Tag(_))) {
         return unsupported("statement must have at least one field in select clause");
     }
@@ -151,13 +145,14 @@ fn plan(
     }))
 }
 
-/// A column's fold over one window.
+/// A column's fold over one window: the bucket statistics the stats route
+/// keeps (`FieldStats`), and what the selectors and the median need besides.
 #[derive(Debug, Clone)]
 struct Acc {
-    count: u64,
-    sum: f64,
-    min: (f64, i64),
-    max: (f64, i64),
+    stats: FieldStats,
+    /// When the minimum and the maximum were (the earliest of equal ones).
+    min_at: i64,
+    max_at: i64,
     first: (i64, f64),
     last: (i64, f64),
     /// Every value, for the median only.
@@ -167,10 +162,9 @@ struct Acc {
 impl Acc {
     fn new(t: i64, v: f64, keep: bool) -> Self {
         Self {
-            count: 1,
-            sum: v,
-            min: (v, t),
-            max: (v, t),
+            stats: FieldStats::new(v),
+            min_at: t,
+            max_at: t,
             first: (t, v),
             last: (t, v),
             values: if keep { vec![v] } else { Vec::new() },
@@ -178,15 +172,14 @@ impl Acc {
     }
 
     fn add(&mut self, t: i64, v: f64, keep: bool) {
-        self.count += 1;
-        self.sum += v;
         // Ties go to the earliest point, as InfluxDB's selectors do.
-        if v < self.min.0 || (v == self.min.0 && t < self.min.1) {
-            self.min = (v, t);
+        if v < self.stats.min || (v == self.stats.min && t < self.min_at) {
+            self.min_at = t;
         }
-        if v > self.max.0 || (v == self.max.0 && t < self.max.1) {
-            self.max = (v, t);
+        if v > self.stats.max || (v == self.stats.max && t < self.max_at) {
+            self.max_at = t;
         }
+        self.stats.add(v);
         if t < self.first.0 {
             self.first = (t, v);
         }
@@ -198,36 +191,32 @@ impl Acc {
         }
     }
 
-    fn merge_stats(acc: &mut Option<Acc>, at: i64, s: &crate::domain::aggregate::FieldStats) {
+    /// A bucket of the stats use case, starting at `at` (mean, sum, count,
+    /// min, max and spread only: `Func::from_tallies`).
+    fn merge_stats(acc: &mut Option<Acc>, at: i64, s: &FieldStats) {
         match acc {
+            Some(a) => a.stats.merge(s),
             None => {
                 *acc = Some(Acc {
-                    count: s.count,
-                    sum: s.sum,
-                    min: (s.min, at),
-                    max: (s.max, at),
+                    stats: *s,
+                    min_at: at,
+                    max_at: at,
                     first: (at, f64::NAN),
                     last: (at, f64::NAN),
                     values: Vec::new(),
                 })
-            }
-            Some(a) => {
-                a.count += s.count;
-                a.sum += s.sum;
-                a.min.0 = a.min.0.min(s.min);
-                a.max.0 = a.max.0.max(s.max);
             }
         }
     }
 
     fn cell(&mut self, func: Func) -> Cell {
         match func {
-            Func::Mean => Cell::Float(self.sum / self.count as f64),
-            Func::Sum => Cell::Float(self.sum),
-            Func::Count => Cell::Int(self.count as i64),
-            Func::Min => Cell::Float(self.min.0),
-            Func::Max => Cell::Float(self.max.0),
-            Func::Spread => Cell::Float(self.max.0 - self.min.0),
+            Func::Mean => Cell::Float(self.stats.mean()),
+            Func::Sum => Cell::Float(self.stats.sum),
+            Func::Count => Cell::Int(self.stats.count as i64),
+            Func::Min => Cell::Float(self.stats.min),
+            Func::Max => Cell::Float(self.stats.max),
+            Func::Spread => Cell::Float(self.stats.max - self.stats.min),
             Func::First => Cell::Float(self.first.1),
             Func::Last => Cell::Float(self.last.1),
             Func::Median => {
@@ -246,8 +235,8 @@ impl Acc {
     /// The time of the point a selector chose.
     fn selected_at(&self, func: Func) -> Option<i64> {
         match func {
-            Func::Min => Some(self.min.1),
-            Func::Max => Some(self.max.1),
+            Func::Min => Some(self.min_at),
+            Func::Max => Some(self.max_at),
             Func::First => Some(self.first.0),
             Func::Last => Some(self.last.0),
             _ => None,
@@ -257,18 +246,29 @@ impl Acc {
 
 type SeriesKey = Vec<String>;
 
-/// A partition the stats use case is asked about.
-enum PartitionId {
-    Device(DeviceId),
-    Room(RoomId),
-}
-
 /// What the readings of one measurement fold into.
 #[derive(Default)]
 struct Folded {
     rows: BTreeMap<SeriesKey, Vec<(i64, Vec<Cell>)>>,
     windows: BTreeMap<SeriesKey, BTreeMap<i64, Vec<Option<Acc>>>>,
     row_count: usize,
+    /// The last reading's series: readings come device by device, so a key
+    /// is allocated when the series changes, not for every reading.
+    last_key: SeriesKey,
+}
+
+impl Folded {
+    /// Makes `last_key` the series of `r`.
+    fn key_of(&mut self, grouped: &[String], r: &Reading) {
+        let same = self.last_key.len() == grouped.len()
+            && grouped
+                .iter()
+                .zip(&self.last_key)
+                .all(|(g, k)| k == group_value(g, r));
+        if !same {
+            self.last_key = series_key(grouped, |g| group_value(g, r));
+        }
+    }
 }
 
 /// What InfluxDB refuses whatever the data: aggregates beside raw fields,
@@ -416,7 +416,7 @@ pub(super) async fn select<S: Store>(
         let over_devices = tallies
             && condition
                 .as_ref()
-                .is_none_or(|c| !condition::needs_readings(c, measurement))
+                .is_none_or(|c| condition::only_tag(c, measurement, DEVICE_TAG))
             && grouped.iter().all(|g| g == DEVICE_TAG);
         let over_rooms = tallies
             && !over_devices
@@ -430,10 +430,10 @@ pub(super) async fn select<S: Store>(
                 .as_ref()
                 .is_none_or(|c| condition::only_tag(c, measurement, ROOM_TAG))
             && grouped.iter().all(|g| g == ROOM_TAG);
-        let partitions: Vec<(PartitionId, &str)> = if over_devices {
+        let partitions: Vec<(Partition<'_>, &str)> = if over_devices {
             devices
                 .iter()
-                .map(|d| (PartitionId::Device(d.clone()), d.as_str()))
+                .map(|d| (Partition::Device(d), d.as_str()))
                 .collect()
         } else if over_rooms {
             snapshot
@@ -444,7 +444,7 @@ pub(super) async fn select<S: Store>(
                         condition::eval(c, measurement, Known::Tags("", r.as_str())) == Some(true)
                     })
                 })
-                .map(|r| (PartitionId::Room(r.clone()), r.as_str()))
+                .map(|r| (Partition::Room(r), r.as_str()))
                 .collect()
         } else {
             Vec::new()
@@ -455,13 +455,9 @@ pub(super) async fn select<S: Store>(
         let folded = match stats_windows {
             Some(bucketing) => {
                 let mut folded = Folded::default();
-                for (id, tag) in &partitions {
+                for (partition, tag) in &partitions {
                     let q = StatsQuery { range, bucketing };
-                    let partition = match id {
-                        PartitionId::Device(d) => Partition::Device(d),
-                        PartitionId::Room(r) => Partition::Room(r),
-                    };
-                    let answer = Box::pin(query::stats(cx.store, partition, &q)).await?;
+                    let answer = Box::pin(query::stats(cx.store, *partition, &q)).await?;
                     let key = series_key(&grouped, |_| tag);
                     let series = folded.windows.entry(key).or_default();
                     for bucket in &answer.buckets {
@@ -542,6 +538,7 @@ pub(super) async fn select<S: Store>(
     Ok(series)
 }
 
+/// A series' key: the value of each grouped tag ("" for a tag no reading has).
 fn series_key<'r>(grouped: &[String], tag: impl Fn(&str) -> &'r str) -> SeriesKey {
     grouped
         .iter()
@@ -555,6 +552,15 @@ fn series_key<'r>(grouped: &[String], tag: impl Fn(&str) -> &'r str) -> SeriesKe
         .collect()
 }
 
+/// A reading's value of a grouped tag.
+fn group_value<'r>(g: &str, r: &'r Reading) -> &'r str {
+    if TAGS.contains(&g) {
+        schema::tag_value(g, r)
+    } else {
+        ""
+    }
+}
+
 fn fold(
     folded: &mut Folded,
     plan: &Plan,
@@ -565,7 +571,6 @@ fn fold(
     keep_values: bool,
 ) {
     let t = r.timestamp.millis();
-    let key = series_key(grouped, |g| schema::tag_value(g, r));
     if !plan.aggregate {
         let cells: Vec<Cell> = plan
             .columns
@@ -582,7 +587,15 @@ fn fold(
             .zip(&cells)
             .any(|(c, v)| matches!(c, Column::Field(_)) && *v != Cell::Null);
         if any_field {
-            folded.rows.entry(key).or_default().push((t, cells));
+            folded.key_of(grouped, r);
+            match folded.rows.get_mut(&folded.last_key) {
+                Some(rows) => rows.push((t, cells)),
+                None => {
+                    folded
+                        .rows
+                        .insert(folded.last_key.clone(), vec![(t, cells)]);
+                }
+            }
             folded.row_count += 1;
         }
         return;
@@ -595,7 +608,16 @@ fn fold(
     if present.next().is_none() {
         return;
     }
-    let series = folded.windows.entry(key).or_default();
+    folded.key_of(grouped, r);
+    if !folded.windows.contains_key(&folded.last_key) {
+        folded
+            .windows
+            .insert(folded.last_key.clone(), BTreeMap::new());
+    }
+    let series = folded
+        .windows
+        .get_mut(&folded.last_key)
+        .expect("inserted above");
     let accs = series.entry(at).or_insert_with(|| {
         folded.row_count += 1;
         vec![None; plan.columns.len()]

@@ -207,7 +207,7 @@ pub struct FieldStats {
 }
 
 impl FieldStats {
-    fn new(v: f64) -> Self {
+    pub(crate) fn new(v: f64) -> Self {
         Self {
             min: v,
             max: v,
@@ -216,14 +216,14 @@ impl FieldStats {
         }
     }
 
-    fn add(&mut self, v: f64) {
+    pub(crate) fn add(&mut self, v: f64) {
         self.min = self.min.min(v);
         self.max = self.max.max(v);
         self.sum += v;
         self.count += 1;
     }
 
-    fn merge(&mut self, other: &FieldStats) {
+    pub(crate) fn merge(&mut self, other: &FieldStats) {
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.sum += other.sum;

@@ -162,27 +162,25 @@ impl DynamoStore {
             } else {
                 None
             };
-            let behind: Vec<usize> = cursors
+            let behind: Vec<bool> = cursors
                 .iter()
-                .enumerate()
-                .filter(|(_, c)| {
+                .map(|c| {
                     !c.done
                         && match (c.read.last(), bound) {
                             (Some(last), Some(b)) => before((last.timestamp, &last.device_id), b),
                             _ => true,
                         }
                 })
-                .map(|(i, _)| i)
                 .collect();
             drop(keys);
-            if behind.is_empty() {
+            if !behind.contains(&true) {
                 break;
             }
             let reads = cursors
                 .iter_mut()
-                .enumerate()
-                .filter(|(i, _)| behind.contains(i))
-                .map(|(_, c)| c.read_more(self, request.order, keep));
+                .zip(&behind)
+                .filter(|(_, behind)| **behind)
+                .map(|(c, _)| c.read_more(self, request.order, keep));
             futures_util::future::try_join_all(reads).await?;
         }
         let unread = cursors.iter().any(|c| !c.done);
