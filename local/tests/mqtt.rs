@@ -2,7 +2,8 @@
 //! (issue 26), with publishes from `mosquitto_pub` at QoS 1: every payload
 //! shape stored and read back through the HTTP API; a bad message followed
 //! by good ones, counted in `/health`; messages published while the server
-//! is stopped, all stored once it is back; a broker restart, reconnected.
+//! is stopped, all stored once it is back; a broker restart, reconnected;
+//! a broker with a password, and one over TLS verified against a CA.
 
 use integration_tests::local_server::LocalServer;
 use integration_tests::mosquitto::{free_port, Broker};
@@ -316,4 +317,214 @@ fn a_message_that_can_never_be_stored_goes_to_the_dead_letter_topic() {
         "{s}"
     );
     stop(server);
+}
+
+/// Publishes one message at QoS 1 with extra `mosquitto_pub` arguments
+/// (credentials, TLS).
+fn publish_with(broker: &Broker, extra: &[&str], topic: &str, payload: &str) {
+    let ok = Command::new("mosquitto_pub")
+        .args(["-h", "127.0.0.1", "-p", &broker.port.to_string(), "-q", "1"])
+        .args(extra)
+        .args(["-t", topic, "-m", payload])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "mosquitto_pub {topic} {extra:?}");
+}
+
+#[test]
+fn a_broker_that_needs_a_password_takes_ours_and_refuses_a_wrong_one() {
+    let dir = temp_dir("password");
+    let passwd = dir.join("passwd");
+    let made = Command::new("mosquitto_passwd")
+        .args(["-c", "-b", passwd.to_str().unwrap(), "ingester", "s3cret"])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let broker = Broker::start_with(
+        &dir,
+        free_port(),
+        &format!(
+            "allow_anonymous false\npassword_file {}\n",
+            passwd.display()
+        ),
+    );
+    let url = broker.url();
+    let with = |password: &str, db: &str| {
+        LocalServer::start(
+            Path::new(BIN),
+            &[
+                "--db",
+                dir.join(db).to_str().unwrap(),
+                "--mqtt",
+                &url,
+                "--mqtt-username",
+                "ingester",
+                "--mqtt-password",
+                password,
+                "--mqtt-client-id",
+                db,
+            ],
+            "info",
+        )
+    };
+    let server = with("s3cret", "good.db");
+    connected(&server);
+    publish_with(
+        &broker,
+        &["-u", "ingester", "-P", "s3cret"],
+        "readings/pw-1",
+        r#"{"current_w":42}"#,
+    );
+    let body = eventually(&server, "/devices/pw-1/latest", |_| true);
+    assert_eq!(body["reading"]["current_w"], 42.0);
+    // A wrong password: never connected, and /health says why.
+    let refused = with("wrong", "bad.db");
+    std::thread::sleep(Duration::from_secs(2));
+    let s = subscription(&refused);
+    assert_eq!(s["connected"], false, "{s}");
+    assert!(
+        s["last_error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("NotAuthorized"),
+        "{s}"
+    );
+    stop(refused);
+    stop(server);
+}
+
+/// A CA and a server certificate for 127.0.0.1, made with openssl.
+fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=ingester test CA",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ]);
+    // mosquitto started as root reads them as the `mosquitto` user.
+    for f in ["ca.pem", "server.pem", "server.key"] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.join(f), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    (
+        dir.join("ca.pem"),
+        dir.join("server.pem"),
+        dir.join("server.key"),
+    )
+}
+
+#[test]
+fn an_mqtts_broker_is_verified_against_the_ca_given() {
+    let dir = temp_dir("tls");
+    let (ca, cert, key) = certificates(&dir);
+    let port = free_port();
+    let broker = Broker::start_with(
+        &dir,
+        port,
+        &format!(
+            "allow_anonymous true\ncafile {}\ncertfile {}\nkeyfile {}\n",
+            ca.display(),
+            cert.display(),
+            key.display()
+        ),
+    );
+    let server = LocalServer::start(
+        Path::new(BIN),
+        &[
+            "--db",
+            dir.join("ingester.db").to_str().unwrap(),
+            "--mqtt",
+            &format!("mqtts://127.0.0.1:{port}"),
+            "--mqtt-ca",
+            ca.to_str().unwrap(),
+        ],
+        "info",
+    );
+    connected(&server);
+    publish_with(
+        &broker,
+        &["--cafile", ca.to_str().unwrap()],
+        "readings/tls-1",
+        r#"{"current_w":7}"#,
+    );
+    let body = eventually(&server, "/devices/tls-1/latest", |_| true);
+    assert_eq!(body["reading"]["current_w"], 7.0);
+    stop(server);
+    // Another CA's certificate is refused: never connected.
+    let other = dir.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let (other_ca, _, _) = certificates(&other);
+    let doubting = LocalServer::start(
+        Path::new(BIN),
+        &[
+            "--db",
+            dir.join("other.db").to_str().unwrap(),
+            "--mqtt",
+            &format!("mqtts://127.0.0.1:{port}"),
+            "--mqtt-ca",
+            other_ca.to_str().unwrap(),
+            "--mqtt-client-id",
+            "doubting",
+        ],
+        "info",
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let s = subscription(&doubting);
+    assert_eq!(s["connected"], false, "{s}");
+    stop(doubting);
 }

@@ -24,13 +24,19 @@ pub struct Broker {
 
 impl Broker {
     pub fn start(dir: &Path, port: u16) -> Broker {
+        Broker::start_with(dir, port, "allow_anonymous true\n")
+    }
+
+    /// A broker whose listener has these settings too (`password_file`,
+    /// `cafile`/`certfile`/`keyfile`, ...), each on its own line.
+    pub fn start_with(dir: &Path, port: u16, listener: &str) -> Broker {
         let conf = dir.join("mosquitto.conf");
         std::fs::write(
             &conf,
             format!(
                 // No cap on what the broker queues for a subscriber that lags
                 // (mosquitto's default, 1000, drops the rest: docs/mqtt.md).
-                "listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location {}/\nautosave_interval 1\nmax_queued_messages 0\n",
+                "listener {port} 127.0.0.1\n{listener}persistence true\npersistence_location {}/\nautosave_interval 1\nmax_queued_messages 0\n",
                 dir.display()
             ),
         )
