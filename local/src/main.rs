@@ -18,6 +18,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// mimalloc, not glibc's malloc: a batch or a page builds and drops a value
+/// per reading, and glibc's free lists were an eighth of the CPU of both
+/// (docs/BENCHMARKS.md, "Sixth session").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "ingester-local",

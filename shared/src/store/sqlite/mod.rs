@@ -293,8 +293,10 @@ impl SqliteStore {
         read(&guard)
     }
 
-    /// Runs `op` on tokio's blocking pool: SQLite calls block, and must not
-    /// hold up the runtime's worker threads.
+    /// Runs `op` on tokio's blocking pool: for sweeps of the whole file
+    /// (retention, sealing, counts, rebuilds, checkpoints), which must not
+    /// hold up a runtime thread. A batch or a page runs on its task instead
+    /// (`writing`, `reading`).
     async fn blocking<T: Send + 'static>(
         &self,
         op: impl FnOnce(&SqliteStore) -> T + Send + 'static,
@@ -306,25 +308,63 @@ impl SqliteStore {
         }
     }
 
+    /// Runs `op` with the writer on the calling task when the writer is
+    /// free, else on the blocking pool, where waiting for it (a sweep or a
+    /// seal holds it) takes no runtime thread. A batch (at most 5000
+    /// readings) takes about a millisecond, like a request's other work;
+    /// the hand-off to the pool and back, two thread wake-ups, was a tenth of
+    /// a batch's server CPU (docs/BENCHMARKS.md, "Sixth session").
+    async fn writing<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&mut Writer) -> T + Send + 'static,
+    ) -> T {
+        // Decided before any await: the guard must not live across one.
+        let op = match self.writer.try_lock() {
+            Ok(mut writer) => return op(&mut writer),
+            Err(std::sync::TryLockError::Poisoned(p)) => return op(&mut p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => op,
+        };
+        self.blocking(move |s| op(&mut s.lock())).await
+    }
+
+    /// Runs a bounded read (a page of at most 10,000 readings, a record, a
+    /// latest value) on the calling task: the hand-off to the blocking pool
+    /// and back was a third of `/latest`'s server CPU and a sixth of a raw
+    /// day's. It waits for a read connection only when all are busy, each
+    /// with a read as bounded.
+    fn reading<T>(&self, op: impl FnOnce(&SqliteStore) -> T) -> T {
+        op(self)
+    }
+
     /// Runs `change` in one write transaction; a failure rolls it back whole.
     fn write<T>(
         &self,
         change: impl FnOnce(&Connection, &mut names::Names, &mut write::Cache) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut writer = self.lock();
-        let result = (|| {
-            let (conn, names, cache) = writer.parts();
-            let tx = conn.transaction().map_err(db_err)?;
-            let value = change(&tx, names, cache)?;
-            tx.commit().map_err(db_err)?;
-            Ok(value)
-        })();
-        if result.is_err() {
-            writer.forget();
-        }
-        result
+        write_with(&mut self.lock(), change)
     }
+}
 
+/// Runs `change` in one write transaction of `writer`; a failure rolls it
+/// back whole (and the writer forgets what it cached).
+fn write_with<T>(
+    writer: &mut Writer,
+    change: impl FnOnce(&Connection, &mut names::Names, &mut write::Cache) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let result = (|| {
+        let (conn, names, cache) = writer.parts();
+        let tx = conn.transaction().map_err(db_err)?;
+        let value = change(&tx, names, cache)?;
+        tx.commit().map_err(db_err)?;
+        Ok(value)
+    })();
+    if result.is_err() {
+        writer.forget();
+    }
+    result
+}
+
+impl SqliteStore {
     /// Copies everything in the WAL into the database file and empties the WAL,
     /// so that the file alone holds every committed write (a backup, a fixture).
     pub async fn checkpoint(&self) -> Result<(), StoreError> {
@@ -409,50 +449,54 @@ impl SqliteStore {
     }
 }
 
-/// The operations on the calling thread; the `Store` impl below runs each on
-/// tokio's blocking pool.
-impl SqliteStore {
-    fn write_readings_now(&self, readings: &[Reading]) -> WriteReport {
-        self.write_readings_at(readings, Timestamp::now().millis())
+/// Writes readings as at `now_ms` (which tells the closed days, written into
+/// blocks, from the open ones, rows), with their rollups and registry, in
+/// one transaction of `writer`.
+fn write_readings_with(writer: &mut Writer, readings: &[Reading], now_ms: i64) -> WriteReport {
+    let deduped = Deduped::new(readings);
+    let result = write_with(writer, |tx, names, cache| {
+        let touched = write::put_readings(
+            tx,
+            names,
+            cache,
+            deduped.winners.iter().map(|&i| &readings[i]),
+            now_ms,
+        )?;
+        // The rollups, in the same transaction, per device in time order.
+        for (id, batch) in touched {
+            rollups::update(
+                tx,
+                &mut cache.spans,
+                id,
+                &batch.readings[0].device_id,
+                &batch.readings,
+                batch.appended,
+            )?;
+        }
+        // The registry, in the same transaction: what the stream Lambda
+        // would do with these records, planned by the same code.
+        let plan =
+            crate::domain::registry::plan(deduped.winners.iter().map(|&i| (i, &readings[i])));
+        registry::apply_plan(tx, names, &plan)
+    });
+    match result {
+        Ok(()) => deduped.report(&[]),
+        Err(err) => {
+            // One transaction: all or nothing, so every reading is unwritten.
+            tracing::error!(error = %err, "sqlite write failed");
+            deduped.report(&(0..deduped.winners.len()).collect::<Vec<_>>())
+        }
     }
+}
 
+/// The operations on the calling thread; the `Store` impl below runs the
+/// bounded ones on their task and the sweeps on tokio's blocking pool.
+impl SqliteStore {
     /// Writes readings as at `now_ms`, which tells the closed days (written
     /// into blocks) from the open ones (rows).
+    #[cfg(test)]
     fn write_readings_at(&self, readings: &[Reading], now_ms: i64) -> WriteReport {
-        let deduped = Deduped::new(readings);
-        let result = self.write(|tx, names, cache| {
-            let touched = write::put_readings(
-                tx,
-                names,
-                cache,
-                deduped.winners.iter().map(|&i| &readings[i]),
-                now_ms,
-            )?;
-            // The rollups, in the same transaction, per device in time order.
-            for (id, batch) in touched {
-                rollups::update(
-                    tx,
-                    &mut cache.spans,
-                    id,
-                    &batch.readings[0].device_id,
-                    &batch.readings,
-                    batch.appended,
-                )?;
-            }
-            // The registry, in the same transaction: what the stream Lambda
-            // would do with these records, planned by the same code.
-            let plan =
-                crate::domain::registry::plan(deduped.winners.iter().map(|&i| (i, &readings[i])));
-            registry::apply_plan(tx, names, &plan)
-        });
-        match result {
-            Ok(()) => deduped.report(&[]),
-            Err(err) => {
-                // One transaction: all or nothing, so every reading is unwritten.
-                tracing::error!(error = %err, "sqlite write failed");
-                deduped.report(&(0..deduped.winners.len()).collect::<Vec<_>>())
-            }
-        }
+        write_readings_with(&mut self.lock(), readings, now_ms)
     }
 
     fn device_readings_now(
@@ -719,7 +763,7 @@ impl Store for SqliteStore {
     }
 
     async fn write_owned_readings(&self, readings: Vec<Reading>) -> WriteReport {
-        self.blocking(move |s| s.write_readings_now(&readings))
+        self.writing(move |w| write_readings_with(w, &readings, Timestamp::now().millis()))
             .await
     }
 
@@ -728,9 +772,7 @@ impl Store for SqliteStore {
         device: &DeviceId,
         request: &RangeRequest,
     ) -> Result<Page, StoreError> {
-        let (device, request) = (device.clone(), request.clone());
-        self.blocking(move |s| s.device_readings_now(&device, &request))
-            .await
+        self.reading(|s| s.device_readings_now(device, request))
             .inspect(meter_page)
     }
 
@@ -739,16 +781,12 @@ impl Store for SqliteStore {
         room: &RoomId,
         request: &RangeRequest,
     ) -> Result<Page, StoreError> {
-        let (room, request) = (room.clone(), request.clone());
-        self.blocking(move |s| s.room_readings_now(&room, &request))
-            .await
+        self.reading(|s| s.room_readings_now(room, request))
             .inspect(meter_page)
     }
 
     async fn all_readings(&self, request: &RangeRequest) -> Result<Page, StoreError> {
-        let request = request.clone();
-        self.blocking(move |s| s.all_readings_now(&request))
-            .await
+        self.reading(|s| s.all_readings_now(request))
             .inspect(meter_page)
     }
 
@@ -791,8 +829,7 @@ impl Store for SqliteStore {
     }
 
     async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
-        let device = device.clone();
-        self.blocking(move |s| s.latest_reading_now(&device)).await
+        self.reading(|s| s.latest_reading_now(device))
     }
 
     async fn load_registry(&self) -> Result<RegistrySnapshot, StoreError> {
@@ -800,21 +837,19 @@ impl Store for SqliteStore {
     }
 
     async fn device(&self, device: &DeviceId) -> Result<Option<DeviceRecord>, StoreError> {
-        let device = device.clone();
-        self.blocking(move |s| s.read(|conn| registry::device(conn, &device)))
-            .await
+        self.reading(|s| s.read(|conn| registry::device(conn, device)))
     }
 
     async fn room(&self, room: &RoomId) -> Result<Option<RoomRecord>, StoreError> {
-        let room = room.clone();
-        self.blocking(move |s| s.read(|conn| registry::room(conn, &room)))
-            .await
+        self.reading(|s| s.read(|conn| registry::room(conn, room)))
     }
 
     async fn apply_device_update(&self, update: &DeviceUpdate) -> Result<(), StoreError> {
         let update = update.clone();
-        self.blocking(move |s| s.write(|tx, names, _| registry::apply_device(tx, names, &update)))
-            .await
+        self.writing(move |w| {
+            write_with(w, |tx, names, _| registry::apply_device(tx, names, &update))
+        })
+        .await
     }
 
     async fn set_device_profile(
@@ -824,8 +859,8 @@ impl Store for SqliteStore {
         room: Option<&RoomId>,
     ) -> Result<(), StoreError> {
         let (device, name, room) = (device.clone(), name.cloned(), room.cloned());
-        self.blocking(move |s| {
-            s.write(|tx, names, _| {
+        self.writing(move |w| {
+            write_with(w, |tx, names, _| {
                 registry::set_device_profile(tx, names, &device, name.as_ref(), room.as_ref())
             })
         })
@@ -834,16 +869,20 @@ impl Store for SqliteStore {
 
     async fn set_room_name(&self, room: &RoomId, name: Option<&Name>) -> Result<(), StoreError> {
         let (room, name) = (room.clone(), name.cloned());
-        self.blocking(move |s| {
-            s.write(|tx, names, _| registry::set_room_name(tx, names, &room, name.as_ref()))
+        self.writing(move |w| {
+            write_with(w, |tx, names, _| {
+                registry::set_room_name(tx, names, &room, name.as_ref())
+            })
         })
         .await
     }
 
     async fn apply_room_update(&self, update: &RoomUpdate) -> Result<(), StoreError> {
         let update = update.clone();
-        self.blocking(move |s| s.write(|tx, names, _| registry::apply_room(tx, names, &update)))
-            .await
+        self.writing(move |w| {
+            write_with(w, |tx, names, _| registry::apply_room(tx, names, &update))
+        })
+        .await
     }
 }
 

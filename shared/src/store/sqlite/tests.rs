@@ -225,6 +225,54 @@ async fn reads_go_on_while_a_write_transaction_is_open() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+
+/// A write runs on its task when the writer is free; when a sweep holds the
+/// writer, it waits on the blocking pool, not on the runtime's thread. On
+/// a current-thread runtime a wait on the task would stop every other task
+/// (the ticker below) until the writer is free.
+#[tokio::test(flavor = "current_thread")]
+async fn a_write_that_must_wait_for_the_writer_waits_off_the_runtime() {
+    let dir = temp_dir("busy-writer");
+    let store = SqliteStore::open(dir.join("w.db")).unwrap();
+    let first = reading("m-1", None, 1, 10.0);
+    assert!(store
+        .write_readings(std::slice::from_ref(&first))
+        .await
+        .unwritten
+        .is_empty());
+    let (held, is_held) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let holder = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            let _writer = store.lock();
+            held.send(()).unwrap();
+            let _ = released.recv_timeout(std::time::Duration::from_secs(10));
+        })
+    };
+    is_held.recv().unwrap();
+    let second = reading("m-1", None, 2, 11.0);
+    let write = tokio::spawn({
+        let (store, second) = (store.clone(), second.clone());
+        async move { store.write_readings(&[second]).await }
+    });
+    // The runtime still runs other tasks while the write waits.
+    let mut ticks = 0;
+    while ticks < 5 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        ticks += 1;
+    }
+    assert!(!write.is_finished(), "the writer is still held");
+    release.send(()).unwrap();
+    let report = tokio::time::timeout(std::time::Duration::from_secs(5), write)
+        .await
+        .expect("the write goes on once the writer is free")
+        .unwrap();
+    assert!(report.unwritten.is_empty());
+    holder.join().unwrap();
+    assert_eq!(store.latest_reading(&second.device_id).await.unwrap(), Some(second));
+    let _ = std::fs::remove_dir_all(&dir);
+}
 /// The layout's bytes per reading, with every index, the registry and the
 /// rollups, for four weeks of the benchmark's household (a meter and three
 /// room sensors at 1 reading a minute), long closed, so sealed into blocks.
