@@ -634,7 +634,7 @@ fn meter_page(page: &Page) {
     if !metering::metering() {
         return;
     }
-    let bytes: usize = page.readings.iter().map(billing::reading_size).sum();
+    let bytes = billing::readings_size(&page.readings);
     metering::add_read_units(billing::read_units(bytes));
 }
 
@@ -644,7 +644,7 @@ fn meter_index_read(items: &[(ZKey, Reading)], read: usize) {
     if !metering::metering() || read == 0 {
         return;
     }
-    let bytes: usize = items.iter().map(|(_, r)| billing::reading_size(r)).sum();
+    let bytes = billing::readings_size(items.iter().map(|(_, r)| r));
     let mean = bytes / items.len().max(1);
     metering::add_read_units(billing::read_units(bytes.max(mean * read)));
 }

@@ -225,7 +225,6 @@ async fn reads_go_on_while_a_write_transaction_is_open() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-
 /// A write runs on its task when the writer is free; when a sweep holds the
 /// writer, it waits on the blocking pool, not on the runtime's thread. On
 /// a current-thread runtime a wait on the task would stop every other task
@@ -270,7 +269,10 @@ async fn a_write_that_must_wait_for_the_writer_waits_off_the_runtime() {
         .unwrap();
     assert!(report.unwritten.is_empty());
     holder.join().unwrap();
-    assert_eq!(store.latest_reading(&second.device_id).await.unwrap(), Some(second));
+    assert_eq!(
+        store.latest_reading(&second.device_id).await.unwrap(),
+        Some(second)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 /// The layout's bytes per reading, with every index, the registry and the
