@@ -38,6 +38,7 @@
 //! the value's bits, so the round trip is exact.
 
 use crate::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
+use std::borrow::Borrow;
 
 const VERSION: u8 = 3;
 /// Version 2, still read: every stream in frames.
@@ -100,22 +101,24 @@ pub struct BlockHeader {
 }
 
 /// A batch made fit for a block: in time order, the last reading of each
-/// time kept (as a write of the same key replaces the one before).
-pub fn normalize(mut readings: Vec<Reading>) -> Vec<Reading> {
+/// time kept (as a write of the same key replaces the one before). The
+/// readings may be borrowed (`&Reading`): a batch appended to a sealed day
+/// is encoded from the request's readings, not from copies of them.
+pub fn normalize<R: Borrow<Reading>>(mut readings: Vec<R>) -> Vec<R> {
     // A stable sort keeps the batch's order among equal times: the last wins.
-    readings.sort_by_key(|r| r.timestamp);
-    let mut out: Vec<Reading> = Vec::with_capacity(readings.len());
+    readings.sort_by_key(|r| r.borrow().timestamp);
+    let mut out: Vec<R> = Vec::with_capacity(readings.len());
     for r in readings {
         match out.last_mut() {
-            Some(last) if last.timestamp == r.timestamp => *last = r,
+            Some(last) if (*last).borrow().timestamp == r.borrow().timestamp => *last = r,
             _ => out.push(r),
         }
     }
     out
 }
 
-/// Encodes one device's readings, in strictly increasing time.
-pub fn encode(readings: &[Reading]) -> Result<Vec<u8>, BlockError> {
+/// Encodes one device's readings (owned or borrowed), in strictly increasing time.
+pub fn encode<R: Borrow<Reading>>(readings: &[R]) -> Result<Vec<u8>, BlockError> {
     let bytes = encode_with(readings, Writer::default())?;
     if readings.len() <= FREE_READINGS || readings.len() <= bytes.len() * FRAME {
         return Ok(bytes);
@@ -131,19 +134,21 @@ pub fn encode(readings: &[Reading]) -> Result<Vec<u8>, BlockError> {
     )
 }
 
-fn encode_with(readings: &[Reading], mut out: Writer) -> Result<Vec<u8>, BlockError> {
+fn encode_with<R: Borrow<Reading>>(readings: &[R], mut out: Writer) -> Result<Vec<u8>, BlockError> {
     let (first, last) = match (readings.first(), readings.last()) {
-        (Some(f), Some(l)) => (f, l),
+        (Some(f), Some(l)) => (f.borrow(), l.borrow()),
         _ => return Err(BlockError::Empty),
     };
     for (i, pair) in readings.windows(2).enumerate() {
-        if pair[1].timestamp <= pair[0].timestamp || pair[1].device_id != pair[0].device_id {
+        let (a, b) = (pair[0].borrow(), pair[1].borrow());
+        if b.timestamp <= a.timestamp || b.device_id != a.device_id {
             return Err(BlockError::NotInOrder(i + 1));
         }
     }
+    let readings = readings.iter().map(Borrow::borrow);
     // Every column in one pass over the readings (not one per quantity).
     let mut values: Vec<Vec<f64>> = vec![Vec::new(); Quantity::ALL.len()];
-    for r in readings {
+    for r in readings.clone() {
         for (q, v) in r.measurement.values() {
             values[q.index()].push(*v);
         }
@@ -166,7 +171,7 @@ fn encode_with(readings: &[Reading], mut out: Writer) -> Result<Vec<u8>, BlockEr
     // Times: the first delta, then deltas of deltas.
     let mut previous = (first.timestamp.millis(), None::<i64>);
     let mut times = Vec::with_capacity(readings.len() - 1);
-    for r in &readings[1..] {
+    for r in readings.clone().skip(1) {
         let t = r.timestamp.millis();
         let delta = t - previous.0;
         times.push(zigzag(previous.1.map_or(delta, |d| delta - d)));
@@ -177,7 +182,7 @@ fn encode_with(readings: &[Reading], mut out: Writer) -> Result<Vec<u8>, BlockEr
     // Rooms: a dictionary in order of appearance, then runs.
     let mut rooms: Vec<&RoomId> = Vec::new();
     let room_index: Vec<u64> = readings
-        .iter()
+        .clone()
         .map(|r| match r.room() {
             None => 0,
             Some(room) => match rooms.iter().position(|known| *known == room) {
@@ -196,7 +201,7 @@ fn encode_with(readings: &[Reading], mut out: Writer) -> Result<Vec<u8>, BlockEr
     out.runs(&room_index);
 
     // Which quantities each reading has.
-    let masks: Vec<u64> = readings.iter().map(mask).collect();
+    let masks: Vec<u64> = readings.map(mask).collect();
     out.runs(&masks);
 
     for c in &columns {
@@ -1102,7 +1107,7 @@ mod tests {
 
     #[test]
     fn bad_input_is_refused_and_damaged_blocks_are_errors_not_panics() {
-        assert_eq!(encode(&[]), Err(BlockError::Empty));
+        assert_eq!(encode::<Reading>(&[]), Err(BlockError::Empty));
         let r = day_of_a_room_sensor();
         assert_eq!(
             encode(&[r[1].clone(), r[0].clone()]),
@@ -1183,8 +1188,11 @@ mod tests {
                     .unwrap(),
                 })
                 .collect();
-            let readings = normalize(readings);
+            // Borrowed readings normalize and encode as the owned do.
+            let borrowed = normalize(readings.iter().collect::<Vec<&Reading>>());
+            let readings = normalize(readings.clone());
             let bytes = encode(&readings).unwrap();
+            prop_assert_eq!(&encode(&borrowed).unwrap(), &bytes);
             let back = decode(&device(), &bytes).unwrap();
             prop_assert!(same(&back, &readings));
             let h = header(&bytes).unwrap();

@@ -206,7 +206,7 @@ pub fn append(
     tx: &Connection,
     device: i64,
     end: DayEnd,
-    new: &[Reading],
+    new: &[&Reading],
 ) -> Result<DayEnd, StoreError> {
     let Some(newest) = new.last() else {
         return Ok(end);

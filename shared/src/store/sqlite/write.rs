@@ -84,7 +84,9 @@ pub fn put_readings<'a>(
 ) -> Result<FastMap<i64, Touched<'a>>, StoreError> {
     let newest = &mut cache.newest;
     let mut hot = HotRows::new();
-    let mut sealed: BTreeMap<(i64, i64), Vec<Reading>> = BTreeMap::new();
+    // Borrowed: a batch appended to a sealed day is encoded from the
+    // request's readings (copying each was a twentieth of such a batch).
+    let mut sealed: BTreeMap<(i64, i64), Vec<&'a Reading>> = BTreeMap::new();
     let mut day_is_sealed: FastMap<(i64, i64), bool> = FastMap::default();
     let mut touched: FastMap<i64, Touched<'a>> = FastMap::default();
     for r in readings {
@@ -113,7 +115,7 @@ pub fn put_readings<'a>(
             t.appended = false;
         }
         if to_block {
-            sealed.entry((device, day)).or_default().push(r.clone());
+            sealed.entry((device, day)).or_default().push(r);
             continue;
         }
         if ts <= stored_newest {
@@ -137,7 +139,12 @@ pub fn put_readings<'a>(
             }
             _ => {
                 let device_id = new[0].device_id.clone();
-                blocks::write_day(tx, (device, &device_id), day, new)?
+                blocks::write_day(
+                    tx,
+                    (device, &device_id),
+                    day,
+                    new.into_iter().cloned().collect(),
+                )?
             }
         };
         if let Some(end) = stored {
