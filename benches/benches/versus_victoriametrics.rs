@@ -9,7 +9,8 @@
 //!   JSON to a second server of ours;
 //! - with `--bench`, also a year of one room sensor (525,600 readings);
 //! - one device's raw day, and (with `--bench`) its raw year: ours with
-//!   `format=columns` following cursors, theirs by `/api/v1/export`;
+//!   `format=columns` following cursors, theirs by `/api/v1/export`; and,
+//!   last, the raw day split into the fetch alone and the client's parse alone;
 //! - daily min/max/mean over the 30 days and the year: ours `/stats` with
 //!   `format=columns` (and as objects, the default, over the year), theirs `aggr_over_time` of `min_over_time`, `max_over_time`,
 //!   `avg_over_time` over `[1d]` with a step of a day;
@@ -367,6 +368,69 @@ fn main() {
             row::<Victoria>(label, mine, theirs, "ms", false);
         }
     }
+
+    // Where a raw day's time goes (last, so that it moves no other row in
+    // time): the answer fetched (server and transfer), then the client's
+    // parse of it alone (into `serde_json::Value`, as above).
+    let day_page =
+        format!("/devices/sensor-2/readings?from={from}&to={to}&limit=10000&format=columns");
+    let ours_text = || ours(&server, "GET", &day_page, None).1;
+    let theirs_text = vm.map(|v| {
+        move || {
+            v.get(
+                "/api/v1/export",
+                &[
+                    ("match[]", "{device=\"sensor-2\"}"),
+                    ("start", &(day_from / 1000).to_string()),
+                    ("end", &((end - 1) / 1000).to_string()),
+                ],
+            )
+        }
+    });
+    let (mine, theirs) = turns(
+        5,
+        20,
+        || drop(std::hint::black_box(ours_text())),
+        theirs_text.map(|f| move || drop(std::hint::black_box(f()))),
+    );
+    row::<Victoria>(
+        "one device's raw day, fetched only",
+        mine,
+        theirs,
+        "ms",
+        false,
+    );
+    let (our_answer, their_answer) = (ours_text(), theirs_text.map(|f| f()));
+    let (mine, theirs) = turns(
+        5,
+        20,
+        || {
+            drop(std::hint::black_box(
+                serde_json::from_str::<Value>(&our_answer).unwrap(),
+            ))
+        },
+        their_answer.as_ref().map(|text| {
+            move || {
+                for line in text.lines() {
+                    drop(std::hint::black_box(
+                        serde_json::from_str::<Value>(line).unwrap(),
+                    ));
+                }
+            }
+        }),
+    );
+    row::<Victoria>(
+        "one device's raw day, its answer parsed only (client)",
+        mine,
+        theirs,
+        "ms",
+        false,
+    );
+    println!(
+        "(a raw day's answer: ours {} bytes, theirs {:?})",
+        our_answer.len(),
+        their_answer.as_ref().map(String::len)
+    );
 
     // Bytes on disk once stopped.
     let ours_bytes = stop_ours(server, &db);
