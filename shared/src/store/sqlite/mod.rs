@@ -477,7 +477,7 @@ fn write_readings_with(writer: &mut Writer, readings: &[Reading], now_ms: i64) -
         // would do with these records, planned by the same code.
         let plan =
             crate::domain::registry::plan(deduped.winners.iter().map(|&i| (i, &readings[i])));
-        registry::apply_plan(tx, names, &plan)
+        registry::apply_plan(tx, names, &mut cache.registry, &plan)
     });
     match result {
         Ok(()) => deduped.report(&[]),
@@ -847,7 +847,10 @@ impl Store for SqliteStore {
     async fn apply_device_update(&self, update: &DeviceUpdate) -> Result<(), StoreError> {
         let update = update.clone();
         self.writing(move |w| {
-            write_with(w, |tx, names, _| registry::apply_device(tx, names, &update))
+            write_with(w, |tx, names, cache| {
+                cache.registry.clear();
+                registry::apply_device(tx, names, &update)
+            })
         })
         .await
     }
@@ -860,7 +863,8 @@ impl Store for SqliteStore {
     ) -> Result<(), StoreError> {
         let (device, name, room) = (device.clone(), name.cloned(), room.cloned());
         self.writing(move |w| {
-            write_with(w, |tx, names, _| {
+            write_with(w, |tx, names, cache| {
+                cache.registry.clear();
                 registry::set_device_profile(tx, names, &device, name.as_ref(), room.as_ref())
             })
         })
@@ -870,7 +874,8 @@ impl Store for SqliteStore {
     async fn set_room_name(&self, room: &RoomId, name: Option<&Name>) -> Result<(), StoreError> {
         let (room, name) = (room.clone(), name.cloned());
         self.writing(move |w| {
-            write_with(w, |tx, names, _| {
+            write_with(w, |tx, names, cache| {
+                cache.registry.clear();
                 registry::set_room_name(tx, names, &room, name.as_ref())
             })
         })
@@ -880,7 +885,10 @@ impl Store for SqliteStore {
     async fn apply_room_update(&self, update: &RoomUpdate) -> Result<(), StoreError> {
         let update = update.clone();
         self.writing(move |w| {
-            write_with(w, |tx, names, _| registry::apply_room(tx, names, &update))
+            write_with(w, |tx, names, cache| {
+                cache.registry.clear();
+                registry::apply_room(tx, names, &update)
+            })
         })
         .await
     }

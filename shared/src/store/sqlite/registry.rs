@@ -192,6 +192,12 @@ pub fn put_device(tx: &Connection, names: &mut Names, d: &DeviceRecord) -> Resul
 /// Writes a room's record whole, its devices included.
 pub fn put_room(tx: &Connection, names: &mut Names, r: &RoomRecord) -> Result<(), StoreError> {
     let id = names.room(tx, &r.room_id)?;
+    put_room_row(tx, id, r)?;
+    add_room_devices(tx, names, id, &r.devices)
+}
+
+/// A room's row (its id exists), not its devices.
+fn put_room_row(tx: &Connection, id: i64, r: &RoomRecord) -> Result<(), StoreError> {
     tx.prepare_cached(
         "INSERT OR REPLACE INTO rooms (id, name, first_seen, last_seen, latest) VALUES (?1, ?2, ?3, ?4, ?5)",
     )
@@ -204,13 +210,23 @@ pub fn put_room(tx: &Connection, names: &mut Names, r: &RoomRecord) -> Result<()
         r.latest.as_ref().map(latest_text).transpose()?,
     ])
     .map_err(db_err)?;
-    for device in &r.devices {
+    Ok(())
+}
+
+/// Lists devices in a room (those listed already stay as they are).
+fn add_room_devices<'a>(
+    tx: &Connection,
+    names: &mut Names,
+    room: i64,
+    devices: impl IntoIterator<Item = &'a DeviceId>,
+) -> Result<(), StoreError> {
+    for device in devices {
         let device = names.device(tx, device)?;
         tx.prepare_cached(
             "INSERT INTO room_devices (room, device) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
         )
         .map_err(db_err)?
-        .execute(params![id, device])
+        .execute(params![room, device])
         .map_err(db_err)?;
     }
     Ok(())
@@ -236,15 +252,71 @@ pub fn apply_room(tx: &Connection, names: &mut Names, u: &RoomUpdate) -> Result<
 pub fn apply_plan(
     tx: &Connection,
     names: &mut Names,
+    records: &mut Records,
     plan: &RegistryPlan,
 ) -> Result<(), StoreError> {
     for p in &plan.devices {
-        apply_device(tx, names, &p.update)?;
+        let u = &p.update;
+        let id = names.device(tx, &u.device_id)?;
+        if !records.devices.contains_key(&id) {
+            records.make_room();
+            let stored = device(tx, &u.device_id)?;
+            records.devices.insert(
+                id,
+                stored.unwrap_or_else(|| DeviceRecord::empty(&u.device_id)),
+            );
+        }
+        let d = records.devices.get_mut(&id).expect("just cached");
+        d.merge(u);
+        put_device(tx, names, d)?;
     }
     for p in &plan.rooms {
-        apply_room(tx, names, &p.update)?;
+        let u = &p.update;
+        let id = names.room(tx, &u.room_id)?;
+        if !records.rooms.contains_key(&id) {
+            records.make_room();
+            let stored = room(tx, &u.room_id)?;
+            records
+                .rooms
+                .insert(id, stored.unwrap_or_else(|| RoomRecord::empty(&u.room_id)));
+        }
+        let r = records.rooms.get_mut(&id).expect("just cached");
+        // Only a device new to the room gets its `room_devices` row.
+        let joined: Vec<DeviceId> = u.devices.difference(&r.devices).cloned().collect();
+        r.merge(u);
+        put_room_row(tx, id, r)?;
+        add_room_devices(tx, names, id, &joined)?;
     }
     Ok(())
+}
+
+/// The registry records as the writer last wrote them, by their integer
+/// ids: a batch's plan merges into these instead of reading each record
+/// back (a select, its room's and devices' names, and a JSON parse of its
+/// latest reading), which was half of the registry's share of a batch.
+/// Forgotten with the writer's other caches (a transaction that rolled
+/// back), and by every other change to the registry.
+#[derive(Default)]
+pub struct Records {
+    devices: crate::store::FastMap<i64, DeviceRecord>,
+    rooms: crate::store::FastMap<i64, RoomRecord>,
+}
+
+/// Most devices and rooms whose records the writer keeps.
+const KEPT_RECORDS: usize = 4096;
+
+impl Records {
+    pub fn clear(&mut self) {
+        self.devices.clear();
+        self.rooms.clear();
+    }
+
+    /// Starts over when full: a household has tens of devices.
+    fn make_room(&mut self) {
+        if self.devices.len() + self.rooms.len() >= KEPT_RECORDS {
+            self.clear();
+        }
+    }
 }
 
 /// What a user sets: a device's name (`None` removes it) and, when given, its room.

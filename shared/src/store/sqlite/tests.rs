@@ -225,6 +225,57 @@ async fn reads_go_on_while_a_write_transaction_is_open() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The writer merges a batch's registry changes into the records it last
+/// wrote rather than reading them back: what the file holds afterwards is
+/// the records as read back would give, a new device in a room gets its
+/// row, and a user's name set between batches is kept by the next batch
+/// (the records are forgotten by any other change to the registry).
+#[tokio::test]
+async fn the_writer_s_registry_records_stay_what_the_file_holds() {
+    let dir = temp_dir("registry-records");
+    let path = dir.join("r.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let write = |readings: Vec<Reading>| {
+        let store = store.clone();
+        async move { assert!(store.write_readings(&readings).await.unwritten.is_empty()) }
+    };
+    write(vec![reading("s-1", Some("living"), 1, 20.0)]).await;
+    write(vec![
+        reading("s-2", Some("living"), 2, 21.0),
+        reading("s-1", Some("living"), 3, 22.0),
+    ])
+    .await;
+    let (s1, living) = (DeviceId::parse("s-1").unwrap(), RoomId::parse("living").unwrap());
+    store
+        .set_device_profile(&s1, Some(&Name::parse("Sofa").unwrap()), None)
+        .await
+        .unwrap();
+    store
+        .set_room_name(&living, Some(&Name::parse("Living room").unwrap()))
+        .await
+        .unwrap();
+    let newest = reading("s-1", Some("living"), 4, 23.0);
+    write(vec![newest.clone()]).await;
+    let written = store.load_registry().await.unwrap();
+    drop(store);
+    let reopened = SqliteStore::open(&path).unwrap();
+    let read_back = reopened.load_registry().await.unwrap();
+    assert_eq!(written, read_back);
+    let device = &read_back.devices[&s1];
+    assert_eq!(device.name.as_deref(), Some("Sofa"), "the name set between batches stays");
+    assert_eq!(device.latest.as_ref(), Some(&newest));
+    assert_eq!(device.first_seen, Some(at(1)));
+    let room = &read_back.rooms[&living];
+    assert_eq!(room.name.as_deref(), Some("Living room"));
+    assert_eq!(
+        room.devices.iter().map(|d| d.as_str()).collect::<Vec<_>>(),
+        ["s-1", "s-2"]
+    );
+    assert_eq!(room.latest.as_ref(), Some(&newest));
+    drop(reopened);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A write runs on its task when the writer is free; when a sweep holds the
 /// writer, it waits on the blocking pool, not on the runtime's thread. On
 /// a current-thread runtime a wait on the task would stop every other task

@@ -25,14 +25,16 @@ pub struct Writer {
 /// that rolled back): each device's newest time, which tells a new key (the
 /// common case: one insert per family) from a replaced one (its old rows are
 /// deleted first, in every family, so the last write of a key wins whole);
-/// its newest day rollup as stored (what an append continues); and where
+/// its newest day rollup as stored (what an append continues); where
 /// the sealed day it last wrote ends, so that the next batch of the same day
-/// (history imported in order) is appended as a segment, not merged.
+/// (history imported in order) is appended as a segment, not merged; and
+/// the registry records it last wrote (`registry::Records`).
 #[derive(Default)]
 pub struct Cache {
     pub newest: FastMap<i64, i64>,
     pub spans: FastMap<(i64, Span), Rollup>,
     pub day_ends: FastMap<i64, blocks::DayEnd>,
+    pub registry: super::registry::Records,
 }
 
 /// Most devices whose last sealed day's end the writer keeps.

@@ -133,6 +133,6 @@ fn pending_change_log(tx: &Connection, names: &mut Names) -> Result<usize, Store
         })
         .collect();
     let plan = crate::domain::registry::plan(readings.iter().enumerate());
-    registry::apply_plan(tx, names, &plan)?;
+    registry::apply_plan(tx, names, &mut registry::Records::default(), &plan)?;
     Ok(readings.len())
 }
