@@ -353,7 +353,7 @@ impl ColumnsPage<'_> {
         out.extend_from_slice(b"{\"columns\":");
         serde_json::to_writer(&mut out, &self.columns()).expect("names serialise");
         out.extend_from_slice(b",\"values\":[");
-        let mut texts = NumberTexts::new();
+        let mut texts = NumberTexts::default();
         for (i, r) in self.page.readings.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
@@ -391,38 +391,28 @@ impl ColumnsPage<'_> {
     }
 }
 
-/// The texts of numbers already written, by their bits: a page's values
-/// repeat (a sensor's walk at its resolution), and writing one takes a
-/// division (`whole_thousandths`) and its digits; copying the text it had
-/// does not (docs/BENCHMARKS.md, "Sixth session").
-struct NumberTexts(Box<[(u64, u8, [u8; NumberTexts::LONGEST]); 256]>);
+/// The texts of numbers already written (`ValueMemo`): a page's values
+/// repeat, and copying the text a value had is cheaper than writing it.
+#[derive(Default)]
+struct NumberTexts(crate::model::ValueMemo<(u8, [u8; NumberTexts::LONGEST])>);
 
 impl NumberTexts {
     /// Longer texts (an unusual value's full precision) are written each time.
     const LONGEST: usize = 22;
-    /// No slot is taken: a reading's values are finite, and these bits are a NaN's.
-    const EMPTY: u64 = u64::MAX;
-
-    fn new() -> Self {
-        Self(Box::new([(Self::EMPTY, 0, [0; Self::LONGEST]); 256]))
-    }
 
     /// Writes `v` as `number` does.
     fn write(&mut self, out: &mut Vec<u8>, v: f64) {
-        let bits = v.to_bits();
-        // Fibonacci hashing: the top byte of the bits times 2^64 / phi.
-        let slot = &mut self.0[(bits.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize];
-        if slot.0 == bits {
-            out.extend_from_slice(&slot.2[..usize::from(slot.1)]);
+        if let Some((len, text)) = self.0.get(v) {
+            out.extend_from_slice(&text[..usize::from(len)]);
             return;
         }
         let start = out.len();
         number(out, v);
-        let text = &out[start..];
-        if text.len() <= Self::LONGEST {
-            slot.0 = bits;
-            slot.1 = text.len() as u8;
-            slot.2[..text.len()].copy_from_slice(text);
+        let written = &out[start..];
+        if written.len() <= Self::LONGEST {
+            let mut text = [0; Self::LONGEST];
+            text[..written.len()].copy_from_slice(written);
+            self.0.put(v, (written.len() as u8, text));
         }
     }
 }

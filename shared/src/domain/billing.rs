@@ -173,41 +173,24 @@ pub fn reading_size(r: &Reading) -> usize {
 }
 
 /// The sum of `reading_size` over readings (a page), each distinct value
-/// sized once (`ValueSizes`).
+/// sized once (`ValueMemo`): metering a raw day's page sized every value, a
+/// seventh of its server time.
 pub fn readings_size<'a>(readings: impl IntoIterator<Item = &'a Reading>) -> usize {
-    let mut sizes = ValueSizes::new();
+    let mut sizes = crate::model::ValueMemo::<u8>::new();
     readings
         .into_iter()
-        .map(|r| reading_size_by(r, |v| sizes.size(v)))
+        .map(|r| {
+            reading_size_by(r, |v| match sizes.get(v) {
+                Some(size) => usize::from(size),
+                None => {
+                    let size = f64_size(v);
+                    // At most 21 bytes (38 digits): a byte holds it.
+                    sizes.put(v, size as u8);
+                    size
+                }
+            })
+        })
         .sum()
-}
-
-/// `f64_size` of values, remembered by their bits: a page's values repeat
-/// (a sensor's walk at its resolution), and sizing one takes a division;
-/// metering a raw day's page sized every value, a seventh of its server
-/// time (docs/BENCHMARKS.md, "Sixth session").
-struct ValueSizes([(u64, u8); 256]);
-
-impl ValueSizes {
-    /// No slot is taken: a reading's values are finite, and these bits are a NaN's.
-    const EMPTY: u64 = u64::MAX;
-
-    fn new() -> Self {
-        Self([(Self::EMPTY, 0); 256])
-    }
-
-    fn size(&mut self, v: f64) -> usize {
-        let bits = v.to_bits();
-        // Fibonacci hashing: the top byte of the bits times 2^64 / phi.
-        let slot = &mut self.0[(bits.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize];
-        if slot.0 == bits {
-            return usize::from(slot.1);
-        }
-        let size = f64_size(v);
-        // At most 21 bytes (38 digits), so a byte holds it.
-        *slot = (bits, size as u8);
-        size
-    }
 }
 
 fn reading_size_by(r: &Reading, mut value_size: impl FnMut(f64) -> usize) -> usize {

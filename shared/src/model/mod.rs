@@ -8,6 +8,7 @@ mod raw_reading;
 mod reading;
 mod span;
 mod timestamp;
+mod value_memo;
 
 pub use climate_box::ClimateBox;
 pub use ids::{DeviceId, IdError, Name, RoomId};
@@ -16,3 +17,4 @@ pub use raw_reading::{RawBody, RawReading, RawValue};
 pub use reading::{plausible_time, FieldProblem, Measurement, Reading, BOUNDS};
 pub use span::{Span, DAY_MS, HOUR_MS};
 pub use timestamp::{TimeRange, Timestamp, TimestampError};
+pub use value_memo::ValueMemo;

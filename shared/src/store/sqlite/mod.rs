@@ -295,8 +295,8 @@ impl SqliteStore {
 
     /// Runs `op` on tokio's blocking pool: for sweeps of the whole file
     /// (retention, sealing, counts, rebuilds, checkpoints), which must not
-    /// hold up a runtime thread. A batch or a page runs on its task instead
-    /// (`writing`, `reading`).
+    /// hold up a runtime thread. A batch (`writing`) or a bounded read runs
+    /// on its task instead.
     async fn blocking<T: Send + 'static>(
         &self,
         op: impl FnOnce(&SqliteStore) -> T + Send + 'static,
@@ -325,15 +325,6 @@ impl SqliteStore {
             Err(std::sync::TryLockError::WouldBlock) => op,
         };
         self.blocking(move |s| op(&mut s.lock())).await
-    }
-
-    /// Runs a bounded read (a page of at most 10,000 readings, a record, a
-    /// latest value) on the calling task: the hand-off to the blocking pool
-    /// and back was a third of `/latest`'s server CPU and a sixth of a raw
-    /// day's. It waits for a read connection only when all are busy, each
-    /// with a read as bounded.
-    fn reading<T>(&self, op: impl FnOnce(&SqliteStore) -> T) -> T {
-        op(self)
     }
 
     /// Runs `change` in one write transaction; a failure rolls it back whole.
@@ -489,8 +480,12 @@ fn write_readings_with(writer: &mut Writer, readings: &[Reading], now_ms: i64) -
     }
 }
 
-/// The operations on the calling thread; the `Store` impl below runs the
-/// bounded ones on their task and the sweeps on tokio's blocking pool.
+/// The operations on the calling thread. The `Store` impl below runs the
+/// sweeps on tokio's blocking pool, and the bounded ones (a page of at most
+/// 10,000 readings, a record, a latest value; a batch, through `writing`)
+/// directly on the request's task: the hand-off to the pool and back was a
+/// third of `/latest`'s server CPU and a sixth of a raw day's. A read waits
+/// for a connection only when all are busy, each with a read as bounded.
 impl SqliteStore {
     /// Writes readings as at `now_ms`, which tells the closed days (written
     /// into blocks) from the open ones (rows).
@@ -772,7 +767,7 @@ impl Store for SqliteStore {
         device: &DeviceId,
         request: &RangeRequest,
     ) -> Result<Page, StoreError> {
-        self.reading(|s| s.device_readings_now(device, request))
+        self.device_readings_now(device, request)
             .inspect(meter_page)
     }
 
@@ -781,13 +776,11 @@ impl Store for SqliteStore {
         room: &RoomId,
         request: &RangeRequest,
     ) -> Result<Page, StoreError> {
-        self.reading(|s| s.room_readings_now(room, request))
-            .inspect(meter_page)
+        self.room_readings_now(room, request).inspect(meter_page)
     }
 
     async fn all_readings(&self, request: &RangeRequest) -> Result<Page, StoreError> {
-        self.reading(|s| s.all_readings_now(request))
-            .inspect(meter_page)
+        self.all_readings_now(request).inspect(meter_page)
     }
 
     async fn z_range(
@@ -829,7 +822,7 @@ impl Store for SqliteStore {
     }
 
     async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
-        self.reading(|s| s.latest_reading_now(device))
+        self.latest_reading_now(device)
     }
 
     async fn load_registry(&self) -> Result<RegistrySnapshot, StoreError> {
@@ -837,19 +830,18 @@ impl Store for SqliteStore {
     }
 
     async fn device(&self, device: &DeviceId) -> Result<Option<DeviceRecord>, StoreError> {
-        self.reading(|s| s.read(|conn| registry::device(conn, device)))
+        self.read(|conn| registry::device(conn, device))
     }
 
     async fn room(&self, room: &RoomId) -> Result<Option<RoomRecord>, StoreError> {
-        self.reading(|s| s.read(|conn| registry::room(conn, room)))
+        self.read(|conn| registry::room(conn, room))
     }
 
     async fn apply_device_update(&self, update: &DeviceUpdate) -> Result<(), StoreError> {
         let update = update.clone();
         self.writing(move |w| {
             write_with(w, |tx, names, cache| {
-                cache.registry.clear();
-                registry::apply_device(tx, names, &update)
+                registry::apply_device(tx, names, &mut cache.registry, &update)
             })
         })
         .await
@@ -864,8 +856,15 @@ impl Store for SqliteStore {
         let (device, name, room) = (device.clone(), name.cloned(), room.cloned());
         self.writing(move |w| {
             write_with(w, |tx, names, cache| {
-                cache.registry.clear();
-                registry::set_device_profile(tx, names, &device, name.as_ref(), room.as_ref())
+                let records = &mut cache.registry;
+                registry::set_device_profile(
+                    tx,
+                    names,
+                    records,
+                    &device,
+                    name.as_ref(),
+                    room.as_ref(),
+                )
             })
         })
         .await
@@ -875,8 +874,7 @@ impl Store for SqliteStore {
         let (room, name) = (room.clone(), name.cloned());
         self.writing(move |w| {
             write_with(w, |tx, names, cache| {
-                cache.registry.clear();
-                registry::set_room_name(tx, names, &room, name.as_ref())
+                registry::set_room_name(tx, names, &mut cache.registry, &room, name.as_ref())
             })
         })
         .await
@@ -886,8 +884,7 @@ impl Store for SqliteStore {
         let update = update.clone();
         self.writing(move |w| {
             write_with(w, |tx, names, cache| {
-                cache.registry.clear();
-                registry::apply_room(tx, names, &update)
+                registry::apply_room(tx, names, &mut cache.registry, &update)
             })
         })
         .await

@@ -232,70 +232,14 @@ fn add_room_devices<'a>(
     Ok(())
 }
 
-/// Merges a device update into its record (`DeviceRecord::merge`).
-pub fn apply_device(
-    tx: &Connection,
-    names: &mut Names,
-    u: &DeviceUpdate,
-) -> Result<(), StoreError> {
-    let mut d = device(tx, &u.device_id)?.unwrap_or_else(|| DeviceRecord::empty(&u.device_id));
-    d.merge(u);
-    put_device(tx, names, &d)
-}
-
-pub fn apply_room(tx: &Connection, names: &mut Names, u: &RoomUpdate) -> Result<(), StoreError> {
-    let mut r = room(tx, &u.room_id)?.unwrap_or_else(|| RoomRecord::empty(&u.room_id));
-    r.merge(u);
-    put_room(tx, names, &r)
-}
-
-pub fn apply_plan(
-    tx: &Connection,
-    names: &mut Names,
-    records: &mut Records,
-    plan: &RegistryPlan,
-) -> Result<(), StoreError> {
-    for p in &plan.devices {
-        let u = &p.update;
-        let id = names.device(tx, &u.device_id)?;
-        if !records.devices.contains_key(&id) {
-            records.make_room();
-            let stored = device(tx, &u.device_id)?;
-            records.devices.insert(
-                id,
-                stored.unwrap_or_else(|| DeviceRecord::empty(&u.device_id)),
-            );
-        }
-        let d = records.devices.get_mut(&id).expect("just cached");
-        d.merge(u);
-        put_device(tx, names, d)?;
-    }
-    for p in &plan.rooms {
-        let u = &p.update;
-        let id = names.room(tx, &u.room_id)?;
-        if !records.rooms.contains_key(&id) {
-            records.make_room();
-            let stored = room(tx, &u.room_id)?;
-            records
-                .rooms
-                .insert(id, stored.unwrap_or_else(|| RoomRecord::empty(&u.room_id)));
-        }
-        let r = records.rooms.get_mut(&id).expect("just cached");
-        // Only a device new to the room gets its `room_devices` row.
-        let joined: Vec<DeviceId> = u.devices.difference(&r.devices).cloned().collect();
-        r.merge(u);
-        put_room_row(tx, id, r)?;
-        add_room_devices(tx, names, id, &joined)?;
-    }
-    Ok(())
-}
-
 /// The registry records as the writer last wrote them, by their integer
-/// ids: a batch's plan merges into these instead of reading each record
-/// back (a select, its room's and devices' names, and a JSON parse of its
-/// latest reading), which was half of the registry's share of a batch.
-/// Forgotten with the writer's other caches (a transaction that rolled
-/// back), and by every other change to the registry.
+/// ids. Every registry write of the writer goes through them (a batch's
+/// plan, a user's name or room, a replayed update), so a batch merges into
+/// them instead of reading each record back (a select, its room's and
+/// devices' names, and a JSON parse of its latest reading: half of the
+/// registry's share of a batch). Forgotten with the writer's other caches
+/// when a transaction rolls back. Like those, they assume one writing
+/// process per file.
 #[derive(Default)]
 pub struct Records {
     devices: crate::store::FastMap<i64, DeviceRecord>,
@@ -306,44 +250,118 @@ pub struct Records {
 const KEPT_RECORDS: usize = 4096;
 
 impl Records {
-    pub fn clear(&mut self) {
-        self.devices.clear();
-        self.rooms.clear();
+    /// A device's record (stored, or empty if it has none) and its id.
+    fn device(
+        &mut self,
+        tx: &Connection,
+        names: &mut Names,
+        device_id: &DeviceId,
+    ) -> Result<&mut DeviceRecord, StoreError> {
+        let id = names.device(tx, device_id)?;
+        if !self.devices.contains_key(&id) {
+            self.make_room();
+            let stored = device(tx, device_id)?;
+            let record = stored.unwrap_or_else(|| DeviceRecord::empty(device_id));
+            self.devices.insert(id, record);
+        }
+        Ok(self.devices.get_mut(&id).expect("just cached"))
+    }
+
+    /// A room's id and its record (stored, or empty if it has none).
+    fn room(
+        &mut self,
+        tx: &Connection,
+        names: &mut Names,
+        room_id: &RoomId,
+    ) -> Result<(i64, &mut RoomRecord), StoreError> {
+        let id = names.room(tx, room_id)?;
+        if !self.rooms.contains_key(&id) {
+            self.make_room();
+            let stored = room(tx, room_id)?;
+            let record = stored.unwrap_or_else(|| RoomRecord::empty(room_id));
+            self.rooms.insert(id, record);
+        }
+        Ok((id, self.rooms.get_mut(&id).expect("just cached")))
     }
 
     /// Starts over when full: a household has tens of devices.
     fn make_room(&mut self) {
         if self.devices.len() + self.rooms.len() >= KEPT_RECORDS {
-            self.clear();
+            self.devices.clear();
+            self.rooms.clear();
         }
     }
+}
+
+/// Merges a device update into its record (`DeviceRecord::merge`).
+pub fn apply_device(
+    tx: &Connection,
+    names: &mut Names,
+    records: &mut Records,
+    u: &DeviceUpdate,
+) -> Result<(), StoreError> {
+    let d = records.device(tx, names, &u.device_id)?;
+    d.merge(u);
+    put_device(tx, names, d)
+}
+
+/// Merges a room update into its record (`RoomRecord::merge`); only a
+/// device new to the room gets its `room_devices` row.
+pub fn apply_room(
+    tx: &Connection,
+    names: &mut Names,
+    records: &mut Records,
+    u: &RoomUpdate,
+) -> Result<(), StoreError> {
+    let (id, r) = records.room(tx, names, &u.room_id)?;
+    let joined: Vec<DeviceId> = u.devices.difference(&r.devices).cloned().collect();
+    r.merge(u);
+    put_room_row(tx, id, r)?;
+    add_room_devices(tx, names, id, &joined)
+}
+
+pub fn apply_plan(
+    tx: &Connection,
+    names: &mut Names,
+    records: &mut Records,
+    plan: &RegistryPlan,
+) -> Result<(), StoreError> {
+    for p in &plan.devices {
+        apply_device(tx, names, records, &p.update)?;
+    }
+    for p in &plan.rooms {
+        apply_room(tx, names, records, &p.update)?;
+    }
+    Ok(())
 }
 
 /// What a user sets: a device's name (`None` removes it) and, when given, its room.
 pub fn set_device_profile(
     tx: &Connection,
     names: &mut Names,
+    records: &mut Records,
     device_id: &DeviceId,
     name: Option<&Name>,
     room: Option<&RoomId>,
 ) -> Result<(), StoreError> {
-    let mut d = device(tx, device_id)?.unwrap_or_else(|| DeviceRecord::empty(device_id));
+    let d = records.device(tx, names, device_id)?;
     d.name = name.map(|n| n.as_str().to_owned());
     if let Some(room) = room {
         d.room = Some(room.clone());
     }
-    put_device(tx, names, &d)
+    put_device(tx, names, d)
 }
 
 pub fn set_room_name(
     tx: &Connection,
     names: &mut Names,
+    records: &mut Records,
     room_id: &RoomId,
     name: Option<&Name>,
 ) -> Result<(), StoreError> {
-    let mut r = room(tx, room_id)?.unwrap_or_else(|| RoomRecord::empty(room_id));
+    let (id, r) = records.room(tx, names, room_id)?;
     r.name = name.map(|n| n.as_str().to_owned());
-    put_room(tx, names, &r)
+    put_room_row(tx, id, r)
 }
 
 /// A room's id and its devices with theirs.

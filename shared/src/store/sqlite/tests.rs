@@ -192,22 +192,10 @@ async fn reads_go_on_while_a_write_transaction_is_open() {
         .await
         .unwritten
         .is_empty());
-    let (started, has_started) = std::sync::mpsc::channel();
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let writer = {
-        let store = store.clone();
-        std::thread::spawn(move || {
-            let writer = store.lock();
-            writer
-                .conn
-                .execute_batch("BEGIN IMMEDIATE; DELETE FROM readings_power; DELETE FROM devices;")
-                .unwrap();
-            started.send(()).unwrap();
-            let _ = released.recv_timeout(std::time::Duration::from_secs(10));
-            writer.conn.execute_batch("ROLLBACK").unwrap();
-        })
-    };
-    has_started.recv().unwrap();
+    let writer = WriterHeld::on_a_thread(
+        &store,
+        "BEGIN IMMEDIATE; DELETE FROM readings_power; DELETE FROM devices;",
+    );
     let read = tokio::time::timeout(
         std::time::Duration::from_secs(5),
         store.latest_reading(&r.device_id),
@@ -220,16 +208,46 @@ async fn reads_go_on_while_a_write_transaction_is_open() {
         .expect("nor does loading the registry")
         .unwrap();
     assert!(registry.devices.contains_key(&r.device_id));
-    release.send(()).unwrap();
-    writer.join().unwrap();
+    writer.release();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The writer held by another thread, in `sql`'s open transaction (none for
+/// no SQL), until released (or ten seconds): the transaction then rolls back.
+struct WriterHeld {
+    release: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl WriterHeld {
+    fn on_a_thread(store: &SqliteStore, sql: &'static str) -> Self {
+        let (held, is_held) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let store = store.clone();
+        let thread = std::thread::spawn(move || {
+            let writer = store.lock();
+            writer.conn.execute_batch(sql).unwrap();
+            held.send(()).unwrap();
+            let _ = released.recv_timeout(std::time::Duration::from_secs(10));
+            if !sql.is_empty() {
+                writer.conn.execute_batch("ROLLBACK").unwrap();
+            }
+        });
+        is_held.recv().unwrap();
+        Self { release, thread }
+    }
+
+    fn release(self) {
+        self.release.send(()).unwrap();
+        self.thread.join().unwrap();
+    }
 }
 
 /// The writer merges a batch's registry changes into the records it last
 /// wrote rather than reading them back: what the file holds afterwards is
 /// the records as read back would give, a new device in a room gets its
 /// row, and a user's name set between batches is kept by the next batch
-/// (the records are forgotten by any other change to the registry).
+/// (every registry write of the writer goes through the records).
 #[tokio::test]
 async fn the_writer_s_registry_records_stay_what_the_file_holds() {
     let dir = temp_dir("registry-records");
@@ -245,7 +263,10 @@ async fn the_writer_s_registry_records_stay_what_the_file_holds() {
         reading("s-1", Some("living"), 3, 22.0),
     ])
     .await;
-    let (s1, living) = (DeviceId::parse("s-1").unwrap(), RoomId::parse("living").unwrap());
+    let (s1, living) = (
+        DeviceId::parse("s-1").unwrap(),
+        RoomId::parse("living").unwrap(),
+    );
     store
         .set_device_profile(&s1, Some(&Name::parse("Sofa").unwrap()), None)
         .await
@@ -262,7 +283,11 @@ async fn the_writer_s_registry_records_stay_what_the_file_holds() {
     let read_back = reopened.load_registry().await.unwrap();
     assert_eq!(written, read_back);
     let device = &read_back.devices[&s1];
-    assert_eq!(device.name.as_deref(), Some("Sofa"), "the name set between batches stays");
+    assert_eq!(
+        device.name.as_deref(),
+        Some("Sofa"),
+        "the name set between batches stays"
+    );
     assert_eq!(device.latest.as_ref(), Some(&newest));
     assert_eq!(device.first_seen, Some(at(1)));
     let room = &read_back.rooms[&living];
@@ -290,17 +315,7 @@ async fn a_write_that_must_wait_for_the_writer_waits_off_the_runtime() {
         .await
         .unwritten
         .is_empty());
-    let (held, is_held) = std::sync::mpsc::channel();
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let holder = {
-        let store = store.clone();
-        std::thread::spawn(move || {
-            let _writer = store.lock();
-            held.send(()).unwrap();
-            let _ = released.recv_timeout(std::time::Duration::from_secs(10));
-        })
-    };
-    is_held.recv().unwrap();
+    let holder = WriterHeld::on_a_thread(&store, "");
     let second = reading("m-1", None, 2, 11.0);
     let write = tokio::spawn({
         let (store, second) = (store.clone(), second.clone());
@@ -313,13 +328,12 @@ async fn a_write_that_must_wait_for_the_writer_waits_off_the_runtime() {
         ticks += 1;
     }
     assert!(!write.is_finished(), "the writer is still held");
-    release.send(()).unwrap();
+    holder.release();
     let report = tokio::time::timeout(std::time::Duration::from_secs(5), write)
         .await
         .expect("the write goes on once the writer is free")
         .unwrap();
     assert!(report.unwritten.is_empty());
-    holder.join().unwrap();
     assert_eq!(
         store.latest_reading(&second.device_id).await.unwrap(),
         Some(second)
