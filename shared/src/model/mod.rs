@@ -2,6 +2,7 @@
 //! Nothing here knows about AWS, HTTP or storage.
 
 mod climate_box;
+mod id_index;
 mod ids;
 mod quantity;
 mod raw_reading;
@@ -11,6 +12,7 @@ mod timestamp;
 mod value_memo;
 
 pub use climate_box::ClimateBox;
+pub use id_index::{FastMap, IdIndex, SharedText};
 pub use ids::{DeviceId, IdError, Name, RoomId};
 pub use quantity::{whole_thousandths, Quantity, QuantityKind, ReadingKind, Spec};
 pub use raw_reading::{RawBody, RawReading, RawValue};

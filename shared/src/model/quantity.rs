@@ -28,6 +28,13 @@ pub enum ReadingKind {
 }
 
 impl ReadingKind {
+    pub const ALL: [ReadingKind; 4] = [
+        ReadingKind::Power,
+        ReadingKind::Climate,
+        ReadingKind::Meter,
+        ReadingKind::Device,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ReadingKind::Power => "power",
@@ -38,14 +45,7 @@ impl ReadingKind {
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        [
-            ReadingKind::Power,
-            ReadingKind::Climate,
-            ReadingKind::Meter,
-            ReadingKind::Device,
-        ]
-        .into_iter()
-        .find(|f| f.as_str() == s)
+        Self::ALL.into_iter().find(|f| f.as_str() == s)
     }
 }
 
@@ -222,5 +222,17 @@ mod tests {
         }
         assert_eq!(Quantity::Power.kind(), QuantityKind::Gauge);
         assert_eq!(Quantity::Gas.kind(), QuantityKind::Counter);
+    }
+
+    #[test]
+    fn every_reading_kind_is_listed_once_in_the_order_of_the_variants() {
+        for (i, k) in ReadingKind::ALL.iter().enumerate() {
+            assert_eq!(*k as usize, i);
+            assert_eq!(ReadingKind::parse(k.as_str()), Some(*k));
+        }
+        // Every quantity's family is one of them.
+        for q in Quantity::ALL {
+            assert!(ReadingKind::ALL.contains(&q.family()), "{}", q.name());
+        }
     }
 }

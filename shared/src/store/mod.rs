@@ -10,7 +10,7 @@ use crate::domain::aggregate::rollup::Rollup;
 use crate::keys::zorder::ZKey;
 use crate::keys::Position;
 use crate::model::{ClimateBox, DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::future::Future;
 
 pub use crate::domain::registry::{
@@ -422,11 +422,7 @@ pub struct Deduped {
     slot_of: Vec<usize>,
 }
 
-/// A hash map for the write path's per-reading lookups (a batch's keys, the
-/// writer's ids and caches): foldhash, where the standard SipHash was a
-/// twentieth of line-protocol ingest. Its keys are our own ids and times,
-/// and its seed is still random per map.
-pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+pub use crate::model::FastMap;
 
 impl Deduped {
     pub fn new(readings: &[Reading]) -> Self {

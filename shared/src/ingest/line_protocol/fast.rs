@@ -95,29 +95,21 @@ impl<'a> PlainLine<'a> {
     /// parse: the pieces are a few bytes long.)
     fn read(&mut self, text: &'a str) -> Option<()> {
         let b = text.as_bytes();
-        // Up to the first byte that `stop` stops at (or the end), from `i`.
-        let scan = |mut i: usize, stop: fn(u8) -> bool| {
-            while i < b.len() && !stop(b[i]) {
-                i += 1;
-            }
-            i
-        };
-        let pair_end = |c: u8| matches!(c, b'=' | b',' | b' ');
         // `key=value` from `i`, ending at a `,` or a space (or, for fields,
         // the end): both non-empty, one `=`. Returns (key, value, end).
         let pair = |i: usize, may_end: bool| -> Option<(&'a str, &'a str, usize)> {
-            let eq = scan(i, pair_end);
+            let eq = scan(b, i, PAIR_END);
             if eq == i || b.get(eq) != Some(&b'=') {
                 return None;
             }
-            let end = scan(eq + 1, pair_end);
+            let end = scan(b, eq + 1, PAIR_END);
             let ended = match b.get(end) {
                 None => may_end,
                 Some(c) => *c != b'=',
             };
             (ended && end > eq + 1).then(|| (&text[i..eq], &text[eq + 1..end], end))
         };
-        let mut i = scan(0, |c| matches!(c, b',' | b' '));
+        let mut i = scan(b, 0, COMMA | SPACE);
         if i == 0 || i == b.len() {
             return None; // no measurement, or nothing but one
         }
@@ -146,6 +138,34 @@ impl<'a> PlainLine<'a> {
         };
         Some(())
     }
+}
+
+/// What `PlainLine::read` stops at, as bits of `STOPS`.
+const COMMA: u8 = 1;
+const SPACE: u8 = 2;
+const EQUALS: u8 = 4;
+const PAIR_END: u8 = COMMA | SPACE | EQUALS;
+
+/// Each byte's bits: one load and one test a byte, where matching the
+/// byte against each delimiter in turn was a fifth of the parse.
+static STOPS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b',' as usize] = COMMA;
+    t[b' ' as usize] = SPACE;
+    t[b'=' as usize] = EQUALS;
+    t
+};
+
+/// The first byte from `i` that has one of the bits `stop` (or the end).
+#[inline(always)]
+fn scan(b: &[u8], mut i: usize, stop: u8) -> usize {
+    while let Some(&c) = b.get(i) {
+        if STOPS[c as usize] & stop != 0 {
+            break;
+        }
+        i += 1;
+    }
+    i
 }
 
 /// `-?[0-9]+` that fits an `i64`, read in one pass.

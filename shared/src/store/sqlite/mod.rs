@@ -39,6 +39,7 @@ use crate::domain::billing;
 use crate::keys::zorder::ZKey;
 use crate::model::{ClimateBox, DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
 use rows::Bounds;
+use rusqlite::config::DbConfig;
 use rusqlite::Connection;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -127,6 +128,12 @@ fn prepared(conn: Connection) -> Result<Connection, StoreError> {
     schema::register_zaddr(&conn).map_err(db_err)?;
     // Every statement the store runs stays prepared (rusqlite keeps 16).
     conn.set_prepared_statement_cache_capacity(64);
+    // Plans never depend on bound values. Without this, SQLite prepares a
+    // statement with `device = ?` again whenever the bound id changes to or
+    // from 0 or 1 (its heuristic for small integers): with device 1 in a
+    // batch, every batch, 4 % of ingest's CPU.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .map_err(db_err)?;
     Ok(conn)
 }
 

@@ -694,3 +694,51 @@ async fn a_version_2_file_gets_its_rollups_on_open() {
         }
     }
 }
+
+/// A statement with `device = ?` runs with one device after another without
+/// being prepared again: SQLite's planner would otherwise take a bound 1 as
+/// a hint and prepare the statement anew whenever the id moves to or from 1.
+#[test]
+fn statements_are_not_prepared_again_for_each_device() {
+    let store = SqliteStore::in_memory().unwrap();
+    let readings: Vec<Reading> = (0..4)
+        .flat_map(|minute| {
+            [
+                reading("meter-1", None, minute, 1.0),
+                reading("sensor-2", Some("hall"), minute, 20.0),
+            ]
+        })
+        .collect();
+    assert!(store
+        .write_readings_at(&readings, at(0).millis())
+        .unwritten
+        .is_empty());
+    let writer = store.lock();
+    let conn = &writer.conn;
+    let family = &schema::families()[0];
+    let bounds = rows::Bounds {
+        lo: at(0).millis(),
+        hi: at(10).millis(),
+    };
+    for device_id in ["meter-1", "sensor-2", "meter-1", "sensor-2", "meter-1"] {
+        let id = names::find(conn, names::DEVICE, device_id)
+            .unwrap()
+            .unwrap();
+        let device = DeviceId::parse(device_id).unwrap();
+        rows::device_readings(conn, id, &device, bounds, Order::Asc, 100).unwrap();
+        rows::newest_time(conn, id).unwrap();
+    }
+    let ids: Vec<i64> = ["meter-1", "sensor-2"]
+        .iter()
+        .map(|d| names::find(conn, names::DEVICE, d).unwrap().unwrap())
+        .collect();
+    assert!(ids.contains(&1), "device 1 is one of them: {ids:?}");
+    for sql in [&family.select[0], &family.newest] {
+        let stmt = conn.prepare_cached(sql).unwrap();
+        assert_eq!(
+            stmt.get_status(rusqlite::StatementStatus::RePrepare),
+            0,
+            "{sql}"
+        );
+    }
+}

@@ -7,7 +7,7 @@ use super::names::Names;
 use super::rows::{self, HotRows};
 use crate::domain::aggregate::rollup::Rollup;
 use crate::domain::block;
-use crate::model::{Reading, Span};
+use crate::model::{IdIndex, Reading, Span};
 use crate::store::FastMap;
 use crate::store::StoreError;
 use rusqlite::Connection;
@@ -91,8 +91,15 @@ pub fn put_readings<'a>(
     let mut sealed: BTreeMap<(i64, i64), Vec<&'a Reading>> = BTreeMap::new();
     let mut day_is_sealed: FastMap<(i64, i64), bool> = FastMap::default();
     let mut touched: FastMap<i64, Touched<'a>> = FastMap::default();
+    // Each device's id, looked up once a batch (by address, see `IdIndex`).
+    let mut devices = IdIndex::default();
+    let mut device_ids = Vec::new();
     for r in readings {
-        let device = names.device(tx, &r.device_id)?;
+        let (n, new) = devices.number(&r.device_id);
+        if new {
+            device_ids.push(names.device(tx, &r.device_id)?);
+        }
+        let device = device_ids[n];
         let ts = r.timestamp.millis();
         let stored_newest = match newest.get(&device) {
             Some(t) => *t,
