@@ -269,10 +269,16 @@ pub fn decode_picked(
     }
     let picked = pick(&times);
     let picked = picked.start.min(n)..picked.end.min(n);
-    let mut values: Vec<Vec<(Quantity, f64)>> = vec![Vec::new(); picked.len()];
+    // Each reading's values, allocated at their size: grown push by push,
+    // every reading's first value went through the vector's growth path.
+    let mut values: Vec<Vec<(Quantity, f64)>> = picked
+        .clone()
+        .map(|i| Vec::with_capacity(masks[i].count_ones() as usize))
+        .collect();
     for (stats, mode) in header.quantities.iter().zip(modes) {
         let bit = 1u64 << stats.quantity.index();
-        let holders: Vec<usize> = (0..n).filter(|&i| masks[i] & bit != 0).collect();
+        let mut holders: Vec<usize> = Vec::with_capacity(n.min(stats.count as usize));
+        holders.extend((0..n).filter(|&i| masks[i] & bit != 0));
         if holders.len() != stats.count as usize {
             return Err(corrupt(format!(
                 "{}: the masks say {} values, the header {}",

@@ -294,6 +294,20 @@ pub fn readings(
         if order == Order::Desc {
             day_readings.reverse();
         }
+        if keep.is_none() {
+            // All of them (the decode picked at most `wanted`): the day's
+            // vector itself when it is the first, else appended whole, not
+            // moved reading by reading into a vector grown as it goes.
+            if out.is_empty() {
+                out = day_readings;
+            } else {
+                out.append(&mut day_readings);
+            }
+            if out.len() == n {
+                return Ok((out, decoded));
+            }
+            continue;
+        }
         for r in day_readings {
             let kept = match keep.as_mut() {
                 Some(keep) => keep(r),
