@@ -327,11 +327,11 @@ pub fn ingest<P: Peer>(
     );
     let json: Vec<String> = samples.chunks(1000).map(json_body).collect();
     let lines: Vec<String> = samples.chunks(1000).map(line_body).collect();
-    let mut spent = [Duration::ZERO; 3];
-    let timed = |spent: &mut Duration, f: &mut dyn FnMut()| {
+    let mut spent: [Vec<Duration>; 3] = Default::default();
+    let timed = |spent: &mut Vec<Duration>, f: &mut dyn FnMut()| {
         let started = Instant::now();
         f();
-        *spent += started.elapsed();
+        spent.push(started.elapsed());
     };
     for (json, lines) in json.iter().zip(&lines) {
         timed(&mut spent[0], &mut || {
@@ -346,12 +346,42 @@ pub fn ingest<P: Peer>(
             timed(&mut spent[2], &mut || p.write(lines));
         }
     }
-    let rate = |d: Duration| samples.len() as f64 / d.as_secs_f64();
-    IngestRates {
-        line_protocol: rate(spent[0]),
-        json: rate(spent[1]),
-        theirs: peer.map(|_| rate(spent[2])),
+    // How the batches' times spread: a few slow ones (the machine's, or a
+    // server's own pauses) move a total of a fraction of a second.
+    for (who, times) in [("ours, line protocol", &spent[0]), (P::NAME, &spent[2])] {
+        if !times.is_empty() {
+            println!("({who}: {})", spread(times));
+        }
     }
+    let rate = |d: &[Duration]| samples.len() as f64 / d.iter().sum::<Duration>().as_secs_f64();
+    IngestRates {
+        line_protocol: rate(&spent[0]),
+        json: rate(&spent[1]),
+        theirs: peer.map(|_| rate(&spent[2])),
+    }
+}
+
+/// A batch's median, 90th and 99th percentile and slowest time, and the
+/// share of the total that the slowest 1 % of batches took.
+fn spread(times: &[Duration]) -> String {
+    let mut ms: Vec<f64> = times.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+    let mut slowest_at: Vec<usize> = (0..ms.len()).collect();
+    slowest_at.sort_by(|a, b| ms[*b].total_cmp(&ms[*a]));
+    slowest_at.truncate(3);
+    ms.sort_by(f64::total_cmp);
+    let at = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
+    let total: f64 = ms.iter().sum();
+    let slowest = ms.len().div_ceil(100);
+    let tail: f64 = ms[ms.len() - slowest..].iter().sum();
+    format!(
+        "a batch p50 {:.2} ms, p90 {:.2}, p99 {:.2}, max {:.2}; the slowest 1 % of batches {:.0} % of the total; the slowest are batches {slowest_at:?} of {}",
+        at(0.5),
+        at(0.9),
+        at(0.99),
+        at(1.0),
+        tail / total * 100.0,
+        ms.len()
+    )
 }
 
 /// A row of a comparison table: ours, theirs, and the ratio (> 1: ours better).
