@@ -354,24 +354,39 @@ impl ColumnsPage<'_> {
         serde_json::to_writer(&mut out, &self.columns()).expect("names serialise");
         out.extend_from_slice(b",\"values\":[");
         let mut texts = NumberTexts::default();
+        // The columns between the time and the values (device, type, room),
+        // as the reading before wrote them: a page's readings mostly share
+        // them, and one copy is cheaper than writing them piece by piece.
+        let mut labels: Vec<u8> = Vec::new();
+        let mut labelled: Option<&Reading> = None;
         for (i, r) in self.page.readings.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
             out.push(b'[');
             out.extend_from_slice(itoa::Buffer::new().format(r.timestamp.millis()).as_bytes());
-            // Ids and types are plain ASCII without quotes or backslashes
-            // (`model::ids`): nothing to escape.
-            if self.devices {
-                quoted(&mut out, r.device_id.as_str());
-            }
-            quoted(&mut out, r.kind().as_str());
-            if self.rooms {
-                match r.room() {
-                    Some(room) => quoted(&mut out, room.as_str()),
-                    None => out.extend_from_slice(b",null"),
+            let same_labels = labelled.is_some_and(|l| {
+                l.kind() == r.kind()
+                    && l.room() == r.room()
+                    && (!self.devices || l.device_id == r.device_id)
+            });
+            if !same_labels {
+                labels.clear();
+                // Ids and types are plain ASCII without quotes or backslashes
+                // (`model::ids`): nothing to escape.
+                if self.devices {
+                    quoted(&mut labels, r.device_id.as_str());
                 }
+                quoted(&mut labels, r.kind().as_str());
+                if self.rooms {
+                    match r.room() {
+                        Some(room) => quoted(&mut labels, room.as_str()),
+                        None => labels.extend_from_slice(b",null"),
+                    }
+                }
+                labelled = Some(r);
             }
+            out.extend_from_slice(&labels);
             let mut values = r.measurement.values().iter().peekable();
             for q in &self.quantities {
                 out.push(b',');
@@ -537,8 +552,9 @@ mod tests {
                     0i64..4_000_000_000_000,
                     prop::option::of(value()),
                     prop::option::of(value()),
-                    value(),
-                    any::<bool>(),
+                    prop::option::of(value()),
+                    prop::option::of(0..2usize),
+                    0..3usize,
                 ),
                 0..24,
             ),
@@ -548,13 +564,16 @@ mod tests {
         ) {
             let readings: Vec<Reading> = rows
                 .into_iter()
-                .filter_map(|(ms, t, h, w, roomed)| {
-                    let mut values = vec![(Quantity::Power, w)];
+                .filter_map(|(ms, t, h, w, room, device)| {
+                    // Devices, rooms and types that change from reading to
+                    // reading or stay (the writer reuses a reading's labels).
+                    let mut values: Vec<(Quantity, f64)> =
+                        w.map(|w| (Quantity::Power, w)).into_iter().collect();
                     values.extend(t.map(|t| (Quantity::Temperature, t)));
                     values.extend(h.map(|h| (Quantity::Humidity, h)));
-                    let room = roomed.then(|| RoomId::parse("living-room").unwrap());
+                    let room = room.map(|r| RoomId::parse(&format!("room-{r}")).unwrap());
                     Some(Reading {
-                        device_id: DeviceId::parse("dev-1").unwrap(),
+                        device_id: DeviceId::parse(&format!("dev-{device}")).unwrap(),
                         timestamp: Timestamp::from_millis(ms).ok()?,
                         measurement: Measurement::new(room, values).ok()?,
                     })
