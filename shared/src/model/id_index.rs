@@ -1,7 +1,6 @@
 //! Dense numbers for the distinct ids of a batch, for the write path's
-//! per-reading look-ups (batch keys, the writer's ids, the registry plan).
+//! per-reading look-ups (the writer's ids, the registry plan).
 
-use super::{DeviceId, RoomId};
 use std::collections::HashMap;
 
 /// A hash map for per-reading look-ups on the write path: foldhash, where
@@ -10,28 +9,10 @@ use std::collections::HashMap;
 pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// An id whose text is shared by its clones: equal addresses mean equal
-/// ids (the converse need not hold).
+/// ids (the converse need not hold). `DeviceId` and `RoomId` (`model::ids`).
 pub trait SharedText {
     fn text(&self) -> &str;
     fn address(&self) -> usize;
-}
-
-impl SharedText for DeviceId {
-    fn text(&self) -> &str {
-        self.as_str()
-    }
-    fn address(&self) -> usize {
-        self.as_str().as_ptr() as usize
-    }
-}
-
-impl SharedText for RoomId {
-    fn text(&self) -> &str {
-        self.as_str()
-    }
-    fn address(&self) -> usize {
-        self.as_str().as_ptr() as usize
-    }
 }
 
 /// Numbers 0, 1, 2, ... for distinct ids, in the order first seen. The
@@ -89,6 +70,7 @@ impl<'a, T: SharedText> IdIndex<'a, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::DeviceId;
 
     #[test]
     fn equal_texts_share_a_number_whether_or_not_they_share_an_address() {

@@ -72,6 +72,15 @@ macro_rules! id_type {
             }
         }
 
+        impl super::SharedText for $name {
+            fn text(&self) -> &str {
+                &self.0
+            }
+            fn address(&self) -> usize {
+                self.0.as_ptr() as usize
+            }
+        }
+
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
                 &self.0

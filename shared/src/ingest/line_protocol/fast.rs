@@ -146,9 +146,7 @@ const SPACE: u8 = 2;
 const EQUALS: u8 = 4;
 const PAIR_END: u8 = COMMA | SPACE | EQUALS;
 
-/// Each byte's bits, for the last few bytes of a line (one load and one
-/// test a byte, where matching the byte against each delimiter in turn was
-/// a fifth of the parse).
+/// Each byte's bits, for a line's last few bytes (fewer than a word).
 static STOPS: [u8; 256] = {
     let mut t = [0u8; 256];
     t[b',' as usize] = COMMA;
@@ -351,6 +349,8 @@ impl LineView for PlainLine<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use influxdb_line_protocol::{FieldValue, ParsedLine};
+    use proptest::prelude::*;
 
     proptest! {
         /// Eight bytes at a time finds what a byte at a time finds.
@@ -370,8 +370,6 @@ mod tests {
             prop_assert_eq!(scan(&bytes, from, stop), by_bytes);
         }
     }
-    use influxdb_line_protocol::{FieldValue, ParsedLine};
-    use proptest::prelude::*;
 
     /// A line as both parsers read it, for comparing them.
     fn reading_of(line: &impl LineView) -> String {

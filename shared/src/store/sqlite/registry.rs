@@ -250,7 +250,7 @@ pub struct Records {
 const KEPT_RECORDS: usize = 4096;
 
 impl Records {
-    /// A device's record (stored, or empty if it has none) and its id.
+    /// A device's record (stored, or empty if it has none).
     fn device(
         &mut self,
         tx: &Connection,
