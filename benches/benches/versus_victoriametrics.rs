@@ -9,8 +9,10 @@
 //!   JSON to a second server of ours;
 //! - with `--bench`, also a year of one room sensor (525,600 readings);
 //! - one device's raw day, and (with `--bench`) its raw year: ours with
-//!   `format=columns` following cursors, theirs by `/api/v1/export`; and,
-//!   last, the raw day split into the fetch alone and the client's parse alone;
+//!   `format=columns&labels=once` following cursors (the labels given once,
+//!   as theirs gives a series' labels; the day also with a label in every
+//!   row, `labels=each`), theirs by `/api/v1/export`; and, last, the raw day
+//!   split into the fetch alone and the client's parse alone;
 //! - daily min/max/mean over the 30 days and the year: ours `/stats` with
 //!   `format=columns` (and as objects, the default, over the year), theirs `aggr_over_time` of `min_over_time`, `max_over_time`,
 //!   `avg_over_time` over `[1d]` with a step of a day;
@@ -240,7 +242,9 @@ fn main() {
 
     let day_from = end - DAY_MS;
     let (from, to) = (iso(day_from), iso(end));
-    assert_eq!(ours_range(&server, "sensor-2", &from, &to, "columns"), 1440);
+    for format in [COLUMNS_LABELS_ONCE, "columns"] {
+        assert_eq!(ours_range(&server, "sensor-2", &from, &to, format), 1440);
+    }
     if let Some(v) = vm {
         assert_eq!(
             v.export("sensor-2", day_from, end),
@@ -249,26 +253,29 @@ fn main() {
         );
     }
     // Nine rounds: a round is a few milliseconds, and the machine's noise
-    // moved the median of five by a tenth.
-    let (mine, theirs) = turns(
-        9,
-        5,
-        || {
-            std::hint::black_box(ours_range(&server, "sensor-2", &from, &to, "columns"));
-        },
-        vm.map(|v| {
-            move || {
-                std::hint::black_box(v.export("sensor-2", day_from, end));
-            }
-        }),
-    );
-    row::<Victoria>(
-        "one device's raw day (1440 readings)",
-        mine,
-        theirs,
-        "ms",
-        false,
-    );
+    // moved the median of five by a tenth. The labels given once, then in
+    // every row.
+    for (format, label) in [
+        (COLUMNS_LABELS_ONCE, "one device's raw day (1440 readings)"),
+        (
+            "columns",
+            "one device's raw day, ours with labels in every row",
+        ),
+    ] {
+        let (mine, theirs) = turns(
+            9,
+            5,
+            || {
+                std::hint::black_box(ours_range(&server, "sensor-2", &from, &to, format));
+            },
+            vm.map(|v| {
+                move || {
+                    std::hint::black_box(v.export("sensor-2", day_from, end));
+                }
+            }),
+        );
+        row::<Victoria>(label, mine, theirs, "ms", false);
+    }
 
     // Our stats in columns, the shape of theirs (and half the bytes to parse).
     let stats_path = |device: &str, from: i64, format: &str| {
@@ -326,7 +333,7 @@ fn main() {
     if year.is_some() {
         let (from, to) = (iso(year_start), iso(end));
         assert_eq!(
-            ours_range(&server, "year-sensor", &from, &to, "columns"),
+            ours_range(&server, "year-sensor", &from, &to, COLUMNS_LABELS_ONCE),
             365 * 1440
         );
         // Seven single reads each (a quarter of a second): the median of
@@ -335,7 +342,13 @@ fn main() {
             7,
             1,
             || {
-                std::hint::black_box(ours_range(&server, "year-sensor", &from, &to, "columns"));
+                std::hint::black_box(ours_range(
+                    &server,
+                    "year-sensor",
+                    &from,
+                    &to,
+                    COLUMNS_LABELS_ONCE,
+                ));
             },
             vm.map(|v| {
                 move || {
@@ -376,8 +389,9 @@ fn main() {
     // Where a raw day's time goes (last, so that it moves no other row in
     // time): the answer fetched (server and transfer), then the client's
     // parse of it alone (into `serde_json::Value`, as above).
-    let day_page =
-        format!("/devices/sensor-2/readings?from={from}&to={to}&limit=10000&format=columns");
+    let day_page = format!(
+        "/devices/sensor-2/readings?from={from}&to={to}&limit=10000&format={COLUMNS_LABELS_ONCE}"
+    );
     let ours_text = || ours(&server, "GET", &day_page, None).1;
     let theirs_text = vm.map(|v| {
         move || {

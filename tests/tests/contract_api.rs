@@ -317,6 +317,80 @@ async fn pages_of_readings_come_as_columns_when_asked<S: TestStore>() {
     let (status, body) = get(&app, "/devices/meter-1/readings", &[("format", "csv")]).await;
     assert_eq!(status, 400);
     assert!(body.to_string().contains("format"), "{body}");
+
+    // `labels=once`: what every reading of the page shares is given once,
+    // and the rest are columns as before.
+    let (status, body) = get(
+        &app,
+        "/devices/meter-1/readings",
+        &[
+            DAY[0],
+            DAY[1],
+            ("limit", "2"),
+            ("format", "columns"),
+            ("labels", "once"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["columns"],
+        json!([
+            "timestamp",
+            "cumulative_kwh_p",
+            "cumulative_kwh_n",
+            "current_w"
+        ])
+    );
+    assert_eq!(body["labels"], json!({"type": "power"}));
+    assert_eq!(body["values"][0], json!([t0, 100.0, 1.0, 300.0]));
+    assert_eq!(body["next_cursor"], objects["next_cursor"]);
+    let (status, body) = get(
+        &app,
+        "/rooms/bedroom/readings",
+        &[
+            DAY[0],
+            DAY[1],
+            ("limit", "1"),
+            ("format", "columns"),
+            ("labels", "once"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["columns"],
+        json!(["timestamp", "temperature", "humidity"])
+    );
+    assert_eq!(
+        body["labels"],
+        json!({"device_id": "s-bed", "type": "climate", "room": "bedroom"})
+    );
+    assert_eq!(body["values"][0], json!([t0, 20.0, 40.0]));
+    // The feed's readings differ in device, type and room: columns all.
+    let (status, body) = get(
+        &app,
+        "/readings",
+        &[
+            DAY[0],
+            DAY[1],
+            ("limit", "3"),
+            ("format", "columns"),
+            ("labels", "once"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["labels"], json!({}));
+    let labels = json!([body["columns"][1], body["columns"][2], body["columns"][3]]);
+    assert_eq!(labels, json!(["device_id", "type", "room"]));
+    assert_eq!(
+        body["values"][0],
+        json!([t0, "meter-1", "power", null, 100.0, 1.0, 300.0, null, null])
+    );
+    let (status, body) = get(&app, "/devices/meter-1/readings", &[("labels", "once")]).await;
+    assert_eq!(status, 400);
+    assert!(body.to_string().contains("labels"), "{body}");
 }
 
 async fn bad_query_parameters_and_cursors_get_400_naming_the_parameter<S: TestStore>() {

@@ -43,7 +43,7 @@ route_params!(
 );
 route_params!(
     /// The range routes.
-    RangeParams { from, to, limit, order, cursor, format }
+    RangeParams { from, to, limit, order, cursor, format, labels }
 );
 route_params!(
     /// The aggregate routes' range and buckets (energy's parameters).
@@ -255,27 +255,69 @@ pub enum PageFormat {
     Columns,
 }
 
-/// The range routes' query and page format, every problem of both reported.
+/// Where a columns page gives its readings' labels (`device_id`, `type`,
+/// `room`): `each` (default), a column in every reading's array; or `once`,
+/// a label that every reading of the page shares given once, in `labels`, as
+/// InfluxDB gives a series' tags and VictoriaMetrics a series' labels (a
+/// label that differs between the page's readings stays a column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Labels {
+    Each,
+    Once,
+}
+
+/// The range routes' query, page format and labels, every problem of all
+/// three reported.
 pub fn readings_request(
     params: &RangeParams,
     now: Timestamp,
-) -> Result<(ReadingsQuery, PageFormat), Problems> {
+) -> Result<(ReadingsQuery, PageFormat, Labels), Problems> {
     let mut problems = Problems::new();
     let format = page_format(&params.format, &mut problems);
+    let labels = labels(&params.labels, format, &mut problems);
     let max_limit = match format {
         Some(PageFormat::Columns) => MAX_COLUMNS_LIMIT,
         _ => MAX_LIMIT,
     };
-    with_format(readings_query(params, now, max_limit), format, problems)
+    let shape = format.zip(labels);
+    with_format(readings_query(params, now, max_limit), shape, problems)
+        .map(|(q, (format, labels))| (q, format, labels))
+}
+
+/// `labels`: `each` (default) or `once`, which only a columns page takes
+/// (`None`: reported).
+fn labels(
+    v: &Option<String>,
+    format: Option<PageFormat>,
+    problems: &mut Problems,
+) -> Option<Labels> {
+    match value("labels", v, problems) {
+        None | Some("each") => Some(Labels::Each),
+        Some("once") if format == Some(PageFormat::Objects) => {
+            problems.push((
+                "labels".into(),
+                "\"once\" applies to format=columns only (each object names its own device, type and room)".into(),
+            ));
+            None
+        }
+        Some("once") => Some(Labels::Once),
+        Some(v) => {
+            problems.push((
+                "labels".into(),
+                format!("must be \"each\" or \"once\", got {v:?}"),
+            ));
+            None
+        }
+    }
 }
 
 /// A query with its answer's format, or every problem of both: the query's
 /// first, then the format's (`problems`).
-fn with_format<Q>(
+fn with_format<Q, F>(
     query: Result<Q, Problems>,
-    format: Option<PageFormat>,
+    format: Option<F>,
     mut problems: Problems,
-) -> Result<(Q, PageFormat), Problems> {
+) -> Result<(Q, F), Problems> {
     match (query, format) {
         (Ok(q), Some(f)) if problems.is_empty() => Ok((q, f)),
         (q, _) => {
@@ -469,8 +511,12 @@ mod tests {
     #[test]
     fn columns_pages_take_up_to_ten_thousand_readings_objects_a_thousand() {
         let request = |pairs: &Pairs| super::readings_request(&query(pairs).unwrap(), now());
-        let (columns, format) = request(q(&[("format", "columns"), ("limit", "10000")])).unwrap();
-        assert_eq!((columns.limit, format), (10_000, PageFormat::Columns));
+        let (columns, format, labels) =
+            request(q(&[("format", "columns"), ("limit", "10000")])).unwrap();
+        assert_eq!(
+            (columns.limit, format, labels),
+            (10_000, PageFormat::Columns, Labels::Each)
+        );
         let too_many = request(q(&[("format", "columns"), ("limit", "10001")])).unwrap_err();
         assert_eq!(names(too_many.clone()), vec!["limit"]);
         assert!(too_many[0].1.contains("1 to 10000"), "{too_many:?}");
@@ -480,6 +526,24 @@ mod tests {
             names(request(q(&[("limit", "5000")])).unwrap_err()),
             vec!["limit"]
         );
+    }
+
+    #[test]
+    fn labels_once_is_a_columns_page_option() {
+        let request = |pairs: &Pairs| super::readings_request(&query(pairs).unwrap(), now());
+        let (_, format, labels) = request(q(&[("format", "columns"), ("labels", "once")])).unwrap();
+        assert_eq!((format, labels), (PageFormat::Columns, Labels::Once));
+        let (_, _, labels) = request(q(&[("format", "columns"), ("labels", "each")])).unwrap();
+        assert_eq!(labels, Labels::Each);
+        // Objects name their labels in each object: `once` there is a mistake.
+        let objects = request(q(&[("labels", "once")])).unwrap_err();
+        assert_eq!(names(objects.clone()), vec!["labels"]);
+        assert!(objects[0].1.contains("format=columns only"), "{objects:?}");
+        let typo = request(q(&[("format", "columns"), ("labels", "one")])).unwrap_err();
+        assert!(typo[0].1.contains("\"each\" or \"once\""), "{typo:?}");
+        // Every problem is reported, the query's first.
+        let both = request(q(&[("limit", "0"), ("format", "rows"), ("labels", "x")])).unwrap_err();
+        assert_eq!(names(both), vec!["limit", "format", "labels"]);
     }
 
     #[test]

@@ -61,10 +61,10 @@ pub async fn readings<S: Store, O: Owner>(
     Id(id): Id<O>,
     Params(p): Params<RangeParams>,
 ) -> Answer {
-    let (q, format) =
+    let (q, format, labels) =
         params::readings_request(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
     let (page, units) = metered(query::readings(&app.store, id.partition(), &q)).await;
-    page_answer(page?, format, O::MANY_DEVICES, units)
+    page_answer(page?, format, labels, O::MANY_DEVICES, units)
 }
 
 /// `GET {owner}/stats`: min/max/mean/count per bucket.
@@ -132,6 +132,7 @@ fn ok_sized<T: Serialize>(v: T, size: usize) -> Answer {
 fn page_answer(
     page: query::ReadingsPage,
     format: params::PageFormat,
+    labels: params::Labels,
     devices: bool,
     read_units: f64,
 ) -> Answer {
@@ -142,7 +143,7 @@ fn page_answer(
         params::PageFormat::Objects => ok_sized(Metered::new(page, read_units), 1024 + n * 160),
         params::PageFormat::Columns => Ok((
             [(axum::http::header::CONTENT_TYPE, "application/json")],
-            views::ColumnsPage::new(&page, devices).to_json_with_read_units(read_units),
+            views::ColumnsPage::new(&page, devices, labels).to_json_with_read_units(read_units),
         )
             .into_response()),
     }
@@ -302,10 +303,10 @@ pub async fn all_readings<S: Store>(
             setting: "AllDevicesFeed",
         });
     }
-    let (q, format) =
+    let (q, format, labels) =
         params::readings_request(&p, Timestamp::now()).map_err(ApiError::InvalidParameters)?;
     let (page, units) = metered(query::all_readings(&app.store, &q)).await;
-    page_answer(page?, format, true, units)
+    page_answer(page?, format, labels, true, units)
 }
 
 /// A path the API does not have, or a route another function serves.

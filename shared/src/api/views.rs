@@ -1,5 +1,6 @@
 //! JSON shapes of registry records in answers.
 
+use super::params::Labels;
 use crate::domain::aggregate::{BucketStats, EnergyBucket};
 use crate::model::{DeviceId, Quantity, Reading};
 use crate::query::StatsQuery;
@@ -298,45 +299,83 @@ impl<'a> From<&'a RoomRecord> for RoomView<'a> {
 /// "values": [[...], ...], "next_cursor"}`. The timestamp is epoch
 /// milliseconds; `device_id` is a column on room and all-device pages, `room`
 /// when a reading of the page has one, and the quantities are those of the
-/// page in catalogue order, `null` where a reading has none.
+/// page in catalogue order, `null` where a reading has none. With
+/// `labels=once`, a label (`device_id`, `type`, `room`) that every reading of
+/// the page shares is given once, in `"labels": {...}` after `columns`, and
+/// is not a column.
 pub struct ColumnsPage<'a> {
     page: &'a ReadingsPage,
-    devices: bool,
-    rooms: bool,
+    device_column: bool,
+    type_column: bool,
+    room_column: bool,
+    /// With `labels=once`, the labels given once, in column order.
+    labels: Option<Vec<(&'static str, &'a str)>>,
     quantities: Vec<Quantity>,
 }
 
 impl<'a> ColumnsPage<'a> {
-    pub fn new(page: &'a ReadingsPage, devices: bool) -> Self {
+    pub fn new(page: &'a ReadingsPage, devices: bool, labels: Labels) -> Self {
         // One pass over the page (a page holds up to 10,000 readings).
         let mut present = [false; Quantity::ALL.len()];
         let mut rooms = false;
+        let first = page.readings.first();
+        let (mut same_device, mut same_type, mut same_room) = (true, true, true);
         for r in &page.readings {
             rooms |= r.room().is_some();
+            if let (Labels::Once, Some(f)) = (labels, first) {
+                same_device &= r.device_id == f.device_id;
+                same_type &= r.kind() == f.kind();
+                same_room &= r.room() == f.room();
+            }
             for (q, _) in r.measurement.values() {
                 present[q.index()] = true;
             }
         }
-        Self {
+        let mut columns = Self {
             page,
-            devices,
-            rooms,
+            device_column: devices,
+            type_column: true,
+            room_column: rooms,
+            labels: None,
             quantities: Quantity::ALL
                 .into_iter()
                 .filter(|q| present[q.index()])
                 .collect(),
+        };
+        if labels == Labels::Once {
+            let mut once = Vec::new();
+            // An empty page has no labels to give: its columns are as `each`.
+            if let Some(f) = first {
+                if devices && same_device {
+                    once.push(("device_id", f.device_id.as_str()));
+                    columns.device_column = false;
+                }
+                if same_type {
+                    once.push(("type", f.kind().as_str()));
+                    columns.type_column = false;
+                }
+                // `rooms` and the same room: every reading has this one.
+                if let (true, Some(room)) = (rooms && same_room, f.room()) {
+                    once.push(("room", room.as_str()));
+                    columns.room_column = false;
+                }
+            }
+            columns.labels = Some(once);
         }
+        columns
     }
 }
 
 impl ColumnsPage<'_> {
     fn columns(&self) -> Vec<&'static str> {
         let mut columns = vec!["timestamp"];
-        if self.devices {
+        if self.device_column {
             columns.push("device_id");
         }
-        columns.push("type");
-        if self.rooms {
+        if self.type_column {
+            columns.push("type");
+        }
+        if self.room_column {
             columns.push("room");
         }
         columns.extend(self.quantities.iter().map(|q| q.name()));
@@ -352,6 +391,21 @@ impl ColumnsPage<'_> {
         let mut out = Vec::with_capacity(1024 + self.page.readings.len() * 64);
         out.extend_from_slice(b"{\"columns\":");
         serde_json::to_writer(&mut out, &self.columns()).expect("names serialise");
+        if let Some(labels) = &self.labels {
+            out.extend_from_slice(b",\"labels\":{");
+            for (i, (name, text)) in labels.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                // Names and texts as below: nothing to escape.
+                out.push(b'"');
+                out.extend_from_slice(name.as_bytes());
+                out.extend_from_slice(b"\":\"");
+                out.extend_from_slice(text.as_bytes());
+                out.push(b'"');
+            }
+            out.push(b'}');
+        }
         out.extend_from_slice(b",\"values\":[");
         let mut texts = NumberTexts::default();
         // The columns between the time and the values (device, type, room),
@@ -368,17 +422,19 @@ impl ColumnsPage<'_> {
             let same_labels = labelled.is_some_and(|l| {
                 l.kind() == r.kind()
                     && l.room() == r.room()
-                    && (!self.devices || l.device_id == r.device_id)
+                    && (!self.device_column || l.device_id == r.device_id)
             });
             if !same_labels {
                 labels.clear();
                 // Ids and types are plain ASCII without quotes or backslashes
                 // (`model::ids`): nothing to escape.
-                if self.devices {
+                if self.device_column {
                     quoted(&mut labels, r.device_id.as_str());
                 }
-                quoted(&mut labels, r.kind().as_str());
-                if self.rooms {
+                if self.type_column {
+                    quoted(&mut labels, r.kind().as_str());
+                }
+                if self.room_column {
                     match r.room() {
                         Some(room) => quoted(&mut labels, room.as_str()),
                         None => labels.extend_from_slice(b",null"),
@@ -475,11 +531,23 @@ impl Serialize for ColumnsPage<'_> {
             .iter()
             .map(|reading| ColumnsRow { reading, of: self })
             .collect();
-        let mut map = serializer.serialize_map(Some(3))?;
+        let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("columns", &columns)?;
+        if let Some(labels) = &self.labels {
+            map.serialize_entry("labels", &LabelsOnce(labels))?;
+        }
         map.serialize_entry("values", &rows)?;
         map.serialize_entry("next_cursor", &self.page.next_cursor)?;
         map.end()
+    }
+}
+
+/// A columns page's `labels`, as an object in column order.
+struct LabelsOnce<'a>(&'a [(&'static str, &'a str)]);
+
+impl Serialize for LabelsOnce<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().copied())
     }
 }
 
@@ -494,11 +562,13 @@ impl Serialize for ColumnsRow<'_> {
         let r = self.reading;
         let mut row = serializer.serialize_seq(None)?;
         row.serialize_element(&r.timestamp.millis())?;
-        if self.of.devices {
+        if self.of.device_column {
             row.serialize_element(r.device_id.as_str())?;
         }
-        row.serialize_element(r.kind().as_str())?;
-        if self.of.rooms {
+        if self.of.type_column {
+            row.serialize_element(r.kind().as_str())?;
+        }
+        if self.of.room_column {
             row.serialize_element(&r.room().map(|room| room.as_str()))?;
         }
         // Both lists are in catalogue order: one pass.
@@ -539,15 +609,23 @@ mod tests {
         ]
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(300))]
+    /// A page's readings: time, temperature, humidity, power, room and
+    /// device of each.
+    type Rows = Vec<(
+        i64,
+        Option<f64>,
+        Option<f64>,
+        Option<f64>,
+        Option<usize>,
+        usize,
+    )>;
 
-        /// The hand-written columns page is the bytes `serde_json` writes for
-        /// the same page, whatever the values: whole thousandths (the fast
-        /// path), other floats, negative zero, large and tiny magnitudes.
-        #[test]
-        fn a_columns_page_is_written_as_serde_json_writes_it(
-            rows in prop::collection::vec(
+    fn rows() -> impl Strategy<Value = Rows> {
+        // Devices, rooms and types that change from reading to reading or
+        // stay (the writer reuses a reading's labels): some pages of one
+        // device in one room, whose labels `labels=once` gives once.
+        (
+            prop::collection::vec(
                 (
                     0i64..4_000_000_000_000,
                     prop::option::of(value()),
@@ -558,32 +636,111 @@ mod tests {
                 ),
                 0..24,
             ),
+            any::<bool>(),
+        )
+            .prop_map(|(rows, one_device_one_room)| {
+                rows.into_iter()
+                    .map(|(ms, t, h, w, room, device)| match one_device_one_room {
+                        true => (ms, t, h, w, Some(0), 0),
+                        false => (ms, t, h, w, room, device),
+                    })
+                    .collect()
+            })
+    }
+
+    fn readings(rows: Rows) -> Vec<Reading> {
+        rows.into_iter()
+            .filter_map(|(ms, t, h, w, room, device)| {
+                let mut values: Vec<(Quantity, f64)> =
+                    w.map(|w| (Quantity::Power, w)).into_iter().collect();
+                values.extend(t.map(|t| (Quantity::Temperature, t)));
+                values.extend(h.map(|h| (Quantity::Humidity, h)));
+                let room = room.map(|r| RoomId::parse(&format!("room-{r}")).unwrap());
+                Some(Reading {
+                    device_id: DeviceId::parse(&format!("dev-{device}")).unwrap(),
+                    timestamp: Timestamp::from_millis(ms).ok()?,
+                    measurement: Measurement::new(room, values).ok()?,
+                })
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// `labels=once` says what `labels=each` says: its labels put back
+        /// into every row as the columns `each` names give the same rows;
+        /// and a label is given once exactly when every reading shares it.
+        #[test]
+        fn labels_given_once_are_the_columns_every_reading_shares(
+            rows in rows(),
             devices in any::<bool>(),
+        ) {
+            let page = ReadingsPage { readings: readings(rows), next_cursor: None };
+            let json = |labels| -> Value {
+                serde_json::from_slice(
+                    &ColumnsPage::new(&page, devices, labels).to_json_with_read_units(0.0),
+                )
+                .unwrap()
+            };
+            let (each, once) = (json(Labels::Each), json(Labels::Once));
+            prop_assert!(each.get("labels").is_none());
+            let given = once["labels"].as_object().unwrap();
+            for (name, text) in given {
+                let column = each["columns"].as_array().unwrap().iter().position(|c| c == name);
+                let column = column.expect("a label given once is a column of `each`");
+                prop_assert!(each["values"].as_array().unwrap().iter().all(|r| &r[column] == text));
+                prop_assert!(!once["columns"].as_array().unwrap().contains(&json!(name)));
+            }
+            // Rebuilt: each row of `once` with the labels put back where
+            // `each` has them.
+            let once_columns = once["columns"].as_array().unwrap();
+            let rebuilt: Vec<Value> = once["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|row| {
+                    each["columns"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|c| match once_columns.iter().position(|o| o == c) {
+                            Some(i) => row[i].clone(),
+                            None => given[c.as_str().unwrap()].clone(),
+                        })
+                        .collect()
+                })
+                .collect();
+            prop_assert_eq!(&Value::Array(rebuilt), &each["values"]);
+            // A label that is a column of `once` differs between readings
+            // (an empty page has no labels to give).
+            let rows = once["values"].as_array().unwrap();
+            prop_assert!(!rows.is_empty() || given.is_empty());
+            for (i, c) in once_columns.iter().enumerate().filter(|_| !rows.is_empty()) {
+                if ["device_id", "type", "room"].contains(&c.as_str().unwrap()) {
+                    prop_assert!(rows.iter().any(|r| r[i] != rows[0][i]), "{} is the same in every row", c);
+                }
+            }
+        }
+
+        /// The hand-written columns page is the bytes `serde_json` writes for
+        /// the same page, whatever the values: whole thousandths (the fast
+        /// path), other floats, negative zero, large and tiny magnitudes.
+        #[test]
+        fn a_columns_page_is_written_as_serde_json_writes_it(
+            rows in rows(),
+            devices in any::<bool>(),
+            once in any::<bool>(),
             cursor in prop::option::of("[a-zA-Z0-9]{1,8}"),
             read_units in value(),
         ) {
-            let readings: Vec<Reading> = rows
-                .into_iter()
-                .filter_map(|(ms, t, h, w, room, device)| {
-                    // Devices, rooms and types that change from reading to
-                    // reading or stay (the writer reuses a reading's labels).
-                    let mut values: Vec<(Quantity, f64)> =
-                        w.map(|w| (Quantity::Power, w)).into_iter().collect();
-                    values.extend(t.map(|t| (Quantity::Temperature, t)));
-                    values.extend(h.map(|h| (Quantity::Humidity, h)));
-                    let room = room.map(|r| RoomId::parse(&format!("room-{r}")).unwrap());
-                    Some(Reading {
-                        device_id: DeviceId::parse(&format!("dev-{device}")).unwrap(),
-                        timestamp: Timestamp::from_millis(ms).ok()?,
-                        measurement: Measurement::new(room, values).ok()?,
-                    })
-                })
-                .collect();
+            let readings = readings(rows);
             let page = ReadingsPage {
                 readings,
                 next_cursor: cursor,
             };
-            let columns = ColumnsPage::new(&page, devices);
+            let labels = if once { Labels::Once } else { Labels::Each };
+            let columns = ColumnsPage::new(&page, devices, labels);
             let expected = serde_json::to_vec(&Metered {
                 page: &columns,
                 read_units,

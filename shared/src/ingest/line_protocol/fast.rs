@@ -12,6 +12,10 @@ use super::{Field, LineView};
 const MAX_TAGS: usize = 8;
 const MAX_FIELDS: usize = 16;
 
+/// Distinct series (measurement and tags) a body's memo keeps; the lines
+/// of further series are read in full.
+const MAX_SERIES: usize = 64;
+
 /// One plain line, split and checked once.
 pub struct PlainLine<'a> {
     measurement: &'a str,
@@ -20,6 +24,44 @@ pub struct PlainLine<'a> {
     fields: [(&'a str, Field<'a>); MAX_FIELDS],
     field_count: usize,
     timestamp: Option<i64>,
+    /// Which of the body's distinct series texts this line's is (the same
+    /// number, the same text), for a caller's memo; `None` past `MAX_SERIES`.
+    series: Option<usize>,
+}
+
+/// A series text (measurement and tags, up to the first space) already
+/// read and checked in this body, with what it was read into.
+struct Series<'a> {
+    text: &'a str,
+    measurement: &'a str,
+    tags: [(&'a str, &'a str); MAX_TAGS],
+    tag_count: usize,
+}
+
+/// The series of a body, in the order first seen. A batch repeats a few
+/// series line after line (a device's measurement and tags): a line whose
+/// series text was read before takes what it was read into, and is not
+/// split and checked again.
+#[derive(Default)]
+struct SeriesMemo<'a>(Vec<Series<'a>>);
+
+impl<'a> SeriesMemo<'a> {
+    /// The number of `text` when it was seen before. The last eight bytes
+    /// are compared first: the series of a batch often differ only there
+    /// (`device=sensor-2,room=room-2`).
+    fn find(&self, text: &str) -> Option<usize> {
+        let tail = |t: &str| -> u64 {
+            let b = t.as_bytes();
+            match b.len().checked_sub(8) {
+                Some(at) => u64::from_le_bytes(b[at..].try_into().expect("eight bytes")),
+                None => 0,
+            }
+        };
+        let end = tail(text);
+        self.0
+            .iter()
+            .position(|s| s.text.len() == text.len() && tail(s.text) == end && s.text == text)
+    }
 }
 
 /// Calls `each` with every line of a body, in order, blank lines and
@@ -49,13 +91,15 @@ pub fn read_plain<E>(
         fields: [("", Field::Bool); MAX_FIELDS],
         field_count: 0,
         timestamp: None,
+        series: None,
     };
+    let mut memo = SeriesMemo::default();
     for text in pieces(body, b'\n') {
         let text = text.trim_start_matches(' ');
         if text.is_empty() || text.starts_with('#') {
             continue;
         }
-        line.read(text)?;
+        line.read(text, &mut memo)?;
         if let Err(e) = each(&line) {
             return Some(Err(e));
         }
@@ -93,7 +137,7 @@ impl<'a> PlainLine<'a> {
     /// Reads `text` into this line, in one pass over its bytes; `None` when
     /// it is not plain. (A search per delimiter, even memchr's, was half the
     /// parse: the pieces are a few bytes long.)
-    fn read(&mut self, text: &'a str) -> Option<()> {
+    fn read(&mut self, text: &'a str, memo: &mut SeriesMemo<'a>) -> Option<()> {
         let b = text.as_bytes();
         // `key=value` from `i`, ending at a `,` or a space (or, for fields,
         // the end): both non-empty, one `=`. Returns (key, value, end).
@@ -109,23 +153,71 @@ impl<'a> PlainLine<'a> {
             };
             (ended && end > eq + 1).then(|| (&text[i..eq], &text[eq + 1..end], end))
         };
-        let mut i = scan(b, 0, COMMA | SPACE);
-        if i == 0 || i == b.len() {
-            return None; // no measurement, or nothing but one
-        }
-        self.measurement = &text[..i];
-        self.tag_count = 0;
-        while b[i] == b',' {
-            let (k, v, end) = pair(i + 1, false)?;
-            *self.tags.get_mut(self.tag_count)? = (k, v);
-            self.tag_count += 1;
-            i = end;
-        }
+        // The series is all before the first space (a plain line has no
+        // escapes): read before, it is taken as it was read.
+        let space = scan(b, 0, SPACE);
+        let mut i = match memo.find(&text[..space]) {
+            Some(k) => {
+                let seen = &memo.0[k];
+                self.measurement = seen.measurement;
+                self.tag_count = seen.tag_count;
+                self.tags[..seen.tag_count].copy_from_slice(&seen.tags[..seen.tag_count]);
+                self.series = Some(k);
+                space
+            }
+            None => {
+                let mut i = scan(b, 0, COMMA | SPACE);
+                if i == 0 || i == b.len() {
+                    return None; // no measurement, or nothing but one
+                }
+                self.measurement = &text[..i];
+                self.tag_count = 0;
+                while b[i] == b',' {
+                    let (k, v, end) = pair(i + 1, false)?;
+                    *self.tags.get_mut(self.tag_count)? = (k, v);
+                    self.tag_count += 1;
+                    i = end;
+                }
+                // b[i] is the first space: every scan above stops at one.
+                self.series = (memo.0.len() < MAX_SERIES).then(|| {
+                    memo.0.push(Series {
+                        text: &text[..i],
+                        measurement: self.measurement,
+                        tags: self.tags,
+                        tag_count: self.tag_count,
+                    });
+                    memo.0.len() - 1
+                });
+                i
+            }
+        };
         // b[i] is the space before the fields.
         self.field_count = 0;
         loop {
-            let (k, v, end) = pair(i + 1, true)?;
-            *self.fields.get_mut(self.field_count)? = (k, value(v)?);
+            let key = i + 1;
+            let eq = scan(b, key, PAIR_END);
+            if eq == key || b.get(eq) != Some(&b'=') {
+                return None;
+            }
+            // The commonest value, a decimal, read where it stands: the
+            // text up to its first byte that is not a digit, a point or a
+            // leading minus. When that byte ends the pair, the text is the
+            // value `pair` would cut, and `decimal` reads it as `value` does.
+            let digits = number_end(b, eq + 1);
+            let field = match b.get(digits) {
+                None | Some(b',' | b' ') => {
+                    decimal(&b[eq + 1..digits]).map(|v| (&text[key..eq], Field::Number(v), digits))
+                }
+                Some(_) => None,
+            };
+            let (k, v, end) = match field {
+                Some(read) => read,
+                None => {
+                    let (k, v, end) = pair(key, true)?;
+                    (k, value(v)?, end)
+                }
+            };
+            *self.fields.get_mut(self.field_count)? = (k, v);
             self.field_count += 1;
             i = end;
             if b.get(i) != Some(&b',') {
@@ -199,7 +291,49 @@ fn zero_bytes(x: u64) -> u64 {
     !(((x & LOW7) + LOW7) | x | LOW7)
 }
 
-/// `-?[0-9]+` that fits an `i64`, read in one pass.
+/// The end of `-?[0-9.]*` from `i`: where a decimal value would end.
+#[inline(always)]
+fn number_end(b: &[u8], mut i: usize) -> usize {
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    while let Some(c) = b.get(i) {
+        if !(c.is_ascii_digit() || *c == b'.') {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// The value of eight ASCII digits (the first the most significant), or
+/// `None` if a byte is not one: Lemire's SWAR reading (simdjson,
+/// fast_float), three multiplications for eight digits.
+#[inline(always)]
+fn eight_digits(chunk: [u8; 8]) -> Option<u64> {
+    let v = u64::from_le_bytes(chunk);
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    // '0'..='9' is 0x30..=0x39: high nibble 3, and adding 6 keeps it 3.
+    if (v & HIGH) | (((v.wrapping_add(0x0606_0606_0606_0606)) & HIGH) >> 4) != 0x3333_3333_3333_3333
+    {
+        return None;
+    }
+    let v = v.wrapping_sub(0x3030_3030_3030_3030);
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    const MASK: u64 = 0x0000_00FF_0000_00FF;
+    const MUL1: u64 = 100 + (1_000_000 << 32);
+    const MUL2: u64 = 1 + (10_000 << 32);
+    Some(
+        ((v & MASK)
+            .wrapping_mul(MUL1)
+            .wrapping_add(((v >> 16) & MASK).wrapping_mul(MUL2)))
+            >> 32,
+    )
+}
+
+/// `-?[0-9]+` that fits an `i64`, read in one pass: eight digits at a time
+/// while eight are left of at most 19 (a millisecond time is 13, a
+/// nanosecond one 19), then one at a time.
 fn timestamp(text: &[u8]) -> Option<i64> {
     let (negative, digits) = match text.split_first()? {
         (b'-', rest) => (true, rest),
@@ -209,7 +343,17 @@ fn timestamp(text: &[u8]) -> Option<i64> {
         return None;
     }
     let mut m: u64 = 0;
-    for (n, &d) in digits.iter().enumerate() {
+    let mut rest = digits;
+    if digits.len() <= 19 {
+        while let Some((chunk, tail)) = rest.split_first_chunk::<8>() {
+            // At most 11 digits before these eight: no overflow.
+            m = m * 100_000_000 + eight_digits(*chunk)?;
+            rest = tail;
+        }
+    }
+    let before = digits.len() - rest.len();
+    for (n, &d) in rest.iter().enumerate() {
+        let n = before + n;
         if !d.is_ascii_digit() {
             return None;
         }
@@ -324,6 +468,10 @@ fn is_float(text: &str) -> bool {
 impl LineView for PlainLine<'_> {
     fn measurement(&self) -> &str {
         self.measurement
+    }
+
+    fn series(&self) -> Option<usize> {
+        self.series
     }
 
     fn tag(&self, key: &str) -> Option<&str> {
@@ -479,6 +627,100 @@ mod tests {
             // Valid plain lines always take the fast path.
             prop_assert!(all_plain(&body).is_some(), "{:?}", body);
         }
+    }
+
+    /// Lines of a few series, repeated in any order: the memo's path.
+    fn lines_of_few_series() -> impl Strategy<Value = String> {
+        (
+            prop::collection::vec(line(), 1..4),
+            prop::collection::vec((any::<prop::sample::Index>(), line()), 1..12),
+        )
+            .prop_map(|(series, lines)| {
+                lines
+                    .iter()
+                    .map(|(pick, line)| {
+                        // This line's fields and time after a series' text.
+                        let series = series[pick.index(series.len())].split(' ').next().unwrap();
+                        let rest = line.split_once(' ').unwrap().1;
+                        format!("{series} {rest}")
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Lines whose series was read before are read as the crate reads
+        /// them, and lines of one series number share their series.
+        #[test]
+        fn repeated_series_read_as_the_crate_reads_them(body in lines_of_few_series()) {
+            let ours = all_plain(&body);
+            prop_assert!(ours.is_some(), "{:?}", body);
+            prop_assert_eq!(ours, crate_lines(&body), "{:?}", body);
+            let mut seen: Vec<(Option<usize>, String)> = Vec::new();
+            read_plain(&body, |line| {
+                let series = format!("{} {:?}", line.measurement(), line.tags[..line.tag_count].to_vec());
+                seen.push((line.series(), series));
+                Ok::<(), ()>(())
+            })
+            .unwrap()
+            .unwrap();
+            for a in &seen {
+                prop_assert!(a.0.is_some());
+                for b in &seen {
+                    prop_assert_eq!(a.0 == b.0, a.1 == b.1, "{:?} {:?}", a, b);
+                }
+            }
+        }
+
+        /// Eight digits at a time read what one at a time reads.
+        #[test]
+        fn timestamps_read_eight_digits_at_a_time_as_one_at_a_time(
+            text in "-?[0-9]{1,22}|-?[0-9]{0,12}[^0-9][0-9]{0,8}",
+        ) {
+            let by_digits = || -> Option<i64> {
+                let (negative, digits) = match text.strip_prefix('-') {
+                    Some(rest) => (true, rest),
+                    None => (false, text.as_str()),
+                };
+                if digits.is_empty() || !digits.bytes().all(|d| d.is_ascii_digit()) {
+                    return None;
+                }
+                let m = digits.bytes().try_fold(0u64, |m, d| {
+                    m.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+                })?;
+                if negative { 0i64.checked_sub_unsigned(m) } else { i64::try_from(m).ok() }
+            };
+            prop_assert_eq!(timestamp(text.as_bytes()), by_digits(), "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn a_series_memo_holds_the_first_64_series_and_reads_the_rest_in_full() {
+        let body: String = (0..70)
+            .flat_map(|d| {
+                [
+                    format!("m,device=d{d} v=1 5"),
+                    format!("m,device=d{d} v=2 6"),
+                ]
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut seen = Vec::new();
+        read_plain(&body, |line| {
+            seen.push((line.tag("device").unwrap().to_string(), line.series()));
+            Ok::<(), ()>(())
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(seen.len(), 140);
+        assert_eq!(seen[0], ("d0".to_string(), Some(0)));
+        assert_eq!(seen[1], ("d0".to_string(), Some(0)));
+        assert_eq!(seen[127], ("d63".to_string(), Some(63)));
+        assert_eq!(seen[128], ("d64".to_string(), None));
+        assert_eq!(seen[139], ("d69".to_string(), None));
     }
 
     proptest! {

@@ -144,6 +144,12 @@ pub trait LineView {
     fn timestamp(&self) -> Option<i64>;
     /// The first string field of that name.
     fn text_field(&self, key: &str) -> Option<&str>;
+    /// The number of this line's series (measurement and tags) among the
+    /// body's distinct series, when the parser numbers them: lines of one
+    /// number have the same measurement and tags.
+    fn series(&self) -> Option<usize> {
+        None
+    }
 }
 
 impl<T: LineView> LineView for &T {
@@ -161,6 +167,9 @@ impl<T: LineView> LineView for &T {
     }
     fn text_field(&self, key: &str) -> Option<&str> {
         (**self).text_field(key)
+    }
+    fn series(&self) -> Option<usize> {
+        (**self).series()
     }
 }
 
@@ -221,6 +230,9 @@ struct Gatherer {
     // once, then shared (an `Arc` each) instead of parsed and allocated again.
     devices: Known<DeviceId>,
     rooms: Known<RoomId>,
+    /// The device and room of each numbered series (`LineView::series`)
+    /// read so far: a series' lines share them, found without its tags.
+    series: Vec<Option<(DeviceId, Option<RoomId>)>>,
 }
 
 impl Gatherer {
@@ -232,6 +244,7 @@ impl Gatherer {
             now,
             devices: Known::default(),
             rooms: Known::default(),
+            series: Vec::new(),
         }
     }
 
@@ -243,14 +256,29 @@ impl Gatherer {
             self.skipped += 1;
             return Ok(());
         }
-        let device_id = device_of(parsed, &mut self.devices).map_err(fail)?;
-        let room = match parsed.tag("room") {
-            Some(r) => Some(
-                self.rooms
-                    .get_or_parse(r, RoomId::parse)
-                    .map_err(|e| fail(format!("tag room: {e}")))?,
-            ),
-            None => None,
+        let known = parsed
+            .series()
+            .and_then(|k| self.series.get(k).cloned().flatten());
+        let (device_id, room) = match known {
+            Some(ids) => ids,
+            None => {
+                let device_id = device_of(parsed, &mut self.devices).map_err(fail)?;
+                let room = match parsed.tag("room") {
+                    Some(r) => Some(
+                        self.rooms
+                            .get_or_parse(r, RoomId::parse)
+                            .map_err(|e| fail(format!("tag room: {e}")))?,
+                    ),
+                    None => None,
+                };
+                if let Some(k) = parsed.series() {
+                    if self.series.len() <= k {
+                        self.series.resize(k + 1, None);
+                    }
+                    self.series[k] = Some((device_id.clone(), room.clone()));
+                }
+                (device_id, room)
+            }
         };
         let (precision, now) = (self.precision, self.now);
         let timestamp = match parsed.timestamp() {
@@ -435,7 +463,44 @@ fn measured(measurement: &str, class: Option<&str>) -> Option<(Quantity, Convert
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use std::collections::BTreeMap;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// Lines of a few series in any order (the fast parser's memo of
+        /// series, and the device and room each series gives) are read as
+        /// the crate's parser reads them: readings, merged lines, rooms
+        /// from tags or the registry, and errors.
+        #[test]
+        fn a_body_of_repeated_series_reads_as_without_the_fast_path(
+            series in prop::collection::vec(
+                ("climate|power|°C|humidity", 0..4usize, prop::option::of(0..3usize), "device|host|entity_id"),
+                1..5,
+            ),
+            lines in prop::collection::vec(
+                (any::<prop::sample::Index>(), "temperature|humidity|value|current_w|x", -50.0..150.0f64, 0..4i64),
+                1..30,
+            ),
+        ) {
+            let body: Vec<String> = lines
+                .iter()
+                .map(|(pick, field, v, minute)| {
+                    let (m, device, room, tag) = &series[pick.index(series.len())];
+                    let room = room.map(|r| format!(",room=r{r}")).unwrap_or_default();
+                    format!("{m},{tag}=d{device}{room} {field}={v:.1} {}", 1_795_222_923_000 + minute * 60_000)
+                })
+                .collect();
+            let body = body.join("\n");
+            let room_of = |d: &DeviceId| (d.as_str() == "d1").then(|| RoomId::parse("registered").unwrap());
+            prop_assert_eq!(
+                parse(&body, Precision::Milliseconds, now(), room_of),
+                parse_without_fast_path(&body, Precision::Milliseconds, now(), room_of),
+                "{}", body
+            );
+        }
+    }
 
     fn now() -> Timestamp {
         Timestamp::parse("2026-11-22T00:00:00Z").unwrap()
