@@ -320,19 +320,22 @@ async fn pages_of_readings_come_as_columns_when_asked<S: TestStore>() {
 
     // `labels=once`: what every reading of the page shares is given once,
     // and the rest are columns as before.
-    let (status, body) = get(
-        &app,
-        "/devices/meter-1/readings",
-        &[
-            DAY[0],
-            DAY[1],
-            ("limit", "2"),
-            ("format", "columns"),
-            ("labels", "once"),
-        ],
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
+    let once = |path: &'static str, limit: &'static str| {
+        let app = &app;
+        async move {
+            let labels = [
+                DAY[0],
+                DAY[1],
+                ("limit", limit),
+                ("format", "columns"),
+                ("labels", "once"),
+            ];
+            let (status, body) = get(app, path, &labels).await;
+            assert_eq!(status, 200, "{body}");
+            body
+        }
+    };
+    let body = once("/devices/meter-1/readings", "2").await;
     assert_eq!(
         body["columns"],
         json!([
@@ -345,19 +348,7 @@ async fn pages_of_readings_come_as_columns_when_asked<S: TestStore>() {
     assert_eq!(body["labels"], json!({"type": "power"}));
     assert_eq!(body["values"][0], json!([t0, 100.0, 1.0, 300.0]));
     assert_eq!(body["next_cursor"], objects["next_cursor"]);
-    let (status, body) = get(
-        &app,
-        "/rooms/bedroom/readings",
-        &[
-            DAY[0],
-            DAY[1],
-            ("limit", "1"),
-            ("format", "columns"),
-            ("labels", "once"),
-        ],
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
+    let body = once("/rooms/bedroom/readings", "1").await;
     assert_eq!(
         body["columns"],
         json!(["timestamp", "temperature", "humidity"])
@@ -368,19 +359,7 @@ async fn pages_of_readings_come_as_columns_when_asked<S: TestStore>() {
     );
     assert_eq!(body["values"][0], json!([t0, 20.0, 40.0]));
     // The feed's readings differ in device, type and room: columns all.
-    let (status, body) = get(
-        &app,
-        "/readings",
-        &[
-            DAY[0],
-            DAY[1],
-            ("limit", "3"),
-            ("format", "columns"),
-            ("labels", "once"),
-        ],
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
+    let body = once("/readings", "3").await;
     assert_eq!(body["labels"], json!({}));
     let labels = json!([body["columns"][1], body["columns"][2], body["columns"][3]]);
     assert_eq!(labels, json!(["device_id", "type", "room"]));
