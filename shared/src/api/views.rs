@@ -174,13 +174,17 @@ impl StatsAnswer<'_> {
             ("items_read", Entry::Count(a.items_read)),
         ];
         if self.columns {
-            let fields: Vec<&'static str> = a
-                .buckets
-                .iter()
-                .flat_map(|b| b.fields.keys().copied())
-                .collect::<std::collections::BTreeSet<_>>()
-                .into_iter()
-                .collect();
+            // The few names of many buckets: gathered in a list, not sorted
+            // in a set (a year of two fields sorted 730 names).
+            let mut fields: Vec<&'static str> = Vec::new();
+            for b in &a.buckets {
+                for name in b.fields.keys() {
+                    if !fields.contains(name) {
+                        fields.push(name);
+                    }
+                }
+            }
+            fields.sort_unstable();
             let names = ["start", "end", "count"]
                 .into_iter()
                 .map(str::to_owned)
@@ -214,8 +218,10 @@ fn bucket_rows(out: &mut Vec<u8>, buckets: &[BucketStats], fields: &[&'static st
         out.extend_from_slice(int.format(b.end.millis()).as_bytes());
         out.push(b',');
         out.extend_from_slice(int.format(b.count).as_bytes());
+        // Both in name order: one pass, no look-ups.
+        let mut own = b.fields.iter().peekable();
         for name in fields {
-            match b.fields.get(name) {
+            match own.next_if(|(k, _)| *k == name).map(|(_, f)| f) {
                 Some(f) => {
                     out.push(b',');
                     out.extend_from_slice(int.format(f.count).as_bytes());

@@ -78,14 +78,20 @@ pub fn rollup_size<S: AsRef<str>>(
     device_id_len: usize,
     stored: &crate::domain::aggregate::rollup::Stored<S>,
 ) -> usize {
-    let body = stored_size(stored);
-    body + "pk".len() + device_id_len + "sk".len() + 3 + crate::model::Timestamp::TEXT_LEN
+    rollup_item_size(device_id_len, stored_size(stored))
+}
+
+/// `rollup_size` from its body's `stored_size`, kept with the body (the
+/// embedded store's rollups table): what a read meters without sizing the
+/// body again.
+pub fn rollup_item_size(device_id_len: usize, body_size: usize) -> usize {
+    body_size + "pk".len() + device_id_len + "sk".len() + 3 + crate::model::Timestamp::TEXT_LEN
 }
 
 /// The top-level attributes of a stored rollup, sized field by field as
 /// `json_size` sizes its JSON shape (a test holds the two equal), without
 /// building that shape: a year's daily stats meter 365 of them.
-fn stored_size<S: AsRef<str>>(s: &crate::domain::aggregate::rollup::Stored<S>) -> usize {
+pub fn stored_size<S: AsRef<str>>(s: &crate::domain::aggregate::rollup::Stored<S>) -> usize {
     /// In 64-bit arithmetic when it fits (128-bit division is several times
     /// slower); every stored integer does.
     fn int(v: i128) -> usize {

@@ -37,24 +37,29 @@ fn code(span: Span) -> i64 {
 }
 
 fn decode(span: Span, start: i64, body: &[u8]) -> Result<Rollup, StoreError> {
-    decode_sized(span, start, body, None)
+    decode_sized(span, start, body, None, None)
 }
 
 /// `decode`, adding the rollup's DynamoDB item size (`billing::rollup_size`
-/// for a device id of `sized.0` bytes) to `sized.1`: sized from the stored
-/// shape just decoded, where sizing the rollup afterwards would build that
-/// shape again (a sixth of a year of daily stats).
+/// for a device id of `sized.0` bytes) to `sized.1`: from the body's size
+/// kept with it (`size`), or, for a rollup written before version 6, from
+/// the stored shape just decoded.
 fn decode_sized(
     span: Span,
     start: i64,
     body: &[u8],
+    size: Option<i64>,
     sized: Option<(usize, &mut usize)>,
 ) -> Result<Rollup, StoreError> {
+    use crate::domain::billing;
     let corrupt =
         |e: String| StoreError::Corrupt(format!("{} rollup at {start}: {e}", span.as_str()));
     let stored: Stored<&str> = postcard::from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
     if let Some((pk_len, bytes)) = sized {
-        *bytes += crate::domain::billing::rollup_size(pk_len, &stored);
+        *bytes += match size.and_then(|s| usize::try_from(s).ok()) {
+            Some(body_size) => billing::rollup_item_size(pk_len, body_size),
+            None => billing::rollup_size(pk_len, &stored),
+        };
     }
     let start = Timestamp::from_millis(start).map_err(|e| corrupt(e.to_string()))?;
     stored.decode(span, start).map_err(corrupt)
@@ -105,13 +110,16 @@ fn first_after(
 }
 
 fn put(conn: &Connection, device: i64, r: &Rollup) -> Result<(), StoreError> {
-    let body = postcard::to_allocvec(&Stored::from(r))
-        .map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
+    let stored = Stored::from(r);
+    let body =
+        postcard::to_allocvec(&stored).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
+    let size = crate::domain::billing::stored_size(&stored) as i64;
     conn.prepare_cached(
-        "INSERT OR REPLACE INTO rollups (device, span, start, body) VALUES (?1, ?2, ?3, ?4)",
+        "INSERT OR REPLACE INTO rollups (device, span, start, body, size)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
     )
     .map_err(db_err)?
-    .execute(params![device, code(r.span), r.start.millis(), body])
+    .execute(params![device, code(r.span), r.start.millis(), body, size])
     .map_err(db_err)?;
     Ok(())
 }
@@ -268,7 +276,7 @@ fn stored_within(
 ) -> Result<Vec<Rollup>, StoreError> {
     let mut stmt = conn
         .prepare_cached(
-            "SELECT start, body FROM rollups WHERE device = ?1 AND span = ?2
+            "SELECT start, body, size FROM rollups WHERE device = ?1 AND span = ?2
                AND start >= ?3 AND start <= ?4 ORDER BY start",
         )
         .map_err(db_err)?;
@@ -291,8 +299,9 @@ fn stored_within(
             .map_err(db_err)?
             .as_blob()
             .map_err(|e| db_err(e.into()))?;
+        let size: Option<i64> = row.get(2).map_err(db_err)?;
         let sized = sized.as_mut().map(|(len, bytes)| (*len, &mut **bytes));
-        out.push(decode_sized(span, start, body, sized)?);
+        out.push(decode_sized(span, start, body, size, sized)?);
     }
     Ok(out)
 }

@@ -30,7 +30,9 @@ use std::sync::OnceLock;
 /// 4. sealed days in `blocks`; hour rollups computed, not stored.
 /// 5. `day_segments`: history appended to a sealed day, merged by the sealer
 ///    (created on open; a version 4 file needs nothing else).
-pub const VERSION: i64 = 5;
+/// 6. `rollups.size`: a rollup's metered size, kept with its body (added by
+///    `upgrade`; NULL in rollups written before, which are sized when read).
+pub const VERSION: i64 = 6;
 
 /// The families, each with its table.
 pub const FAMILIES: [ReadingKind; 4] = [
@@ -186,12 +188,15 @@ pub fn create() -> String {
             PRIMARY KEY (room, device)
         ) WITHOUT ROWID;\n";
     // Day rollups (docs/rollups.md): span 1 (0 was an hour, before version
-    // 4); the body is the stored shape, postcard-encoded.
+    // 4); the body is the stored shape, postcard-encoded, and `size` its
+    // DynamoDB size (`billing::stored_size`), which a read meters: sizing
+    // the bodies of a year of daily stats was a fifth of its server time.
     sql += "CREATE TABLE IF NOT EXISTS rollups (
             device INTEGER NOT NULL,
             span   INTEGER NOT NULL,
             start  INTEGER NOT NULL,
             body   BLOB NOT NULL,
+            size   INTEGER,
             PRIMARY KEY (device, span, start)
         ) WITHOUT ROWID;\n";
     sql += super::blocks::CREATE;

@@ -695,6 +695,90 @@ async fn a_version_2_file_gets_its_rollups_on_open() {
     }
 }
 
+/// A rollup keeps its metered size with its body. A version 5 file (no
+/// `size` column) gets the column on open, and its rollups, NULL there, are
+/// metered as before, from their bodies, until they are written again.
+#[tokio::test]
+async fn rollups_keep_their_size_and_a_version_5_file_gets_the_column() {
+    use crate::domain::aggregate::rollup::Stored;
+    use crate::model::Span;
+    let dir = temp_dir("rollup-sizes");
+    let path = dir.join("ingester.db");
+    let written: Vec<Reading> = (0..600)
+        .map(|m| {
+            reading(
+                "sensor-1",
+                Some("hall"),
+                m * 7,
+                20.0 + (m % 9) as f64 * 0.37,
+            )
+        })
+        .collect();
+    let everything = crate::model::TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap();
+    let device_id = DeviceId::parse("sensor-1").unwrap();
+    let metered = |store: &SqliteStore| {
+        let writer = store.lock();
+        let id = names::find(&writer.conn, names::DEVICE, "sensor-1")
+            .unwrap()
+            .unwrap();
+        let (days, bytes) = rollups::within(
+            &writer.conn,
+            id,
+            &device_id,
+            Span::Day,
+            &everything,
+            Some(8),
+        )
+        .unwrap();
+        let sizes: Vec<(Vec<u8>, Option<i64>)> = writer
+            .conn
+            .prepare("SELECT body, size FROM rollups ORDER BY start")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        (days, bytes, sizes)
+    };
+    let (days, bytes, sizes) = {
+        let store = SqliteStore::open(&path).unwrap();
+        assert!(store.write_readings(&written).await.unwritten.is_empty());
+        metered(&store)
+    };
+    assert!(days.len() >= 2, "{}", days.len());
+    assert_eq!(sizes.len(), days.len());
+    let mut from_bodies = 0;
+    for (body, size) in &sizes {
+        let stored: Stored<&str> = postcard::from_bytes(body).unwrap();
+        let body_size = crate::domain::billing::stored_size(&stored);
+        assert_eq!(*size, Some(body_size as i64));
+        from_bodies += crate::domain::billing::rollup_item_size(8, body_size);
+    }
+    assert_eq!(bytes, from_bodies);
+    {
+        // As version 5 left it.
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("ALTER TABLE rollups DROP COLUMN size; PRAGMA user_version = 5;")
+            .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let (days_after, bytes_after, sizes_after) = metered(&store);
+    assert_eq!((days_after, bytes_after), (days.clone(), bytes));
+    assert!(sizes_after.iter().all(|(_, size)| size.is_none()));
+    let version: i64 = store
+        .lock()
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, schema::VERSION);
+    // A reading of the first day writes that day's rollup again, sized.
+    let late = reading("sensor-1", Some("hall"), 3, 25.0);
+    assert!(store.write_readings(&[late]).await.unwritten.is_empty());
+    let (_, _, sizes_now) = metered(&store);
+    assert!(sizes_now[0].1.is_some());
+    assert!(sizes_now[1..].iter().all(|(_, size)| size.is_none()));
+}
+
 /// A statement with `device = ?` runs with one device after another without
 /// being prepared again: SQLite's planner would otherwise take a bound 1 as
 /// a hint and prepare the statement anew whenever the id moves to or from 1.

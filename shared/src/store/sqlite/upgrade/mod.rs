@@ -5,7 +5,9 @@
 //!   the one place the embedded store reads the DynamoDB item shape;
 //! - version 2 gains its rollups;
 //! - version 3 loses its stored hour rollups (computed from then on) and
-//!   gains the `blocks` table.
+//!   gains the `blocks` table;
+//! - versions 2 to 5 gain `rollups.size`, NULL in their rollups (sized when
+//!   read, and kept when a rollup is written again).
 //!
 //! Each is one transaction. Their readings stay rows: the sealer then moves
 //! closed days into blocks, a device's day to a transaction, so that the
@@ -62,6 +64,7 @@ pub fn to_current(conn: &mut Connection) -> Result<Option<Moved>, StoreError> {
                 "version 3 database: hour rollups dropped (now computed), blocks table added"
             );
         }
+        with_rollup_sizes(conn)?;
         return Ok(None);
     }
     tracing::info!("migrating a version 1 database to the time-series schema (once)");
@@ -109,6 +112,25 @@ fn from_v3(conn: &mut Connection) -> Result<(), StoreError> {
     tx.pragma_update(None, "user_version", schema::VERSION)
         .map_err(db_err)?;
     tx.commit().map_err(db_err)
+}
+
+/// Versions 2 to 5 to 6: `rollups.size`, a column added in place (no
+/// rewrite; `CREATE TABLE IF NOT EXISTS` leaves an existing table as it is).
+fn with_rollup_sizes(conn: &Connection) -> Result<(), StoreError> {
+    let has_size: bool = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('rollups') WHERE name = 'size'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+        .map_err(db_err)?;
+    if has_table(conn, "rollups")? && !has_size {
+        conn.execute_batch("ALTER TABLE rollups ADD COLUMN size INTEGER")
+            .map_err(db_err)?;
+        tracing::info!("rollups: a size column added (version 6)");
+    }
+    Ok(())
 }
 
 /// Every device's rollups, from all its readings.
