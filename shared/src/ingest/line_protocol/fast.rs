@@ -199,16 +199,16 @@ impl<'a> PlainLine<'a> {
             if eq == key || b.get(eq) != Some(&b'=') {
                 return None;
             }
-            // The commonest value, a decimal, read where it stands: the
-            // text up to its first byte that is not a digit, a point or a
-            // leading minus. When that byte ends the pair, the text is the
-            // value `pair` would cut, and `decimal` reads it as `value` does.
-            let digits = number_end(b, eq + 1);
-            let field = match b.get(digits) {
-                None | Some(b',' | b' ') => {
-                    decimal(&b[eq + 1..digits]).map(|v| (&text[key..eq], Field::Number(v), digits))
+            // The commonest value, a decimal, read where it stands, in the
+            // same pass that finds its end: the text up to its first byte
+            // that is not a digit, a point or a leading minus. When that
+            // byte ends the pair, the text is the value `pair` would cut,
+            // read as `decimal` (and so `value`) reads it.
+            let field = match decimal_at(b, eq + 1) {
+                Some((v, end)) if matches!(b.get(end), None | Some(b',' | b' ')) => {
+                    Some((&text[key..eq], Field::Number(v), end))
                 }
-                Some(_) => None,
+                _ => None,
             };
             let (k, v, end) = match field {
                 Some(read) => read,
@@ -291,19 +291,39 @@ fn zero_bytes(x: u64) -> u64 {
     !(((x & LOW7) + LOW7) | x | LOW7)
 }
 
-/// The end of `-?[0-9.]*` from `i`: where a decimal value would end.
+/// `decimal` of the text from `start` up to its first byte that is not a
+/// digit, a point or a leading minus, with where that text ends: one pass.
+/// `None` where `decimal` of that text is `None`.
 #[inline(always)]
-fn number_end(b: &[u8], mut i: usize) -> usize {
-    if b.get(i) == Some(&b'-') {
-        i += 1;
-    }
-    while let Some(c) = b.get(i) {
-        if !(c.is_ascii_digit() || *c == b'.') {
-            break;
+fn decimal_at(b: &[u8], start: usize) -> Option<(f64, usize)> {
+    const POW10: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    let negative = b.get(start) == Some(&b'-');
+    let first = start + usize::from(negative);
+    let (mut i, mut m, mut count) = (first, 0u64, 0usize);
+    let mut point: Option<usize> = None;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'0'..=b'9' => {
+                m = m * 10 + u64::from(c - b'0');
+                count += 1;
+                if count > 15 {
+                    return None;
+                }
+            }
+            // One point, neither first nor last (checked after the loop).
+            b'.' if point.is_none() && i > first => point = Some(i),
+            b'.' => return None,
+            _ => break,
         }
         i += 1;
     }
-    i
+    if count == 0 || point == Some(i - 1) {
+        return None;
+    }
+    let v = m as f64 / POW10[point.map_or(0, |p| i - p - 1)];
+    Some((if negative { -v } else { v }, i))
 }
 
 /// The value of eight ASCII digits (the first the most significant), or
@@ -721,6 +741,26 @@ mod tests {
         assert_eq!(seen[127], ("d63".to_string(), Some(63)));
         assert_eq!(seen[128], ("d64".to_string(), None));
         assert_eq!(seen[139], ("d69".to_string(), None));
+    }
+
+    proptest! {
+        /// A decimal read where it stands ends where the value's text ends
+        /// and reads as `decimal` reads that text.
+        #[test]
+        fn a_decimal_read_in_place_reads_as_its_text_does(
+            text in "-?[0-9.]{0,20}([,= x-][0-9a-z.,]{0,4})?",
+            from in 0usize..3,
+        ) {
+            let b = text.as_bytes();
+            let start = from.min(b.len());
+            // The text `decimal_at` reads: a leading minus, then digits and points.
+            let mut end = start + usize::from(b.get(start) == Some(&b'-'));
+            while b.get(end).is_some_and(|c| c.is_ascii_digit() || *c == b'.') {
+                end += 1;
+            }
+            let expected = decimal(&b[start..end]).map(|v| (v.to_bits(), end));
+            prop_assert_eq!(decimal_at(b, start).map(|(v, end)| (v.to_bits(), end)), expected, "{:?}", text);
+        }
     }
 
     proptest! {
