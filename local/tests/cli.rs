@@ -408,3 +408,20 @@ fn serve_on_loopback_without_a_token_still_serves() {
     assert_eq!((status, body), (200, json!({"written": 1})));
     server.stop();
 }
+
+/// The server turns transparent huge pages off for its process (mimalloc
+/// would ask for them, and the kernel cleared a 2 MiB page at each first
+/// touch: docs/BENCHMARKS.md, "Eighth session"). The kernel shows the
+/// process's setting in `/proc/PID/status`.
+#[cfg(target_os = "linux")]
+#[test]
+fn serve_runs_without_transparent_huge_pages() {
+    let server = Server::start(&["--memory"]);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.0.child.id())).unwrap();
+    let thp = status
+        .lines()
+        .find_map(|l| l.strip_prefix("THP_enabled:"))
+        .map(str::trim);
+    server.stop();
+    assert_eq!(thp, Some("0"), "{status}");
+}

@@ -34,13 +34,8 @@ use std::sync::OnceLock;
 ///    `upgrade`; NULL in rollups written before, which are sized when read).
 pub const VERSION: i64 = 6;
 
-/// The families, each with its table.
-pub const FAMILIES: [ReadingKind; 4] = [
-    ReadingKind::Power,
-    ReadingKind::Climate,
-    ReadingKind::Meter,
-    ReadingKind::Device,
-];
+/// The families, each with its table: every reading kind, in variant order.
+pub const FAMILIES: [ReadingKind; 4] = ReadingKind::ALL;
 
 /// Rows per multi-row INSERT (`Family::insert_many`): one statement's start,
 /// bindings and reset are shared by this many rows.
