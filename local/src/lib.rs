@@ -9,4 +9,5 @@ pub mod migrate;
 pub mod mqtt;
 pub mod reindex;
 pub mod replay;
+pub mod stop;
 pub mod stream_poller;

@@ -6,6 +6,7 @@
 //! same Router and the registry handler.
 
 use clap::{Args, Parser, Subcommand};
+use ingester_local::stop::Stop;
 use ingester_local::{replay, stream_poller::StreamPoller};
 use shared::api::{App, RouteSet};
 use shared::assembly::{self, Engine};
@@ -406,14 +407,16 @@ enum Backend {
     Dynamo(DynamoStore, aws_sdk_dynamodbstreams::Client, String),
 }
 
-/// Assembles what a configuration names (`shared::assembly`, as the Lambdas do).
-async fn open(config: &Config) -> Result<(Backend, Access), String> {
+/// Assembles what a configuration names (`shared::assembly`, as the Lambdas
+/// do). Sealing the embedded store's closed days stops between two days when
+/// `stop` is asked.
+async fn open(config: &Config, stop: &Stop) -> Result<(Backend, Access), String> {
     let assembled = assembly::assemble(config)
         .await
         .map_err(|e| e.to_string())?;
     let backend = match assembled.engine {
         Engine::Embedded(store) => {
-            seal_closed_days(&store).await?;
+            seal_closed_days(&store, stop).await?;
             Backend::Embedded(store)
         }
         Engine::DynamoDb(store) => {
@@ -430,7 +433,7 @@ async fn open(config: &Config) -> Result<(Backend, Access), String> {
 /// from before version 4; those that closed while the server was stopped),
 /// a device's day to a transaction, so that a stop resumes where it was.
 /// The progress bar shows on a terminal only.
-async fn seal_closed_days(store: &SqliteStore) -> Result<(), String> {
+async fn seal_closed_days(store: &SqliteStore, stop: &Stop) -> Result<(), String> {
     let bar = indicatif::ProgressBar::new(0).with_style(
         indicatif::ProgressStyle::with_template(
             "{spinner} sealing closed days into blocks {pos}/{len} {wide_bar} ({elapsed}, {eta} left)",
@@ -438,11 +441,17 @@ async fn seal_closed_days(store: &SqliteStore) -> Result<(), String> {
         .map_err(|e| e.to_string())?,
     );
     let shown = bar.clone();
+    let stop = stop.clone();
     let started = std::time::Instant::now();
     let sealed = store
         .seal_closed_days(Timestamp::now().millis(), move |done, total| {
             shown.set_length(total as u64);
             shown.set_position(done as u64);
+            if stop.is_asked() {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
         })
         .await
         .map_err(|e| format!("sealing closed days: {e}"))?;
@@ -481,19 +490,6 @@ fn door_check(addr: SocketAddr, has_token: bool, insecure_open: bool) -> Result<
     ))
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("SIGTERM handler");
-        tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
-    }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
-    tracing::info!("shutting down");
-}
-
 /// The embedded store's TTL: deletes expired readings now and then every minute.
 async fn purge_expired(store: SqliteStore) {
     loop {
@@ -517,11 +513,14 @@ async fn poll_stream(mut poller: StreamPoller, store: DynamoStore, every: Durati
     }
 }
 
+/// Serves until `stop` is asked, then lets the requests under way finish
+/// (a reading is acknowledged only after it is committed).
 async fn serve<S: Store>(
     app: App<S>,
     addr: SocketAddr,
     feeder: tokio::task::JoinHandle<()>,
     mqtt: &MqttArgs,
+    stop: &Stop,
 ) -> Result<(), String> {
     let (app, subscription) = subscribe(app, mqtt)?;
     let listener = tokio::net::TcpListener::bind(addr)
@@ -532,7 +531,10 @@ async fn serve<S: Store>(
         listener.local_addr().map_err(|e| e.to_string())?
     );
     let result = axum::serve(listener, shared::api::router(app))
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown({
+            let stop = stop.clone();
+            async move { stop.asked().await }
+        })
         .await
         .map_err(|e| e.to_string());
     feeder.abort();
@@ -542,7 +544,51 @@ async fn serve<S: Store>(
     result
 }
 
-async fn run(cli: Cli) -> Result<bool, String> {
+/// `serve`, until a stop signal: one before the server is up ends the
+/// opening (a seal stops between two days), one after it lets the requests
+/// under way finish. Either way the store closes and the status is 0.
+#[allow(clippy::too_many_arguments)]
+async fn serve_command(
+    addr: SocketAddr,
+    token: Option<String>,
+    insecure_open: bool,
+    open_reads: bool,
+    cache_ttl: u64,
+    poll_ms: u64,
+    mqtt: MqttArgs,
+    store: StoreArgs,
+    stop: &Stop,
+) -> Result<bool, String> {
+    let config = store.config(token.as_deref(), open_reads, Duration::from_secs(cache_ttl));
+    door_check(addr, config.ingest_token.is_some(), insecure_open)?;
+    let every = Duration::from_millis(poll_ms);
+    let Some(opened) = stop.or(open(&config, stop)).await else {
+        return Ok(true);
+    };
+    match opened? {
+        (Backend::Embedded(s), access) => {
+            // The registry is kept in the write transaction: only the
+            // retention purge runs beside the server.
+            let Some(app) = stop.or(app(&config, s.clone(), access)).await else {
+                return Ok(true);
+            };
+            let feeder = tokio::spawn(purge_expired(s));
+            serve(app?, addr, feeder, &mqtt, stop).await?;
+        }
+        (Backend::Dynamo(s, streams, region), access) => {
+            let poller = StreamPoller::new(streams, region, store.stream_checkpoint.clone())
+                .with_registry_interval(config.registry_latest_interval);
+            let Some(app) = stop.or(app(&config, s.clone(), access)).await else {
+                return Ok(true);
+            };
+            let feeder = tokio::spawn(poll_stream(poller, s, every));
+            serve(app?, addr, feeder, &mqtt, stop).await?;
+        }
+    }
+    Ok(true)
+}
+
+async fn run(cli: Cli, stop: &Stop) -> Result<bool, String> {
     match cli.command {
         Command::Serve {
             addr,
@@ -554,28 +600,31 @@ async fn run(cli: Cli) -> Result<bool, String> {
             mqtt,
             store,
         } => {
-            let config = store.config(token.as_deref(), open_reads, Duration::from_secs(cache_ttl));
-            door_check(addr, config.ingest_token.is_some(), insecure_open)?;
-            let every = Duration::from_millis(poll_ms);
-            match open(&config).await? {
-                (Backend::Embedded(s), access) => {
-                    // The registry is kept in the write transaction: only the
-                    // retention purge runs beside the server.
-                    let app = app(&config, s.clone(), access).await?;
-                    let feeder = tokio::spawn(purge_expired(s));
-                    serve(app, addr, feeder, &mqtt).await?;
-                }
-                (Backend::Dynamo(s, streams, region), access) => {
-                    let poller =
-                        StreamPoller::new(streams, region, store.stream_checkpoint.clone())
-                            .with_registry_interval(config.registry_latest_interval);
-                    let feeder = tokio::spawn(poll_stream(poller, s.clone(), every));
-                    let app = app(&config, s, access).await?;
-                    serve(app, addr, feeder, &mqtt).await?;
-                }
-            }
-            Ok(true)
+            serve_command(
+                addr,
+                token,
+                insecure_open,
+                open_reads,
+                cache_ttl,
+                poll_ms,
+                mqtt,
+                store,
+                stop,
+            )
+            .await
         }
+        // The one-shot commands resume from their checkpoints (or start
+        // over harmlessly): a stop ends them at their next await.
+        command => match stop.or(one_shot(command, stop)).await {
+            Some(done) => done,
+            None => Err("stopped by a signal before the end".into()),
+        },
+    }
+}
+
+async fn one_shot(command: Command, stop: &Stop) -> Result<bool, String> {
+    match command {
+        Command::Serve { .. } => unreachable!("run serves"),
         Command::Migrate {
             from,
             to,
@@ -584,8 +633,8 @@ async fn run(cli: Cli) -> Result<bool, String> {
             retention_days,
             page,
         } => {
-            let (source, _) = open(&spec_config(&from, false, 0)?).await?;
-            let (target, _) = open(&spec_config(&to, create_table, retention_days)?).await?;
+            let (source, _) = open(&spec_config(&from, false, 0)?, stop).await?;
+            let (target, _) = open(&spec_config(&to, create_table, retention_days)?, stop).await?;
             let names = (from.as_str(), to.as_str());
             let page = page as usize;
             match (source, target) {
@@ -624,7 +673,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             let device = device
                 .map(|d| DeviceId::parse(&d).map_err(|e| format!("--device: {e}")))
                 .transpose()?;
-            match open(&store.config(None, false, Duration::ZERO)).await?.0 {
+            match open(&store.config(None, false, Duration::ZERO), stop).await?.0 {
                 Backend::Embedded(s) => rebuild_rollups(&s, device, range).await,
                 Backend::Dynamo(s, ..) => rebuild_rollups(&s, device, range).await,
             }
@@ -640,7 +689,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             let device = device
                 .map(|d| DeviceId::parse(&d).map_err(|e| format!("--device: {e}")))
                 .transpose()?;
-            match open(&store.config(None, false, Duration::ZERO)).await?.0 {
+            match open(&store.config(None, false, Duration::ZERO), stop).await?.0 {
                 Backend::Embedded(_) => Err(
                     "blocks rebuild is for a DynamoDB table (--table): the embedded store seals its closed days into blocks itself"
                         .into(),
@@ -659,7 +708,7 @@ async fn run(cli: Cli) -> Result<bool, String> {
             segments,
             checkpoint,
             store,
-        } => match open(&store.config(None, false, Duration::ZERO)).await?.0 {
+        } => match open(&store.config(None, false, Duration::ZERO), stop).await?.0 {
             Backend::Embedded(_) => Err(
                 "reindex is for a DynamoDB table (--table): the embedded store keeps its indexes itself"
                     .into(),
@@ -675,14 +724,19 @@ async fn run(cli: Cli) -> Result<bool, String> {
         },
         Command::Replay { files, store } => {
             let config = store.config(None, true, Duration::ZERO);
-            replay_on(&config, &store, &files).await
+            replay_on(&config, &store, &files, stop).await
         }
     }
 }
 
 /// `replay` on the assembled store.
-async fn replay_on(config: &Config, store: &StoreArgs, files: &[PathBuf]) -> Result<bool, String> {
-    match open(config).await? {
+async fn replay_on(
+    config: &Config,
+    store: &StoreArgs,
+    files: &[PathBuf],
+    stop: &Stop,
+) -> Result<bool, String> {
+    match open(config, stop).await? {
         (Backend::Embedded(s), access) => {
             // The registry follows each write: nothing to wait for between events.
             let app = app(config, s, access).await?;
@@ -741,8 +795,9 @@ where
     ok
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Before any thread starts, so that every thread inherits it.
+    ingester_local::stop::hold_signals();
     no_transparent_huge_pages();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -751,7 +806,25 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .compact()
         .init();
-    match run(Cli::parse()).await {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async {
+        let stop = Stop::listen().map_err(|e| format!("listening for stop signals: {e}"))?;
+        run(cli, &stop).await
+    });
+    // Ends every task, so the last handle on the store goes and the store
+    // closes (its last seal and checkpoint), after blocking work under way.
+    drop(runtime);
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {

@@ -223,7 +223,9 @@ async fn answers_as_it_did(version: u32) {
 
     let unsealed = store.stored_readings().await.unwrap();
     let sealed = store
-        .seal_closed_days(shared::model::Timestamp::now().millis(), |_, _| {})
+        .seal_closed_days(shared::model::Timestamp::now().millis(), |_, _| {
+            std::ops::ControlFlow::Continue(())
+        })
         .await
         .unwrap();
     assert_eq!(sealed, 12, "three days of four devices");

@@ -428,11 +428,12 @@ impl SqliteStore {
     /// its block), a device's day to a transaction, reporting (done, total)
     /// as it goes. The background sealer does the same every minute; this
     /// is for the first open of a file from an earlier version (with a
-    /// progress bar), and for tests. Returns the days sealed.
+    /// progress bar), and for tests. `progress` may stop it between two
+    /// days. Returns the days sealed.
     pub async fn seal_closed_days(
         &self,
         now_ms: i64,
-        progress: impl Fn(usize, usize) + Send + 'static,
+        progress: impl Fn(usize, usize) -> std::ops::ControlFlow<()> + Send + 'static,
     ) -> Result<usize, StoreError> {
         let writer = self.writer.clone();
         self.blocking(move |_| sealer::seal_all(&writer, now_ms, Some(&progress)))

@@ -11,13 +11,16 @@ use super::write::Writer;
 use super::{blocks, db_err, names, schema};
 use crate::model::Timestamp;
 use crate::store::StoreError;
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 
 /// How often the background sealer looks for closed days.
 const EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Reports (days sealed, days to seal).
-pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Send);
+/// Reports (days sealed, days to seal), and says whether to go on: a
+/// `Break` stops the pass between two days (a stop signal while a file
+/// from an earlier version is converted; the next open resumes).
+pub type Progress<'a> = &'a (dyn Fn(usize, usize) -> ControlFlow<()> + Send);
 
 /// Seals every device's days that are closed at `now_ms`, one device's day
 /// to a transaction (the writer is free between them). A day that fails
@@ -41,7 +44,9 @@ pub fn seal_all(
     };
     let mut done = 0;
     if let Some(report) = progress {
-        report(done, total);
+        if report(done, total).is_break() {
+            return Ok(done);
+        }
     }
     for (device, device_id) in devices {
         loop {
@@ -73,7 +78,9 @@ pub fn seal_all(
             }
             drop(w);
             if let Some(report) = progress {
-                report(done, total.max(done));
+                if report(done, total.max(done)).is_break() {
+                    return Ok(done);
+                }
             }
         }
     }
