@@ -200,7 +200,9 @@ async fn rebuild_on_a_table_from_before_rollups_then_answers_come_from_them() {
         .filter(|r| r.device_id == meter && hour_2.contains(r.timestamp))
         .cloned()
         .collect();
-    let wrong = spans(Span::Hour, None, mine.iter()).pop().unwrap();
+    let wrong = spans(Span::Hour, Default::default(), mine.iter())
+        .pop()
+        .unwrap();
     let right = store.rollups(&meter, Span::Hour, &hour_2).await.unwrap();
     assert_ne!(right, vec![wrong.clone()]);
     store.put_rollup(&meter, &wrong).await.unwrap();

@@ -1,7 +1,8 @@
 //! Queries: time ranges of a device or a room (one page, with an opaque cursor),
 //! latest reading, and registry lookups that fall back to the table on a cache miss.
 
-use crate::domain::aggregate::rollup::{counters, segments, Segment};
+use crate::domain::aggregate::counter::{nearest, Counters};
+use crate::domain::aggregate::rollup::{segments, Segment};
 use crate::domain::aggregate::{BucketStats, Bucketing, EnergyBucket, EnergyFold, StatsFold};
 use crate::keys::zorder::{self, ZKey};
 use crate::keys::{self, CursorError, CursorScope, Position};
@@ -283,15 +284,18 @@ pub async fn stats<S: Store>(
     })
 }
 
-/// The nearest power reading outside the range, on one side.
-async fn neighbour<S: Store>(
+/// Each counter's nearest reading outside the range, on one side, among
+/// the 100 nearest readings (`counter::nearest`): what a fold needs to stand
+/// where each counter was when the range begins, or to spread the growth
+/// that crosses its end.
+async fn neighbours<S: Store>(
     store: &S,
     device: &DeviceId,
     range: Option<TimeRange>,
     order: Order,
-) -> Result<(Option<Reading>, usize), StoreError> {
+) -> Result<(Vec<(Timestamp, Counters<Option<f64>>)>, usize), StoreError> {
     let Some(range) = range else {
-        return Ok((None, 0));
+        return Ok((Vec::new(), 0));
     };
     let request = RangeRequest {
         range,
@@ -300,11 +304,7 @@ async fn neighbour<S: Store>(
         after: None,
     };
     let page = store.device_readings(device, &request).await?;
-    let read = page.readings.len();
-    Ok((
-        page.readings.into_iter().find(|r| counters(r).is_some()),
-        read,
-    ))
+    Ok((nearest(&page.readings), page.readings.len()))
 }
 
 /// kWh bought and sold per bucket from the cumulative counters (rules in
@@ -322,15 +322,11 @@ pub async fn energy<S: Store>(
     let after = TimeRange::new(q.range.to(), Timestamp::MAX).ok();
     let mut fold = EnergyFold::new(q.bucketing, q.range);
     let mut items_read = 0;
-    let feed = |fold: &mut EnergyFold, r: &Reading| {
-        if let Some((p, n)) = counters(r) {
-            fold.add(r.timestamp, p, n);
-        }
-    };
-    let (r, read) = neighbour(store, device, before, Order::Desc).await?;
+    let feed = |fold: &mut EnergyFold, r: &Reading| fold.add(r.timestamp, Counters::of(r));
+    let (found, read) = neighbours(store, device, before, Order::Desc).await?;
     items_read += read;
-    if let Some(r) = r {
-        feed(&mut fold, &r);
+    for (t, values) in found {
+        fold.add(t, values);
     }
     let partition = Partition::Device(device);
     for segment in &segments {
@@ -345,9 +341,8 @@ pub async fn energy<S: Store>(
             Segment::Rollups(span, range) => {
                 for rollup in store.rollups(device, *span, range).await? {
                     items_read += 1;
-                    let Some(c) = &rollup.counters else { continue };
-                    if fold.chain() == c.entering {
-                        fold.add_counters(rollup.start, c);
+                    if rollup.continues(&fold.chain()) {
+                        fold.add_counters(rollup.start, &rollup.counters);
                     } else {
                         let span_range = TimeRange::new(rollup.start, rollup.end())
                             .expect("a span is not empty");
@@ -361,10 +356,10 @@ pub async fn energy<S: Store>(
             }
         }
     }
-    let (r, read) = neighbour(store, device, after, Order::Asc).await?;
+    let (found, read) = neighbours(store, device, after, Order::Asc).await?;
     items_read += read;
-    if let Some(r) = r {
-        feed(&mut fold, &r);
+    for (t, values) in found {
+        fold.add(t, values);
     }
     Ok(Aggregate {
         buckets: fold.finish(),

@@ -392,6 +392,165 @@ async fn energy_counts_growth_resets_gaps_and_the_reading_before_from<S: TestSto
     );
 }
 
+/// A meter's readings every 10 minutes for three days (2026-11-20 to 23,
+/// UTC), of the counters it reports: `Some(minute)` for a counter it
+/// reports from that minute on. Each counter's growth varies per reading.
+fn meter_days(device: &str, bought_from: Option<i64>, sold_from: Option<i64>) -> Vec<Value> {
+    let (mut bought, mut sold) = (1200.0f64, 35.0f64);
+    (0..3 * 144)
+        .map(|i| {
+            let minute = -1440 + i * 10;
+            bought += 0.05 * (1 + i % 5) as f64;
+            sold += if (60..100).contains(&(i % 144)) {
+                0.125
+            } else {
+                0.0
+            };
+            let mut r = json!({"device_id": device, "timestamp": at(minute), "type": "power",
+                               "current_w": 300 + i % 7});
+            if bought_from.is_some_and(|m| minute >= m) {
+                r["cumulative_kwh_p"] = json!((bought * 1000.0).round() / 1000.0);
+            }
+            if sold_from.is_some_and(|m| minute >= m) {
+                r["cumulative_kwh_n"] = json!((sold * 1000.0).round() / 1000.0);
+            }
+            r
+        })
+        .collect()
+}
+
+/// Energy by definition, from the readings alone: each counter's growth
+/// between two of its consecutive readings, in the bucket where the first
+/// lies (the readings are on a 10-minute grid, so no interval crosses a
+/// bucket's edge). Bucket start (RFC 3339) to (kWh bought, kWh sold).
+fn energy_by_difference(
+    readings: &[Value],
+    bucket_of: impl Fn(&str) -> String,
+) -> std::collections::BTreeMap<String, (f64, f64)> {
+    let mut out = std::collections::BTreeMap::<String, (f64, f64)>::new();
+    for (i, name) in ["cumulative_kwh_p", "cumulative_kwh_n"]
+        .into_iter()
+        .enumerate()
+    {
+        let series: Vec<(&str, f64)> = readings
+            .iter()
+            .filter_map(|r| Some((r["timestamp"].as_str()?, r[name].as_f64()?)))
+            .collect();
+        for pair in series.windows(2) {
+            let e = out.entry(bucket_of(pair[0].0)).or_default();
+            let growth = pair[1].1 - pair[0].1;
+            if i == 0 {
+                e.0 += growth
+            } else {
+                e.1 += growth
+            }
+        }
+    }
+    out
+}
+
+/// Energy from any counters a meter reports (issue 38): bought only (most
+/// households, Tasmota's `ENERGY.Total`), sold only, both, and a meter that
+/// gains its sold counter part way through a day. Per hour, day and month,
+/// the answer equals the readings' own differences, on every engine.
+async fn energy_from_every_subset_of_counters<S: TestStore>() {
+    let app = app(S::fresh("subsets").await, None, RouteSet::All).await;
+    let gains_at = 1440 + 13 * 60 + 10; // 2026-11-22T13:10Z
+    let meters = [
+        ("m-bought", Some(-1440), None),
+        ("m-sold", None, Some(-1440)),
+        ("m-both", Some(-1440), Some(-1440)),
+        ("m-gains", Some(-1440), Some(gains_at)),
+    ];
+    for (device, bought_from, sold_from) in meters {
+        let readings = meter_days(device, bought_from, sold_from);
+        post(&app, &readings).await;
+        // Whole hours, local days and a month, and a range from the middle of a day.
+        for (bucket, from, to, cut) in [
+            ("1h", at(-1440), at(2 * 1440), 13),
+            ("1d", at(-1440), at(2 * 1440), 10),
+            ("1mo", at(-1440), at(2 * 1440), 7),
+            ("1h", at(600), at(1440 + 900), 13),
+        ] {
+            let (status, body) = get(
+                &app,
+                &format!("/devices/{device}/energy"),
+                &[("from", &from), ("to", &to), ("bucket", bucket)],
+            )
+            .await;
+            assert_eq!(status, 200, "{device} {bucket}: {body}");
+            let inside: Vec<Value> = readings
+                .iter()
+                .filter(|r| {
+                    let t = r["timestamp"].as_str().unwrap();
+                    from.as_str() <= t && t <= to.as_str()
+                })
+                .cloned()
+                .collect();
+            let month = |t: &str| format!("{}-01T00:00:00.000Z", &t[..7]);
+            let expected = energy_by_difference(&inside, |t| match bucket {
+                "1mo" => month(t),
+                _ => format!("{}{}", &t[..cut], &"0000-00-00T00:00:00.000Z"[cut..]),
+            });
+            let got: std::collections::BTreeMap<String, (f64, f64)> = body["buckets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| {
+                    let start = b["start"].as_str().unwrap();
+                    let start = if bucket == "1mo" {
+                        month(start)
+                    } else {
+                        start.to_owned()
+                    };
+                    (
+                        start,
+                        (
+                            b["kwh_bought"].as_f64().unwrap(),
+                            b["kwh_sold"].as_f64().unwrap(),
+                        ),
+                    )
+                })
+                .collect();
+            let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+            for (start, (bought, sold)) in &expected {
+                let (b, s) = got.get(start).copied().unwrap_or_else(|| {
+                    panic!("{device} {bucket} {from}: no bucket {start}: {body}")
+                });
+                assert!(
+                    close(b, *bought) && close(s, *sold),
+                    "{device} {bucket} {start}: {b} {s}, expected {bought} {sold}"
+                );
+            }
+            for (start, (b, s)) in &got {
+                assert!(
+                    expected.contains_key(start) || (*b == 0.0 && *s == 0.0),
+                    "{device} {bucket}: a bucket {start} the readings do not have: {body}"
+                );
+            }
+            let total = |i: usize| expected.values().map(|v| [v.0, v.1][i]).sum::<f64>();
+            assert!(
+                close(body["kwh_bought"].as_f64().unwrap(), total(0)),
+                "{body}"
+            );
+            assert!(
+                close(body["kwh_sold"].as_f64().unwrap(), total(1)),
+                "{body}"
+            );
+            // The meter's own counters, no other's: a counter it does not
+            // report has no energy.
+            if bought_from.is_none() {
+                assert_eq!(body["kwh_bought"].as_f64(), Some(0.0), "{body}");
+            } else {
+                assert!(total(0) > 1.0, "{device}: {body}");
+            }
+            if sold_from.is_none() {
+                assert_eq!(body["kwh_sold"].as_f64(), Some(0.0), "{body}");
+            }
+        }
+    }
+}
+
 async fn too_many_buckets_and_bad_parameters_get_400<S: TestStore>() {
     let app = app(S::fresh("statslimits").await, None, RouteSet::All).await;
     for (path, q, param) in [
@@ -422,5 +581,6 @@ on_every_store!(
     long_ranges_are_aggregated_page_by_page,
     energy_counts_growth_resets_gaps_and_the_reading_before_from,
     a_dip_or_a_zero_is_not_a_new_meter,
+    energy_from_every_subset_of_counters,
     too_many_buckets_and_bad_parameters_get_400,
 );

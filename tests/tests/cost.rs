@@ -487,7 +487,7 @@ async fn render() -> String {
         let hour_readings = series(*kind, 60 * per_minute, 60_000 / per_minute);
         let before_blocks = rollup_size(
             hour_readings[0].device_id.as_str().len(),
-            &Stored::from(&spans(Span::Hour, None, hour_readings.iter())[0]),
+            &Stored::from(&spans(Span::Hour, Default::default(), hour_readings.iter())[0]),
         );
         let per_batch = 5.0 * *per_minute as f64;
         let added = (wcu(item_size(hour)) as f64 - wcu(before_blocks) as f64).max(0.0) / per_batch;

@@ -8,7 +8,7 @@
 
 use proptest::prelude::*;
 use shared::domain::aggregate::{Bucketing, Width};
-use shared::model::{DeviceId, Measurement, Reading, RoomId, TimeRange, Timestamp};
+use shared::model::{DeviceId, Measurement, Quantity, Reading, RoomId, TimeRange, Timestamp};
 use shared::query::{self, Partition, Source, StatsQuery};
 use shared::store::{SqliteStore, Store};
 
@@ -17,19 +17,22 @@ const MINUTE: i64 = 60_000;
 
 #[derive(Debug, Clone)]
 enum What {
-    /// The meter: its counter moves by this much (negative: a dip).
-    Meter(f64),
-    Zero,
-    NewMeter,
+    /// The meter: its counters move by this much (negative: a dip). The
+    /// `u8` names the counters the reading carries: bit 0 bought, bit 1 sold
+    /// (a meter that reports one, the other, both, or gains one part way).
+    Meter(f64, u8),
+    Zero(u8),
+    NewMeter(u8),
     /// A room sensor (0 or 1) in a room (0 or 1), a temperature.
     Climate(u8, u8, f64),
 }
 
 fn what() -> impl Strategy<Value = What> {
+    let which = prop_oneof![3 => Just(3u8), 2 => Just(1u8), 1 => Just(2u8)];
     prop_oneof![
-        6 => (-5.0f64..3.0).prop_map(What::Meter),
-        1 => Just(What::Zero),
-        1 => Just(What::NewMeter),
+        6 => (-5.0f64..3.0, which.clone()).prop_map(|(d, w)| What::Meter(d, w)),
+        1 => which.clone().prop_map(What::Zero),
+        1 => which.prop_map(What::NewMeter),
         6 => (0u8..2, 0u8..2, 15.0f64..25.0).prop_map(|(s, r, t)| What::Climate(s, r, t)),
     ]
 }
@@ -38,19 +41,40 @@ fn history() -> impl Strategy<Value = Vec<(i64, What)>> {
     prop::collection::vec((0i64..5 * 1440, what()), 1..250)
 }
 
+/// A meter's reading of the counters `which` names, with its watts.
+fn meter(
+    which: u8,
+    bought: f64,
+    sold: f64,
+) -> Result<Measurement, Vec<shared::model::FieldProblem>> {
+    let mut values = vec![(Quantity::Power, 100.0)];
+    if which & 1 != 0 {
+        values.push((Quantity::EnergyBought, bought));
+    }
+    if which & 2 != 0 {
+        values.push((Quantity::EnergySold, sold));
+    }
+    Measurement::new(None, values)
+}
+
+/// A bought-only meter's reading (`meter` with the bought counter alone).
+fn meter_reading(which: u8, kwh: f64) -> Measurement {
+    meter(which, kwh, 0.0).unwrap()
+}
+
 fn readings(h: &[(i64, What)], t0: i64) -> Vec<Reading> {
     let mut kwh = 1000.0f64;
     h.iter()
         .map(|(minute, what)| {
             let (device, measurement) = match what {
-                What::Meter(d) => {
+                What::Meter(d, which) => {
                     kwh = ((kwh + d).max(0.5) * 1000.0).round() / 1000.0;
-                    ("meter-1", Measurement::power(kwh, 2.0, 100.0))
+                    ("meter-1", meter(*which, kwh, kwh / 10.0))
                 }
-                What::Zero => ("meter-1", Measurement::power(0.0, 0.0, 0.0)),
-                What::NewMeter => {
+                What::Zero(which) => ("meter-1", meter(*which, 0.0, 0.0)),
+                What::NewMeter(which) => {
                     kwh = 1.5;
-                    ("meter-1", Measurement::power(kwh, 2.0, 100.0))
+                    ("meter-1", meter(*which, kwh, kwh / 10.0))
                 }
                 What::Climate(s, r, t) => (
                     ["sensor-1", "sensor-2"][*s as usize],
@@ -317,10 +341,10 @@ async fn rollup_items_round_trip_on_dynamodb_and_stay_out_of_reading_ranges() {
     let h: Vec<(i64, What)> = (0..150)
         .map(|i| {
             let what = match i % 4 {
-                0 => What::Meter(0.5),
+                0 => What::Meter(0.5, [3, 1, 2][(i % 3) as usize]),
                 1 => What::Climate(0, (i % 3 == 0) as u8, 20.0 + (i % 7) as f64),
-                2 => What::Meter(-2.0),
-                _ => What::Zero,
+                2 => What::Meter(-2.0, 3),
+                _ => What::Zero(1),
             };
             (i * 37, what)
         })
@@ -337,7 +361,7 @@ async fn rollup_items_round_trip_on_dynamodb_and_stay_out_of_reading_ranges() {
             .cloned()
             .collect();
         for span in [Span::Hour, Span::Day] {
-            let fresh = spans(span, None, mine.iter());
+            let fresh = spans(span, Default::default(), mine.iter());
             for r in &fresh {
                 store.put_rollup(&device, r).await.unwrap();
             }
@@ -389,4 +413,71 @@ async fn rollup_items_round_trip_on_dynamodb_and_stay_out_of_reading_ranges() {
     // stream function (or `rollups rebuild`) leaves does.
     let meter = DeviceId::parse("meter-1").unwrap();
     assert_eq!(store.rollup_coverage(&[meter]).await.unwrap(), None);
+}
+
+/// Rollup items a build before single counters wrote (version 1) for a
+/// meter that reports only its bought counter held no energy. On DynamoDB,
+/// such items answer energy from the readings, as the fresh ones do.
+#[tokio::test]
+async fn version_1_rollup_items_of_a_bought_only_meter_answer_from_the_readings() {
+    use integration_tests::{stream_event_for, RawItems, TestStore};
+    use shared::keys;
+    use shared::model::Span;
+    use shared::store::DynamoStore;
+    let store = DynamoStore::fresh("rollups-v1").await;
+    let meter = DeviceId::parse("tasmota-1").unwrap();
+    let all: Vec<Reading> = (0..2 * 144)
+        .map(|i| Reading {
+            device_id: meter.clone(),
+            timestamp: Timestamp::from_millis(PAST_T0 + i * 10 * MINUTE).unwrap(),
+            measurement: meter_reading(1, 700.0 + i as f64 * 0.25),
+        })
+        .collect();
+    for chunk in all.chunks(50) {
+        assert!(store.write_readings(chunk).await.unwritten.is_empty());
+        let event = stream_event_for(chunk);
+        assert_eq!(
+            shared::stream::rollups::handle_batch(&store, &event)
+                .await
+                .failed,
+            None
+        );
+    }
+    let q = StatsQuery {
+        range: TimeRange::new(
+            Timestamp::from_millis(PAST_T0).unwrap(),
+            Timestamp::from_millis(PAST_T0 + 2 * 1440 * MINUTE).unwrap(),
+        )
+        .unwrap(),
+        bucketing: Bucketing::new(Width::Hour, None),
+    };
+    let fresh = query::energy(&store, &meter, &q).await.unwrap();
+    assert_eq!(fresh.source, Source::Rollups);
+    let total: f64 = fresh.buckets.iter().map(|b| b.kwh_bought).sum();
+    assert!((total - 287.0 * 0.25).abs() < 1e-9, "{total}");
+    let mut rewritten = 0;
+    for span in [Span::Hour, Span::Day] {
+        let mut start = span.start_of(q.range.from());
+        while start < q.range.to() {
+            let sk = keys::rollup_sk(span, start);
+            if let Some(mut item) = store.raw_item(meter.as_str(), &sk).await {
+                for name in ["b", "s", "k", keys::attr::ENTERING] {
+                    item.remove(name);
+                }
+                item.insert("v".into(), serde_dynamo::AttributeValue::N("1".into()));
+                store.put_raw(item).await;
+                rewritten += 1;
+            }
+            start = span.end_of(start);
+        }
+    }
+    assert!(rewritten >= 48, "{rewritten}");
+    let old = query::energy(&store, &meter, &q).await.unwrap();
+    assert_eq!(old.buckets, fresh.buckets);
+    assert!(
+        old.items_read > fresh.items_read,
+        "{} {}",
+        old.items_read,
+        fresh.items_read
+    );
 }

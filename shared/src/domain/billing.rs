@@ -115,11 +115,26 @@ pub fn stored_size<S: AsRef<str>>(s: &crate::domain::aggregate::rollup::Stored<S
     fn fields<S: AsRef<str>>(fs: &[crate::domain::aggregate::rollup::StoredField<S>]) -> usize {
         list(fs.iter().map(field))
     }
-    fn chain(c: &Option<(i64, f64, f64)>) -> usize {
-        match c {
+    fn mark(m: &Option<(i64, f64)>) -> usize {
+        match m {
             None => 1,
-            Some((at, a, b)) => list([int(*at as i128), f64_size(*a), f64_size(*b)]),
+            Some((at, v)) => list([int(*at as i128), f64_size(*v)]),
         }
+    }
+    fn counter(c: &Option<crate::domain::aggregate::rollup::StoredCounter>) -> usize {
+        let Some(c) = c else { return 1 };
+        let growth = match &c.g {
+            None => 1,
+            Some((kwh, resets)) => list([f64_size(*kwh), int(*resets as i128)]),
+        };
+        let entries = [
+            ("e", mark(&c.e)),
+            ("g", growth),
+            ("first", int(c.first as i128)),
+            ("i", list([f64_size(c.i.0), int(c.i.1 as i128)])),
+            ("l", mark(&Some(c.l))),
+        ];
+        3 + entries.iter().map(|(k, v)| 1 + k.len() + v).sum::<usize>()
     }
     let rooms = s.r.iter().map(|(name, tally)| {
         let tally = match tally {
@@ -128,36 +143,6 @@ pub fn stored_size<S: AsRef<str>>(s: &crate::domain::aggregate::rollup::Stored<S
         };
         list([name.as_ref().len(), tally])
     });
-    let counters = match &s.c {
-        None => 1,
-        Some(c) => {
-            let incoming = match &c.incoming {
-                None => 1,
-                Some((from, to, a, b, resets)) => list([
-                    int(*from as i128),
-                    int(*to as i128),
-                    f64_size(*a),
-                    f64_size(*b),
-                    int(*resets as i128),
-                ]),
-            };
-            let entries = [
-                ("entering", chain(&c.entering)),
-                ("incoming", incoming),
-                ("first", int(c.first as i128)),
-                (
-                    "inside",
-                    list([
-                        f64_size(c.inside.0),
-                        f64_size(c.inside.1),
-                        int(c.inside.2 as i128),
-                    ]),
-                ),
-                ("leaving", chain(&Some(c.leaving))),
-            ];
-            3 + entries.iter().map(|(k, v)| 1 + k.len() + v).sum::<usize>()
-        }
-    };
     "v".len()
         + int(s.v as i128)
         + "n".len()
@@ -166,10 +151,12 @@ pub fn stored_size<S: AsRef<str>>(s: &crate::domain::aggregate::rollup::Stored<S
         + fields(&s.f)
         + "r".len()
         + list(rooms)
-        + "c".len()
-        + counters
-        + "ch".len()
-        + chain(&s.ch)
+        + "b".len()
+        + counter(&s.b)
+        + "s".len()
+        + counter(&s.s)
+        + "k".len()
+        + list([mark(&s.k.0), mark(&s.k.1)])
 }
 
 /// The size of a reading's item on DynamoDB with no optional index and no
@@ -283,7 +270,7 @@ mod tests {
         let mut checked = 0;
         for set in [&readings, &sensor] {
             for span in [Span::Hour, Span::Day] {
-                for r in spans(span, None, set.iter()) {
+                for r in spans(span, Default::default(), set.iter()) {
                     let stored = Stored::from(&r);
                     let by_json = match serde_json::to_value(&stored).unwrap() {
                         serde_json::Value::Object(m) => {

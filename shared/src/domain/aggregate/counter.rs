@@ -14,7 +14,7 @@
 //! * otherwise: a reset (a new or replaced meter): no energy for that
 //!   interval, counted in `resets`, and `v` is the new reference.
 
-use crate::model::Timestamp;
+use crate::model::{Quantity, Reading, Timestamp};
 
 /// Below this share of the reference, a lower value is a new meter.
 pub const RESET_BELOW: f64 = 0.9;
@@ -38,61 +38,159 @@ pub fn step(reference: f64, v: f64) -> Step {
     }
 }
 
-/// Where the two counters (kWh bought, kWh sold) of a device stand after a
-/// reading: its time and each counter's reference. Everything the energy of
-/// later readings depends on, so a bucket's summary that ends with this
-/// state composes exactly with the next one.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Chain {
-    pub at: Timestamp,
-    pub bought: f64,
-    pub sold: f64,
+/// A meter's two counters: kWh bought (`cumulative_kwh_p`) and kWh sold
+/// (`cumulative_kwh_n`). A meter reports either or both, and may gain one
+/// later: each counter is followed on its own, from its own readings.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Counters<T> {
+    pub bought: T,
+    pub sold: T,
 }
 
-/// What the next reading adds: growth of each counter over the interval
-/// since the chain's reading, and resets seen at the reading.
+/// One of the two counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counter {
+    Bought,
+    Sold,
+}
+
+impl Counter {
+    pub const BOTH: [Counter; 2] = [Counter::Bought, Counter::Sold];
+
+    /// The quantity a reading carries this counter in.
+    pub fn quantity(self) -> Quantity {
+        match self {
+            Counter::Bought => Quantity::EnergyBought,
+            Counter::Sold => Quantity::EnergySold,
+        }
+    }
+}
+
+impl<T> Counters<T> {
+    pub fn get(&self, c: Counter) -> &T {
+        match c {
+            Counter::Bought => &self.bought,
+            Counter::Sold => &self.sold,
+        }
+    }
+
+    pub fn get_mut(&mut self, c: Counter) -> &mut T {
+        match c {
+            Counter::Bought => &mut self.bought,
+            Counter::Sold => &mut self.sold,
+        }
+    }
+}
+
+impl Counters<Option<f64>> {
+    /// The counters a reading carries.
+    pub fn of(r: &Reading) -> Self {
+        Counters {
+            bought: r.get(Quantity::EnergyBought),
+            sold: r.get(Quantity::EnergySold),
+        }
+    }
+
+    pub fn any(&self) -> bool {
+        self.bought.is_some() || self.sold.is_some()
+    }
+}
+
+/// Each counter's nearest reading among `readings` (given nearest first):
+/// its time and that counter's value alone, oldest first, one entry per
+/// time. What a fold is fed from outside a range: each counter from its
+/// own neighbour, so that another counter's reading does not move it.
+pub fn nearest<'a>(
+    readings: impl IntoIterator<Item = &'a Reading>,
+) -> Vec<(Timestamp, Counters<Option<f64>>)> {
+    let mut found: Vec<(Timestamp, Counters<Option<f64>>)> = Vec::with_capacity(2);
+    let mut missing = Counter::BOTH.len();
+    for r in readings {
+        let values = Counters::of(r);
+        for c in Counter::BOTH {
+            let Some(v) = *values.get(c) else { continue };
+            if found.iter().any(|(_, f)| f.get(c).is_some()) {
+                continue;
+            }
+            match found.iter_mut().find(|(t, _)| *t == r.timestamp) {
+                Some((_, f)) => *f.get_mut(c) = Some(v),
+                None => {
+                    let mut f = Counters::default();
+                    *f.get_mut(c) = Some(v);
+                    found.push((r.timestamp, f));
+                }
+            }
+            missing -= 1;
+        }
+        if missing == 0 {
+            break;
+        }
+    }
+    found.sort_by_key(|(t, _)| *t);
+    found
+}
+
+/// Where one counter stands after one of its readings: that reading's time
+/// and the counter's reference (the last value accepted).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Link {
+pub struct Mark {
+    pub at: Timestamp,
+    pub reference: f64,
+}
+
+/// What a counter's next reading adds: its growth over the interval since
+/// its reading before, and whether it was a reset (0 or 1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Growth {
     pub from: Timestamp,
     pub to: Timestamp,
-    pub bought: f64,
-    pub sold: f64,
+    pub kwh: f64,
     pub resets: u32,
 }
 
-impl Chain {
-    /// The first reading of a device's counters.
-    pub fn start(at: Timestamp, bought: f64, sold: f64) -> Self {
-        Self { at, bought, sold }
-    }
-
-    /// The chain after the next reading (later than `self.at`), and what it adds.
-    pub fn next(self, at: Timestamp, bought: f64, sold: f64) -> (Chain, Link) {
-        let mut resets = 0;
-        let mut apply = |reference: f64, v: f64| match step(reference, v) {
-            Step::Growth(g) => (v, g),
-            Step::Dip => (reference, 0.0),
-            Step::Reset => {
-                resets += 1;
-                (v, 0.0)
-            }
+impl Mark {
+    /// The mark after the counter's next reading, `v` at `at` (later than
+    /// `self.at`), and what it adds.
+    pub fn next(self, at: Timestamp, v: f64) -> (Mark, Growth) {
+        let (reference, kwh, resets) = match step(self.reference, v) {
+            Step::Growth(g) => (v, g, 0),
+            Step::Dip => (self.reference, 0.0, 0),
+            Step::Reset => (v, 0.0, 1),
         };
-        let (bought_ref, bought_growth) = apply(self.bought, bought);
-        let (sold_ref, sold_growth) = apply(self.sold, sold);
         (
-            Chain {
-                at,
-                bought: bought_ref,
-                sold: sold_ref,
-            },
-            Link {
+            Mark { at, reference },
+            Growth {
                 from: self.at,
                 to: at,
-                bought: bought_growth,
-                sold: sold_growth,
+                kwh,
                 resets,
             },
         )
+    }
+}
+
+/// Where a device's counters stand: each one's mark, `None` for a counter
+/// it has not reported (yet). Everything the energy of later readings
+/// depends on, so a span's summary that ends with this state composes
+/// exactly with the next one.
+pub type Chain = Counters<Option<Mark>>;
+
+impl Chain {
+    /// One counter's next reading: the chain moves on, and what the reading
+    /// adds (`None` for the counter's first reading).
+    pub fn read(&mut self, c: Counter, at: Timestamp, v: f64) -> Option<Growth> {
+        let mark = self.get_mut(c);
+        match *mark {
+            None => {
+                *mark = Some(Mark { at, reference: v });
+                None
+            }
+            Some(m) => {
+                let (next, growth) = m.next(at, v);
+                *mark = Some(next);
+                Some(growth)
+            }
+        }
     }
 }
 
@@ -115,20 +213,36 @@ mod tests {
     #[test]
     fn a_dip_or_a_zero_and_the_return_add_only_the_real_growth() {
         let t = |m: i64| Timestamp::from_millis(1_800_000_000_000 + m * 60_000).unwrap();
-        let mut chain = Chain::start(t(0), 5000.0, 10.0);
+        let mut chain = Chain::default();
+        assert_eq!(chain.read(Counter::Bought, t(0), 5000.0), None);
         let mut bought = 0.0;
         let mut resets = 0;
         for (m, v) in [(1, 4999.0), (2, 0.0), (3, 5000.25), (4, 5000.5)] {
-            let (next, link) = chain.next(t(m), v, 10.0);
-            bought += link.bought;
-            resets += link.resets;
-            chain = next;
+            let growth = chain.read(Counter::Bought, t(m), v).unwrap();
+            assert_eq!(growth.from, t(m - 1));
+            bought += growth.kwh;
+            resets += growth.resets;
         }
         assert_eq!((bought, resets), (0.5, 0));
         // A real new meter: a reset, then growth from its first value.
-        let (chain, link) = chain.next(t(5), 2.0, 10.0);
-        assert_eq!((link.bought, link.resets, chain.bought), (0.0, 1, 2.0));
-        let (_, link) = chain.next(t(6), 3.0, 10.0);
-        assert_eq!(link.bought, 1.0);
+        let growth = chain.read(Counter::Bought, t(5), 2.0).unwrap();
+        assert_eq!((growth.kwh, growth.resets), (0.0, 1));
+        assert_eq!(chain.bought.unwrap().reference, 2.0);
+        assert_eq!(chain.read(Counter::Bought, t(6), 3.0).unwrap().kwh, 1.0);
+        // The other counter was never read: it has no mark.
+        assert_eq!(chain.sold, None);
+    }
+
+    /// Each counter grows over the interval between its own readings: a
+    /// sold counter read every other time spreads over two intervals.
+    #[test]
+    fn each_counter_follows_its_own_readings() {
+        let t = |m: i64| Timestamp::from_millis(1_800_000_000_000 + m * 60_000).unwrap();
+        let mut chain = Chain::default();
+        chain.read(Counter::Bought, t(0), 10.0);
+        chain.read(Counter::Sold, t(0), 1.0);
+        chain.read(Counter::Bought, t(1), 11.0);
+        let sold = chain.read(Counter::Sold, t(2), 3.0).unwrap();
+        assert_eq!((sold.from, sold.to, sold.kwh), (t(0), t(2), 2.0));
     }
 }

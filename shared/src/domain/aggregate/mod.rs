@@ -10,8 +10,8 @@ pub mod rollup;
 use crate::model::{Reading, TimeRange, Timestamp};
 use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
 use chrono_tz::Tz;
-use counter::{Chain, Link};
-use rollup::{CounterSummary, Tally};
+use counter::{Chain, Counter, Counters, Growth};
+use rollup::{CounterSpan, Tally};
 use std::collections::BTreeMap;
 
 /// Most buckets one request may ask for (a year of days, a month of 15 minutes).
@@ -325,13 +325,25 @@ pub struct EnergyBucket {
     pub resets: u32,
 }
 
-/// Energy per bucket from cumulative counters. Feed power readings in time
-/// order, including the last reading before the range and the first after it:
+impl EnergyBucket {
+    fn kwh_mut(&mut self, c: Counter) -> &mut f64 {
+        match c {
+            Counter::Bought => &mut self.kwh_bought,
+            Counter::Sold => &mut self.kwh_sold,
+        }
+    }
+}
+
+/// Energy per bucket from cumulative counters. Feed a meter's readings in
+/// time order, including each counter's last reading before the range and
+/// its first after it:
 ///
-/// * Between two consecutive readings a counter grows by `later - earlier`;
-///   that growth is spread over the interval in proportion to time, so a
-///   bucket boundary inside the interval splits it (the counter is read across
-///   the boundary by linear interpolation).
+/// * Each counter (bought, sold) is followed on its own, from the readings
+///   that carry it: a meter may report one, the other or both, and gain one
+///   part way. Between two consecutive readings of a counter it grows by
+///   `later - earlier`; that growth is spread over the interval in
+///   proportion to time, so a bucket boundary inside the interval splits it
+///   (the counter is read across the boundary by linear interpolation).
 /// * A drop below 90 % of the counter's reference (its last accepted value) is
 ///   a meter reset or replacement: that interval contributes nothing, the drop
 ///   is counted in `resets`, and growth restarts from the new value. A smaller
@@ -342,7 +354,7 @@ pub struct EnergyBucket {
 pub struct EnergyFold {
     bucketing: Bucketing,
     range: TimeRange,
-    chain: Option<Chain>,
+    chain: Chain,
     buckets: BTreeMap<Timestamp, EnergyBucket>,
 }
 
@@ -351,7 +363,7 @@ impl EnergyFold {
         Self {
             bucketing,
             range,
-            chain: None,
+            chain: Chain::default(),
             buckets: BTreeMap::new(),
         }
     }
@@ -367,52 +379,56 @@ impl EnergyFold {
         })
     }
 
-    /// Adds the next reading of the counters (readings must come in time order).
-    pub fn add(&mut self, t: Timestamp, kwh_p: f64, kwh_n: f64) {
-        let next = match self.chain {
-            None => Chain::start(t, kwh_p, kwh_n),
-            Some(chain) => {
-                let (next, link) = chain.next(t, kwh_p, kwh_n);
-                self.add_link(&link);
-                next
+    /// Adds the next reading's counters, those it carries (readings must
+    /// come in time order).
+    pub fn add(&mut self, t: Timestamp, values: Counters<Option<f64>>) {
+        for c in Counter::BOTH {
+            if let Some(v) = *values.get(c) {
+                if let Some(growth) = self.chain.read(c, t, v) {
+                    self.add_growth(c, &growth);
+                }
             }
-        };
-        self.chain = Some(next);
+        }
     }
 
     /// Where the counters stand after what was added.
-    pub fn chain(&self) -> Option<Chain> {
+    pub fn chain(&self) -> Chain {
         self.chain
     }
 
-    fn add_link(&mut self, link: &Link) {
-        if link.resets > 0 && self.range.contains(link.to) {
-            let start = self.bucketing.start_of(link.to);
-            self.bucket(start).resets += link.resets;
+    fn add_growth(&mut self, c: Counter, g: &Growth) {
+        if g.resets > 0 && self.range.contains(g.to) {
+            let start = self.bucketing.start_of(g.to);
+            self.bucket(start).resets += g.resets;
         }
-        self.spread(link.from, link.to, link.bought, link.sold);
+        self.spread(c, g.from, g.to, g.kwh);
     }
 
     /// A rollup's counters in place of its readings. The caller promises that
-    /// the fold stands where the rollup's readings began (`chain()` equals its
-    /// `entering`), and that the rollup's span lies inside the range and in
-    /// one bucket; then this adds exactly what its readings would have.
-    pub fn add_counters(&mut self, start: Timestamp, c: &CounterSummary) {
-        debug_assert_eq!(self.chain, c.entering);
-        if let Some(link) = &c.incoming {
-            self.add_link(link);
+    /// the fold stands where the rollup's readings of each counter began
+    /// (`chain()` equals its entering chain for every counter it read), and
+    /// that the rollup's span lies inside the range and in one bucket; then
+    /// this adds exactly what its readings would have.
+    pub fn add_counters(&mut self, start: Timestamp, counters: &Counters<Option<CounterSpan>>) {
+        for c in Counter::BOTH {
+            let Some(span) = counters.get(c) else {
+                continue;
+            };
+            debug_assert_eq!(*self.chain.get(c), span.entering);
+            if let Some(growth) = &span.incoming {
+                self.add_growth(c, growth);
+            }
+            // As the readings would: a bucket only where a link between them lies.
+            if span.leaving.at > span.first_at {
+                let bucket = self.bucket(self.bucketing.start_of(start));
+                *bucket.kwh_mut(c) += span.inside_kwh;
+                bucket.resets += span.inside_resets;
+            }
+            *self.chain.get_mut(c) = Some(span.leaving);
         }
-        // As the readings would: a bucket only where a link between them lies.
-        if c.leaving.at > c.first_at {
-            let bucket = self.bucket(self.bucketing.start_of(start));
-            bucket.kwh_bought += c.inside_bought;
-            bucket.kwh_sold += c.inside_sold;
-            bucket.resets += c.inside_resets;
-        }
-        self.chain = Some(c.leaving);
     }
 
-    fn spread(&mut self, t0: Timestamp, t1: Timestamp, dp: f64, dn: f64) {
+    fn spread(&mut self, c: Counter, t0: Timestamp, t1: Timestamp, kwh: f64) {
         let span = (t1.millis() - t0.millis()) as f64;
         let a = t0.max(self.range.from());
         let b = t1.min(self.range.to());
@@ -423,9 +439,7 @@ impl EnergyFold {
         while start < b {
             let end = self.bucketing.end_of(start);
             let share = (end.min(b).millis() - start.max(a).millis()) as f64 / span;
-            let bucket = self.bucket(start);
-            bucket.kwh_bought += dp * share;
-            bucket.kwh_sold += dn * share;
+            *self.bucket(start).kwh_mut(c) += kwh * share;
             start = end;
         }
     }
@@ -470,7 +484,13 @@ mod tests {
     ) -> Vec<(String, f64, f64, u32)> {
         let mut fold = EnergyFold::new(b, range);
         for (t, p, n) in readings {
-            fold.add(ts(t), *p, *n);
+            fold.add(
+                ts(t),
+                Counters {
+                    bought: Some(*p),
+                    sold: Some(*n),
+                },
+            );
         }
         fold.finish()
             .into_iter()

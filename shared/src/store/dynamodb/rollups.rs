@@ -17,8 +17,8 @@
 use super::blocks::{block_value, hour_block, hour_of};
 use super::calls::Request;
 use super::{decode_reading, s, unavailable, DynamoStore, Item};
-use crate::domain::aggregate::counter::Chain;
-use crate::domain::aggregate::rollup::{day, leaving, spans, Cascade, Rollup, Stored};
+use crate::domain::aggregate::counter::{Chain, Counter, Counters, Mark};
+use crate::domain::aggregate::rollup::{day, leaving, spans, Cascade, Rollup, Stored, StoredV1};
 use crate::keys::{self, attr, ROLLUPS_SINCE_SK};
 use crate::model::{DeviceId, Reading, Span, TimeRange, Timestamp};
 use crate::store::{RollupWrites, StoreError};
@@ -434,7 +434,7 @@ impl DynamoStore {
         &self,
         device: &DeviceId,
         start: Timestamp,
-    ) -> Result<(Option<Chain>, Option<f64>), StoreError> {
+    ) -> Result<(Chain, Option<f64>), StoreError> {
         let old_item = self.rollup_item_at(device, Span::Hour, start).await?;
         // The block keeps readings whose raw items TTL has deleted; the raw
         // items there are newer writes of the same key, or new readings.
@@ -445,7 +445,8 @@ impl DynamoStore {
         let entering = self
             .rollup_before(device, Span::Hour, start)
             .await?
-            .and_then(|r| r.chain);
+            .map(|r| r.chain)
+            .unwrap_or_default();
         let hour = range(start, Span::Hour.end_of(start)).expect("an hour is not empty");
         let mut readings = kept;
         readings.extend(self.readings_for_rollups(device, &hour).await?);
@@ -570,10 +571,12 @@ impl DynamoStore {
         let mut chains = [
             self.rollup_before(device, Span::Hour, from)
                 .await?
-                .and_then(|r| r.chain),
+                .map(|r| r.chain)
+                .unwrap_or_default(),
             self.rollup_before(device, Span::Day, from)
                 .await?
-                .and_then(|r| r.chain),
+                .map(|r| r.chain)
+                .unwrap_or_default(),
         ];
         let mut built = 0;
         let mut day_start = Span::Day.start_of(first);
@@ -734,7 +737,7 @@ pub(super) fn hour_item(
     device: &DeviceId,
     start: Timestamp,
     readings: &[Reading],
-    entering: Option<Chain>,
+    entering: Chain,
 ) -> Result<Item, StoreError> {
     let mut item = Item::with_capacity(4);
     item.insert(attr::PK.to_owned(), s(keys::reading_pk(device)));
@@ -745,41 +748,69 @@ pub(super) fn hour_item(
     let block = block_value(readings)?
         .ok_or_else(|| StoreError::Corrupt(format!("{device}: an hour item without readings")))?;
     item.insert(attr::BLOCK.to_owned(), block);
-    if let Some(c) = entering {
-        let n = |v: f64| AttributeValue::N(v.to_string());
-        item.insert(
-            attr::ENTERING.to_owned(),
-            AttributeValue::L(vec![
-                AttributeValue::N(c.at.millis().to_string()),
-                n(c.bought),
-                n(c.sold),
-            ]),
-        );
+    if entering.bought.is_some() || entering.sold.is_some() {
+        item.insert(attr::ENTERING.to_owned(), entering_value(&entering));
     }
     Ok(item)
 }
 
-/// The chain an hour item says its hour entered with.
-fn entering_of(item: &Item) -> Result<Option<Chain>, String> {
+/// An hour item's entering chain: `[time, kWh]` of the bought counter, then
+/// of the sold one, each `NULL` for a counter without a mark (four
+/// elements). Items written before each counter was followed on its own
+/// have three: `[time, kWh bought, kWh sold]`, both counters at that time.
+fn entering_value(chain: &Chain) -> AttributeValue {
+    let mut parts = Vec::with_capacity(4);
+    for c in Counter::BOTH {
+        match chain.get(c) {
+            Some(m) => {
+                parts.push(AttributeValue::N(m.at.millis().to_string()));
+                parts.push(AttributeValue::N(m.reference.to_string()));
+            }
+            None => parts.extend([AttributeValue::Null(true), AttributeValue::Null(true)]),
+        }
+    }
+    AttributeValue::L(parts)
+}
+
+/// The chain an hour item says its hour entered with (`entering_value`).
+fn entering_of(item: &Item) -> Result<Chain, String> {
     let Some(v) = item.get(attr::ENTERING) else {
-        return Ok(None);
+        return Ok(Chain::default());
     };
     let parts = v
         .as_l()
         .map_err(|_| "an entering chain that is not a list")?;
-    let number = |i: usize| -> Result<&str, String> {
-        parts
-            .get(i)
-            .and_then(|p| p.as_n().ok())
-            .map(String::as_str)
-            .ok_or_else(|| format!("entering chain part {i}"))
+    let number = |i: usize| -> Result<Option<&str>, String> {
+        match parts.get(i) {
+            Some(AttributeValue::N(n)) => Ok(Some(n.as_str())),
+            Some(AttributeValue::Null(_)) => Ok(None),
+            _ => Err(format!("entering chain part {i}")),
+        }
     };
-    let at: i64 = number(0)?.parse().map_err(|e| format!("{e}"))?;
-    Ok(Some(Chain {
-        at: Timestamp::from_millis(at).map_err(|e| e.to_string())?,
-        bought: number(1)?.parse().map_err(|e| format!("{e}"))?,
-        sold: number(2)?.parse().map_err(|e| format!("{e}"))?,
-    }))
+    let mark = |at: Option<&str>, v: Option<&str>| -> Result<Option<Mark>, String> {
+        match (at, v) {
+            (Some(at), Some(v)) => {
+                let at: i64 = at.parse().map_err(|e| format!("{e}"))?;
+                Ok(Some(Mark {
+                    at: Timestamp::from_millis(at).map_err(|e| e.to_string())?,
+                    reference: v.parse().map_err(|e| format!("{e}"))?,
+                }))
+            }
+            (None, None) => Ok(None),
+            _ => Err("an entering mark with a time or a value alone".into()),
+        }
+    };
+    match parts.len() {
+        3 => Ok(Counters {
+            bought: mark(number(0)?, number(1)?)?,
+            sold: mark(number(0)?, number(2)?)?,
+        }),
+        4 => Ok(Counters {
+            bought: mark(number(0)?, number(1)?)?,
+            sold: mark(number(2)?, number(3)?)?,
+        }),
+        n => Err(format!("an entering chain of {n} parts")),
+    }
 }
 
 /// A rollup's item in the stored shape (`rollup::Stored`): days, and hours
@@ -819,6 +850,11 @@ fn decode_rollup(mut item: Item) -> Result<Rollup, StoreError> {
     }
     item.remove(attr::SK);
     item.remove(attr::PK);
+    // Version 1 items (both counters followed together) are still read.
+    if matches!(item.get("v"), Some(AttributeValue::N(v)) if v == "1") {
+        let stored: StoredV1 = serde_dynamo::from_item(item).map_err(|e| corrupt(e.to_string()))?;
+        return stored.decode(span, start).map_err(corrupt);
+    }
     let stored: Stored = serde_dynamo::from_item(item).map_err(|e| corrupt(e.to_string()))?;
     stored.decode(span, start).map_err(corrupt)
 }

@@ -79,7 +79,7 @@ mod tests {
                 .unwrap(),
             })
             .collect();
-        for rollup in spans(Span::Hour, None, readings.iter()) {
+        for rollup in spans(Span::Hour, Default::default(), readings.iter()) {
             let item = super::super::rollups::rollup_item(&device, &rollup).unwrap();
             assert_eq!(
                 rollup_size(device.as_str().len(), &Stored::from(&rollup)),

@@ -17,7 +17,9 @@
 use super::rows::Bounds;
 use super::series;
 use super::{db_err, StoreError};
-use crate::domain::aggregate::rollup::{leaving, spans, Cascade, Rollup, Stored};
+use crate::domain::aggregate::rollup::{
+    leaving, postcard_version, spans, Cascade, Rollup, Stored, StoredV1,
+};
 use crate::model::{DeviceId, Reading, Span, TimeRange, Timestamp};
 use crate::store::FastMap;
 use crate::store::Order;
@@ -54,6 +56,18 @@ fn decode_sized(
     use crate::domain::billing;
     let corrupt =
         |e: String| StoreError::Corrupt(format!("{} rollup at {start}: {e}", span.as_str()));
+    let start = Timestamp::from_millis(start).map_err(|e| corrupt(e.to_string()))?;
+    if postcard_version(body) == Some(1) {
+        // Written before each counter was followed on its own: sized as
+        // this build would store it.
+        let stored: StoredV1<&str> =
+            postcard::from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
+        let rollup = stored.decode(span, start).map_err(corrupt)?;
+        if let Some((pk_len, bytes)) = sized {
+            *bytes += billing::rollup_size(pk_len, &Stored::from(&rollup));
+        }
+        return Ok(rollup);
+    }
     let stored: Stored<&str> = postcard::from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
     if let Some((pk_len, bytes)) = sized {
         *bytes += match size.and_then(|s| usize::try_from(s).ok()) {
@@ -61,7 +75,6 @@ fn decode_sized(
             None => billing::rollup_size(pk_len, &stored),
         };
     }
-    let start = Timestamp::from_millis(start).map_err(|e| corrupt(e.to_string()))?;
     stored.decode(span, start).map_err(corrupt)
 }
 
@@ -169,7 +182,7 @@ fn append(
         match &mut current {
             Some(c) if c.start == start => c.add(r),
             _ => {
-                let entering = current.as_ref().and_then(|c| c.chain);
+                let entering = current.as_ref().map_or_else(Default::default, |c| c.chain);
                 if let Some(done) = current.take().filter(|_| dirty) {
                     put(tx, device, &done)?;
                 }
@@ -200,7 +213,9 @@ fn recompute(
 ) -> Result<(), StoreError> {
     while let Some(start_at) = cascade.next_start() {
         let start = start_at.millis();
-        let entering = latest_before(tx, device, span, start)?.and_then(|r| r.chain);
+        let entering = latest_before(tx, device, span, start)?
+            .map(|r| r.chain)
+            .unwrap_or_default();
         let end = span.end_of(start_at);
         let readings = series::device_readings(
             tx,
@@ -378,7 +393,9 @@ pub fn rebuild(
         .map_err(db_err)?;
     }
     // In the order of SPANS.
-    let mut chains = [latest_before(tx, device, Span::Day, from)?.and_then(|r| r.chain)];
+    let mut chains = [latest_before(tx, device, Span::Day, from)?
+        .map(|r| r.chain)
+        .unwrap_or_default()];
     let mut built = 0;
     let mut day = read_from;
     while day < read_to {

@@ -261,7 +261,7 @@ proptest! {
                 let all = pages(|r| async move { both.device_readings(d, &r).await }, Order::Asc, 100_000).await.concat();
                 let everything = crate::model::TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap();
                 for span in [Span::Hour, Span::Day] {
-                    prop_assert_eq!(both.rollups(d, span, &everything).await.unwrap(), spans(span, None, all.iter()));
+                    prop_assert_eq!(both.rollups(d, span, &everything).await.unwrap(), spans(span, Default::default(), all.iter()));
                 }
             }
             Ok(())
