@@ -341,6 +341,120 @@ async fn windows_tags_and_fill_answer_as_the_readings_say<S: TestStore>() {
     );
 }
 
+/// A meter with one counter (issue 38): `spread`, `non_negative_difference`
+/// and `difference` of the counter it reports answer from its readings, and
+/// the counter it does not report has no series. Bought only (Tasmota's
+/// `ENERGY.Total`), sold only, and a meter whose sold counter starts at 02:00.
+async fn one_counter_answers_spread_and_differences<S: TestStore>() {
+    let app = app(S::fresh("iql-counters").await, None, RouteSet::All).await;
+    let mut readings = Vec::new();
+    for i in 0..36i64 {
+        let t = T0 + i * 10 * MIN;
+        let kwh = 100.0 + (i * (i % 4 + 1)) as f64 * 0.05;
+        readings.push(
+            json!({"device_id": "m-bought", "timestamp": iso(t), "type": "power",
+            "cumulative_kwh_p": kwh, "current_w": 300.0}),
+        );
+        readings.push(
+            json!({"device_id": "m-sold", "timestamp": iso(t), "type": "power",
+            "cumulative_kwh_n": kwh / 10.0, "current_w": -200.0}),
+        );
+        let mut gains = json!({"device_id": "m-gains", "timestamp": iso(t), "type": "power",
+            "cumulative_kwh_p": kwh, "current_w": 300.0});
+        if i >= 12 {
+            gains["cumulative_kwh_n"] = json!(5.0 + i as f64 * 0.125);
+        }
+        readings.push(gains);
+    }
+    write(&app, &readings).await;
+    let (from, to) = (T0, T0 + 6 * 60 * MIN);
+    let range = format!("time >= {from}ms AND time < {to}ms");
+    let hours = |pts: &[(i64, f64)]| -> Vec<Vec<f64>> {
+        (0..6)
+            .map(|h| {
+                let start = from + h * 60 * MIN;
+                pts.iter()
+                    .filter(|(t, _)| *t >= start && *t < start + 60 * MIN)
+                    .map(|p| p.1)
+                    .collect()
+            })
+            .collect()
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    for (device, field) in [
+        ("m-bought", "cumulative_kwh_p"),
+        ("m-sold", "cumulative_kwh_n"),
+        ("m-gains", "cumulative_kwh_p"),
+        ("m-gains", "cumulative_kwh_n"),
+    ] {
+        let pts = points(&readings, device, field);
+        let by_hour = hours(&pts);
+        // Hourly spread: from rollups where the engine has them.
+        let q = format!("SELECT spread({field}) FROM power WHERE device_id = '{device}' AND {range} GROUP BY time(1h) fill(none)");
+        let s = series(&app, &q).await;
+        let rows = s[0]["values"].as_array().unwrap();
+        let expected: Vec<(i64, f64)> = by_hour
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(h, v)| {
+                let max = v.iter().cloned().fold(f64::MIN, f64::max);
+                let min = v.iter().cloned().fold(f64::MAX, f64::min);
+                (from + h as i64 * 60 * MIN, max - min)
+            })
+            .collect();
+        assert_eq!(rows.len(), expected.len(), "{device} {field}: {rows:?}");
+        for (row, (t, spread)) in rows.iter().zip(&expected) {
+            assert_eq!(row[0], json!(t));
+            assert!(
+                close(row[1].as_f64().unwrap(), *spread),
+                "{device} {field}: {row} {spread}"
+            );
+        }
+        // The hourly maxima's growth.
+        let q = format!("SELECT non_negative_difference(max({field})) FROM power WHERE device_id = '{device}' AND {range} GROUP BY time(1h) fill(none)");
+        let s = series(&app, &q).await;
+        let rows = s[0]["values"].as_array().unwrap();
+        let maxima: Vec<f64> = by_hour
+            .iter()
+            .filter(|v| !v.is_empty())
+            .map(|v| v.iter().cloned().fold(f64::MIN, f64::max))
+            .collect();
+        assert_eq!(rows.len(), maxima.len() - 1, "{device} {field}: {rows:?}");
+        for (row, pair) in rows.iter().zip(maxima.windows(2)) {
+            assert!(
+                close(row[1].as_f64().unwrap(), pair[1] - pair[0]),
+                "{device} {field}: {row}"
+            );
+        }
+        // Raw differences between the counter's own readings.
+        let q = format!(
+            "SELECT difference({field}) FROM power WHERE device_id = '{device}' AND {range}"
+        );
+        let s = series(&app, &q).await;
+        let rows = s[0]["values"].as_array().unwrap();
+        assert_eq!(rows.len(), pts.len() - 1, "{device} {field}");
+        for (row, pair) in rows.iter().zip(pts.windows(2)) {
+            assert_eq!(row[0], json!(pair[1].0));
+            assert!(
+                close(row[1].as_f64().unwrap(), pair[1].1 - pair[0].1),
+                "{device} {field}: {row}"
+            );
+        }
+    }
+    for (device, field) in [
+        ("m-bought", "cumulative_kwh_n"),
+        ("m-sold", "cumulative_kwh_p"),
+    ] {
+        let q = format!("SELECT spread({field}) FROM power WHERE device_id = '{device}' AND {range} GROUP BY time(1h) fill(none)");
+        assert_eq!(
+            series(&app, &q).await,
+            Vec::<Value>::new(),
+            "{device} {field}"
+        );
+    }
+}
+
 async fn raw_rows_selectors_and_zones<S: TestStore>() {
     let app = app(S::fresh("iql-raw").await, None, RouteSet::All).await;
     let readings = household();
@@ -602,6 +716,7 @@ async fn chunked_answers_are_one_document_per_chunk<S: TestStore>() {
 }
 
 on_every_store!(
+    one_counter_answers_spread_and_differences,
     meta_queries_list_what_grafana_picks_from,
     windows_tags_and_fill_answer_as_the_readings_say,
     raw_rows_selectors_and_zones,

@@ -31,7 +31,7 @@ fn stream(name: &str) -> Event {
 }
 
 /// The files this test replays, in order. A new fixture must be added here.
-const ORDER: [&str; 15] = [
+const ORDER: [&str; 17] = [
     "01-post-reading-power.json",
     "02-post-readings-batch.json",
     "03-post-readings-invalid.json",
@@ -47,6 +47,8 @@ const ORDER: [&str; 15] = [
     "13-iot-rule-tasmota.json",
     "14-iot-rule-zigbee2mqtt.json",
     "15-influxql-query.json",
+    "16-post-readings-bought-only.json",
+    "17-get-device-energy.json",
 ];
 
 #[test]
@@ -236,6 +238,45 @@ async fn fixtures_replay_through_the_handlers<S: TestStore>() {
             assert_eq!(body["reading"]["battery_pct"], json!(87.0));
         }
     }
+
+    // A plug that reports its bought counter alone (issue 38): its energy
+    // per hour, from the rollups each engine keeps.
+    assert_eq!(
+        run("16-post-readings-bought-only.json").await,
+        (200, json!({"written": 4}))
+    );
+    let written: Vec<shared::model::Reading> = serde_json::from_str::<Vec<Value>>(
+        load("16-post-readings-bought-only.json")["body"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap()
+    .iter()
+    .map(|r| {
+        shared::model::Reading::from_json(r, shared::model::Timestamp::now(), |_| None).unwrap()
+    })
+    .collect();
+    let response = shared::stream::rollups::handle(&store, stream_event_for(&written)).await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    let energy = get("17-get-device-energy.json").await;
+    let buckets: Vec<(&str, f64, f64)> = energy["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                &b["start"].as_str().unwrap()[11..16],
+                b["kwh_bought"].as_f64().unwrap(),
+                b["kwh_sold"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        buckets,
+        vec![("00:00", 1.25, 0.0), ("01:00", 0.75, 0.0)],
+        "{energy}"
+    );
+    assert_eq!(energy["kwh_bought"], json!(2.0));
 }
 
 async fn a_poison_record_is_reported_by_sequence_number_and_the_rest_applied<S: TestStore>() {
@@ -352,6 +393,9 @@ async fn answers<S: TestStore>() -> Vec<Value> {
     }
     let (status, body) = answer(&handle(&query, api(ORDER[14])).await);
     out.push(json!({ "status": status, "body": body }));
+    out.push(answer(&handle(&ingest, api(ORDER[15])).await).1);
+    let (status, body) = answer(&handle(&query, api(ORDER[16])).await);
+    out.push(json!({ "status": status, "body": body }));
     out
 }
 
@@ -359,12 +403,14 @@ async fn answers<S: TestStore>() -> Vec<Value> {
 async fn the_embedded_store_and_dynamodb_give_the_same_answers() {
     let mut dynamo = answers::<shared::store::DynamoStore>().await;
     let mut sqlite = answers::<shared::store::SqliteStore>().await;
-    assert_eq!(dynamo.len(), 15);
+    assert_eq!(dynamo.len(), 17);
     // What an aggregate was computed from differs (rollups on the embedded
     // store only); what it answers may not.
     for answers in [&mut dynamo, &mut sqlite] {
-        let body = answers[11]["body"].as_object_mut().unwrap();
-        assert!(body.remove("source").is_some() && body.remove("items_read").is_some());
+        for i in [11, 16] {
+            let body = answers[i]["body"].as_object_mut().unwrap();
+            assert!(body.remove("source").is_some() && body.remove("items_read").is_some());
+        }
     }
     // Read units: as dynalite reports them, and as the embedded store
     // computes them from the same item sizes; they agree.

@@ -175,3 +175,93 @@ async fn a_message_the_store_cannot_take_fails_and_is_stored_when_it_can() {
     assert_eq!(body["reading"]["current_w"], json!(999.0));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Energy from every MQTT payload that carries a counter (issue 38): a
+/// Tasmota plug (`ENERGY.Total`, kWh), a Shelly switch (`aenergy.total`,
+/// Wh) and a Zigbee2MQTT plug (`energy`, kWh) report the bought counter
+/// alone. Each message every 10 minutes for three hours; hourly energy is
+/// the counter's own differences, on DynamoDB and on the embedded store.
+#[tokio::test]
+async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
+    let dir = std::env::temp_dir().join(format!("mqtt-energy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let sqlite = SqliteStore::open(dir.join("ingester.db")).unwrap();
+    let dynamo = fresh_store(&dynalite(), "mqtt-energy").await;
+    // (topic, payload of a counter value in kWh, device)
+    type Payload = fn(f64) -> String;
+    let devices: [(&str, Payload, &str); 3] = [
+        (
+            "tele/pow-1/SENSOR",
+            |kwh| {
+                format!(
+                    r#"{{"Time":"2026-11-21T03:00:00","ENERGY":{{"Total":{kwh:.3},"Power":150,"Voltage":231}}}}"#
+                )
+            },
+            "pow-1",
+        ),
+        (
+            "shellyplus1pm-c1/status/switch:0",
+            |kwh| {
+                format!(
+                    r#"{{"id":0,"output":true,"apower":8.9,"aenergy":{{"total":{:.1},"by_minute":[0,0,0],"minute_ts":1795226400}}}}"#,
+                    kwh * 1000.0
+                )
+            },
+            "shellyplus1pm-c1",
+        ),
+        (
+            "zigbee2mqtt/plug-2",
+            |kwh| format!(r#"{{"power":41.5,"energy":{kwh:.3},"state":"ON"}}"#),
+            "plug-2",
+        ),
+    ];
+    let kwh = |i: i64| 120.0 + (0..i).map(|j| (j % 3 + 1) as f64 * 0.125).sum::<f64>();
+    let sqlite_app = app(sqlite, None, RouteSet::All).await;
+    let dynamo_app = app(dynamo, None, RouteSet::All).await;
+    for i in 0..=18i64 {
+        let received = RECEIVED + i * 600_000;
+        for (topic, payload, _) in &devices {
+            let m = message(topic, &payload(kwh(i)), received);
+            let s = on_message(&sqlite_app.store, &sqlite_app.registry, &m)
+                .await
+                .unwrap();
+            let d = on_message(&dynamo_app.store, &dynamo_app.registry, &m)
+                .await
+                .unwrap();
+            assert_eq!((s.written, d.written), (1, 1), "{topic}");
+        }
+    }
+    let q = [
+        ("from", "2026-11-21T02:00:00Z"),
+        ("to", "2026-11-21T05:00:00Z"),
+        ("bucket", "1h"),
+    ];
+    for (_, _, device) in &devices {
+        let path = format!("/devices/{device}/energy");
+        let answers = [
+            (
+                "sqlite",
+                answer(&handle(&sqlite_app, api_event("GET", &path, &q, None, &[])).await),
+            ),
+            (
+                "dynamodb",
+                answer(&handle(&dynamo_app, api_event("GET", &path, &q, None, &[])).await),
+            ),
+        ];
+        for (store_name, (status, body)) in answers {
+            assert_eq!(status, 200, "{store_name} {device}: {body}");
+            let buckets = body["buckets"].as_array().unwrap();
+            assert_eq!(buckets.len(), 3, "{store_name} {device}: {body}");
+            for (h, b) in buckets.iter().enumerate() {
+                let expected = kwh(6 * (h as i64 + 1)) - kwh(6 * h as i64);
+                let got = b["kwh_bought"].as_f64().unwrap();
+                assert!(
+                    (got - expected).abs() < 1e-6,
+                    "{store_name} {device} hour {h}: {got} vs {expected}"
+                );
+                assert_eq!(b["kwh_sold"].as_f64(), Some(0.0));
+            }
+        }
+    }
+}

@@ -719,6 +719,12 @@ fn finish(
             row.extend(cells);
             values.push(row);
         }
+        if fill == Fill::None {
+            // A window with points of the series but none of the selected
+            // fields (a meter's hour without its sold counter) has no row,
+            // as in InfluxDB, where each field is its own series.
+            values.retain(|row| row[1..].iter().any(|c| *c != Cell::Null));
+        }
         fill_rows(&mut values, fill, &funcs);
         let values = differences(values, &plan.transforms);
         if values.is_empty() {
