@@ -191,7 +191,22 @@ pub fn answer(resp: &ApiGatewayV2httpResponse) -> (u16, Value) {
         Some(Body::Binary(b)) => serde_json::from_slice(b).expect("JSON body"),
         _ => Value::Null,
     };
+    assert_no_negative_zero(&body);
     (resp.status_code as u16, body)
+}
+
+/// No answer writes a negative zero (`shared::api::json`): every test that
+/// reads an answer through `answer` holds every route to it.
+pub fn assert_no_negative_zero(v: &Value) {
+    match v {
+        Value::Number(n) => assert!(
+            !n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative()),
+            "a negative zero in an answer"
+        ),
+        Value::Array(a) => a.iter().for_each(assert_no_negative_zero),
+        Value::Object(o) => o.values().for_each(assert_no_negative_zero),
+        _ => {}
+    }
 }
 
 /// The `timestamp` of each reading of a `{"readings": [...]}` answer.

@@ -152,7 +152,7 @@ impl IntoResponse for ApiError {
         let mut response = (
             self.status(),
             [(header::CONTENT_TYPE, "application/json")],
-            self.body().to_string(),
+            super::json::to_string(&self.body()),
         )
             .into_response();
         if let ApiError::Unauthorized = self {

@@ -83,7 +83,7 @@ impl IntoResponse for InfluxError {
         let mut response = (
             self.status,
             [(header::CONTENT_TYPE, "application/json")],
-            body.to_string(),
+            super::json::to_string(&body),
         )
             .into_response();
         if self.status == StatusCode::UNAUTHORIZED {
@@ -340,9 +340,9 @@ pub async fn query<S: Store>(
                 .collect();
             let doc = json!({ "results": results });
             if pretty {
-                serde_json::to_string_pretty(&doc).unwrap_or_default()
+                super::json::to_string_pretty(&doc)
             } else {
-                doc.to_string()
+                super::json::to_string(&doc)
             }
         }
         Some(size) => chunked(&results, size, epoch),
@@ -485,7 +485,9 @@ fn chunked(results: &[influxql::StatementResult], size: usize, epoch: Option<Epo
             }
         }
         if chunks.is_empty() || r.error.is_some() {
-            out.push_str(&json!({ "results": [result_json(id, r, epoch)] }).to_string());
+            out.push_str(&super::json::to_string(
+                &json!({ "results": [result_json(id, r, epoch)] }),
+            ));
             out.push('\n');
             continue;
         }
@@ -500,7 +502,7 @@ fn chunked(results: &[influxql::StatementResult], size: usize, epoch: Option<Epo
             if k < last {
                 result.insert("partial".into(), json!(true));
             }
-            out.push_str(&json!({ "results": [result] }).to_string());
+            out.push_str(&super::json::to_string(&json!({ "results": [result] })));
             out.push('\n');
         }
     }

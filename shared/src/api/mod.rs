@@ -7,6 +7,7 @@ pub mod dashboard;
 mod error;
 mod extract;
 pub mod influx;
+pub mod json;
 pub mod lambda;
 mod layers;
 pub mod params;

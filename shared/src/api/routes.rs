@@ -114,7 +114,7 @@ fn ok<T: Serialize>(v: T) -> Answer {
 /// dozen times, copying each time.
 fn ok_sized<T: Serialize>(v: T, size: usize) -> Answer {
     let mut body = Vec::with_capacity(size);
-    if serde_json::to_writer(&mut body, &v).is_err() {
+    if super::json::to_writer(&mut body, &v).is_err() {
         // What `Json` answers for a value that does not serialise.
         return Ok(Json(v).into_response());
     }

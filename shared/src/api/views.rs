@@ -146,11 +146,11 @@ impl StatsAnswer<'_> {
             if i > 0 {
                 out.push(b',');
             }
-            serde_json::to_writer(&mut out, key).expect("a key serialises");
+            super::json::to_writer(&mut out, key).expect("a key serialises");
             out.push(b':');
             match entry {
                 Entry::Rows(buckets, fields) => bucket_rows(&mut out, buckets, fields),
-                other => serde_json::to_writer(&mut out, other).expect("an entry serialises"),
+                other => super::json::to_writer(&mut out, other).expect("an entry serialises"),
             }
         }
         out.extend_from_slice(b",\"read_units\":");
@@ -461,7 +461,7 @@ impl ColumnsPage<'_> {
     pub fn to_json_with_read_units(&self, read_units: f64) -> Vec<u8> {
         let mut out = Vec::with_capacity(1024 + self.page.readings.len() * 64);
         out.extend_from_slice(b"{\"columns\":");
-        serde_json::to_writer(&mut out, &self.columns()).expect("names serialise");
+        super::json::to_writer(&mut out, &self.columns()).expect("names serialise");
         if let Some(labels) = &self.labels {
             out.extend_from_slice(b",\"labels\":{");
             for (i, (name, text)) in labels.iter().enumerate() {
@@ -525,7 +525,7 @@ impl ColumnsPage<'_> {
             out.push(b']');
         }
         out.extend_from_slice(b"],\"next_cursor\":");
-        serde_json::to_writer(&mut out, &self.page.next_cursor).expect("text serialises");
+        super::json::to_writer(&mut out, &self.page.next_cursor).expect("text serialises");
         out.extend_from_slice(b",\"read_units\":");
         number(&mut out, read_units);
         out.push(b'}');
@@ -569,9 +569,10 @@ fn quoted(out: &mut Vec<u8>, text: &str) {
 /// A number as `serde_json` writes it (its shortest round trip): whole
 /// thousandths from their integer (`model::whole_thousandths`).
 fn number(out: &mut Vec<u8>, v: f64) {
+    let v = super::json::unsigned_zero(v);
     if let Some(m) = crate::model::whole_thousandths(v) {
         if v.is_sign_negative() {
-            out.push(b'-'); // -0.0 too, as serde_json writes it
+            out.push(b'-');
         }
         let (whole, frac) = (m.unsigned_abs() / 1000, m.unsigned_abs() % 1000);
         out.extend_from_slice(itoa::Buffer::new().format(whole).as_bytes());
@@ -589,7 +590,7 @@ fn number(out: &mut Vec<u8>, v: f64) {
             ]),
         }
     } else {
-        serde_json::to_writer(out, &v).expect("a number serialises");
+        super::json::to_writer(out, &v).expect("a number serialises");
     }
 }
 
@@ -790,7 +791,7 @@ mod tests {
                 bucketing: Bucketing::new(Width::Day, None),
             };
             let answer = stats(("device_id", "dev-1"), &q, &a, columns);
-            let expected = serde_json::to_vec(&MeteredStats { answer: &answer, read_units }).unwrap();
+            let mut expected = Vec::new(); super::super::json::to_writer(&mut expected, &MeteredStats { answer: &answer, read_units }).unwrap();
             prop_assert_eq!(
                 String::from_utf8(answer.to_json_with_read_units(read_units)).unwrap(),
                 String::from_utf8(expected).unwrap()
@@ -870,7 +871,8 @@ mod tests {
             };
             let labels = if once { Labels::Once } else { Labels::Each };
             let columns = ColumnsPage::new(&page, devices, labels);
-            let expected = serde_json::to_vec(&Metered {
+            let mut expected = Vec::new();
+            super::super::json::to_writer(&mut expected, &Metered {
                 page: &columns,
                 read_units,
             })

@@ -367,7 +367,7 @@ async fn draw<S: Store>(
         plot,
         points: data.points(),
         svg,
-        values: serde_json::to_string(&line).unwrap_or_default(),
+        values: crate::api::json::to_string(&line),
     })
 }
 

@@ -379,10 +379,12 @@ pub struct Stored<S = String> {
     pub s: Option<StoredCounter>,
     /// The mark (time, reference) kept through the span by a counter it has
     /// no reading of: bought, sold.
-    pub k: (Option<(i64, f64)>, Option<(i64, f64)>),
+    pub k: (Option<StoredMark>, Option<StoredMark>),
 }
 
 pub type StoredField<S = String> = (S, u64, f64, f64, f64);
+/// A counter's mark: (time in epoch milliseconds, reference kWh).
+pub type StoredMark = (i64, f64);
 pub type StoredRoom<S = String> = (S, Option<(u64, Vec<StoredField<S>>)>);
 
 /// A `CounterSpan`: marks as (time, reference).
