@@ -121,6 +121,8 @@ fn subscribe<S: Store>(
     Ok((app, Some(task)))
 }
 
+// Parsed once at start: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Serve the HTTP API (DESIGN §5): the Lambdas' Router on a local address.
@@ -147,6 +149,8 @@ enum Command {
         poll_ms: u64,
         #[command(flatten)]
         mqtt: MqttArgs,
+        #[command(flatten)]
+        price: PriceArgs,
         #[command(flatten)]
         store: StoreArgs,
     },
@@ -310,6 +314,27 @@ async fn migrate_between<A: Store, B: Store>(
     Ok(true)
 }
 
+/// What the dashboard shows energy's cost at (docs/dashboard.md).
+#[derive(Args)]
+struct PriceArgs {
+    /// A flat price per kWh bought (a decimal, such as 0.31); unset, the dashboard shows no cost.
+    #[arg(long, env = "PRICE_PER_KWH")]
+    price_per_kwh: Option<String>,
+    /// The price's currency, an ISO 4217 code.
+    #[arg(long, env = "CURRENCY", default_value = shared::domain::tariff::DEFAULT_CURRENCY)]
+    currency: String,
+}
+
+impl PriceArgs {
+    fn tariff(&self) -> Result<Option<shared::domain::tariff::Tariff>, String> {
+        shared::domain::tariff::Tariff::parse(
+            self.price_per_kwh.as_deref().unwrap_or(""),
+            &self.currency,
+        )
+        .map_err(|e| format!("--price-per-kwh/--currency: {e}"))
+    }
+}
+
 #[derive(Args)]
 struct StoreArgs {
     /// SQLite database file of the embedded store (created if missing).
@@ -397,6 +422,7 @@ impl StoreArgs {
                 budget: Duration::from_millis(self.dynamodb_budget_ms),
                 ..Default::default()
             },
+            tariff: None,
         }
     }
 }
@@ -556,10 +582,12 @@ async fn serve_command(
     cache_ttl: u64,
     poll_ms: u64,
     mqtt: MqttArgs,
+    price: PriceArgs,
     store: StoreArgs,
     stop: &Stop,
 ) -> Result<bool, String> {
-    let config = store.config(token.as_deref(), open_reads, Duration::from_secs(cache_ttl));
+    let mut config = store.config(token.as_deref(), open_reads, Duration::from_secs(cache_ttl));
+    config.tariff = price.tariff()?;
     door_check(addr, config.ingest_token.is_some(), insecure_open)?;
     let every = Duration::from_millis(poll_ms);
     let Some(opened) = stop.or(open(&config, stop)).await else {
@@ -598,6 +626,7 @@ async fn run(cli: Cli, stop: &Stop) -> Result<bool, String> {
             cache_ttl,
             poll_ms,
             mqtt,
+            price,
             store,
         } => {
             serve_command(
@@ -608,6 +637,7 @@ async fn run(cli: Cli, stop: &Stop) -> Result<bool, String> {
                 cache_ttl,
                 poll_ms,
                 mqtt,
+                price,
                 store,
                 stop,
             )

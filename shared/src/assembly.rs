@@ -209,6 +209,7 @@ pub async fn app<S: Store>(
 ) -> Result<App<S>, AssemblyError> {
     App::new(store, access, routes, config.registry_cache_ttl)
         .await
+        .map(|app| app.with_tariff(config.tariff.clone()))
         .map_err(AssemblyError::Registry)
 }
 

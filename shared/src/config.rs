@@ -3,6 +3,7 @@
 //! home. `assembly` builds the program from it.
 
 use crate::auth::{BearerToken, ReadAccess};
+use crate::domain::tariff::Tariff;
 use crate::store::dynamodb::CallPolicy;
 use crate::store::{Indexes, Retention};
 use std::path::PathBuf;
@@ -61,6 +62,10 @@ pub struct Config {
     /// DynamoDB may take, retries included; the adapter owns every retry
     /// (`store::dynamodb::calls`).
     pub dynamodb: CallPolicy,
+    /// `PRICE_PER_KWH` and `CURRENCY` (default unset, and `EUR`): a flat
+    /// price the dashboard shows energy's cost at (template parameters
+    /// `PricePerKwh` and `Currency`); unset, no cost is shown.
+    pub tariff: Option<Tariff>,
 }
 
 /// `enabled` or `disabled`, for a setting named `name`.
@@ -208,6 +213,15 @@ impl Config {
                 }
             };
         }
+        let (price, currency) = (
+            get("PRICE_PER_KWH").unwrap_or_default(),
+            get("CURRENCY").unwrap_or_default(),
+        );
+        let tariff = Tariff::parse(&price, &currency).map_err(|_| ConfigError::Invalid {
+            name: "PRICE_PER_KWH and CURRENCY",
+            expected: "a price per kWh from 0 to 100 and a currency code of three capital letters",
+            value: format!("{price} {currency}"),
+        })?;
         Ok(Self {
             store,
             ingest_token,
@@ -220,6 +234,7 @@ impl Config {
             indexes,
             registry_latest_interval,
             dynamodb,
+            tariff,
         })
     }
 }
@@ -281,5 +296,28 @@ mod tests {
             .unwrap()
             .ingest_token
             .is_none());
+        // No price unless one is set; the template's defaults set none.
+        assert_eq!(c.tariff, None);
+        let priced = cfg(&[
+            ("TABLE_NAME", "t"),
+            ("PRICE_PER_KWH", "0.32"),
+            ("CURRENCY", "GBP"),
+        ])
+        .unwrap();
+        assert_eq!(
+            priced.tariff.as_ref().map(|t| (t.per_kwh(), t.currency())),
+            Some((0.32, "GBP"))
+        );
+        assert_eq!(
+            cfg(&[
+                ("TABLE_NAME", "t"),
+                ("PRICE_PER_KWH", ""),
+                ("CURRENCY", "EUR")
+            ])
+            .unwrap()
+            .tariff,
+            None
+        );
+        assert!(cfg(&[("TABLE_NAME", "t"), ("PRICE_PER_KWH", "lots")]).is_err());
     }
 }

@@ -308,44 +308,181 @@ async fn names_are_escaped<S: TestStore>() {
     }
 }
 
-async fn energy_today_and_yesterday_are_the_energy_routes<S: TestStore>() {
+/// The attribute `name` of the first element after `marker` on a page.
+fn attr_after(page: &str, marker: &str, name: &str) -> String {
+    let at = page.find(marker).unwrap_or_else(|| panic!("no {marker}"));
+    page[at..]
+        .split(&format!("{name}=\""))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {name} after {marker}"))
+        .split('"')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// kWh bought and sold of `/devices/{device}/energy` over `[from, to)`.
+async fn energy_route<S: Store>(
+    app: &App<S>,
+    device: &str,
+    from: i64,
+    to: i64,
+    bucket: &str,
+) -> (f64, f64) {
+    let from = Timestamp::from_millis(from).unwrap().to_string();
+    let to = Timestamp::from_millis(to).unwrap().to_string();
+    let (status, e) = answer(
+        &get(
+            app,
+            &format!("/devices/{device}/energy"),
+            &[("from", &from), ("to", &to), ("bucket", bucket)],
+            &[],
+        )
+        .await,
+    );
+    assert_eq!(status, 200, "{e}");
+    (
+        e["kwh_bought"].as_f64().unwrap(),
+        e["kwh_sold"].as_f64().unwrap(),
+    )
+}
+
+/// A meter that reports its bought counter alone, beside the two-counter one.
+fn bought_only() -> Vec<Value> {
+    (0..156)
+        .map(|i| {
+            json!({"device_id": "plug-1", "timestamp": ago(10 + i * 10), "type": "power",
+                   "cumulative_kwh_p": 40.0 + (156 - i) as f64 * 0.05, "current_w": 120.0})
+        })
+        .collect()
+}
+
+/// The overview's electricity: today, yesterday, this month and last
+/// month of each meter (a bought-only one too; not summed, as a plug is
+/// often inside the house's meter), what the energy route answers for the
+/// same periods; without a price there is no cost.
+async fn the_overview_s_electricity_is_the_energy_routes<S: TestStore>() {
     let app = app(S::fresh("dash-energy").await, None, RouteSet::All).await;
     post(&app, &history()).await;
+    post(&app, &bought_only()).await;
     let (_, page) = text(&get(&app, "/", &[], &[]).await);
-    let cell = |row: &str| {
-        let at = page.find(&format!("<tr class=\"{row}\">")).unwrap();
-        page[at..]
-            .split("<td>")
-            .nth(1)
-            .unwrap()
-            .split('<')
-            .next()
-            .unwrap()
-            .to_owned()
-    };
     let now = Timestamp::now().millis();
-    let midnight = now - now % 86_400_000;
-    let day = |from: i64, to: i64| {
-        let from = Timestamp::from_millis(from).unwrap().to_string();
-        let to = Timestamp::from_millis(to).unwrap().to_string();
-        (from, to)
+    let midnight = now - now.rem_euclid(86_400_000);
+    let month = |back: u32| {
+        use chrono::{Datelike, TimeZone};
+        let t = chrono::Utc
+            .timestamp_millis_opt(now)
+            .unwrap()
+            .date_naive()
+            .with_day(1)
+            .unwrap();
+        let t = t.checked_sub_months(chrono::Months::new(back)).unwrap();
+        let next = t.checked_add_months(chrono::Months::new(1)).unwrap();
+        let ms =
+            |d: chrono::NaiveDate| d.and_hms_opt(0, 0, 0).unwrap().and_utc().timestamp_millis();
+        (ms(t), ms(next))
     };
-    for (row, (from, to)) in [
-        ("today", day(midnight, midnight + 86_400_000)),
-        ("yesterday", day(midnight - 86_400_000, midnight)),
-    ] {
-        let (status, e) = answer(
-            &get(
-                &app,
-                "/devices/meter-1/energy",
-                &[("from", &from), ("to", &to), ("bucket", "1d")],
-                &[],
-            )
-            .await,
+    for (device, sells) in [("meter-1", true), ("plug-1", false)] {
+        let table = &page[page
+            .find(&format!(
+                "<table class=\"energy-totals\" data-device=\"{device}\""
+            ))
+            .unwrap()..];
+        let table = table.split("</table>").next().unwrap();
+        assert_eq!(
+            table.contains("class=\"num sold\""),
+            sells,
+            "{device}: {table}"
         );
-        assert_eq!(status, 200, "{e}");
-        let want = e["kwh_bought"].as_f64().unwrap();
-        assert_eq!(cell(row), format!("{want:.2}"), "{row}");
+        for (period, (from, to), bucket) in [
+            ("Today", (midnight, midnight + 86_400_000), "1d"),
+            ("Yesterday", (midnight - 86_400_000, midnight), "1d"),
+            ("This month", month(0), "1mo"),
+            ("Last month", month(1), "1mo"),
+        ] {
+            let want = energy_route(&app, device, from, to, bucket).await;
+            let row = format!("data-period=\"{period}\"");
+            let bought: f64 = attr_after(table, &row, "data-kwh").parse().unwrap();
+            assert!(
+                (bought - want.0).abs() < 1e-9,
+                "{device} {period}: {bought} {want:?}"
+            );
+            if sells {
+                let at = table.find(&row).unwrap();
+                let sold_at = at + table[at..].find("class=\"num sold\"").unwrap();
+                let sold: f64 = attr_after(&table[sold_at..], "sold", "data-kwh")
+                    .parse()
+                    .unwrap();
+                assert!(
+                    (sold - want.1).abs() < 1e-9,
+                    "{device} {period}: {sold} {want:?}"
+                );
+            }
+        }
+    }
+    assert!(!page.contains("Cost"), "no price, no cost");
+}
+
+/// A meter's page: bars per hour of yesterday and today, per day of 30
+/// days and per month of 12, whose bars add up to their totals and to the
+/// energy route; a bought-only meter shows no sold column; with a price,
+/// the cost of what was bought.
+async fn a_meter_s_page_has_energy_bars_with_totals<S: TestStore>() {
+    let tariff = shared::domain::tariff::Tariff::parse("0.25", "GBP").unwrap();
+    let app = app(S::fresh("dash-meter").await, None, RouteSet::All)
+        .await
+        .with_tariff(tariff);
+    post(&app, &history()).await;
+    post(&app, &bought_only()).await;
+    let now = Timestamp::now().millis();
+    let midnight = now - now.rem_euclid(86_400_000);
+    for (device, sells) in [("meter-1", true), ("plug-1", false)] {
+        let (status, page) = text(&get(&app, &format!("/ui/devices/{device}"), &[], &[]).await);
+        assert_eq!(status, 200, "{page}");
+        assert!(
+            page.contains("id=\"energy\""),
+            "{device}: an energy section"
+        );
+        assert_eq!(page.contains("Sold (kWh)"), sells, "{device}");
+        for (key, from, bucket) in [
+            ("energy-hours", midnight - 86_400_000, "1h"),
+            ("energy-days", midnight - 29 * 86_400_000, "1d"),
+        ] {
+            let marker = format!("data-chart=\"{key}\"");
+            let values: Vec<(i64, i64, f64, f64)> = serde_json::from_str(
+                &attr_after(&page, &marker, "data-values").replace("&quot;", "\""),
+            )
+            .unwrap();
+            let total: f64 = attr_after(&page, &marker, "data-total-bought")
+                .parse()
+                .unwrap();
+            let summed: f64 = values.iter().map(|v| v.2).sum();
+            assert!(
+                (summed - total).abs() < 1e-9,
+                "{device} {key}: {summed} {total}"
+            );
+            let (want, _) = energy_route(&app, device, from, midnight + 86_400_000, bucket).await;
+            assert!(
+                (total - want).abs() < 1e-9,
+                "{device} {key}: {total} {want}"
+            );
+            assert!(total > 1.0, "{device} {key}: {total}");
+            if key == "energy-hours" {
+                assert!(values.iter().all(|v| v.1 - v.0 == 3_600_000), "hourly bars");
+                assert!((25..=48).contains(&values.len()), "{}", values.len());
+            }
+        }
+        assert!(page.contains("data-chart=\"energy-months\""));
+        let today: f64 = attr_after(&page, "data-period=\"Today\"", "data-kwh")
+            .parse()
+            .unwrap();
+        assert!(page.contains("Cost (GBP)"), "{device}: a cost column");
+        let at = page.find("data-period=\"Today\"").unwrap();
+        let row = page[at..].split("</tr>").next().unwrap();
+        assert!(
+            row.contains(&format!(">{:.2}<", (today * 0.25 * 100.0).round() / 100.0)),
+            "{device}: today's cost in {row}"
+        );
     }
 }
 
@@ -469,6 +606,7 @@ on_every_store!(
     pages_name_rooms_and_devices_and_draw_every_reading,
     bad_parameters_get_a_400_that_names_them,
     names_are_escaped,
-    energy_today_and_yesterday_are_the_energy_routes,
+    the_overview_s_electricity_is_the_energy_routes,
+    a_meter_s_page_has_energy_bars_with_totals,
     the_token_is_asked_once_and_kept_in_a_strict_cookie,
 );

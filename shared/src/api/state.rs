@@ -33,6 +33,8 @@ pub struct App<S> {
     pub routes: RouteSet,
     /// An MQTT subscription beside the server, for `GET /health`.
     pub subscription: Option<std::sync::Arc<crate::ingest::subscription::SubscriptionHealth>>,
+    /// The price the dashboard shows energy's cost at, when one is set.
+    pub tariff: Option<crate::domain::tariff::Tariff>,
 }
 
 impl<S: Store> App<S> {
@@ -51,7 +53,14 @@ impl<S: Store> App<S> {
             access,
             routes,
             subscription: None,
+            tariff: None,
         })
+    }
+
+    /// Shows energy's cost at this price on the dashboard.
+    pub fn with_tariff(mut self, tariff: Option<crate::domain::tariff::Tariff>) -> Self {
+        self.tariff = tariff;
+        self
     }
 
     /// Reports an MQTT subscription's health in `GET /health`.

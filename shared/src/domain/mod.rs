@@ -11,7 +11,8 @@
 //!   registry function remembers while warm);
 //! - `room_presence`: which devices a room read merges, over which time;
 //! - `billing`: the size rule DynamoDB bills reads by, over our reading type;
-//! - `block`: the block codec, a device's readings over a span as a few bytes.
+//! - `block`: the block codec, a device's readings over a span as a few bytes;
+//! - `tariff`: a flat price per kWh, what energy cost.
 
 pub mod aggregate;
 pub mod billing;
@@ -19,3 +20,4 @@ pub mod block;
 pub mod registry;
 pub mod registry_writes;
 pub mod room_presence;
+pub mod tariff;

@@ -5,8 +5,9 @@
 //! Three shapes: raw lines (short ranges), a min–max band with its mean
 //! (long ranges, from the aggregates and so from rollups), and bars (energy).
 
-use chrono::TimeZone;
+use super::ticks;
 use chrono_tz::Tz;
+use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
 /// A line of raw readings: (epoch ms, value).
@@ -76,30 +77,14 @@ const PALETTE: [RGBColor; 4] = [
     RGBColor(0x0f, 0x76, 0x6e),
 ];
 
-fn y_bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
+/// The lowest and highest finite value; `None` when there is none.
+fn y_bounds(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     let (lo, hi) = values
         .filter(|v| v.is_finite())
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
             (lo.min(v), hi.max(v))
         });
-    if !lo.is_finite() {
-        return (0.0, 1.0);
-    }
-    let pad = ((hi - lo) * 0.08).max(0.5);
-    (lo - pad, hi + pad)
-}
-
-fn time_label(ms: i64, span_ms: i64, tz: Tz) -> String {
-    let Some(t) = tz.timestamp_millis_opt(ms).single() else {
-        return String::new();
-    };
-    if span_ms <= 2 * 86_400_000 {
-        t.format("%H:%M").to_string()
-    } else if span_ms <= 120 * 86_400_000 {
-        t.format("%d %b").to_string()
-    } else {
-        t.format("%b %Y").to_string()
-    }
+    lo.is_finite().then_some((lo, hi))
 }
 
 /// The chart as a standalone SVG document, with `role="img"` and a title.
@@ -126,36 +111,56 @@ fn label(svg: String, title: &str, points: usize) -> String {
     }
 }
 
+/// Pixels left of the plot for the value labels, and below it for the times.
+const Y_LABELS_PX: u32 = 64;
+const X_LABELS_PX: u32 = 22;
+const MARGIN_PX: u32 = 8;
+/// Where the plot area starts, from the SVG's left edge, and ends, from its
+/// right edge (the page's pointer script maps a bar chart's x with them).
+pub const PLOT_LEFT: u32 = MARGIN_PX + Y_LABELS_PX;
+pub const PLOT_RIGHT: u32 = MARGIN_PX;
+
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, plotters::coord::Shift>,
     chart: &Chart,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
-    let (y_lo, y_hi) = match chart.data {
+    let bounds = match chart.data {
         Data::Lines(lines) => y_bounds(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1))),
         Data::Band(b) => y_bounds(b.iter().flat_map(|p| [p.min, p.max])),
-        Data::Bars(b) => {
-            let (lo, hi) = y_bounds(b.iter().flat_map(|p| [p.bought, -p.sold]));
-            (lo.min(0.0), hi.max(0.0))
-        }
+        // Bars stand on zero: bought up, sold down.
+        Data::Bars(b) => y_bounds(b.iter().flat_map(|p| [p.bought, -p.sold, 0.0])),
     };
-    let span = chart.to - chart.from;
+    let (lo, hi) = bounds.unwrap_or((0.0, 1.0));
+    let rows = (chart.height / 55).clamp(3, 8) as usize;
+    let (y_lo, y_hi, y_ticks) = ticks::value_ticks(lo, hi, rows);
+    let decimals = ticks::decimals(&y_ticks);
     let tz = chart.tz;
+    let step = ticks::time_step(
+        chart.from,
+        chart.to,
+        chart.width.saturating_sub(Y_LABELS_PX),
+    );
+    let x_ticks = ticks::time_ticks(chart.from, chart.to, step, tz);
     let mut c = ChartBuilder::on(root)
-        .margin(8)
-        .x_label_area_size(22)
-        .y_label_area_size(72)
-        .build_cartesian_2d(chart.from..chart.to, y_lo..y_hi)?;
+        .margin(MARGIN_PX)
+        .x_label_area_size(X_LABELS_PX)
+        .y_label_area_size(Y_LABELS_PX)
+        .build_cartesian_2d(
+            (chart.from..chart.to).with_key_points(x_ticks),
+            // Bounds on round steps: plotters' own key points then fall on
+            // them (it picks 1, 2 or 5 times a power of ten, as ours).
+            y_lo..y_hi,
+        )?;
     let text = ("sans-serif", 15).into_font().color(&INK);
     c.configure_mesh()
-        .x_labels(6)
-        .y_labels(5)
+        .y_labels(y_ticks.len())
         .light_line_style(WHITE)
         .bold_line_style(INK.mix(0.12))
         .axis_style(INK.mix(0.6))
         .label_style(text)
-        .x_label_formatter(&|ms| time_label(*ms, span, tz))
-        .y_label_formatter(&|v| format!("{v:.1}"))
+        .x_label_formatter(&|ms| step.format(*ms, tz))
+        .y_label_formatter(&|v| format!("{:.*}", decimals, crate::api::json::unsigned_zero(*v)))
         .y_desc(chart.unit)
         .draw()?;
     match chart.data {
@@ -196,7 +201,11 @@ fn draw<DB: DrawingBackend>(
 /// A small line without axes (the overview's 24 hours), as inline SVG.
 pub fn sparkline(points: &[(i64, f64)], from: i64, to: i64, title: &str) -> String {
     let (w, h) = (120.0, 32.0);
-    let (lo, hi) = y_bounds(points.iter().map(|p| p.1));
+    let (lo, hi) = match y_bounds(points.iter().map(|p| p.1)) {
+        Some((lo, hi)) if hi > lo => (lo, hi),
+        Some((v, _)) => (v - 0.5, v + 0.5),
+        None => (0.0, 1.0),
+    };
     let x = |t: i64| (t - from) as f64 / (to - from).max(1) as f64 * w;
     let y = |v: f64| h - (v - lo) / (hi - lo) * h;
     let mut path = String::new();
@@ -301,6 +310,58 @@ mod tests {
         let svg = chart(&Data::Bars(bars));
         assert_eq!(svg.matches("fill=\"#B91C1C\"").count(), 2, "{svg}");
         assert_eq!(svg.matches("fill=\"#15803D\"").count(), 1);
+    }
+
+    /// The texts of an SVG's `<text>` elements.
+    fn texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| t.split_once('>').map(|(_, rest)| rest))
+            .map(|rest| rest.split('<').next().unwrap_or("").trim().to_owned())
+            .collect()
+    }
+
+    /// The chart from 00:26 to 00:26: labels at round hours of the
+    /// zone, not at 00:26, 06:00, 11:33, 17:06; values at round steps.
+    #[test]
+    fn axes_are_labelled_at_round_times_and_values() {
+        let from = 1_795_998_360_000; // 2026-11-30T00:26:00Z
+        let points: Vec<(i64, f64)> = (0..144)
+            .map(|i| (from + i * 600_000, 17.3 + (i % 9) as f64 * 0.71))
+            .collect();
+        for (tz, hours) in [
+            (Tz::UTC, ["03:00", "06:00", "09:00"]),
+            (chrono_tz::Asia::Tokyo, ["12:00", "15:00", "18:00"]),
+        ] {
+            let svg = svg(&Chart {
+                title: "t",
+                unit: "°C",
+                from,
+                to: from + 86_400_000,
+                tz,
+                width: 720,
+                height: 260,
+                data: &Data::Lines(vec![Line {
+                    label: "s".into(),
+                    points: points.clone(),
+                }]),
+            });
+            let labels = texts(&svg);
+            for h in hours {
+                assert!(labels.iter().any(|l| l == h), "{h} in {labels:?}");
+            }
+            let times: Vec<&String> = labels.iter().filter(|l| l.contains(':')).collect();
+            assert!(times.len() >= 4, "{labels:?}");
+            assert!(times.iter().all(|l| l.ends_with(":00")), "{labels:?}");
+            let values: Vec<f64> = labels.iter().filter_map(|l| l.parse().ok()).collect();
+            assert!(values.len() >= 3, "{labels:?}");
+            let step = values[1] - values[0];
+            assert!([0.5, 1.0, 2.0].contains(&step.abs()), "{values:?}");
+            assert!(
+                values.iter().all(|v| (v / step).fract().abs() < 1e-9),
+                "{values:?}"
+            );
+        }
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! - `POST /ui/login`: the token once, kept as a session cookie.
 
 pub mod charts;
+pub mod energy;
 mod pages;
+pub mod ticks;
 
 use super::error::ApiError;
 use super::extract::{Id, Params};
@@ -301,24 +303,35 @@ impl Plot {
     }
 }
 
-/// The plots of a device: its gauges, and energy when it has both counters.
+/// The plots of a device: its gauges, and energy when it has a counter
+/// (bought, sold or both).
 fn plots(quantities: impl Iterator<Item = Quantity> + Clone) -> Vec<Plot> {
     let mut out: Vec<Plot> = quantities
         .clone()
         .filter(|q| q.kind() == QuantityKind::Gauge)
         .map(Plot::Gauge)
         .collect();
-    let has = |q| quantities.clone().any(|x| x == q);
-    if has(Quantity::EnergyBought) && has(Quantity::EnergySold) {
+    if quantities
+        .clone()
+        .any(|q| matches!(q, Quantity::EnergyBought | Quantity::EnergySold))
+    {
         out.push(Plot::Energy);
     }
     out
 }
 
+/// A page's charts are drawn twice: for a wide screen, and narrower with
+/// fewer labels for a phone (CSS shows one), so that text stays readable at
+/// 390 px instead of shrinking with the picture.
+pub const PAGE_SIZES: [(u32, u32); 2] = [(720, 260), (360, 240)];
+
 /// One chart, drawn.
 pub struct Drawn {
     pub plot: Plot,
+    /// The chart at the first size asked for.
     pub svg: String,
+    /// At the second size, if one was asked for.
+    pub narrow: Option<String>,
     pub points: usize,
     /// `[[minutes from the range's start, value], ...]` of the chart's line
     /// (the first line, or the band's mean), for the value under the pointer.
@@ -331,23 +344,26 @@ async fn draw<S: Store>(
     plot: Plot,
     view: &View,
     title: &str,
-    size: (u32, u32),
+    sizes: &[(u32, u32)],
 ) -> Result<Drawn, ApiError> {
     let data = match (plot, &partition) {
         (Plot::Energy, Partition::Device(d)) => energy_data(store, d, view).await?,
         (Plot::Energy, Partition::Room(_)) => Data::Bars(Vec::new()),
         (Plot::Gauge(q), _) => gauge_data(store, partition, q, view).await?,
     };
-    let svg = charts::svg(&Chart {
-        title,
-        unit: plot.unit(),
-        from: view.range.from().millis(),
-        to: view.range.to().millis(),
-        tz: view.tz,
-        width: size.0,
-        height: size.1,
-        data: &data,
+    let mut svgs = sizes.iter().map(|(width, height)| {
+        charts::svg(&Chart {
+            title,
+            unit: plot.unit(),
+            from: view.range.from().millis(),
+            to: view.range.to().millis(),
+            tz: view.tz,
+            width: *width,
+            height: *height,
+            data: &data,
+        })
     });
+    let (svg, narrow) = (svgs.next().unwrap_or_default(), svgs.next());
     // Minutes from the range's start and values, compact: a day of 1-minute
     // readings is 1440 of them per chart.
     let from = view.range.from().millis();
@@ -367,6 +383,7 @@ async fn draw<S: Store>(
         plot,
         points: data.points(),
         svg,
+        narrow,
         values: crate::api::json::to_string(&line),
     })
 }
@@ -407,43 +424,12 @@ pub async fn overview<S: Store>(
         );
         rooms.push((room.clone(), spark));
     }
-    // Energy today and yesterday, in the view's zone, over every meter.
-    let today = view
-        .tz
-        .timestamp_millis_opt(now.millis())
-        .single()
-        .map(|t| t.date_naive());
-    let mut energy = [(0.0, 0.0); 2];
-    if let Some(today) = today {
-        let midnight = |d: chrono::NaiveDate| {
-            d.and_hms_opt(0, 0, 0)
-                .and_then(|t| view.tz.from_local_datetime(&t).earliest())
-                .and_then(|t| Timestamp::from_millis(t.timestamp_millis()).ok())
-        };
-        let bounds = (
-            today.pred_opt().and_then(midnight),
-            midnight(today),
-            today.succ_opt().and_then(midnight),
-        );
-        if let (Some(y), Some(t), Some(end)) = bounds {
-            for device in registry.devices.values() {
-                let meter = device.quantities.contains(&Quantity::EnergyBought)
-                    && device.quantities.contains(&Quantity::EnergySold);
-                if !meter {
-                    continue;
-                }
-                let q = StatsQuery {
-                    range: TimeRange::new(y, end).expect("two days"),
-                    bucketing: Bucketing::new(Width::Day, Some(view.tz)),
-                };
-                let e = query::energy(&app.store, &device.device_id, &q).await?;
-                for b in &e.buckets {
-                    let i = usize::from(b.start >= t);
-                    energy[1 - i].0 += b.kwh_bought;
-                    energy[1 - i].1 += b.kwh_sold;
-                }
-            }
-        }
+    // Today, yesterday, this month and last month in the view's zone, of each meter.
+    let cal = energy::Calendar { tz: view.tz, now };
+    let mut electricity = Vec::new();
+    for meter in registry.devices.values().filter(|d| energy::is_meter(d)) {
+        let periods = energy::periods(&app.store, meter, cal).await?;
+        electricity.push((meter.clone(), periods));
     }
     let devices: Vec<_> = registry.devices.values().cloned().collect();
     Ok(html(
@@ -451,8 +437,8 @@ pub async fn overview<S: Store>(
         pages::overview(&pages::Overview {
             rooms: &rooms,
             devices: &devices,
-            energy_today: energy[0],
-            energy_yesterday: energy[1],
+            electricity: &electricity,
+            tariff: app.tariff.as_ref(),
             now,
             view: &view,
         }),
@@ -486,12 +472,28 @@ pub async fn device_page<S: Store>(
                 plot,
                 &view,
                 &title,
-                (720, 260),
+                &PAGE_SIZES,
             )
             .await?,
         );
     }
-    Ok(html(StatusCode::OK, pages::device(&device, &drawn, &view)))
+    let electricity = if energy::is_meter(&device) {
+        let cal = energy::Calendar {
+            tz: view.tz,
+            now: Timestamp::now(),
+        };
+        Some(energy::meter(&app.store, &device, cal).await?)
+    } else {
+        None
+    };
+    let page = pages::Device {
+        device: &device,
+        charts: &drawn,
+        energy: electricity.as_ref(),
+        tariff: app.tariff.as_ref(),
+        view: &view,
+    };
+    Ok(html(StatusCode::OK, pages::device(&page)))
 }
 
 /// `GET /ui/rooms/{id}`.
@@ -527,7 +529,7 @@ pub async fn room_page<S: Store>(
                 Plot::Gauge(q),
                 &view,
                 &title,
-                (720, 260),
+                &PAGE_SIZES,
             )
             .await?,
         );
@@ -620,7 +622,7 @@ pub async fn device_chart<S: Store>(
         plot,
         &view,
         &title,
-        size,
+        &[size],
     )
     .await?;
     Ok(svg_response(drawn.svg))
@@ -648,7 +650,15 @@ pub async fn room_chart<S: Store>(
         return Err(ApiError::NotFound(format!("no room {id}")));
     };
     let title = format!("{}: {}", pages::room_name(&room), plot.key());
-    let drawn = draw(&app.store, Partition::Room(&id), plot, &view, &title, size).await?;
+    let drawn = draw(
+        &app.store,
+        Partition::Room(&id),
+        plot,
+        &view,
+        &title,
+        &[size],
+    )
+    .await?;
     Ok(svg_response(drawn.svg))
 }
 

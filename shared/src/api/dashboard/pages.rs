@@ -3,7 +3,11 @@
 //! inline (the range picker, the value under the pointer, renaming), charts
 //! as inline SVG; no JavaScript toolchain, no CDN.
 
-use super::{Drawn, View, PICKS, QUIET_AFTER_MS};
+use super::charts::{self, Chart, Data};
+use super::energy::{Bars, MeterEnergy, Totals};
+use super::{Drawn, View, PAGE_SIZES, PICKS, QUIET_AFTER_MS};
+use crate::api::json::unsigned_zero;
+use crate::domain::tariff::Tariff;
 use crate::model::{Reading, Timestamp};
 use crate::store::{DeviceRecord, RoomRecord};
 use chrono::TimeZone;
@@ -21,6 +25,7 @@ a:focus,button:focus,input:focus,select:focus{outline:3px solid #f59e0b;outline-
 section{background:#fff;border:1px solid var(--line);border-radius:.5rem;padding:1rem;margin:0 0 1rem}
 h2{font-size:1.1rem;margin:0 0 .5rem}
 table{border-collapse:collapse;width:100%}
+caption{text-align:left;font-weight:600;padding:.5rem 0 .25rem}
 th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid var(--line);vertical-align:middle}
 .quiet{color:var(--warn);font-weight:600}
 .muted{color:var(--muted)}
@@ -36,13 +41,34 @@ nav.ranges a[aria-current]{font-weight:700;color:var(--ink)}
 form.inline{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
 input,button,select{font:inherit;padding:.35rem .5rem}
 button{background:var(--accent);color:#fff;border:0;border-radius:.25rem}
-@media (max-width:480px){main{padding:.5rem}th,td{padding:.25rem}.hide-narrow{display:none}}
+.narrow{display:none}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+@media (max-width:480px){main{padding:.5rem}th,td{padding:.25rem}.hide-narrow{display:none}.wide{display:none}.narrow{display:block}}
 "#;
 
-/// The value under the pointer: the nearest drawn point of the chart's line.
+/// The value under the pointer: the nearest drawn point of the chart's
+/// line, or the bar under it (a bar chart's figure has `data-bars`: its
+/// plot spans the SVG's width but for `data-left` and `data-right`).
 const POINTER_SCRIPT: &str = r#"
-document.querySelectorAll('figure[data-chart]').forEach(function (fig) {
-  var svg = fig.querySelector('svg'); var tip = fig.querySelector('.tip');
+function visibleSvg(fig) {
+  return Array.prototype.slice.call(fig.querySelectorAll('svg')).filter(function (s) { return s.getBoundingClientRect().width > 0; })[0];
+}
+document.querySelectorAll('figure[data-bars]').forEach(function (fig) {
+  var tip = fig.querySelector('.tip'); var bars = JSON.parse(fig.dataset.values || '[]');
+  fig.addEventListener('mousemove', function (e) {
+    var svg = visibleSvg(fig); if (!svg) { return; }
+    var box = svg.getBoundingClientRect(); var vb = svg.viewBox.baseVal;
+    var x = (e.clientX - box.left) * (vb.width / box.width);
+    var left = +fig.dataset.left, right = vb.width - fig.dataset.right;
+    var t = +fig.dataset.from + (x - left) / (right - left) * (fig.dataset.to - fig.dataset.from);
+    var bar = bars.filter(function (b) { return b[0] <= t && t < b[1]; })[0];
+    if (!bar) { tip.textContent = ''; return; }
+    var when = new Date(bar[0]).toLocaleString(undefined, { timeZone: fig.dataset.tz, dateStyle: 'medium', timeStyle: fig.dataset.chart === 'energy-hours' ? 'short' : undefined });
+    tip.textContent = when + ': ' + bar[2].toFixed(2) + ' kWh bought' + (fig.dataset.sells ? ', ' + bar[3].toFixed(2) + ' sold' : '');
+  });
+});
+document.querySelectorAll('figure[data-chart]:not([data-bars])').forEach(function (fig) {
+  var svg = visibleSvg(fig); var tip = fig.querySelector('.tip');
   var line = svg && Array.prototype.slice.call(svg.querySelectorAll('polyline')).filter(function (p) { return p.getAttribute('stroke-width') === '2'; })[0];
   if (!line) { return; }
   var pts = line.getAttribute('points').trim().split(/\s+/).map(function (p) { var xy = p.split(','); return [+xy[0], +xy[1]]; });
@@ -153,10 +179,45 @@ pub fn not_found(message: &str) -> Markup {
 pub struct Overview<'a> {
     pub rooms: &'a [(RoomRecord, String)],
     pub devices: &'a [DeviceRecord],
-    pub energy_today: (f64, f64),
-    pub energy_yesterday: (f64, f64),
+    /// Each meter's (period, totals): today, yesterday, this month, last month.
+    pub electricity: &'a [(DeviceRecord, Vec<(&'static str, Totals)>)],
+    pub tariff: Option<&'a Tariff>,
     pub now: Timestamp,
     pub view: &'a View,
+}
+
+/// kWh as the pages write them: two decimals, never `-0.00`.
+fn kwh(v: f64) -> String {
+    format!("{:.2}", unsigned_zero((v * 100.0).round() / 100.0))
+}
+
+/// A period's row of the electricity tables: bought, sold where the meters
+/// sell, and cost where a price is set. Full-precision values ride along
+/// in `data-kwh` for the tests.
+fn totals_row(period: &str, t: &Totals, sells: bool, tariff: Option<&Tariff>) -> Markup {
+    html! {
+        tr data-period=(period) {
+            th scope="row" { (period) }
+            td.num.bought data-kwh=(unsigned_zero(t.bought)) { (kwh(t.bought)) }
+            @if sells { td.num.sold data-kwh=(unsigned_zero(t.sold)) { (kwh(t.sold)) } }
+            @if let Some(tariff) = tariff {
+                td.num.cost { (kwh(tariff.cost(t.bought))) }
+            }
+        }
+    }
+}
+
+fn totals_head(first: &str, sells: bool, tariff: Option<&Tariff>) -> Markup {
+    html! {
+        thead { tr {
+            th scope="col" { (first) }
+            th.num scope="col" { "Bought (kWh)" }
+            @if sells { th.num scope="col" { "Sold (kWh)" } }
+            @if let Some(tariff) = tariff {
+                th.num scope="col" { "Cost (" (tariff.currency()) ")" }
+            }
+        } }
+    }
 }
 
 fn latest_value(r: &Option<Reading>, q: crate::model::Quantity) -> Option<f64> {
@@ -186,13 +247,21 @@ pub fn overview(o: &Overview) -> Markup {
                     }
                 }
             }
-            section aria-labelledby="energy-h" {
-                h2 #energy-h { "Electricity" }
-                table {
-                    thead { tr { th scope="col" { "Day" } th scope="col" { "Bought (kWh)" } th scope="col" { "Sold (kWh)" } } }
-                    tbody {
-                        tr.today { th scope="row" { "Today" } td { (format!("{:.2}", o.energy_today.0)) } td { (format!("{:.2}", o.energy_today.1)) } }
-                        tr.yesterday { th scope="row" { "Yesterday" } td { (format!("{:.2}", o.energy_yesterday.0)) } td { (format!("{:.2}", o.energy_yesterday.1)) } }
+            @if !o.electricity.is_empty() {
+                section aria-labelledby="energy-h" {
+                    h2 #energy-h { "Electricity" }
+                    @for (meter, periods) in o.electricity {
+                        @let sells = meter.quantities.contains(&crate::model::Quantity::EnergySold);
+                        table.energy-totals data-device=(meter.device_id.as_str()) {
+                            caption { a href={ "/ui/devices/" (meter.device_id.as_str()) "?tz=" (tz) "#energy" } { (device_name(meter)) } }
+                            (totals_head("Period", sells, o.tariff))
+                            tbody {
+                                @for (period, t) in periods { (totals_row(period, t, sells, o.tariff)) }
+                            }
+                        }
+                    }
+                    @if let Some(t) = o.tariff {
+                        p.muted { "Cost at " (t.per_kwh()) " " (t.currency()) " per kWh bought." }
                     }
                 }
             }
@@ -256,7 +325,8 @@ fn chart(d: &Drawn, unit: &str, view: &View) -> Markup {
         figure data-chart=(d.plot.key()) data-unit=(unit) data-points=(d.points) data-values=(d.values) data-from=(view.range.from().millis()) data-tz=(view.tz.name()) {
             figcaption { (d.plot.key()) " (" (unit) ")" }
             @if d.points == 0 { p.muted { "No readings in this range." } }
-            (PreEscaped(&d.svg))
+            div.wide { (PreEscaped(&d.svg)) }
+            @if let Some(narrow) = &d.narrow { div.narrow { (PreEscaped(narrow)) } }
             p.tip aria-live="polite" {}
         }
     }
@@ -291,7 +361,79 @@ fn rename(url: &str, current: &Option<String>) -> Markup {
     }
 }
 
-pub fn device(d: &DeviceRecord, charts: &[Drawn], view: &View) -> Markup {
+/// What a device's page shows.
+pub struct Device<'a> {
+    pub device: &'a DeviceRecord,
+    pub charts: &'a [Drawn],
+    /// A meter's energy (any counter), `None` for another device.
+    pub energy: Option<&'a MeterEnergy>,
+    pub tariff: Option<&'a Tariff>,
+    pub view: &'a View,
+}
+
+/// One of a meter's energy charts: bars at both sizes, with each bar's
+/// `[start, end, bought, sold]` and the totals in data attributes.
+fn energy_chart(b: &Bars, sells: bool, title: &str, view: &View) -> Markup {
+    let data = Data::Bars(b.bars.clone());
+    let draw = |(width, height): (u32, u32)| {
+        charts::svg(&Chart {
+            title,
+            unit: "kWh",
+            from: b.range.from().millis(),
+            to: b.range.to().millis(),
+            tz: view.tz,
+            width,
+            height,
+            data: &data,
+        })
+    };
+    let values: Vec<(i64, i64, f64, f64)> = b
+        .bars
+        .iter()
+        .map(|bar| (bar.start, bar.end, bar.bought, bar.sold))
+        .collect();
+    html! {
+        figure data-chart=(b.key) data-bars="1" data-unit="kWh" data-points=(b.bars.len())
+            data-values=(crate::api::json::to_string(&values))
+            data-total-bought=(unsigned_zero(b.totals.bought)) data-total-sold=(unsigned_zero(b.totals.sold))
+            data-from=(b.range.from().millis()) data-to=(b.range.to().millis()) data-tz=(view.tz.name())
+            data-left=(charts::PLOT_LEFT) data-right=(charts::PLOT_RIGHT)
+            data-sells[sells] {
+            figcaption {
+                (b.caption) ": " span.total { (kwh(b.totals.bought)) " kWh bought" }
+                @if sells { ", " span.total-sold { (kwh(b.totals.sold)) " kWh sold" } }
+            }
+            @if b.bars.is_empty() { p.muted { "No energy in this range." } }
+            div.wide { (PreEscaped(draw(PAGE_SIZES[0]))) }
+            div.narrow { (PreEscaped(draw(PAGE_SIZES[1]))) }
+            p.tip aria-live="polite" {}
+        }
+    }
+}
+
+fn energy_section(
+    d: &DeviceRecord,
+    e: &MeterEnergy,
+    tariff: Option<&Tariff>,
+    view: &View,
+) -> Markup {
+    html! {
+        section #energy aria-labelledby="energy-h" {
+            h2 #energy-h { "Energy" }
+            p.muted { "Days and months in " (view.tz.name()) "." }
+            table.energy-totals {
+                (totals_head("Period", e.sells, tariff))
+                tbody { @for (period, t) in &e.periods { (totals_row(period, t, e.sells, tariff)) } }
+            }
+            @for b in &e.charts {
+                (energy_chart(b, e.sells, &format!("{}: {}", device_name(d), b.caption), view))
+            }
+        }
+    }
+}
+
+pub fn device(p: &Device) -> Markup {
+    let (d, view) = (p.device, p.view);
     let id = d.device_id.as_str();
     let path = format!("/ui/devices/{id}");
     layout(
@@ -306,10 +448,11 @@ pub fn device(d: &DeviceRecord, charts: &[Drawn], view: &View) -> Markup {
                 (rename(&format!("/devices/{id}"), &d.name))
             }
             section aria-labelledby="latest-h" { h2 #latest-h { "Latest reading" } (latest_table(&d.latest, view)) }
+            @if let Some(e) = p.energy { (energy_section(d, e, p.tariff, view)) }
             section aria-labelledby="history-h" {
                 h2 #history-h { "History" }
                 (ranges(&path, view))
-                @for c in charts { (chart(c, c.plot.unit(), view)) }
+                @for c in p.charts { (chart(c, c.plot.unit(), view)) }
                 p.muted.hide-narrow {
                     "Each chart is an image too: "
                     code { "/devices/" (id) "/chart.svg?quantity=…&" (view.query_string()) }

@@ -1,0 +1,254 @@
+//! A household's electricity on the dashboard (issue 38): what a meter
+//! bought and sold per hour of today and yesterday, per day of the last 30
+//! days and per month of the last 12, and the overview's today, yesterday,
+//! this month and last month of each meter (not a sum: a plug's meter is
+//! often part of the house's). All from `query::energy` (so from the
+//! rollups), in the viewer's time zone.
+
+use super::charts::Bar;
+use crate::domain::aggregate::{Bucketing, EnergyBucket, Width};
+use crate::model::{DeviceId, TimeRange, Timestamp};
+use crate::query::{self, StatsQuery};
+use crate::store::{DeviceRecord, Store, StoreError};
+use chrono_tz::Tz;
+
+/// Calendar periods ending now, in a zone.
+#[derive(Debug, Clone, Copy)]
+pub struct Calendar {
+    pub tz: Tz,
+    pub now: Timestamp,
+}
+
+impl Calendar {
+    fn bucketing(&self, width: Width) -> Bucketing {
+        Bucketing::new(width, Some(self.tz))
+    }
+
+    /// The start of the `width` bucket `back` buckets before the current one.
+    fn start(&self, width: Width, back: u32) -> Timestamp {
+        let b = self.bucketing(width);
+        let mut start = b.start_of(self.now);
+        for _ in 0..back {
+            start = b.start_of(start.saturating_add_millis(-1));
+        }
+        start
+    }
+
+    fn end(&self, width: Width) -> Timestamp {
+        let b = self.bucketing(width);
+        b.end_of(b.start_of(self.now))
+    }
+
+    /// `width` buckets from `back` before the current one to the current one, whole.
+    pub fn last(&self, width: Width, back: u32) -> TimeRange {
+        TimeRange::new(self.start(width, back), self.end(width)).expect("a bucket is not empty")
+    }
+
+    /// The one `width` bucket `back` before the current one.
+    pub fn one(&self, width: Width, back: u32) -> TimeRange {
+        let start = self.start(width, back);
+        TimeRange::new(start, self.bucketing(width).end_of(start)).expect("a bucket is not empty")
+    }
+}
+
+/// kWh bought and sold.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Totals {
+    pub bought: f64,
+    pub sold: f64,
+}
+
+impl Totals {
+    fn of(buckets: &[EnergyBucket]) -> Self {
+        buckets.iter().fold(Totals::default(), |t, b| Totals {
+            bought: t.bought + b.kwh_bought,
+            sold: t.sold + b.kwh_sold,
+        })
+    }
+
+    fn add(&mut self, other: Totals) {
+        self.bought += other.bought;
+        self.sold += other.sold;
+    }
+}
+
+/// One chart of a meter's energy: its range and bars.
+#[derive(Debug, Clone)]
+pub struct Bars {
+    /// `energy-hours`, `energy-days` or `energy-months`.
+    pub key: &'static str,
+    pub caption: &'static str,
+    pub range: TimeRange,
+    pub bars: Vec<Bar>,
+    pub totals: Totals,
+}
+
+/// A meter's energy page: three charts and the totals of each period.
+#[derive(Debug, Clone)]
+pub struct MeterEnergy {
+    pub charts: Vec<Bars>,
+    /// (period name, totals): today, yesterday, the last 30 days, the last 12 months.
+    pub periods: Vec<(&'static str, Totals)>,
+    /// Whether the meter has a sold counter (the page then shows it).
+    pub sells: bool,
+}
+
+async fn buckets<S: Store>(
+    store: &S,
+    device: &DeviceId,
+    range: TimeRange,
+    width: Width,
+    tz: Tz,
+) -> Result<Vec<EnergyBucket>, StoreError> {
+    let q = StatsQuery {
+        range,
+        bucketing: Bucketing::new(width, Some(tz)),
+    };
+    Ok(query::energy(store, device, &q).await?.buckets)
+}
+
+fn bars(buckets: &[EnergyBucket]) -> Vec<Bar> {
+    buckets
+        .iter()
+        .map(|b| Bar {
+            start: b.start.millis(),
+            end: b.end.millis(),
+            bought: b.kwh_bought,
+            sold: b.kwh_sold,
+        })
+        .collect()
+}
+
+/// Whether a device reports a counter: it is a meter.
+pub fn is_meter(d: &DeviceRecord) -> bool {
+    use crate::model::Quantity::{EnergyBought, EnergySold};
+    d.quantities.contains(&EnergyBought) || d.quantities.contains(&EnergySold)
+}
+
+/// A meter's energy: hours of yesterday and today, 30 days, 12 months.
+pub async fn meter<S: Store>(
+    store: &S,
+    device: &DeviceRecord,
+    cal: Calendar,
+) -> Result<MeterEnergy, StoreError> {
+    let id = &device.device_id;
+    let specs = [
+        (
+            "energy-hours",
+            "Per hour, yesterday and today",
+            cal.last(Width::Day, 1),
+            Width::Hour,
+        ),
+        (
+            "energy-days",
+            "Per day, the last 30 days",
+            cal.last(Width::Day, 29),
+            Width::Day,
+        ),
+        (
+            "energy-months",
+            "Per month, the last 12 months",
+            cal.last(Width::Month, 11),
+            Width::Month,
+        ),
+    ];
+    let mut charts = Vec::with_capacity(specs.len());
+    for (key, caption, range, width) in specs {
+        let b = buckets(store, id, range, width, cal.tz).await?;
+        charts.push(Bars {
+            key,
+            caption,
+            range,
+            totals: Totals::of(&b),
+            bars: bars(&b),
+        });
+    }
+    // Today and yesterday from the hourly chart's own bars.
+    let today = cal.one(Width::Day, 0);
+    let of_day = |range: TimeRange| {
+        let mut t = Totals::default();
+        for b in charts[0]
+            .bars
+            .iter()
+            .filter(|b| range.contains(Timestamp::from_millis(b.start).expect("a bar's start")))
+        {
+            t.add(Totals {
+                bought: b.bought,
+                sold: b.sold,
+            });
+        }
+        t
+    };
+    let periods = vec![
+        ("Today", of_day(today)),
+        ("Yesterday", of_day(cal.one(Width::Day, 1))),
+        ("Last 30 days", charts[1].totals),
+        ("Last 12 months", charts[2].totals),
+    ];
+    Ok(MeterEnergy {
+        charts,
+        periods,
+        sells: device
+            .quantities
+            .contains(&crate::model::Quantity::EnergySold),
+    })
+}
+
+/// A meter's today, yesterday, this month and last month.
+pub async fn periods<S: Store>(
+    store: &S,
+    meter: &DeviceRecord,
+    cal: Calendar,
+) -> Result<Vec<(&'static str, Totals)>, StoreError> {
+    let mut out = vec![
+        ("Today", Totals::default()),
+        ("Yesterday", Totals::default()),
+        ("This month", Totals::default()),
+        ("Last month", Totals::default()),
+    ];
+    let today = cal.one(Width::Day, 0).from();
+    let this_month = cal.one(Width::Month, 0).from();
+    let id = &meter.device_id;
+    for b in buckets(store, id, cal.last(Width::Day, 1), Width::Day, cal.tz).await? {
+        let i = if b.start >= today { 0 } else { 1 };
+        out[i].1.add(Totals::of(std::slice::from_ref(&b)));
+    }
+    for b in buckets(store, id, cal.last(Width::Month, 1), Width::Month, cal.tz).await? {
+        let i = if b.start >= this_month { 2 } else { 3 };
+        out[i].1.add(Totals::of(std::slice::from_ref(&b)));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periods_are_whole_local_days_and_months() {
+        // 2026-03-29T10:00Z: Berlin moved to summer time that night.
+        let cal = Calendar {
+            tz: chrono_tz::Europe::Berlin,
+            now: Timestamp::parse("2026-03-29T10:00:00Z").unwrap(),
+        };
+        let today = cal.one(Width::Day, 0);
+        assert_eq!(today.from().to_string(), "2026-03-28T23:00:00.000Z");
+        assert_eq!(
+            today.to().to_string(),
+            "2026-03-29T22:00:00.000Z",
+            "a 23-hour day"
+        );
+        let two = cal.last(Width::Day, 1);
+        assert_eq!(two.from().to_string(), "2026-03-27T23:00:00.000Z");
+        let year = cal.last(Width::Month, 11);
+        assert_eq!(
+            year.from().to_string(),
+            "2025-03-31T22:00:00.000Z",
+            "1 April 2025, CEST"
+        );
+        assert_eq!(year.to().to_string(), "2026-03-31T22:00:00.000Z");
+        let last_month = cal.one(Width::Month, 1);
+        assert_eq!(last_month.from().to_string(), "2026-01-31T23:00:00.000Z");
+        assert_eq!(last_month.to().to_string(), "2026-02-28T23:00:00.000Z");
+    }
+}
