@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 from selenium import webdriver
@@ -50,6 +51,7 @@ def wait_port(port):
 def readings(now):
     """Two days of a bedroom and a kitchen sensor and a meter, every 5 minutes."""
     out = []
+    plug = 40.0
     for i in range(576, 0, -1):
         t = now - datetime.timedelta(minutes=5 * i)
         ts = t.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -61,7 +63,17 @@ def readings(now):
         out.append({"device_id": "meter-1", "timestamp": ts, "type": "power",
                     "cumulative_kwh_p": round(5000 + (576 - i) * 0.02, 3),
                     "cumulative_kwh_n": round(100 + (576 - i) * 0.005, 3), "current_w": 300 + (i % 12) * 10})
+        # A plug that reports its bought counter alone (Tasmota's ENERGY.Total).
+        plug += 0.0075 * (1 + i % 3)
+        out.append({"device_id": "plug-1", "timestamp": ts, "type": "power",
+                    "cumulative_kwh_p": round(plug, 4), "current_w": 90})
     return out
+
+
+def get_json(port, path):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(req) as r:
+        return json.load(r)
 
 
 def post(port, batch):
@@ -93,7 +105,8 @@ def console_errors(driver):
 def main():
     binary = sys.argv[1]
     port = free_port()
-    server = subprocess.Popen([binary, "serve", "--memory", "--addr", f"127.0.0.1:{port}", "--token", TOKEN],
+    server = subprocess.Popen([binary, "serve", "--memory", "--addr", f"127.0.0.1:{port}", "--token", TOKEN,
+                               "--price-per-kwh", "0.30"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     driver = None
     failures = []
@@ -143,11 +156,55 @@ def main():
         if os.environ.get("SCREENSHOTS"):
             driver.save_screenshot(os.path.join(os.environ["SCREENSHOTS"], "device-desktop.png"))
 
+        # Axis labels at round local times: every time label of the day's charts is a whole hour.
+        labels = driver.execute_script(
+            "return Array.prototype.slice.call(document.querySelectorAll('figure .wide svg text')).map(function (t) { return t.textContent.trim(); })")
+        times = [l for l in labels if len(l) == 5 and l[2] == ":"]
+        check(len(times) >= 8 and all(l.endswith(":00") for l in times), f"time labels at whole hours: {times[:12]}")
+
+        # Energy: each meter's bars (hours of yesterday and today, 30 days, 12 months) add up to
+        # the totals the page shows and to what /energy answers for the same range, in the zone.
+        zone = "Europe/Berlin"
+        for meter in ["meter-1", "plug-1"]:
+            driver.get(base + f"/ui/devices/{meter}?tz={zone}")
+            for key, bucket in [("energy-hours", "1h"), ("energy-days", "1d"), ("energy-months", "1mo")]:
+                fig = driver.find_element(By.CSS_SELECTOR, f'figure[data-chart="{key}"]')
+                bars = json.loads(fig.get_attribute("data-values"))
+                drawn = len(fig.find_elements(By.CSS_SELECTOR, ".wide svg rect"))
+                summed = sum(b[2] for b in bars)
+                shown = float(fig.get_attribute("data-total-bought"))
+                frm = datetime.datetime.fromtimestamp(int(fig.get_attribute("data-from")) / 1000, datetime.timezone.utc)
+                to = datetime.datetime.fromtimestamp(int(fig.get_attribute("data-to")) / 1000, datetime.timezone.utc)
+                q = urllib.parse.urlencode({"from": frm.isoformat(), "to": to.isoformat(), "bucket": bucket, "tz": zone})
+                api = get_json(port, f"/devices/{meter}/energy?{q}")
+                check(abs(summed - shown) < 1e-6 and abs(api["kwh_bought"] - shown) < 1e-6 and shown > 0,
+                      f"{meter} {key}: bars {summed:.4f}, total {shown:.4f}, /energy {api['kwh_bought']:.4f}")
+                check(drawn >= len(bars), f"{meter} {key}: {len(bars)} bars drawn ({drawn} rects)")
+                caption = fig.find_element(By.TAG_NAME, "figcaption").text
+                check(f"{shown:.2f} kWh bought" in caption, f"{meter} {key}: the caption says {caption!r}")
+            today = driver.find_element(By.CSS_SELECTOR, '#energy tr[data-period="Today"]')
+            cost = today.find_element(By.CSS_SELECTOR, ".cost").text
+            bought = float(today.find_element(By.CSS_SELECTOR, ".bought").get_attribute("data-kwh"))
+            check(cost == f"{round(bought * 0.30 * 100) / 100:.2f}", f"{meter}: today's cost {cost} at 0.30 a kWh")
+            check(bool(driver.find_elements(By.CSS_SELECTOR, "#energy .sold")) == (meter == "meter-1"),
+                  f"{meter}: a sold column only for a meter that sells")
+            # The bar under the pointer.
+            # The middle of yesterday and today is midnight: bars on both sides.
+            fig = driver.find_element(By.CSS_SELECTOR, 'figure[data-chart="energy-hours"]')
+            webdriver.ActionChains(driver).move_to_element(fig.find_element(By.CSS_SELECTOR, ".wide svg")).perform()
+            time.sleep(0.2)
+            check("kWh bought" in fig.find_element(By.CSS_SELECTOR, ".tip").text, f"{meter}: the bar under the pointer")
+            check(console_errors(driver) == [], f"{meter} console")
+        if os.environ.get("SCREENSHOTS"):
+            driver.get(base + f"/ui/devices/meter-1?tz={zone}#energy")
+            time.sleep(0.2)
+            driver.save_screenshot(os.path.join(os.environ["SCREENSHOTS"], "meter-desktop.png"))
+
         # A year: bands of daily buckets from the rollups (two or three days hold readings).
         driver.get(base + "/ui/devices/sensor-bedroom?range=1y")
         fig = driver.find_element(By.CSS_SELECTOR, 'figure[data-chart="temperature"]')
         check(int(fig.get_attribute("data-points")) in (2, 3), f"daily buckets {fig.get_attribute('data-points')}")
-        check(len(fig.find_elements(By.TAG_NAME, "polygon")) == 1, "a min-max band")
+        check(len(fig.find_elements(By.CSS_SELECTOR, ".wide polygon")) == 1, "a min-max band")
 
         # Renaming through the page: the PUT route with the session cookie.
         driver.get(base + "/ui/rooms/bedroom")
@@ -165,7 +222,8 @@ def main():
 
         # A phone: 390 px wide, nothing wider than the screen.
         driver.set_window_size(390, 844)
-        for path, shot in [("/", "overview-phone.png"), ("/ui/devices/meter-1?range=24h", "device-phone.png")]:
+        for path, shot in [("/", "overview-phone.png"), ("/ui/devices/meter-1?range=24h", "device-phone.png"),
+                           ("/ui/devices/meter-1?tz=Europe/Berlin#energy", "meter-phone.png")]:
             driver.get(base + path)
             width = driver.execute_script("return document.documentElement.scrollWidth")
             inner = driver.execute_script("return window.innerWidth")

@@ -383,3 +383,38 @@ fn each_function_has_exactly_its_least_privileges() {
         }
     }
 }
+
+/// The query function's price settings come from the template's parameters,
+/// and their defaults set no price (the dashboard shows no cost); a price a
+/// deployer gives is one `Config` takes.
+#[test]
+fn the_price_parameters_reach_the_query_function_and_default_to_none() {
+    use serde_yaml_ng::value::Tag;
+    let t = template();
+    let env = &t["Resources"]["QueryFunction"]["Properties"]["Environment"]["Variables"];
+    let parameter_of = |name: &str| match &env[name] {
+        Yaml::Tagged(tagged) if tagged.tag == Tag::new("Ref") => s(&tagged.value),
+        other => panic!("{name}: {other:?}"),
+    };
+    let default_of = |name: &str| -> String {
+        let p = &t["Parameters"][parameter_of(name).as_str()]["Default"];
+        p.as_str().map(str::to_owned).unwrap_or_else(|| format!("{p:?}"))
+    };
+    let lookup = |price: String, currency: String| {
+        move |k: &str| match k {
+            "TABLE_NAME" => Some("t".to_owned()),
+            "PRICE_PER_KWH" => Some(price.clone()),
+            "CURRENCY" => Some(currency.clone()),
+            _ => None,
+        }
+    };
+    let defaults = shared::config::Config::from_lookup(lookup(
+        default_of("PRICE_PER_KWH"),
+        default_of("CURRENCY"),
+    ))
+    .unwrap();
+    assert_eq!(defaults.tariff, None);
+    let priced = shared::config::Config::from_lookup(lookup("0.31".into(), default_of("CURRENCY"))).unwrap();
+    let tariff = priced.tariff.unwrap();
+    assert_eq!((tariff.per_kwh(), tariff.currency()), (0.31, "EUR"));
+}
