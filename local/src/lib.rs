@@ -7,6 +7,7 @@
 pub mod blocks;
 pub mod migrate;
 pub mod mqtt;
+pub mod readiness;
 pub mod reindex;
 pub mod replay;
 pub mod stop;

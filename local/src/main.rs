@@ -62,20 +62,30 @@ struct MqttArgs {
     mqtt: Option<String>,
     /// A topic filter to subscribe to (repeatable); by default every shape of docs/mqtt.md:
     /// readings/#, tele/+/SENSOR, zigbee2mqtt/#, +/status/+.
-    #[arg(long = "mqtt-topic", requires = "mqtt")]
+    #[arg(
+        long = "mqtt-topic",
+        env = "MQTT_TOPICS",
+        value_delimiter = ',',
+        requires = "mqtt"
+    )]
     mqtt_topics: Vec<String>,
     #[arg(long, env = "MQTT_USERNAME", requires = "mqtt")]
     mqtt_username: Option<String>,
     #[arg(long, env = "MQTT_PASSWORD", hide_env_values = true, requires = "mqtt")]
     mqtt_password: Option<String>,
     /// The CA certificate (PEM) of an mqtts:// broker.
-    #[arg(long, requires = "mqtt")]
+    #[arg(long, env = "MQTT_CA", requires = "mqtt")]
     mqtt_ca: Option<PathBuf>,
     /// The client id, which names the broker's persistent session: keep it across restarts.
-    #[arg(long, default_value = "ingester-local", requires = "mqtt")]
+    #[arg(
+        long,
+        env = "MQTT_CLIENT_ID",
+        default_value = "ingester-local",
+        requires = "mqtt"
+    )]
     mqtt_client_id: String,
     /// Publish messages that can never be stored to this topic (as they came).
-    #[arg(long, requires = "mqtt")]
+    #[arg(long, env = "MQTT_DEAD_LETTER", requires = "mqtt")]
     mqtt_dead_letter: Option<String>,
 }
 
@@ -128,7 +138,7 @@ enum Command {
     /// Serve the HTTP API (DESIGN §5): the Lambdas' Router on a local address.
     Serve {
         /// Address to listen on.
-        #[arg(long, default_value = "127.0.0.1:3000")]
+        #[arg(long, env = "INGESTER_ADDR", default_value = "127.0.0.1:3000")]
         addr: SocketAddr,
         /// Bearer token required by POST /readings (none: open).
         #[arg(long, env = "INGEST_TOKEN", hide_env_values = true)]
@@ -136,16 +146,16 @@ enum Command {
         /// Serve on an address other than loopback without a token: anyone who
         /// can reach it may write, rename and read. Without this flag such an
         /// address needs --token.
-        #[arg(long)]
+        #[arg(long, env = "INGESTER_INSECURE_OPEN")]
         insecure_open: bool,
         /// Let anyone read (GET) even when a token is set; by default reads need it too.
-        #[arg(long)]
+        #[arg(long, env = "INGESTER_OPEN_READS")]
         open_reads: bool,
         /// How old the cached registry may get, in seconds.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, env = "INGESTER_CACHE_TTL", default_value_t = 1)]
         cache_ttl: u64,
         /// How often the DynamoDB stream is polled for registry changes, in milliseconds.
-        #[arg(long, default_value_t = 100)]
+        #[arg(long, env = "INGESTER_POLL_MS", default_value_t = 100)]
         poll_ms: u64,
         #[command(flatten)]
         mqtt: MqttArgs,
@@ -338,19 +348,19 @@ impl PriceArgs {
 #[derive(Args)]
 struct StoreArgs {
     /// SQLite database file of the embedded store (created if missing).
-    #[arg(long, default_value = "ingester.db")]
+    #[arg(long, env = "INGESTER_DB", default_value = "ingester.db")]
     db: PathBuf,
     /// Use an embedded store that lives only as long as the process.
-    #[arg(long, conflicts_with_all = ["db", "table"])]
+    #[arg(long, env = "INGESTER_MEMORY", conflicts_with_all = ["db", "table"])]
     memory: bool,
     /// A DynamoDB-compatible endpoint (DynamoDB Local, moto, dynalite); omit it with --table for AWS itself.
-    #[arg(long, requires = "table")]
+    #[arg(long, env = "DYNAMODB_ENDPOINT", requires = "table")]
     dynamodb_endpoint: Option<String>,
     /// Use this DynamoDB table instead of the embedded store.
-    #[arg(long, conflicts_with = "db")]
+    #[arg(long, env = "TABLE_NAME", conflicts_with = "db")]
     table: Option<String>,
     /// Create the table, when it does not exist yet, as template.yaml defines it (keys, the room-time index and the enabled optional ones, stream, TTL).
-    #[arg(long, requires = "table")]
+    #[arg(long, env = "INGESTER_CREATE_TABLE", requires = "table")]
     create_table: bool,
     /// Keep readings this many days (0: forever); expired ones are hidden and, on the embedded store, deleted.
     #[arg(long, env = "RETENTION_DAYS", default_value_t = 0)]
@@ -378,7 +388,7 @@ struct StoreArgs {
           value_parser = |v: &str| shared::config::parse_switch("ALL_DEVICES_FEED", v).map_err(|e| e.to_string()))]
     all_devices_feed: bool,
     /// File that keeps the stream position across restarts (DynamoDB only).
-    #[arg(long, requires = "table")]
+    #[arg(long, env = "INGESTER_STREAM_CHECKPOINT", requires = "table")]
     stream_checkpoint: Option<PathBuf>,
     /// How long one store operation on DynamoDB may take, retries included (the adapter's budget).
     #[arg(long, env = "DYNAMODB_BUDGET_MS", default_value_t = 5000,
@@ -552,14 +562,16 @@ async fn serve<S: Store>(
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("listening on {addr}: {e}"))?;
-    tracing::info!(
-        "serving on http://{}",
-        listener.local_addr().map_err(|e| e.to_string())?
-    );
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!("serving on http://{local}");
+    ingester_local::readiness::ready(local);
     let result = axum::serve(listener, shared::api::router(app))
         .with_graceful_shutdown({
             let stop = stop.clone();
-            async move { stop.asked().await }
+            async move {
+                stop.asked().await;
+                ingester_local::readiness::stopping();
+            }
         })
         .await
         .map_err(|e| e.to_string());
@@ -569,6 +581,23 @@ async fn serve<S: Store>(
     }
     result
 }
+
+/// Why the program ends with a failure: settings that cannot work, which
+/// exit with status 78 (EX_CONFIG, which the service unit does not restart
+/// on: a restart would only say the same), or anything else (status 1).
+enum Failure {
+    Settings(String),
+    Other(String),
+}
+
+impl From<String> for Failure {
+    fn from(e: String) -> Self {
+        Failure::Other(e)
+    }
+}
+
+/// Exit status of settings that cannot work (sysexits.h's EX_CONFIG).
+const EX_CONFIG: u8 = 78;
 
 /// `serve`, until a stop signal: one before the server is up ends the
 /// opening (a seal stops between two days), one after it lets the requests
@@ -585,10 +614,10 @@ async fn serve_command(
     price: PriceArgs,
     store: StoreArgs,
     stop: &Stop,
-) -> Result<bool, String> {
+) -> Result<bool, Failure> {
     let mut config = store.config(token.as_deref(), open_reads, Duration::from_secs(cache_ttl));
-    config.tariff = price.tariff()?;
-    door_check(addr, config.ingest_token.is_some(), insecure_open)?;
+    config.tariff = price.tariff().map_err(Failure::Settings)?;
+    door_check(addr, config.ingest_token.is_some(), insecure_open).map_err(Failure::Settings)?;
     let every = Duration::from_millis(poll_ms);
     let Some(opened) = stop.or(open(&config, stop)).await else {
         return Ok(true);
@@ -616,7 +645,7 @@ async fn serve_command(
     Ok(true)
 }
 
-async fn run(cli: Cli, stop: &Stop) -> Result<bool, String> {
+async fn run(cli: Cli, stop: &Stop) -> Result<bool, Failure> {
     match cli.command {
         Command::Serve {
             addr,
@@ -646,8 +675,8 @@ async fn run(cli: Cli, stop: &Stop) -> Result<bool, String> {
         // The one-shot commands resume from their checkpoints (or start
         // over harmlessly): a stop ends them at their next await.
         command => match stop.or(one_shot(command, stop)).await {
-            Some(done) => done,
-            None => Err("stopped by a signal before the end".into()),
+            Some(done) => Ok(done?),
+            None => Err(Failure::Other("stopped by a signal before the end".into())),
         },
     }
 }
@@ -831,8 +860,11 @@ fn main() -> ExitCode {
     no_transparent_huge_pages();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Under systemd stderr is the journal: no colour codes in it.
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .compact()
         .init();
@@ -857,7 +889,11 @@ fn main() -> ExitCode {
     match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
+        Err(Failure::Settings(e)) => {
+            eprintln!("error: {e}");
+            ExitCode::from(EX_CONFIG)
+        }
+        Err(Failure::Other(e)) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
@@ -867,6 +903,40 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::door_check;
+
+    /// The service's settings file (`debian/default`) names every flag of
+    /// `serve` by its environment variable, and names nothing else: a
+    /// household can set anything there, and nothing it sets is ignored.
+    #[test]
+    fn every_serve_flag_has_a_variable_in_the_settings_file() {
+        use clap::CommandFactory;
+        let cli = super::Cli::command();
+        let serve = cli.find_subcommand("serve").unwrap();
+        let mut flags: Vec<String> = Vec::new();
+        for arg in serve.get_arguments() {
+            if matches!(arg.get_id().as_str(), "help" | "version") {
+                continue;
+            }
+            let env = arg
+                .get_env()
+                .unwrap_or_else(|| panic!("--{} has no environment variable", arg.get_id()));
+            flags.push(env.to_string_lossy().into_owned());
+        }
+        let file = include_str!("../debian/default");
+        let named: Vec<String> = file
+            .lines()
+            .map(|l| l.trim_start_matches('#'))
+            .filter_map(|l| l.split_once('='))
+            .map(|(name, _)| name.to_owned())
+            .filter(|name| {
+                !name.is_empty() && name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
+            })
+            .collect();
+        flags.sort();
+        let mut in_file: Vec<String> = named.into_iter().filter(|n| n != "RUST_LOG").collect();
+        in_file.sort();
+        assert_eq!(in_file, flags);
+    }
 
     #[test]
     fn the_door_is_open_only_on_loopback_with_a_token_or_on_purpose() {

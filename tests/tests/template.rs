@@ -398,7 +398,9 @@ fn the_price_parameters_reach_the_query_function_and_default_to_none() {
     };
     let default_of = |name: &str| -> String {
         let p = &t["Parameters"][parameter_of(name).as_str()]["Default"];
-        p.as_str().map(str::to_owned).unwrap_or_else(|| format!("{p:?}"))
+        p.as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("{p:?}"))
     };
     let lookup = |price: String, currency: String| {
         move |k: &str| match k {
@@ -414,7 +416,8 @@ fn the_price_parameters_reach_the_query_function_and_default_to_none() {
     ))
     .unwrap();
     assert_eq!(defaults.tariff, None);
-    let priced = shared::config::Config::from_lookup(lookup("0.31".into(), default_of("CURRENCY"))).unwrap();
+    let priced =
+        shared::config::Config::from_lookup(lookup("0.31".into(), default_of("CURRENCY"))).unwrap();
     let tariff = priced.tariff.unwrap();
     assert_eq!((tariff.per_kwh(), tariff.currency()), (0.31, "EUR"));
 }
