@@ -136,34 +136,7 @@ fn subscribe<S: Store>(
 #[derive(Subcommand)]
 enum Command {
     /// Serve the HTTP API (DESIGN §5): the Lambdas' Router on a local address.
-    Serve {
-        /// Address to listen on.
-        #[arg(long, env = "INGESTER_ADDR", default_value = "127.0.0.1:3000")]
-        addr: SocketAddr,
-        /// Bearer token required by POST /readings (none: open).
-        #[arg(long, env = "INGEST_TOKEN", hide_env_values = true)]
-        token: Option<String>,
-        /// Serve on an address other than loopback without a token: anyone who
-        /// can reach it may write, rename and read. Without this flag such an
-        /// address needs --token.
-        #[arg(long, env = "INGESTER_INSECURE_OPEN")]
-        insecure_open: bool,
-        /// Let anyone read (GET) even when a token is set; by default reads need it too.
-        #[arg(long, env = "INGESTER_OPEN_READS")]
-        open_reads: bool,
-        /// How old the cached registry may get, in seconds.
-        #[arg(long, env = "INGESTER_CACHE_TTL", default_value_t = 1)]
-        cache_ttl: u64,
-        /// How often the DynamoDB stream is polled for registry changes, in milliseconds.
-        #[arg(long, env = "INGESTER_POLL_MS", default_value_t = 100)]
-        poll_ms: u64,
-        #[command(flatten)]
-        mqtt: MqttArgs,
-        #[command(flatten)]
-        price: PriceArgs,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Serve(ServeArgs),
     /// Run Lambda event files (API Gateway v2, DynamoDB Streams) through the Router and the registry handler, and print each answer.
     Replay {
         /// Event files, run in the order given.
@@ -322,6 +295,38 @@ async fn migrate_between<A: Store, B: Store>(
         serde_json::to_string(&summary).map_err(|e| e.to_string())?
     );
     Ok(true)
+}
+
+/// `serve`'s flags; each has an environment variable, which the service's
+/// settings file (`local/debian/default`) sets.
+#[derive(Args)]
+struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "INGESTER_ADDR", default_value = "127.0.0.1:3000")]
+    addr: SocketAddr,
+    /// Bearer token required by POST /readings (none: open).
+    #[arg(long, env = "INGEST_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Serve on an address other than loopback without a token: anyone who
+    /// can reach it may write, rename and read. Without this flag such an
+    /// address needs --token.
+    #[arg(long, env = "INGESTER_INSECURE_OPEN")]
+    insecure_open: bool,
+    /// Let anyone read (GET) even when a token is set; by default reads need it too.
+    #[arg(long, env = "INGESTER_OPEN_READS")]
+    open_reads: bool,
+    /// How old the cached registry may get, in seconds.
+    #[arg(long, env = "INGESTER_CACHE_TTL", default_value_t = 1)]
+    cache_ttl: u64,
+    /// How often the DynamoDB stream is polled for registry changes, in milliseconds.
+    #[arg(long, env = "INGESTER_POLL_MS", default_value_t = 100)]
+    poll_ms: u64,
+    #[command(flatten)]
+    mqtt: MqttArgs,
+    #[command(flatten)]
+    price: PriceArgs,
+    #[command(flatten)]
+    store: StoreArgs,
 }
 
 /// What the dashboard shows energy's cost at (docs/dashboard.md).
@@ -602,19 +607,18 @@ const EX_CONFIG: u8 = 78;
 /// `serve`, until a stop signal: one before the server is up ends the
 /// opening (a seal stops between two days), one after it lets the requests
 /// under way finish. Either way the store closes and the status is 0.
-#[allow(clippy::too_many_arguments)]
-async fn serve_command(
-    addr: SocketAddr,
-    token: Option<String>,
-    insecure_open: bool,
-    open_reads: bool,
-    cache_ttl: u64,
-    poll_ms: u64,
-    mqtt: MqttArgs,
-    price: PriceArgs,
-    store: StoreArgs,
-    stop: &Stop,
-) -> Result<bool, Failure> {
+async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, Failure> {
+    let ServeArgs {
+        addr,
+        token,
+        insecure_open,
+        open_reads,
+        cache_ttl,
+        poll_ms,
+        mqtt,
+        price,
+        store,
+    } = args;
     let mut config = store.config(token.as_deref(), open_reads, Duration::from_secs(cache_ttl));
     config.tariff = price.tariff().map_err(Failure::Settings)?;
     door_check(addr, config.ingest_token.is_some(), insecure_open).map_err(Failure::Settings)?;
@@ -647,31 +651,7 @@ async fn serve_command(
 
 async fn run(cli: Cli, stop: &Stop) -> Result<bool, Failure> {
     match cli.command {
-        Command::Serve {
-            addr,
-            token,
-            insecure_open,
-            open_reads,
-            cache_ttl,
-            poll_ms,
-            mqtt,
-            price,
-            store,
-        } => {
-            serve_command(
-                addr,
-                token,
-                insecure_open,
-                open_reads,
-                cache_ttl,
-                poll_ms,
-                mqtt,
-                price,
-                store,
-                stop,
-            )
-            .await
-        }
+        Command::Serve(args) => serve_command(args, stop).await,
         // The one-shot commands resume from their checkpoints (or start
         // over harmlessly): a stop ends them at their next await.
         command => match stop.or(one_shot(command, stop)).await {
@@ -683,7 +663,7 @@ async fn run(cli: Cli, stop: &Stop) -> Result<bool, Failure> {
 
 async fn one_shot(command: Command, stop: &Stop) -> Result<bool, String> {
     match command {
-        Command::Serve { .. } => unreachable!("run serves"),
+        Command::Serve(_) => unreachable!("run serves"),
         Command::Migrate {
             from,
             to,
@@ -960,10 +940,12 @@ mod tests {
     fn an_empty_token_is_no_token() {
         use clap::Parser;
         let args = super::Cli::parse_from(["ingester-local", "serve", "--memory"]);
-        let super::Command::Serve { store, .. } = args.command else {
+        let super::Command::Serve(serve) = args.command else {
             panic!("not serve");
         };
-        let config = store.config(Some("   "), false, std::time::Duration::ZERO);
+        let config = serve
+            .store
+            .config(Some("   "), false, std::time::Duration::ZERO);
         assert!(config.ingest_token.is_none());
         assert!(door_check(
             "0.0.0.0:3000".parse().unwrap(),

@@ -35,6 +35,17 @@ pub struct Bar {
     pub sold: f64,
 }
 
+impl From<&crate::domain::aggregate::EnergyBucket> for Bar {
+    fn from(b: &crate::domain::aggregate::EnergyBucket) -> Self {
+        Bar {
+            start: b.start.millis(),
+            end: b.end.millis(),
+            bought: b.kwh_bought,
+            sold: b.kwh_sold,
+        }
+    }
+}
+
 pub enum Data {
     Lines(Vec<Line>),
     Band(Vec<BandPoint>),

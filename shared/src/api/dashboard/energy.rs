@@ -107,18 +107,6 @@ async fn buckets<S: Store>(
     Ok(query::energy(store, device, &q).await?.buckets)
 }
 
-fn bars(buckets: &[EnergyBucket]) -> Vec<Bar> {
-    buckets
-        .iter()
-        .map(|b| Bar {
-            start: b.start.millis(),
-            end: b.end.millis(),
-            bought: b.kwh_bought,
-            sold: b.kwh_sold,
-        })
-        .collect()
-}
-
 /// Whether a device reports a counter: it is a meter.
 pub fn is_meter(d: &DeviceRecord) -> bool {
     use crate::model::Quantity::{EnergyBought, EnergySold};
@@ -160,7 +148,7 @@ pub async fn meter<S: Store>(
             caption,
             range,
             totals: Totals::of(&b),
-            bars: bars(&b),
+            bars: b.iter().map(Bar::from).collect(),
         });
     }
     // Today and yesterday from the hourly chart's own bars.

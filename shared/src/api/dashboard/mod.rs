@@ -257,18 +257,7 @@ async fn energy_data<S: Store>(
     view: &View,
 ) -> Result<Data, ApiError> {
     let energy = query::energy(store, device, &view.query(view.energy_width())).await?;
-    Ok(Data::Bars(
-        energy
-            .buckets
-            .iter()
-            .map(|b| Bar {
-                start: b.start.millis(),
-                end: b.end.millis(),
-                bought: b.kwh_bought,
-                sold: b.kwh_sold,
-            })
-            .collect(),
-    ))
+    Ok(Data::Bars(energy.buckets.iter().map(Bar::from).collect()))
 }
 
 /// What a chart is of: a gauge quantity, or a meter's energy.
