@@ -235,6 +235,8 @@ fn replay_of_every_event_file_prints_the_expected_answers() {
             ok.clone(),
             Value::Null,
             Value::Null,
+            ok.clone(),
+            ok.clone(),
             ok.clone()
         ]
     );
@@ -280,6 +282,15 @@ fn replay_of_every_event_file_prints_the_expected_answers() {
     let influx = &body(14)["results"][0]["series"][0]["values"];
     assert_eq!(influx[0], json!([1_795_219_200_000i64, null, 0]));
     assert_eq!(influx[1][2], json!(2));
+    // A plug that reports its bought counter alone: its hourly energy.
+    assert_eq!(body(15), json!({"written": 4}));
+    let energy: Vec<f64> = body(16)["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["kwh_bought"].as_f64().unwrap())
+        .collect();
+    assert_eq!(energy, vec![1.25, 0.75]);
 }
 
 #[test]
