@@ -42,19 +42,10 @@ pub enum MqttError {
     BadPayload { topic: String, reason: String },
 }
 
-/// A device id from a topic level: characters an id may not hold become
-/// `-` (Zigbee2MQTT's friendly names hold spaces and slashes).
+/// A device id from a topic level (`model::device_id_text`: Zigbee2MQTT's
+/// friendly names hold spaces and slashes).
 pub fn device_from(level: &str) -> String {
-    level
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
+    crate::model::device_id_text(level)
 }
 
 /// Decodes one message (module comment).
@@ -181,10 +172,8 @@ fn tasmota(o: &Map<String, Value>, device: &str) -> Result<Decoded, String> {
             continue;
         }
         if let Some(t) = number(s, "Temperature") {
-            // To thousandths of a degree: what a sensor resolves, and what
-            // the block codec stores as an integer.
             let c = if fahrenheit {
-                ((t - 32.0) * 5.0 / 9.0 * 1000.0).round() / 1000.0
+                crate::model::celsius_from_fahrenheit(t)
             } else {
                 t
             };

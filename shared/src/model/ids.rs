@@ -22,6 +22,22 @@ pub enum IdError {
 /// Ids that would collide with the registry partitions (`pk=DEVICE`, `pk=ROOM`).
 const RESERVED: [&str; 2] = ["DEVICE", "ROOM"];
 
+/// The characters an id may hold: ASCII letters and digits, `.`, `_`, `-`,
+/// and `:` where `allow_colon` (device ids: MAC addresses).
+fn id_char(ch: char, allow_colon: bool) -> bool {
+    ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_' | '-') || (allow_colon && ch == ':')
+}
+
+/// A device id's text from free text (an MQTT topic level, a Zigbee2MQTT
+/// friendly name with spaces and slashes): a character a device id may not
+/// hold becomes `-`. The result may still be refused (empty, too long,
+/// reserved) when it is parsed.
+pub fn device_id_text(free: &str) -> String {
+    free.chars()
+        .map(|c| if id_char(c, true) { c } else { '-' })
+        .collect()
+}
+
 fn check(s: &str, max: usize, allow_colon: bool, allowed: &'static str) -> Result<(), IdError> {
     if s.is_empty() {
         return Err(IdError::Empty);
@@ -31,10 +47,7 @@ fn check(s: &str, max: usize, allow_colon: bool, allowed: &'static str) -> Resul
         return Err(IdError::TooLong { max, len });
     }
     for (pos, ch) in s.chars().enumerate() {
-        let ok = ch.is_ascii_alphanumeric()
-            || matches!(ch, '.' | '_' | '-')
-            || (allow_colon && ch == ':');
-        if !ok {
+        if !id_char(ch, allow_colon) {
             return Err(IdError::BadChar { ch, pos, allowed });
         }
     }
@@ -108,6 +121,24 @@ id_type!(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Free text becomes a device id's text by the same character rule the
+    /// parser checks: what it makes parses (when not empty or too long).
+    #[test]
+    fn free_text_becomes_a_device_id_by_the_parser_s_rule() {
+        assert_eq!(device_id_text("Kitchen sensor/1"), "Kitchen-sensor-1");
+        assert_eq!(device_id_text("aa:bb:cc_1.x-y"), "aa:bb:cc_1.x-y");
+        assert_eq!(device_id_text("Küche #2"), "K-che--2");
+        for text in [
+            "Kitchen sensor/1",
+            "a b c",
+            "Wohnzimmer (Fenster)",
+            "x\ty\n",
+        ] {
+            let made = device_id_text(text);
+            assert!(DeviceId::parse(&made).is_ok(), "{text:?} -> {made:?}");
+        }
+    }
 
     #[test]
     fn device_ids_follow_the_charset_and_length() {

@@ -13,8 +13,10 @@ mod value_memo;
 
 pub use climate_box::ClimateBox;
 pub use id_index::{FastMap, IdIndex, SharedText};
-pub use ids::{DeviceId, IdError, Name, RoomId};
-pub use quantity::{whole_thousandths, Quantity, QuantityKind, ReadingKind, Spec};
+pub use ids::{device_id_text, DeviceId, IdError, Name, RoomId};
+pub use quantity::{
+    celsius_from_fahrenheit, whole_thousandths, Quantity, QuantityKind, ReadingKind, Spec,
+};
 pub use raw_reading::{RawBody, RawReading, RawValue};
 pub use reading::{plausible_time, FieldProblem, Measurement, Reading, BOUNDS};
 pub use span::{Span, DAY_MS, HOUR_MS};

@@ -60,6 +60,14 @@ pub struct Spec {
     pub family: ReadingKind,
 }
 
+/// A temperature in °F as the catalogue's °C, to thousandths of a degree:
+/// what a sensor resolves, and what the block codec stores as an integer.
+/// Every edge that takes Fahrenheit (line protocol's `°F`, Tasmota's
+/// `TempUnit`) converts with this.
+pub fn celsius_from_fahrenheit(f: f64) -> f64 {
+    ((f - 32.0) * 5.0 / 9.0 * 1000.0).round() / 1000.0
+}
+
 /// Every quantity, in the order answers list them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Quantity {
@@ -197,6 +205,16 @@ pub fn whole_thousandths(v: f64) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fahrenheit_becomes_celsius_to_thousandths() {
+        assert_eq!(celsius_from_fahrenheit(32.0), 0.0);
+        assert_eq!(celsius_from_fahrenheit(212.0), 100.0);
+        assert_eq!(celsius_from_fahrenheit(71.6), 22.0);
+        assert_eq!(celsius_from_fahrenheit(68.9), 20.5);
+        assert_eq!(celsius_from_fahrenheit(70.0), 21.111);
+        assert_eq!(celsius_from_fahrenheit(-40.0), -40.0);
+    }
 
     #[test]
     fn the_catalogue_is_in_the_order_of_the_variants_and_names_are_unique() {

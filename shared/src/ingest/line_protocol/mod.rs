@@ -427,10 +427,6 @@ fn quantities(line: &impl LineView) -> Result<Vec<(Quantity, f64)>, String> {
 /// From the unit a client sent to the catalogue's.
 type Convert = fn(f64) -> f64;
 
-fn fahrenheit_to_celsius(f: f64) -> f64 {
-    (f - 32.0) * 5.0 / 9.0
-}
-
 /// The quantity a measurement names (and how to convert its values): a
 /// catalogue name, a short name, or a unit as Home Assistant writes it, with its
 /// device class where the unit alone is ambiguous.
@@ -440,7 +436,9 @@ fn measured(measurement: &str, class: Option<&str>) -> Option<(Quantity, Convert
         return Some((q, same));
     }
     let q = match (measurement.to_ascii_lowercase().as_str(), class) {
-        ("°f", _) | ("°F", _) => return Some((Quantity::Temperature, fahrenheit_to_celsius)),
+        ("°f", _) | ("°F", _) => {
+            return Some((Quantity::Temperature, crate::model::celsius_from_fahrenheit))
+        }
         ("°c" | "temperature" | "temp", _) => Quantity::Temperature,
         ("humidity", _) | ("%", Some("humidity")) => Quantity::Humidity,
         ("battery", _) | ("%", Some("battery")) => Quantity::Battery,
