@@ -34,6 +34,19 @@ impl Access {
             reads: ReadAccess::Open,
         }
     }
+
+    /// The access rule, for every edge (the API's layer, the InfluxDB
+    /// routes, the dashboard's pages): a request may go on when no token is
+    /// set, when it reads and reads are open, or when what it presents is
+    /// admitted by the token (`admitted`: each wire presents it its own way,
+    /// a bearer header, InfluxDB's schemes, the dashboard's cookie).
+    pub fn allows(&self, read: bool, admitted: impl FnOnce(&BearerToken) -> bool) -> bool {
+        match &self.token {
+            None => true,
+            Some(_) if read && self.reads == ReadAccess::Open => true,
+            Some(token) => admitted(token),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -108,6 +121,31 @@ impl BearerToken {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one access rule: no token, everything; a token, writes need it,
+    /// and reads too unless they are open; what is presented is the edge's
+    /// to judge (`admitted`).
+    #[test]
+    fn the_access_rule_for_every_edge() {
+        let token = BearerToken::new("t").unwrap();
+        let with = |reads| Access {
+            token: Some(token.clone()),
+            reads,
+        };
+        for read in [true, false] {
+            for admitted in [true, false] {
+                assert!(Access::open().allows(read, |_| admitted));
+                assert_eq!(with(ReadAccess::Token).allows(read, |_| admitted), admitted);
+                assert_eq!(
+                    with(ReadAccess::Open).allows(read, |_| admitted),
+                    read || admitted
+                );
+            }
+        }
+        // The edge's judgement is asked only where it matters.
+        assert!(with(ReadAccess::Open).allows(true, |_| panic!("not asked")));
+        assert!(Access::open().allows(false, |_| panic!("not asked")));
+    }
 
     fn headers(value: &str) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -8,7 +8,7 @@
 //! the parameters and words the answer as InfluxDB does.
 
 use super::extract::{Body, Params};
-use super::{Access, ApiError, App, ReadAccess};
+use super::{Access, ApiError, App};
 use crate::influxql;
 use crate::ingest::line_protocol::Precision;
 use crate::ingest::{self, IngestError, Wire};
@@ -541,19 +541,18 @@ fn presented(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
 /// The token on the InfluxDB routes, with InfluxDB's 401. `/health` and `/ping`
 /// are outside it: clients probe them without credentials.
 pub async fn require_token(State(access): State<Access>, req: Request, next: Next) -> Response {
-    if let Some(token) = &access.token {
-        // `/query` reads, whichever method carries it (Grafana may POST).
-        let reading = req.method() == axum::http::Method::GET || req.uri().path() == "/query";
-        let read = reading && access.reads == ReadAccess::Open;
-        let given = presented(req.headers(), req.uri().query());
-        if !read && !given.is_some_and(|t| token.admits_token(&t)) {
-            return InfluxError {
-                status: StatusCode::UNAUTHORIZED,
-                code: "unauthorized",
-                message: "unauthorized access".into(),
-            }
-            .into_response();
+    // `/query` reads, whichever method carries it (Grafana may POST).
+    let read = req.method() == axum::http::Method::GET || req.uri().path() == "/query";
+    let allowed = access.allows(read, |token| {
+        presented(req.headers(), req.uri().query()).is_some_and(|t| token.admits_token(&t))
+    });
+    if !allowed {
+        return InfluxError {
+            status: StatusCode::UNAUTHORIZED,
+            code: "unauthorized",
+            message: "unauthorized access".into(),
         }
+        .into_response();
     }
     next.run(req).await
 }

@@ -4,7 +4,7 @@
 //! bearer token, and the body limit of a route.
 
 use super::extract::BodyLimit;
-use super::{Access, ApiError, ReadAccess};
+use super::{Access, ApiError};
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, Method};
 use axum::middleware::Next;
@@ -81,16 +81,16 @@ pub fn body_limit(bytes: usize) -> (Extension<BodyLimit>, DefaultBodyLimit) {
 /// when `ReadAccess::Token`. Constant time (see `BearerToken::admits`).
 pub async fn require_token(State(access): State<Access>, req: Request, next: Next) -> Response {
     let read = matches!(*req.method(), Method::GET | Method::HEAD);
-    if let Some(token) = &access.token {
-        let headers = req.headers();
-        // The dashboard's session cookie admits too; for a write only with the
-        // header its script sends, which no cross-site form can (CSRF), on top
-        // of the cookie's SameSite=Strict.
-        let session =
-            token.admits_session(headers) && (read || headers.contains_key("x-dashboard"));
-        if (!read || access.reads == ReadAccess::Token) && !token.admits(headers) && !session {
-            return ApiError::Unauthorized.into_response();
-        }
+    let headers = req.headers();
+    // The dashboard's session cookie admits too; for a write only with the
+    // header its script sends, which no cross-site form can (CSRF), on top
+    // of the cookie's SameSite=Strict.
+    let allowed = access.allows(read, |token| {
+        token.admits(headers)
+            || (token.admits_session(headers) && (read || headers.contains_key("x-dashboard")))
+    });
+    if !allowed {
+        return ApiError::Unauthorized.into_response();
     }
     next.run(req).await
 }

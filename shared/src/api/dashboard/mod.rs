@@ -18,7 +18,6 @@ use super::error::ApiError;
 use super::extract::{Id, Params};
 use super::params::{DashboardParams, LoginForm};
 use super::state::App;
-use crate::auth::ReadAccess;
 use crate::auth::SESSION_COOKIE;
 use crate::domain::aggregate::{Bucketing, Width};
 use crate::model::{DeviceId, Quantity, QuantityKind, RoomId, TimeRange, Timestamp};
@@ -164,11 +163,9 @@ pub fn view(p: &DashboardParams, now: Timestamp) -> Result<View, ApiError> {
 /// Whether this request may read: reads are open, or it carries the token
 /// (bearer header or the session cookie).
 fn may_read<S>(app: &App<S>, headers: &HeaderMap) -> bool {
-    match &app.access.token {
-        None => true,
-        Some(_) if app.access.reads == ReadAccess::Open => true,
-        Some(token) => token.admits(headers) || token.admits_session(headers),
-    }
+    app.access.allows(true, |token| {
+        token.admits(headers) || token.admits_session(headers)
+    })
 }
 
 fn html(status: StatusCode, body: maud::Markup) -> Response {
