@@ -84,7 +84,7 @@ def post(port, batch):
         assert r.status == 200, r.status
 
 
-def browser():
+def browser(zone=None):
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for flag in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -92,7 +92,8 @@ def browser():
                  "--hide-scrollbars", f"--user-data-dir={tempfile.mkdtemp()}"]:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    env = dict(os.environ, TZ=zone) if zone else None
+    return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver", env=env))
 
 
 def console_errors(driver):
@@ -219,6 +220,20 @@ def main():
         driver.get(base + "/")
         driver.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
         check(driver.switch_to.active_element.tag_name == "a", "Tab reaches a link")
+
+        # The viewer's zone: a browser in Tokyo asked for a page without `tz` gets Tokyo's days.
+        tokyo = browser("Asia/Tokyo")
+        try:
+            tokyo.get(base + "/")
+            tokyo.find_element(By.ID, "token").send_keys(TOKEN + Keys.ENTER)
+            time.sleep(0.5)
+            tokyo.get(base + "/ui/devices/meter-1")
+            time.sleep(0.5)
+            check("tz=Asia%2FTokyo" in tokyo.current_url, f"the viewer's zone in the address: {tokyo.current_url}")
+            check("Days and months in Asia/Tokyo." in tokyo.page_source, "the meter's periods in the viewer's zone")
+            check(console_errors(tokyo) == [], "console in Tokyo")
+        finally:
+            tokyo.quit()
 
         # A phone: 390 px wide, nothing wider than the screen.
         driver.set_window_size(390, 844)

@@ -87,6 +87,20 @@ document.querySelectorAll('figure[data-chart]:not([data-bars])').forEach(functio
 });
 "#;
 
+/// The viewer's time zone: a page asked for without `tz` is asked for again
+/// with the browser's zone, so days, months and times are the viewer's
+/// (a link or bookmark with `tz` keeps the one it names).
+const ZONE_SCRIPT: &str = r#"
+(function () {
+  var params = new URLSearchParams(location.search);
+  var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  if (!params.has('tz') && zone && zone !== 'UTC' && zone !== 'Etc/UTC') {
+    params.set('tz', zone);
+    location.replace(location.pathname + '?' + params.toString() + location.hash);
+  }
+})();
+"#;
+
 /// Renaming through the API's PUT route, with the session cookie; the
 /// `X-Dashboard` header is what a cross-site form can never send.
 const RENAME_SCRIPT: &str = r#"
@@ -134,6 +148,7 @@ fn layout(title: &str, body: Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 // No favicon to fetch (and no 404 for it in the console).
                 link rel="icon" href="data:,";
+                script { (PreEscaped(ZONE_SCRIPT)) }
                 title { (title) " · IoT readings" }
                 style { (PreEscaped(STYLE)) }
             }
