@@ -359,10 +359,10 @@ struct StoreArgs {
     #[arg(long, env = "INGESTER_MEMORY", conflicts_with_all = ["db", "table"])]
     memory: bool,
     /// A DynamoDB-compatible endpoint (DynamoDB Local, moto, dynalite); omit it with --table for AWS itself.
-    #[arg(long, env = "DYNAMODB_ENDPOINT", requires = "table")]
+    #[arg(long, env = "INGESTER_DYNAMODB_ENDPOINT", requires = "table")]
     dynamodb_endpoint: Option<String>,
     /// Use this DynamoDB table instead of the embedded store.
-    #[arg(long, env = "TABLE_NAME", conflicts_with = "db")]
+    #[arg(long, env = "INGESTER_TABLE", conflicts_with = "db")]
     table: Option<String>,
     /// Create the table, when it does not exist yet, as template.yaml defines it (keys, the room-time index and the enabled optional ones, stream, TTL).
     #[arg(long, env = "INGESTER_CREATE_TABLE", requires = "table")]
@@ -912,6 +912,11 @@ mod tests {
                 !name.is_empty() && name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
             })
             .collect();
+        // Not the Lambdas' names: a shell that exported TABLE_NAME for them
+        // must not switch `serve` to a table.
+        assert!(!flags
+            .iter()
+            .any(|f| f == "TABLE_NAME" || f == "DYNAMODB_ENDPOINT"));
         flags.sort();
         let mut in_file: Vec<String> = named.into_iter().filter(|n| n != "RUST_LOG").collect();
         in_file.sort();

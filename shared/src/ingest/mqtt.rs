@@ -19,6 +19,7 @@
 //! name a room, so a climate reading takes the device's registered room,
 //! or none until it has one (docs/line-protocol.md).
 
+use crate::model::device_id_text;
 use serde_json::{json, Map, Value};
 
 /// A message, ready for `super::ingest`.
@@ -42,12 +43,6 @@ pub enum MqttError {
     BadPayload { topic: String, reason: String },
 }
 
-/// A device id from a topic level (`model::device_id_text`: Zigbee2MQTT's
-/// friendly names hold spaces and slashes).
-pub fn device_from(level: &str) -> String {
-    crate::model::device_id_text(level)
-}
-
 /// Decodes one message (module comment).
 pub fn decode(topic: &str, payload: &[u8]) -> Result<Decoded, MqttError> {
     let bad = |reason: String| MqttError::BadPayload {
@@ -57,7 +52,7 @@ pub fn decode(topic: &str, payload: &[u8]) -> Result<Decoded, MqttError> {
     let levels: Vec<&str> = topic.split('/').collect();
     match levels.as_slice() {
         ["readings", device @ ..] if !device.is_empty() => {
-            let device = device_from(&device.join("/"));
+            let device = device_id_text(&device.join("/"));
             readings(payload, &device).map_err(bad)
         }
         ["tele", device, "SENSOR"] => tasmota(&object(payload).map_err(bad)?, device).map_err(bad),
@@ -70,16 +65,16 @@ pub fn decode(topic: &str, payload: &[u8]) -> Result<Decoded, MqttError> {
             }
             zigbee2mqtt(
                 &object(payload).map_err(bad)?,
-                &device_from(&rest.join("/")),
+                &device_id_text(&rest.join("/")),
             )
             .map_err(bad)
         }
         [id, "status", switch] if switch.starts_with("switch:") => {
             let n = &switch["switch:".len()..];
             let device = if n == "0" {
-                device_from(id)
+                device_id_text(id)
             } else {
-                device_from(&format!("{id}-{n}"))
+                device_id_text(&format!("{id}-{n}"))
             };
             shelly(&object(payload).map_err(bad)?, &device).map_err(bad)
         }

@@ -58,6 +58,15 @@ pub struct Totals {
     pub sold: f64,
 }
 
+impl From<&EnergyBucket> for Totals {
+    fn from(b: &EnergyBucket) -> Self {
+        Totals {
+            bought: b.kwh_bought,
+            sold: b.kwh_sold,
+        }
+    }
+}
+
 impl Totals {
     fn of(buckets: &[EnergyBucket]) -> Self {
         buckets.iter().fold(Totals::default(), |t, b| Totals {
@@ -107,10 +116,14 @@ async fn buckets<S: Store>(
     Ok(query::energy(store, device, &q).await?.buckets)
 }
 
-/// Whether a device reports a counter: it is a meter.
+/// Whether a device has reported a counter: it is a meter.
 pub fn is_meter(d: &DeviceRecord) -> bool {
-    use crate::model::Quantity::{EnergyBought, EnergySold};
-    d.quantities.contains(&EnergyBought) || d.quantities.contains(&EnergySold)
+    reports_a_counter(d.quantities.iter().copied())
+}
+
+/// Whether these quantities hold a counter (bought, sold or both).
+pub fn reports_a_counter(mut quantities: impl Iterator<Item = crate::model::Quantity>) -> bool {
+    quantities.any(|q| q.kind() == crate::model::QuantityKind::Counter)
 }
 
 /// A meter's energy: hours of yesterday and today, 30 days, 12 months.
@@ -199,11 +212,11 @@ pub async fn periods<S: Store>(
     let id = &meter.device_id;
     for b in buckets(store, id, cal.last(Width::Day, 1), Width::Day, cal.tz).await? {
         let i = if b.start >= today { 0 } else { 1 };
-        out[i].1.add(Totals::of(std::slice::from_ref(&b)));
+        out[i].1.add(Totals::from(&b));
     }
     for b in buckets(store, id, cal.last(Width::Month, 1), Width::Month, cal.tz).await? {
         let i = if b.start >= this_month { 2 } else { 3 };
-        out[i].1.add(Totals::of(std::slice::from_ref(&b)));
+        out[i].1.add(Totals::from(&b));
     }
     Ok(out)
 }

@@ -297,10 +297,7 @@ fn plots(quantities: impl Iterator<Item = Quantity> + Clone) -> Vec<Plot> {
         .filter(|q| q.kind() == QuantityKind::Gauge)
         .map(Plot::Gauge)
         .collect();
-    if quantities
-        .clone()
-        .any(|q| matches!(q, Quantity::EnergyBought | Quantity::EnergySold))
-    {
+    if energy::reports_a_counter(quantities) {
         out.push(Plot::Energy);
     }
     out

@@ -612,6 +612,11 @@ impl<S: AsRef<str>> StoredV1<S> {
                 }),
             })
         };
+        // Version 1 kept no count of the readings it followed. Equal counts
+        // of the two counters is what a meter that always sent both leaves;
+        // a span that mixed readings of one counter alone with as many of the
+        // other alone beside readings of both would pass too, and its energy
+        // be version 1's (it was, before this version, too).
         let followed = count(Quantity::EnergyBought) == count(Quantity::EnergySold);
         let (counters, chain) = match self.c {
             Some(c) if followed => {
