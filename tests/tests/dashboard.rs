@@ -473,6 +473,44 @@ async fn a_meter_s_page_has_energy_bars_with_totals<S: TestStore>() {
             }
         }
         assert!(page.contains("data-chart=\"energy-months\""));
+        // Today in India (5:30 ahead, where an hour bucket straddles local
+        // midnight) is the energy route's local day.
+        let (_, india) = text(
+            &get(
+                &app,
+                &format!("/ui/devices/{device}"),
+                &[("tz", "Asia/Kolkata")],
+                &[],
+            )
+            .await,
+        );
+        let offset = 19_800_000; // 5:30
+        let local_midnight = (now + offset) - (now + offset).rem_euclid(86_400_000) - offset;
+        let from = Timestamp::from_millis(local_midnight).unwrap().to_string();
+        let to = Timestamp::from_millis(local_midnight + 86_400_000)
+            .unwrap()
+            .to_string();
+        let (_, e) = answer(
+            &get(
+                &app,
+                &format!("/devices/{device}/energy"),
+                &[
+                    ("from", &from),
+                    ("to", &to),
+                    ("bucket", "1d"),
+                    ("tz", "Asia/Kolkata"),
+                ],
+                &[],
+            )
+            .await,
+        );
+        let shown: f64 = attr_after(&india, "data-period=\"Today\"", "data-kwh")
+            .parse()
+            .unwrap();
+        assert!(
+            (shown - e["kwh_bought"].as_f64().unwrap()).abs() < 1e-9,
+            "{device} in India: {shown} {e}"
+        );
         let today: f64 = attr_after(&page, "data-period=\"Today\"", "data-kwh")
             .parse()
             .unwrap();

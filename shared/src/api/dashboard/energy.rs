@@ -164,25 +164,22 @@ pub async fn meter<S: Store>(
             bars: b.iter().map(Bar::from).collect(),
         });
     }
-    // Today and yesterday from the hourly chart's own bars.
-    let today = cal.one(Width::Day, 0);
-    let of_day = |range: TimeRange| {
-        let mut t = Totals::default();
-        for b in charts[0]
-            .bars
-            .iter()
-            .filter(|b| range.contains(Timestamp::from_millis(b.start).expect("a bar's start")))
-        {
-            t.add(Totals {
-                bought: b.bought,
-                sold: b.sold,
-            });
-        }
-        t
-    };
+    // Today and yesterday as local days, not from the hourly bars: hours
+    // are UTC hours, and in a zone a half hour off (India) one straddles
+    // midnight.
+    let today = cal.one(Width::Day, 0).from();
+    let (mut today_totals, mut yesterday_totals) = (Totals::default(), Totals::default());
+    for b in buckets(store, id, cal.last(Width::Day, 1), Width::Day, cal.tz).await? {
+        let t = if b.start >= today {
+            &mut today_totals
+        } else {
+            &mut yesterday_totals
+        };
+        t.add(Totals::from(&b));
+    }
     let periods = vec![
-        ("Today", of_day(today)),
-        ("Yesterday", of_day(cal.one(Width::Day, 1))),
+        ("Today", today_totals),
+        ("Yesterday", yesterday_totals),
         ("Last 30 days", charts[1].totals),
         ("Last 12 months", charts[2].totals),
     ];
