@@ -1,12 +1,13 @@
 //! `ingester-local blocks rebuild`: every hour with readings of a DynamoDB
 //! table gets its block (docs/blocks.md), device by device through
-//! `Store::rebuild_rollups` (which writes hour items as blocks), with a
+//! `rollups::Upkeep::rebuild_rollups` (which writes hour items as blocks), with a
 //! progress bar and a checkpoint file naming the devices done, so a stopped
 //! run resumes after them.
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use shared::model::{DeviceId, TimeRange, Timestamp};
+use shared::rollups::Upkeep;
 use shared::store::{DynamoStore, Store};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -41,8 +42,7 @@ pub async fn devices_to_rebuild<S: Store>(
     only: Option<DeviceId>,
 ) -> Result<Vec<DeviceId>, String> {
     let wanted = only.is_some();
-    let devices = store
-        .rollup_devices(only)
+    let devices = shared::rollups::devices(store, only)
         .await
         .map_err(|e| e.to_string())?;
     if wanted && devices.is_empty() {

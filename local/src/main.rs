@@ -253,7 +253,7 @@ fn spec_config(spec: &str, create_table: bool, retention_days: u32) -> Result<Co
 
 /// `rollups rebuild` on either engine: one device at a time (on the embedded
 /// store each in its own transaction), with a progress bar.
-async fn rebuild_rollups<S: Store>(
+async fn rebuild_rollups<S: shared::rollups::Upkeep>(
     store: &S,
     only: Option<DeviceId>,
     range: TimeRange,
@@ -803,7 +803,11 @@ async fn replay_on(
 }
 
 /// Replays each file; prints `{"file", "response"}` per line. False if any file failed.
-async fn replay_files<S: Store, F, Fut>(app: &App<S>, files: &[PathBuf], after_each: F) -> bool
+async fn replay_files<S: shared::rollups::Upkeep, F, Fut>(
+    app: &App<S>,
+    files: &[PathBuf],
+    after_each: F,
+) -> bool
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<(), String>>,

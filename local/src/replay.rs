@@ -7,7 +7,7 @@ use serde_json::Value;
 use shared::api::{self, App};
 use shared::aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 use shared::aws_lambda_events::event::dynamodb::Event;
-use shared::store::Store;
+use shared::rollups::Upkeep;
 
 #[derive(Debug)]
 pub enum LambdaEvent {
@@ -53,7 +53,7 @@ pub fn recognise(text: &str) -> Result<LambdaEvent, String> {
 }
 
 /// Runs one event through its handler and returns the handler's answer as JSON.
-pub async fn run<S: Store>(app: &App<S>, event: LambdaEvent) -> Value {
+pub async fn run<S: Upkeep>(app: &App<S>, event: LambdaEvent) -> Value {
     match event {
         LambdaEvent::Http(request) => {
             let router = api::router(app.clone());

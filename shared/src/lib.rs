@@ -3,7 +3,8 @@
 //! Data flows one way (docs/architecture.md):
 //!
 //! - edges: `api` (the one HTTP Router), `stream` (DynamoDB Streams handlers);
-//! - use cases: `ingest`, `query`, `registry` (maintenance and the cache);
+//! - use cases: `ingest`, `query`, `registry` (maintenance and the cache),
+//!   `rollups` (keeping, refreshing and rebuilding them, once for both engines);
 //! - storage: `store` (the trait, `store::dynamodb`, `store::sqlite`);
 //! - domain: `model` (validated types), `domain` (rules both engines share),
 //!   `keys` (the one place that formats keys and cursors).
@@ -23,6 +24,7 @@ pub mod keys;
 pub mod model;
 pub mod query;
 pub mod registry;
+pub mod rollups;
 pub mod store;
 pub mod stream;
 pub mod telemetry;

@@ -17,6 +17,7 @@ use integration_tests::{answer, api_event, app, dynalite, fresh_store, handle, s
 use serde_json::Value;
 use shared::api::{App, RouteSet};
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
+use shared::rollups::Upkeep;
 use shared::store::{DynamoStore, RollupWrites, Store};
 use std::time::{Duration, Instant};
 

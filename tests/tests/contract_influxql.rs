@@ -24,7 +24,7 @@ fn iso(ms: i64) -> String {
 
 /// Writes readings through `POST /readings`, then lets the stream functions
 /// (registry and rollups) see them, as DynamoDB Streams would.
-async fn write<S: Store>(app: &App<S>, readings: &[Value]) {
+async fn write<S: shared::rollups::Upkeep>(app: &App<S>, readings: &[Value]) {
     for chunk in readings.chunks(1000) {
         let body = serde_json::to_string(chunk).unwrap();
         let (status, answer) =

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use shared::api::RouteSet;
 use shared::config::{Config, StoreConfig};
 use shared::model::{DeviceId, Measurement, Reading, Timestamp};
+use shared::rollups::Upkeep;
 use shared::store::Store;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -10,7 +10,6 @@ use integration_tests::{
 use serde_json::Value;
 use shared::api::{App, RouteSet};
 use shared::model::{Reading, Timestamp};
-use shared::store::Store;
 
 /// 2026-11-20T00:00:00Z
 const T0: i64 = 1_795_132_800_000;
@@ -58,7 +57,7 @@ fn statements(from: i64, to: i64) -> Vec<String> {
         .collect()
 }
 
-async fn write_ours<S: Store>(app: &App<S>, lines: &[String]) {
+async fn write_ours<S: shared::rollups::Upkeep>(app: &App<S>, lines: &[String]) {
     let mut readings = Vec::new();
     for chunk in lines.chunks(1000) {
         let body = chunk.join("\n");

@@ -110,6 +110,68 @@ fn no_adapter_imports_a_use_case_or_an_edge() {
     ];
     let found = offenders("store", &forbidden, &[]);
     assert!(found.is_empty(), "store/ reaches up:\n{}", found.join("\n"));
+    // The embedded store keeps rollups in the readings' own write
+    // transaction (and builds them in an upgrade's): there, and only there,
+    // it runs the rollups use case, whose primitives it answers at once.
+    let found = offenders(
+        "store",
+        &["crate::rollups"],
+        &[
+            "store/sqlite/mod.rs",
+            "store/sqlite/upgrade/mod.rs",
+            "store/sqlite/tests.rs",
+        ],
+    );
+    assert!(
+        found.is_empty(),
+        "store/ runs a use case:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_rollups_use_case_owns_recompute_and_rebuild_once() {
+    // No store verb keeps rollups: the use case does, over `RollupSpans`.
+    let store = std::fs::read_to_string(shared_src().join("store/mod.rs")).unwrap();
+    for verb in [
+        "fn refresh_rollups",
+        "fn rebuild_rollups",
+        "fn rollup_devices",
+    ] {
+        assert!(!store.contains(verb), "the Store trait has `{verb}`");
+    }
+    // No adapter drives the cascade or folds spans to store them.
+    let found = offenders("store", &["Cascade", "leaving(", "fn rebuild("], &[]);
+    assert!(
+        found.is_empty(),
+        "an adapter recomputes:\n{}",
+        found.join("\n")
+    );
+    // The use case names no engine's internals and no edge; only its
+    // `upkeep.rs` says which engine runs which part.
+    let mut forbidden = vec![
+        "crate::api",
+        "crate::stream",
+        "crate::assembly",
+        "crate::store::dynamodb",
+        "crate::store::sqlite",
+        "rusqlite",
+        "serde_dynamo",
+        "axum",
+    ];
+    forbidden.extend(SDKS);
+    let found = offenders("rollups", &forbidden, &[]);
+    assert!(
+        found.is_empty(),
+        "rollups/ reaches out:\n{}",
+        found.join("\n")
+    );
+    let found = offenders(
+        "rollups",
+        &["DynamoStore", "SqliteStore"],
+        &["rollups/upkeep.rs"],
+    );
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
 #[test]

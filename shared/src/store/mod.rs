@@ -3,6 +3,7 @@
 
 pub mod dynamodb;
 pub mod metering;
+pub mod rollup_spans;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
@@ -10,13 +11,13 @@ use crate::domain::aggregate::rollup::Rollup;
 use crate::keys::zorder::ZKey;
 use crate::keys::Position;
 use crate::model::{ClimateBox, DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
-use std::collections::BTreeSet;
 use std::future::Future;
 
 pub use crate::domain::registry::{
     DeviceRecord, DeviceUpdate, RegistrySnapshot, RoomRecord, RoomUpdate,
 };
 pub use dynamodb::DynamoStore;
+pub use rollup_spans::{Keeping, Marker, RollupSpans};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 
@@ -285,30 +286,6 @@ pub trait Store: Clone + Send + Sync + 'static {
                 .map(|r| (r, Timestamp::MAX)))
         }
     }
-    /// Recomputes a device's hour rollups at `hours` (hour starts) from its
-    /// readings, the hours after them whose entering counter chain changed,
-    /// and their days: what the rollups stream function does per batch. An
-    /// engine that keeps rollups in the write transaction has nothing to do.
-    fn refresh_rollups(
-        &self,
-        _device: &DeviceId,
-        _hours: BTreeSet<Timestamp>,
-    ) -> impl Future<Output = Result<RollupWrites, StoreError>> + Send {
-        async { Ok(RollupWrites::default()) }
-    }
-    /// Devices whose rollups `rollups rebuild` would build (`only`, if it has readings).
-    fn rollup_devices(
-        &self,
-        only: Option<DeviceId>,
-    ) -> impl Future<Output = Result<Vec<DeviceId>, StoreError>> + Send;
-    /// Rebuilds a device's rollups from its readings over the days that overlap
-    /// `range`, and the span after when its entering chain changed. Returns
-    /// the rollups written.
-    fn rebuild_rollups(
-        &self,
-        device: &DeviceId,
-        range: TimeRange,
-    ) -> impl Future<Output = Result<usize, StoreError>> + Send;
     /// A device's rollups of a span that lie wholly inside `range`, oldest first.
     fn rollups(
         &self,

@@ -1,6 +1,6 @@
 //! The rollups stream function's handler (docs/rollups.md): the touched
 //! (device, hour) pairs of a batch, each device's hours recomputed from the
-//! table (`Store::refresh_rollups`), and `batchItemFailures` naming the
+//! table (`rollups::Upkeep::refresh_rollups`), and `batchItemFailures` naming the
 //! first record of the first device that failed.
 //!
 //! Only the keys of a record matter: the hours are recomputed from what the
@@ -11,7 +11,8 @@
 use super::poison;
 use crate::keys;
 use crate::model::{DeviceId, Timestamp};
-use crate::store::{RollupWrites, Store};
+use crate::rollups::Upkeep;
+use crate::store::RollupWrites;
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use futures_util::StreamExt;
@@ -56,7 +57,7 @@ pub struct BatchReport {
 }
 
 /// Handles one batch and says what it did.
-pub async fn handle_batch<S: Store>(store: &S, event: &Event) -> BatchReport {
+pub async fn handle_batch<S: Upkeep>(store: &S, event: &Event) -> BatchReport {
     // Per device: the index of its first record, and its touched hours.
     let mut touched: BTreeMap<DeviceId, (usize, BTreeSet<Timestamp>)> = BTreeMap::new();
     let mut report = BatchReport {
@@ -110,7 +111,7 @@ pub async fn handle_batch<S: Store>(store: &S, event: &Event) -> BatchReport {
 }
 
 /// The Lambda handler: one batch in, the first failed record out.
-pub async fn handle<S: Store>(store: &S, event: Event) -> DynamoDbEventResponse {
+pub async fn handle<S: Upkeep>(store: &S, event: Event) -> DynamoDbEventResponse {
     let report = handle_batch(store, &event).await;
     super::failing_at(&event, report.failed)
 }

@@ -5,8 +5,8 @@
 
 use super::{
     now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Expiry, Indexes, Order, Page,
-    RangeRequest, RegistrySnapshot, Retention, RollupWrites, RoomRecord, RoomUpdate, Store,
-    StoreError, WriteReport, ZIndex, ZPage, ZRangeRequest,
+    RangeRequest, RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError,
+    WriteReport, ZIndex, ZPage, ZRangeRequest,
 };
 use crate::domain::aggregate::rollup::Rollup;
 use crate::keys::zorder::ZKey;
@@ -20,7 +20,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, ReturnConsumedCapacity
 use aws_sdk_dynamodb::Client;
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::time::Duration;
 
 mod blocks;
@@ -29,7 +29,9 @@ pub mod item;
 mod presence;
 mod registry;
 mod reindex;
+mod rollup_spans;
 mod rollups;
+pub use rollup_spans::DynamoSpans;
 pub mod size;
 mod table;
 
@@ -580,39 +582,6 @@ impl Store for DynamoStore {
             self.read_rollups(device, span, range).await
         })
         .await
-    }
-
-    /// Maintenance, not a client's request (the rollups function, `rollups
-    /// rebuild`): it may make thousands of requests, so each has its own
-    /// budget rather than sharing one (`calls`).
-    async fn refresh_rollups(
-        &self,
-        device: &DeviceId,
-        hours: BTreeSet<Timestamp>,
-    ) -> Result<RollupWrites, StoreError> {
-        // Boxed: a deep future, polled under the stream handler's.
-        Box::pin(self.refresh_device_rollups(device, hours)).await
-    }
-
-    async fn rollup_devices(&self, only: Option<DeviceId>) -> Result<Vec<DeviceId>, StoreError> {
-        calls::operation(&self.policy, async {
-            let registry = self.load_registry().await?;
-            Ok(registry
-                .devices
-                .into_keys()
-                .filter(|d| only.as_ref().is_none_or(|o| o == d))
-                .collect())
-        })
-        .await
-    }
-
-    async fn rebuild_rollups(
-        &self,
-        device: &DeviceId,
-        range: TimeRange,
-    ) -> Result<usize, StoreError> {
-        // Maintenance, as `refresh_rollups`: a budget per request.
-        Box::pin(self.rebuild_device_rollups(device, range)).await
     }
 
     async fn write_readings(&self, readings: &[Reading]) -> WriteReport {

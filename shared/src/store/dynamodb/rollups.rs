@@ -1,27 +1,21 @@
 //! Rollups on DynamoDB (docs/rollups.md): `RH#<hour>` and `RD#<day>` items in
-//! the device's own partition, kept by the rollups stream function.
+//! the device's own partition, and the `RSINCE` marker item (`store::Marker`),
+//! read and written here; what to recompute is the rollups use case's
+//! (`crate::rollups`), over `RollupSpans` (`rollup_spans.rs`), run by the
+//! rollups stream function. Queries use rollups only from the marker's hour
+//! (and only up to the function's lag).
 //!
-//! Each touched hour is recomputed from a strongly consistent Query of its
-//! readings (with the counter chain of the hour rollup before it) and put
-//! whole, then its day from its hours. Recompute-and-put depends only on
-//! what the table holds, so duplicate, late and reordered delivery cannot
-//! count a reading twice. When an hour's leaving chain changes, the next
-//! hour rollup is recomputed too, since it entered with that chain.
-//!
-//! A marker item (`RSINCE`) per device says from which hour on its rollups
-//! are complete: the first hour the function saw, where every hour with
-//! readings from there on was recomputed (the beginning of time, for a device
-//! with no reading before that hour), or what `rollups rebuild` covered.
-//! Queries use rollups only from there (and only up to the function's lag).
+//! An hour item is the hour's block and the chain it entered with; a day
+//! item is the rollup's stored shape (`rollup::Stored`).
 
-use super::blocks::{block_value, hour_block, hour_of};
+use super::blocks::{block_value, hour_block};
 use super::calls::Request;
 use super::{decode_reading, s, unavailable, DynamoStore, Item};
 use crate::domain::aggregate::counter::{Chain, Counter, Counters, Mark};
-use crate::domain::aggregate::rollup::{day, leaving, spans, Cascade, Rollup, Stored, StoredV1};
+use crate::domain::aggregate::rollup::{spans, Rollup, Stored, StoredV1};
 use crate::keys::{self, attr, ROLLUPS_SINCE_SK};
 use crate::model::{DeviceId, Reading, Span, TimeRange, Timestamp};
-use crate::store::{RollupWrites, StoreError};
+use crate::store::{Marker, StoreError};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 use futures_util::StreamExt;
 use std::collections::BTreeSet;
@@ -30,16 +24,6 @@ const SINCE: &str = "since";
 /// The marker's open day: the day of the newest hour the function has
 /// recomputed. Its day item (and any later one) may lag behind its hours.
 const OPEN_DAY: &str = "open";
-
-/// What a device's rollup marker says.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Marker {
-    /// From this hour on, every hour with readings has its hour item.
-    since: Timestamp,
-    /// From this day on, day items may lag behind their hours (`None`: a
-    /// marker from before open days, whose day items were all kept whole).
-    open_day: Option<Timestamp>,
-}
 
 fn range(from: Timestamp, to: Timestamp) -> Option<TimeRange> {
     TimeRange::new(from, to).ok()
@@ -54,7 +38,7 @@ impl DynamoStore {
 
     /// Puts an item; returns the write units DynamoDB reported (0 where the
     /// server reports none).
-    async fn put_item_units(&self, item: Item) -> Result<f64, StoreError> {
+    pub(super) async fn put_item_units(&self, item: Item) -> Result<f64, StoreError> {
         let out = self
             .client
             .put_item()
@@ -67,7 +51,7 @@ impl DynamoStore {
         Ok(super::metered_write(out.consumed_capacity()))
     }
 
-    async fn delete_rollup(
+    pub(super) async fn delete_rollup(
         &self,
         device: &DeviceId,
         span: Span,
@@ -97,7 +81,7 @@ impl DynamoStore {
             .await
     }
 
-    async fn rollups_within(
+    pub(super) async fn rollups_within(
         &self,
         device: &DeviceId,
         span: Span,
@@ -109,7 +93,7 @@ impl DynamoStore {
             .await
     }
 
-    async fn rollups_ordered(
+    pub(super) async fn rollups_ordered(
         &self,
         device: &DeviceId,
         span: Span,
@@ -130,7 +114,7 @@ impl DynamoStore {
     }
 
     /// The newest rollup of `span` starting before `start`.
-    async fn rollup_before(
+    pub(super) async fn rollup_before(
         &self,
         device: &DeviceId,
         span: Span,
@@ -146,7 +130,7 @@ impl DynamoStore {
     }
 
     /// The first rollup of `span` after the one at `start`.
-    async fn rollup_after(
+    pub(super) async fn rollup_after(
         &self,
         device: &DeviceId,
         span: Span,
@@ -161,73 +145,8 @@ impl DynamoStore {
             .pop())
     }
 
-    /// Recomputes the hours at `todo` in time order, and the hours after
-    /// them that the domain's cascade rule names (`rollup::Cascade`); then
-    /// their days before `open_day`, and the days of `closing`.
-    async fn recompute_hours(
-        &self,
-        device: &DeviceId,
-        todo: BTreeSet<Timestamp>,
-        open_day: Timestamp,
-        closing: BTreeSet<Timestamp>,
-    ) -> Result<RollupWrites, StoreError> {
-        let mut writes = RollupWrites::default();
-        let mut days = closing;
-        let mut cascade = Cascade::new(todo);
-        while let Some(hour) = cascade.next_start() {
-            let (leaving, written) = Box::pin(self.recompute_hour(device, hour)).await?;
-            if let Some(units) = written {
-                writes.hours += 1;
-                writes.write_units += units;
-            }
-            if Span::Day.start_of(hour) < open_day {
-                days.insert(Span::Day.start_of(hour));
-            }
-            let next = self.rollup_after(device, Span::Hour, hour).await?;
-            cascade.recomputed(leaving, next.as_ref());
-        }
-        for start in days {
-            if let Some(units) = self.recompute_day(device, start).await? {
-                writes.days += 1;
-                writes.write_units += units;
-            }
-        }
-        Ok(writes)
-    }
-
-    async fn rollup_at(
-        &self,
-        device: &DeviceId,
-        span: Span,
-        start: Timestamp,
-    ) -> Result<Option<Rollup>, StoreError> {
-        self.rollup_item_at(device, span, start)
-            .await?
-            .map(decode_rollup)
-            .transpose()
-    }
-
-    async fn rollup_item_at(
-        &self,
-        device: &DeviceId,
-        span: Span,
-        start: Timestamp,
-    ) -> Result<Option<Item>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key(attr::PK, s(keys::reading_pk(device)))
-            .key(attr::SK, AttributeValue::S(keys::rollup_sk(span, start)))
-            .consistent_read(true)
-            .retried(self)
-            .await
-            .map_err(unavailable)?;
-        Ok(out.item().cloned())
-    }
-
     /// The hour items of a device lying inside `range`, oldest first, strongly consistent.
-    async fn hour_items_within(
+    pub(super) async fn hour_items_within(
         &self,
         device: &DeviceId,
         range: &TimeRange,
@@ -244,7 +163,7 @@ impl DynamoStore {
     /// Every reading of a device in `range`, oldest first, strongly
     /// consistent, including readings past their expiry that TTL has not
     /// deleted yet (rollups outlive readings).
-    async fn readings_for_rollups(
+    pub(super) async fn readings_for_rollups(
         &self,
         device: &DeviceId,
         range: &TimeRange,
@@ -255,7 +174,7 @@ impl DynamoStore {
     }
 
     /// The start of every hour with readings of a device from `from` on (keys only).
-    async fn hours_with_readings(
+    pub(super) async fn hours_with_readings(
         &self,
         device: &DeviceId,
         from: Timestamp,
@@ -289,7 +208,7 @@ impl DynamoStore {
     }
 
     /// A device's rollup marker (module comment), if its rollups are kept.
-    async fn rollup_marker(
+    pub(super) async fn rollup_marker(
         &self,
         device: &DeviceId,
         consistent: bool,
@@ -331,7 +250,11 @@ impl DynamoStore {
         }))
     }
 
-    async fn set_rollup_marker(&self, device: &DeviceId, marker: Marker) -> Result<(), StoreError> {
+    pub(super) async fn set_rollup_marker(
+        &self,
+        device: &DeviceId,
+        marker: Marker,
+    ) -> Result<(), StoreError> {
         let mut put = self
             .client
             .put_item()
@@ -353,7 +276,7 @@ impl DynamoStore {
 
     /// The hour rollups ending before this are not recomputed: their
     /// readings may be gone to TTL, and a rollup outlives them.
-    fn recompute_floor(&self) -> Timestamp {
+    pub(super) fn recompute_floor(&self) -> Timestamp {
         let Some(retention) = self.retention else {
             return Timestamp::MIN;
         };
@@ -363,138 +286,8 @@ impl DynamoStore {
             .unwrap_or(Timestamp::MIN)
     }
 
-    /// `Store::refresh_rollups` on DynamoDB (module comment).
-    pub(super) async fn refresh_device_rollups(
-        &self,
-        device: &DeviceId,
-        hours: BTreeSet<Timestamp>,
-    ) -> Result<RollupWrites, StoreError> {
-        let floor = self.recompute_floor();
-        let mut todo: BTreeSet<Timestamp> = hours
-            .into_iter()
-            .map(|h| Span::Hour.start_of(h))
-            .filter(|h| *h >= floor)
-            .collect();
-        let Some(&first) = todo.first() else {
-            return Ok(RollupWrites::default());
-        };
-        let marker = self.rollup_marker(device, true).await?;
-        let first_sight = marker.is_none();
-        if first_sight {
-            // Hours from here on may hold readings written before rollups
-            // were kept: recompute them all, so that the marker holds.
-            todo.extend(self.hours_with_readings(device, first).await?);
-        }
-        // Days are rewritten when they close, not every batch: the newest
-        // day touched stays open (read from its hours), and the day that
-        // was open until now is written whole (docs/rollups.md).
-        let newest_day = Span::Day.start_of(*todo.last().expect("not empty"));
-        let was_open = marker.and_then(|m| m.open_day);
-        let open_day = was_open.map_or(newest_day, |o| o.max(newest_day));
-        let mut closing = BTreeSet::new();
-        if let Some(o) = was_open.filter(|o| *o < open_day) {
-            closing.insert(o);
-        }
-        // Boxed: a deep future (a debug test thread's stack overflowed).
-        let writes = Box::pin(self.recompute_hours(device, todo, open_day, closing)).await?;
-        let since = match marker {
-            Some(m) => Some(m.since),
-            None => {
-                // Complete from the start when nothing lies before (a new device).
-                let before = range(Timestamp::MIN, first);
-                let older = match before {
-                    Some(before) => self.edge_reading(device, &before, false).await?,
-                    None => None,
-                };
-                Some(if older.is_some() {
-                    first
-                } else {
-                    Timestamp::MIN
-                })
-            }
-        };
-        if first_sight || was_open != Some(open_day) {
-            let since = since.expect("set above");
-            self.set_rollup_marker(
-                device,
-                Marker {
-                    since,
-                    open_day: Some(open_day),
-                },
-            )
-            .await?;
-        }
-        Ok(writes)
-    }
-
-    /// Recomputes one hour rollup from its readings; returns the counter
-    /// chain leaving it (what the next hour enters with), and the write units
-    /// spent (`None`: nothing written, the rollup was already right).
-    async fn recompute_hour(
-        &self,
-        device: &DeviceId,
-        start: Timestamp,
-    ) -> Result<(Chain, Option<f64>), StoreError> {
-        let old_item = self.rollup_item_at(device, Span::Hour, start).await?;
-        // The block keeps readings whose raw items TTL has deleted; the raw
-        // items there are newer writes of the same key, or new readings.
-        let kept = match &old_item {
-            Some(item) => hour_block(device, item)?.unwrap_or_default(),
-            None => Vec::new(),
-        };
-        let entering = self
-            .rollup_before(device, Span::Hour, start)
-            .await?
-            .map(|r| r.chain)
-            .unwrap_or_default();
-        let hour = range(start, Span::Hour.end_of(start)).expect("an hour is not empty");
-        let mut readings = kept;
-        readings.extend(self.readings_for_rollups(device, &hour).await?);
-        let readings = crate::domain::block::normalize(readings);
-        let new = spans(Span::Hour, entering, readings.iter()).pop();
-        let units = match (&old_item, &new) {
-            (_, Some(_)) => {
-                let item = hour_item(device, start, &readings, entering)?;
-                // The item is its block and entering chain: equal items, equal rollups.
-                if old_item.as_ref() == Some(&item) {
-                    None
-                } else {
-                    Some(self.put_item_units(item).await?)
-                }
-            }
-            (Some(_), None) => Some(self.delete_rollup(device, Span::Hour, start).await?),
-            (None, None) => None,
-        };
-        Ok((leaving(new.as_ref(), entering), units))
-    }
-
-    /// Recomputes a day rollup from its hour rollups; returns the write units
-    /// (`None`: nothing written).
-    async fn recompute_day(
-        &self,
-        device: &DeviceId,
-        start: Timestamp,
-    ) -> Result<Option<f64>, StoreError> {
-        let whole = range(start, Span::Day.end_of(start)).expect("a day is not empty");
-        let hours = self
-            .rollups_within(device, Span::Hour, &whole, true, usize::MAX)
-            .await?;
-        let old = self.rollup_at(device, Span::Day, start).await?;
-        match (old, hours.is_empty()) {
-            (None, true) => Ok(None),
-            (Some(_), true) => self.delete_rollup(device, Span::Day, start).await.map(Some),
-            (old, false) => {
-                let new = day(start, &hours);
-                if old.as_ref() == Some(&new) {
-                    return Ok(None);
-                }
-                self.put_rollup(device, &new).await.map(Some)
-            }
-        }
-    }
-
     /// The time of a device's first or last reading in `within`.
-    async fn edge_reading(
+    pub(super) async fn edge_reading(
         &self,
         device: &DeviceId,
         within: &TimeRange,
@@ -516,159 +309,8 @@ impl DynamoStore {
             .and_then(|sk| keys::parse_reading_sk(sk)))
     }
 
-    /// `Store::rebuild_rollups` on DynamoDB: the days overlapping `range` that
-    /// hold readings, a day at a time, written in batches; rollups there
-    /// without readings any more are deleted; then the hour after, whose
-    /// entering chain may have changed; then the marker, when the rebuilt
-    /// days reach back to the device's first reading or join the hours the
-    /// stream function already covers.
-    pub(super) async fn rebuild_device_rollups(
-        &self,
-        device: &DeviceId,
-        range: TimeRange,
-    ) -> Result<usize, StoreError> {
-        let from = Span::Day.start_of(range.from());
-        let to = Span::Day.end_of(Span::Day.start_of(range.to().saturating_add_millis(-1)));
-        let days = TimeRange::new(from, to).expect("whole days around a range");
-        // The first and last reading, raw or in a block (raw items may be gone).
-        let hours = self.hour_items_within(device, &days).await?;
-        let (first_hour, last_hour) = match (hours.first(), hours.last()) {
-            (Some(a), Some(b)) => (
-                Some(hour_of(a)?),
-                Some(Span::Hour.end_of(hour_of(b)?).saturating_add_millis(-1)),
-            ),
-            _ => (None, None),
-        };
-        let first = [self.edge_reading(device, &days, true).await?, first_hour]
-            .into_iter()
-            .flatten()
-            .min();
-        let last = [self.edge_reading(device, &days, false).await?, last_hour]
-            .into_iter()
-            .flatten()
-            .max();
-        let (Some(first), Some(last)) = (first, last) else {
-            return Ok(0);
-        };
-        let mut kept: std::collections::BTreeMap<Timestamp, Vec<Reading>> =
-            std::collections::BTreeMap::new();
-        for item in &hours {
-            if let Some(readings) = hour_block(device, item)? {
-                kept.insert(hour_of(item)?, readings);
-            }
-        }
-        // Every hour and day item there; those the rebuild does not write again go.
-        let mut stale: BTreeSet<(Span, Timestamp)> = BTreeSet::new();
-        for item in &hours {
-            stale.insert((Span::Hour, hour_of(item)?));
-        }
-        for r in self
-            .rollups_within(device, Span::Day, &days, true, usize::MAX)
-            .await?
-        {
-            stale.insert((Span::Day, r.start));
-        }
-        let mut chains = [
-            self.rollup_before(device, Span::Hour, from)
-                .await?
-                .map(|r| r.chain)
-                .unwrap_or_default(),
-            self.rollup_before(device, Span::Day, from)
-                .await?
-                .map(|r| r.chain)
-                .unwrap_or_default(),
-        ];
-        let mut built = 0;
-        let mut day_start = Span::Day.start_of(first);
-        while day_start <= last {
-            let whole = TimeRange::new(day_start, Span::Day.end_of(day_start)).expect("a day");
-            let mut readings: Vec<Reading> = kept
-                .range(day_start..Span::Day.end_of(day_start))
-                .flat_map(|(_, r)| r.iter().cloned())
-                .collect();
-            readings.extend(self.readings_for_rollups(device, &whole).await?);
-            let readings = crate::domain::block::normalize(readings);
-            let mut items = Vec::new();
-            for (span, chain) in [Span::Hour, Span::Day].into_iter().zip(chains.iter_mut()) {
-                for r in spans(span, *chain, readings.iter()) {
-                    let entering = *chain;
-                    *chain = r.chain;
-                    stale.remove(&(span, r.start));
-                    items.push(match span {
-                        Span::Hour => {
-                            let end = Span::Hour.end_of(r.start);
-                            let from = readings.partition_point(|x| x.timestamp < r.start);
-                            let to = readings.partition_point(|x| x.timestamp < end);
-                            hour_item(device, r.start, &readings[from..to], entering)?
-                        }
-                        Span::Day => rollup_item(device, &r)?,
-                    });
-                }
-            }
-            built += items.len();
-            self.put_all(items).await?;
-            day_start = Span::Day.end_of(day_start);
-        }
-        for (span, start) in stale {
-            self.delete_rollup(device, span, start).await?;
-        }
-        // The hour after the rebuilt days entered with the chain they leave.
-        let last_hour = to.saturating_add_millis(-Span::Hour.millis());
-        if let Some(after) = self.rollup_after(device, Span::Hour, last_hour).await? {
-            let open = self
-                .rollup_marker(device, true)
-                .await?
-                .and_then(|m| m.open_day)
-                .unwrap_or(Timestamp::MAX);
-            self.recompute_hours(device, BTreeSet::from([after.start]), open, BTreeSet::new())
-                .await?;
-        }
-        let earliest = self
-            .edge_reading(
-                device,
-                &TimeRange::new(Timestamp::MIN, Timestamp::MAX).expect("MIN < MAX"),
-                true,
-            )
-            .await?;
-        let reaches_back = earliest.is_some_and(|e| e >= from);
-        let marker = self.rollup_marker(device, true).await?;
-        let new_since = if reaches_back {
-            Span::Day.start_of(first)
-        } else {
-            from
-        };
-        // The rebuild wrote every day whole: the open day stays what the
-        // stream function said (its later batches close it).
-        match marker {
-            // Joins what the stream function keeps: complete from the rebuilt days on.
-            Some(m) if m.since <= to && new_since < m.since => {
-                self.set_rollup_marker(
-                    device,
-                    Marker {
-                        since: new_since,
-                        ..m
-                    },
-                )
-                .await?
-            }
-            // Never seen by the function: complete when the rebuild reaches now.
-            None if to.millis() >= super::now_epoch_seconds() * 1000 => {
-                self.set_rollup_marker(
-                    device,
-                    Marker {
-                        since: new_since,
-                        open_day: None,
-                    },
-                )
-                .await?
-            }
-            _ => {}
-        }
-        Ok(built)
-    }
-
     /// Puts items in BatchWriteItem chunks, retried like readings.
-    async fn put_all(&self, items: Vec<Item>) -> Result<(), StoreError> {
+    pub(super) async fn put_all(&self, items: Vec<Item>) -> Result<(), StoreError> {
         let mut chunks = Vec::new();
         let mut items = items.into_iter().enumerate().peekable();
         while items.peek().is_some() {

@@ -20,6 +20,8 @@ mod blocks;
 mod names;
 mod periodic;
 mod registry;
+mod rollup_spans;
+pub use rollup_spans::TxSpans;
 mod rollups;
 mod rows;
 mod schema;
@@ -461,16 +463,24 @@ fn write_readings_with(writer: &mut Writer, readings: &[Reading], now_ms: i64) -
             deduped.winners.iter().map(|&i| &readings[i]),
             now_ms,
         )?;
-        // The rollups, in the same transaction, per device in time order.
+        // The rollups, in the same transaction, per device in time order:
+        // the rollups use case, whose primitives here answer at once.
         for (id, batch) in touched {
-            rollups::update(
+            let mut newest = cache.spans.remove(&(id, Span::Day));
+            let mut spans = rollup_spans::TxSpans {
                 tx,
-                &mut cache.spans,
-                id,
-                &batch.readings[0].device_id,
+                device: id,
+                device_id: &batch.readings[0].device_id,
+            };
+            crate::rollups::at_once(crate::rollups::keep(
+                &mut spans,
+                &mut newest,
                 &batch.readings,
                 batch.appended,
-            )?;
+            ))?;
+            if let Some(newest) = newest {
+                cache.spans.insert((id, Span::Day), newest);
+            }
         }
         // The registry, in the same transaction: what the stream Lambda
         // would do with these records, planned by the same code.
@@ -485,6 +495,35 @@ fn write_readings_with(writer: &mut Writer, readings: &[Reading], now_ms: i64) -
             tracing::error!(error = %err, "sqlite write failed");
             deduped.report(&(0..deduped.winners.len()).collect::<Vec<_>>())
         }
+    }
+}
+
+impl SqliteStore {
+    /// Runs `work` over a device's rollup primitives in one write
+    /// transaction (the rollups use case's `rebuild`); `None` for a device
+    /// without readings.
+    pub async fn in_rollup_transaction<T: Send + 'static>(
+        &self,
+        device: &DeviceId,
+        work: impl FnOnce(&mut rollup_spans::TxSpans<'_>) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<Option<T>, StoreError> {
+        let device = device.clone();
+        self.blocking(move |s| {
+            s.write(|tx, _, cache| {
+                let Some(id) = names::find(tx, names::DEVICE, device.as_str())? else {
+                    return Ok(None);
+                };
+                // What an append would continue may change.
+                cache.spans.retain(|(d, _), _| *d != id);
+                let mut spans = rollup_spans::TxSpans {
+                    tx,
+                    device: id,
+                    device_id: &device,
+                };
+                work(&mut spans).map(Some)
+            })
+        })
+        .await
     }
 }
 
@@ -698,42 +737,6 @@ impl Store for SqliteStore {
         Ok(self
             .rollup_reads
             .then(|| TimeRange::new(Timestamp::MIN, Timestamp::MAX).expect("MIN < MAX")))
-    }
-
-    /// The devices whose rollups `rebuild_rollups` would rebuild: `only`, or
-    /// every device with readings.
-    async fn rollup_devices(&self, only: Option<DeviceId>) -> Result<Vec<DeviceId>, StoreError> {
-        self.blocking(move |s| {
-            s.read(|conn| {
-                Ok(names::devices(conn)?
-                    .into_iter()
-                    .map(|(_, d)| d)
-                    .filter(|d| only.as_ref().is_none_or(|o| o == d))
-                    .collect())
-            })
-        })
-        .await
-    }
-
-    /// Rebuilds one device's hour and day rollups from its readings, for the
-    /// days that overlap `range`, in one transaction (`ingester-local
-    /// rollups rebuild`). Returns the rollups written.
-    async fn rebuild_rollups(
-        &self,
-        device: &DeviceId,
-        range: TimeRange,
-    ) -> Result<usize, StoreError> {
-        let device = device.clone();
-        self.blocking(move |s| {
-            s.write(|tx, _, cache| {
-                let Some(id) = names::find(tx, names::DEVICE, device.as_str())? else {
-                    return Ok(0);
-                };
-                cache.spans.retain(|(d, _), _| *d != id);
-                rollups::rebuild(tx, id, &device, &range)
-            })
-        })
-        .await
     }
 
     async fn rollups(

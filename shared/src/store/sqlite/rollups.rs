@@ -1,35 +1,25 @@
-//! Rollups on the embedded store (docs/rollups.md).
+//! Rollups on the embedded store (docs/rollups.md): the rows and how
+//! they are read. What to recompute is the rollups use case's
+//! (`crate::rollups::keep`, run in the readings' write transaction, and
+//! `rebuild`), over `RollupSpans` (`rollup_spans.rs`).
 //!
-//! - Day rollups are kept in the write transaction of the readings they
-//!   summarize: one row per device and day; the body is the rollup's stored
-//!   shape in postcard's compact binary form.
+//! - Day rollups: one row per device and day; the body is the rollup's
+//!   stored shape in postcard's compact binary form.
 //! - Hour rollups are not stored (since version 4): 24 rows a day cost more
 //!   bytes than the readings' own block. An hour rollup is computed when
 //!   read, from its day's readings (one block) and the chain its day
 //!   rollup entered with, by the same fold that would have stored it.
-//!
-//! A batch that only appends to a device (every reading newer than its
-//! newest stored one, the usual case) continues the device's newest day,
-//! reading for reading: the same fold a recomputation would do. Any other
-//! batch recomputes each touched day from its readings, and the days after
-//! it by the domain's one cascade rule (`rollup::Cascade`).
 
 use super::rows::Bounds;
 use super::series;
 use super::{db_err, StoreError};
-use crate::domain::aggregate::rollup::{
-    leaving, postcard_version, spans, Cascade, Rollup, Stored, StoredV1,
-};
-use crate::model::{DeviceId, Reading, Span, TimeRange, Timestamp};
-use crate::store::FastMap;
+use crate::domain::aggregate::rollup::{postcard_version, spans, Rollup, Stored, StoredV1};
+use crate::model::{DeviceId, Span, TimeRange, Timestamp};
 use crate::store::Order;
 use rusqlite::{params, Connection, OptionalExtension};
 
-/// The spans stored.
-pub const SPANS: [Span; 1] = [Span::Day];
-
 /// Most readings one span may hold (a day of readings every second).
-const MAX_SPAN_READINGS: usize = 86_400;
+pub const MAX_SPAN_READINGS: usize = 86_400;
 
 fn code(span: Span) -> i64 {
     match span {
@@ -79,7 +69,7 @@ fn decode_sized(
 }
 
 /// The newest rollup of a span starting before `before`.
-fn latest_before(
+pub fn latest_before(
     conn: &Connection,
     device: i64,
     span: Span,
@@ -101,7 +91,7 @@ fn latest_before(
 }
 
 /// The first rollup of a span starting after `after`.
-fn first_after(
+pub fn first_after(
     conn: &Connection,
     device: i64,
     span: Span,
@@ -122,7 +112,7 @@ fn first_after(
         .transpose()
 }
 
-fn put(conn: &Connection, device: i64, r: &Rollup) -> Result<(), StoreError> {
+pub fn put(conn: &Connection, device: i64, r: &Rollup) -> Result<(), StoreError> {
     let stored = Stored::from(r);
     let body =
         postcard::to_allocvec(&stored).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
@@ -137,113 +127,32 @@ fn put(conn: &Connection, device: i64, r: &Rollup) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Brings a device's rollups up to date with a batch of its readings (in
-/// time order, as written). `appended`: every one is newer than the
-/// device's newest reading before the batch.
-pub fn update(
-    tx: &Connection,
-    newest: &mut FastMap<(i64, Span), Rollup>,
-    device: i64,
-    device_id: &DeviceId,
-    readings: &[&Reading],
-    appended: bool,
-) -> Result<(), StoreError> {
-    for span in SPANS {
-        if appended {
-            append(tx, newest, device, span, readings)?;
-        } else {
-            newest.remove(&(device, span));
-            let starts = readings.iter().map(|r| span.start_of(r.timestamp));
-            recompute(tx, device, device_id, span, Cascade::new(starts))?;
-        }
-    }
+/// Deletes the rollup of `span` at `start`.
+pub fn delete(conn: &Connection, device: i64, span: Span, start: i64) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM rollups WHERE device = ?1 AND span = ?2 AND start = ?3")
+        .map_err(db_err)?
+        .execute(params![device, code(span), start])
+        .map_err(db_err)?;
     Ok(())
 }
 
-/// Continues the device's newest span (remembered from the last batch, or
-/// read) with readings all newer than it, and remembers the newest after.
-fn append(
-    tx: &Connection,
-    newest: &mut FastMap<(i64, Span), Rollup>,
+/// The starts of a device's stored rollups of `span` in `from..to`.
+pub fn starts(
+    conn: &Connection,
     device: i64,
     span: Span,
-    readings: &[&Reading],
-) -> Result<(), StoreError> {
-    if readings.is_empty() {
-        return Ok(());
-    }
-    let mut current = match newest.remove(&(device, span)) {
-        Some(r) => Some(r),
-        None => latest_before(tx, device, span, i64::MAX)?,
-    };
-    let mut dirty = false;
-    for r in readings {
-        let start = span.start_of(r.timestamp);
-        match &mut current {
-            Some(c) if c.start == start => c.add(r),
-            _ => {
-                let entering = current.as_ref().map_or_else(Default::default, |c| c.chain);
-                if let Some(done) = current.take().filter(|_| dirty) {
-                    put(tx, device, &done)?;
-                }
-                let mut fresh = Rollup::new(span, start, entering);
-                fresh.add(r);
-                current = Some(fresh);
-            }
-        }
-        dirty = true;
-    }
-    if let Some(done) = current {
-        if dirty {
-            put(tx, device, &done)?;
-        }
-        newest.insert((device, span), done);
-    }
-    Ok(())
-}
-
-/// Recomputes the spans of `cascade` from their readings, in time order,
-/// and the spans after them that the cascade rule names.
-fn recompute(
-    tx: &Connection,
-    device: i64,
-    device_id: &DeviceId,
-    span: Span,
-    mut cascade: Cascade,
-) -> Result<(), StoreError> {
-    while let Some(start_at) = cascade.next_start() {
-        let start = start_at.millis();
-        let entering = latest_before(tx, device, span, start)?
-            .map(|r| r.chain)
-            .unwrap_or_default();
-        let end = span.end_of(start_at);
-        let readings = series::device_readings(
-            tx,
-            device,
-            device_id,
-            Bounds {
-                lo: start,
-                hi: end.millis() - 1,
-            },
-            Order::Asc,
-            MAX_SPAN_READINGS,
-        )?;
-        let new = spans(span, entering, readings.iter()).pop();
-        match &new {
-            Some(r) => put(tx, device, r)?,
-            None => {
-                tx.prepare_cached(
-                    "DELETE FROM rollups WHERE device = ?1 AND span = ?2 AND start = ?3",
-                )
-                .map_err(db_err)?
-                .execute(params![device, code(span), start])
-                .map_err(db_err)?;
-            }
-        }
-        let next = first_after(tx, device, span, start)?;
-        cascade.recomputed(leaving(new.as_ref(), entering), next.as_ref());
-    }
-    Ok(())
+    from: i64,
+    to: i64,
+) -> Result<Vec<i64>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT start FROM rollups WHERE device = ?1 AND span = ?2 AND start >= ?3 AND start < ?4",
+        )
+        .map_err(db_err)?;
+    let rows = stmt
+        .query_map(params![device, code(span), from, to], |r| r.get(0))
+        .map_err(db_err)?;
+    rows.collect::<Result<_, _>>().map_err(db_err)
 }
 
 /// A device's rollups of a span that lie wholly inside `range`, oldest
@@ -282,7 +191,7 @@ pub fn within(
     Ok((found, bytes))
 }
 
-fn stored_within(
+pub fn stored_within(
     conn: &Connection,
     device: i64,
     span: Span,
@@ -359,70 +268,4 @@ fn hours_within(
         );
     }
     Ok(out)
-}
-
-/// Builds a device's rollups from its readings, a day at a time, for the
-/// days that overlap `range` (a file written before rollups, and
-/// `ingester-local rollups rebuild`); the span after them is recomputed too
-/// when the chain it entered with changed. Returns the rollups written.
-pub fn rebuild(
-    tx: &Connection,
-    device: i64,
-    device_id: &DeviceId,
-    range: &TimeRange,
-) -> Result<usize, StoreError> {
-    let from = Span::Day.start_of(range.from()).millis();
-    let to = Span::Day
-        .end_of(Span::Day.start_of(range.to().saturating_add_millis(-1)))
-        .millis();
-    // Days with readings only: the range may be all time.
-    let Some((first, last)) = series::time_span(tx, device, device_id)? else {
-        return Ok(0);
-    };
-    let day_of = |ms: i64| ms - ms.rem_euclid(Span::Day.millis());
-    let (read_from, read_to) = (
-        from.max(day_of(first)),
-        to.min(day_of(last) + Span::Day.millis()),
-    );
-    for span in SPANS {
-        tx.prepare_cached(
-            "DELETE FROM rollups WHERE device = ?1 AND span = ?2 AND start >= ?3 AND start < ?4",
-        )
-        .map_err(db_err)?
-        .execute(params![device, code(span), from, to])
-        .map_err(db_err)?;
-    }
-    // In the order of SPANS.
-    let mut chains = [latest_before(tx, device, Span::Day, from)?
-        .map(|r| r.chain)
-        .unwrap_or_default()];
-    let mut built = 0;
-    let mut day = read_from;
-    while day < read_to {
-        let readings = series::device_readings(
-            tx,
-            device,
-            device_id,
-            Bounds {
-                lo: day,
-                hi: day + Span::Day.millis() - 1,
-            },
-            Order::Asc,
-            usize::MAX >> 1,
-        )?;
-        for (span, chain) in SPANS.into_iter().zip(chains.iter_mut()) {
-            for r in spans(span, *chain, readings.iter()) {
-                *chain = r.chain;
-                put(tx, device, &r)?;
-                built += 1;
-            }
-        }
-        day += Span::Day.millis();
-    }
-    for span in SPANS {
-        if let Some(next) = first_after(tx, device, span, to - 1)? {
-            recompute(tx, device, device_id, span, Cascade::new([next.start]))?;
-        }
-    }
-    Ok(built)
 }

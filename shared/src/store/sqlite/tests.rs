@@ -907,7 +907,9 @@ async fn version_1_rollups_of_a_bought_only_meter_read_until_rebuilt() {
         );
     }
     // Rebuilt, they are version 2 again and carry the energy themselves.
-    store.rebuild_rollups(&device, range).await.unwrap();
+    crate::rollups::Upkeep::rebuild_rollups(&store, &device, range)
+        .await
+        .unwrap();
     let rebuilt = store.rollups(&device, Span::Day, &range).await.unwrap();
     assert_eq!(rebuilt, fresh);
     assert_eq!(

@@ -17,7 +17,7 @@
 mod from_v1_items;
 
 use super::names;
-use super::{db_err, rollups, schema};
+use super::{db_err, schema};
 use crate::model::{TimeRange, Timestamp};
 use crate::store::StoreError;
 use from_v1_items::from_items;
@@ -138,7 +138,13 @@ pub(super) fn build_rollups(tx: &Connection) -> Result<usize, StoreError> {
     let all = TimeRange::new(Timestamp::MIN, Timestamp::MAX).expect("MIN < MAX");
     let mut built = 0;
     for (id, device) in names::devices(tx)? {
-        built += rollups::rebuild(tx, id, &device, &all)?;
+        let mut spans = super::rollup_spans::TxSpans {
+            tx,
+            device: id,
+            device_id: &device,
+        };
+        // The rollups use case, whose primitives here answer at once.
+        built += crate::rollups::at_once(crate::rollups::rebuild(&mut spans, all))?;
     }
     Ok(built)
 }

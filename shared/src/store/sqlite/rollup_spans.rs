@@ -1,0 +1,135 @@
+//! The rollups use case's primitives on the embedded store, inside a write
+//! transaction: each answers at once (`crate::rollups::at_once`).
+
+use super::rollups::{self, MAX_SPAN_READINGS};
+use super::rows::Bounds;
+use super::series;
+use super::StoreError;
+use crate::domain::aggregate::rollup::Rollup;
+use crate::model::{DeviceId, Reading, Span, TimeRange, Timestamp};
+use crate::store::{Keeping, Order, RollupSpans};
+use rusqlite::Connection;
+use std::collections::BTreeSet;
+
+/// One device's rollups and readings in a transaction.
+pub struct TxSpans<'a> {
+    pub(super) tx: &'a Connection,
+    pub(super) device: i64,
+    pub(super) device_id: &'a DeviceId,
+}
+
+fn bounds(range: &TimeRange) -> Bounds {
+    Bounds {
+        lo: range.from().millis(),
+        hi: range.to().millis() - 1,
+    }
+}
+
+impl RollupSpans for TxSpans<'_> {
+    fn keeping(&self) -> Keeping {
+        Keeping::DaysInTheWrite
+    }
+
+    async fn readings(&mut self, range: &TimeRange) -> Result<Vec<Reading>, StoreError> {
+        // A day of readings every second, at most, for one span; all of a
+        // rebuilt day's.
+        let most = if range.to().millis() - range.from().millis() <= Span::Day.millis() {
+            MAX_SPAN_READINGS
+        } else {
+            usize::MAX >> 1
+        };
+        series::device_readings(
+            self.tx,
+            self.device,
+            self.device_id,
+            bounds(range),
+            Order::Asc,
+            most,
+        )
+    }
+
+    async fn reading_times(
+        &mut self,
+        range: &TimeRange,
+    ) -> Result<Option<(Timestamp, Timestamp)>, StoreError> {
+        let Some((first, last)) = series::time_span(self.tx, self.device, self.device_id)? else {
+            return Ok(None);
+        };
+        let b = bounds(range);
+        let (first, last) = (first.max(b.lo), last.min(b.hi));
+        if first > last {
+            return Ok(None);
+        }
+        let time = |ms| Timestamp::from_millis(ms).map_err(|e| StoreError::Corrupt(e.to_string()));
+        Ok(Some((time(first)?, time(last)?)))
+    }
+
+    async fn first_reading_before(
+        &mut self,
+        t: Timestamp,
+    ) -> Result<Option<Timestamp>, StoreError> {
+        let first = series::time_span(self.tx, self.device, self.device_id)?
+            .map(|(first, _)| first)
+            .filter(|first| *first < t.millis());
+        first
+            .map(|ms| Timestamp::from_millis(ms).map_err(|e| StoreError::Corrupt(e.to_string())))
+            .transpose()
+    }
+
+    async fn hours_with_readings(
+        &mut self,
+        from: Timestamp,
+    ) -> Result<BTreeSet<Timestamp>, StoreError> {
+        let all =
+            TimeRange::new(from, Timestamp::MAX).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        Ok(self
+            .readings(&all)
+            .await?
+            .iter()
+            .map(|r| Span::Hour.start_of(r.timestamp))
+            .collect())
+    }
+
+    async fn before(&mut self, span: Span, start: Timestamp) -> Result<Option<Rollup>, StoreError> {
+        rollups::latest_before(self.tx, self.device, span, start.millis())
+    }
+
+    async fn after(&mut self, span: Span, start: Timestamp) -> Result<Option<Rollup>, StoreError> {
+        rollups::first_after(self.tx, self.device, span, start.millis())
+    }
+
+    async fn within(&mut self, span: Span, range: &TimeRange) -> Result<Vec<Rollup>, StoreError> {
+        Ok(rollups::within(self.tx, self.device, self.device_id, span, range, None)?.0)
+    }
+
+    async fn starts(
+        &mut self,
+        span: Span,
+        range: &TimeRange,
+    ) -> Result<BTreeSet<Timestamp>, StoreError> {
+        rollups::starts(
+            self.tx,
+            self.device,
+            span,
+            range.from().millis(),
+            range.to().millis(),
+        )?
+        .into_iter()
+        .map(|ms| Timestamp::from_millis(ms).map_err(|e| StoreError::Corrupt(e.to_string())))
+        .collect()
+    }
+
+    async fn put(
+        &mut self,
+        rollup: &Rollup,
+        _readings: &[Reading],
+    ) -> Result<Option<f64>, StoreError> {
+        rollups::put(self.tx, self.device, rollup)?;
+        Ok(Some(0.0))
+    }
+
+    async fn delete(&mut self, span: Span, start: Timestamp) -> Result<Option<f64>, StoreError> {
+        rollups::delete(self.tx, self.device, span, start.millis())?;
+        Ok(Some(0.0))
+    }
+}
