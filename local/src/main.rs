@@ -248,6 +248,12 @@ fn spec_config(spec: &str, create_table: bool, retention_days: u32) -> Result<Co
     let mut config =
         Config::with_store(store, |k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
     config.retention = Retention::days(retention_days);
+    // A migration keeps every raw item unless told otherwise: it may outrun
+    // the stream's 24 hours, and an hour the rollups function never folded
+    // into its block would lose its readings to TTL (docs/migrate.md).
+    if std::env::var_os("RAW_READING_DAYS").is_none() {
+        config.raw_window = None;
+    }
     Ok(config)
 }
 
@@ -371,25 +377,25 @@ struct StoreArgs {
     #[arg(long, env = "RETENTION_DAYS", default_value_t = 0)]
     retention_days: u32,
     /// On DynamoDB: keep a reading's own item this many days (0: forever); older readings are read from hour blocks, which the rollups function writes (docs/blocks.md). Set it as the table's stack has `RawReadingDays`.
-    #[arg(long, env = "RAW_READING_DAYS", default_value_t = 0)]
+    #[arg(long, env = "RAW_READING_DAYS", default_value_t = shared::config::DEFAULT_RAW_READING_DAYS)]
     raw_reading_days: u32,
     /// Shards of the all-devices time index on DynamoDB (odd, 1-63); the embedded store has no shards.
     #[arg(long, env = "ALL_DEVICES_SHARDS", default_value_t = shared::keys::DEFAULT_SHARDS,
           value_parser = |v: &str| shared::config::parse_shards(v).map_err(|e| e.to_string()))]
     shards: u32,
     /// The room-time index on DynamoDB: `enabled` or `disabled`, as the stack's RoomIndex parameter (docs/cost.md).
-    #[arg(long, env = "ROOM_INDEX", default_value = "enabled", action = clap::ArgAction::Set,
+    #[arg(long, env = "ROOM_INDEX", default_value = shared::config::switch_text(shared::config::DEFAULT_INDEXES.room_time), action = clap::ArgAction::Set,
           value_parser = |v: &str| shared::config::parse_switch("ROOM_INDEX", v).map_err(|e| e.to_string()))]
     room_index: bool,
     /// How much newer a latest reading must be before the stream poller writes a registry item again (DynamoDB only; docs/cost.md).
     #[arg(long, env = "REGISTRY_LATEST_SECONDS", default_value_t = shared::config::DEFAULT_REGISTRY_LATEST_SECONDS)]
     registry_latest_seconds: u64,
     /// The box search indexes (room-z, device-z) on DynamoDB: `enabled` or `disabled`, as the stack's BoxSearch parameter (docs/cost.md).
-    #[arg(long, env = "BOX_SEARCH", default_value = "enabled", action = clap::ArgAction::Set,
+    #[arg(long, env = "BOX_SEARCH", default_value = shared::config::switch_text(shared::config::DEFAULT_INDEXES.box_search), action = clap::ArgAction::Set,
           value_parser = |v: &str| shared::config::parse_switch("BOX_SEARCH", v).map_err(|e| e.to_string()))]
     box_search: bool,
     /// The all-devices feed index (all-time) on DynamoDB: `enabled` or `disabled`, as the stack's AllDevicesFeed parameter.
-    #[arg(long, env = "ALL_DEVICES_FEED", default_value = "enabled", action = clap::ArgAction::Set,
+    #[arg(long, env = "ALL_DEVICES_FEED", default_value = shared::config::switch_text(shared::config::DEFAULT_INDEXES.all_devices), action = clap::ArgAction::Set,
           value_parser = |v: &str| shared::config::parse_switch("ALL_DEVICES_FEED", v).map_err(|e| e.to_string()))]
     all_devices_feed: bool,
     /// File that keeps the stream position across restarts (DynamoDB only).
@@ -942,6 +948,59 @@ mod tests {
             assert!(door_check(addr(network), true, false).is_ok(), "{network}");
             assert!(door_check(addr(network), false, true).is_ok(), "{network}");
         }
+    }
+
+    /// `serve` without flags is configured as a function started with
+    /// `TABLE_NAME` alone (whose defaults are the template's,
+    /// tests/tests/template.rs), and the settings file's commented values are
+    /// those defaults.
+    #[test]
+    fn serve_s_defaults_are_the_config_s_and_the_settings_file_s() {
+        use clap::Parser;
+        let args = super::Cli::parse_from(["ingester-local", "serve", "--table", "t"]);
+        let super::Command::Serve(serve) = args.command else {
+            panic!("not serve");
+        };
+        let ours = serve.store.config(None, false, std::time::Duration::ZERO);
+        let theirs =
+            shared::config::Config::from_lookup(|k| (k == "TABLE_NAME").then(|| "t".into()))
+                .unwrap();
+        assert_eq!(ours.raw_window, theirs.raw_window);
+        assert_eq!(ours.retention, theirs.retention);
+        assert_eq!(ours.indexes, theirs.indexes);
+        assert_eq!(ours.shards, theirs.shards);
+        assert_eq!(
+            ours.registry_latest_interval,
+            theirs.registry_latest_interval
+        );
+        assert_eq!(ours.dynamodb.budget, theirs.dynamodb.budget);
+        let file = include_str!("../debian/default");
+        let commented = |name: &str| -> String {
+            file.lines()
+                .find_map(|l| l.strip_prefix(&format!("#{name}=")))
+                .unwrap_or_else(|| panic!("{name} is not in the settings file"))
+                .to_owned()
+        };
+        let days = |r: Option<shared::store::Retention>, name: &str| {
+            let n: u32 = commented(name).parse().unwrap();
+            assert_eq!(shared::store::Retention::days(n), r, "{name}");
+        };
+        days(theirs.raw_window, "RAW_READING_DAYS");
+        let switch = |on: bool, name: &str| {
+            assert_eq!(commented(name), shared::config::switch_text(on), "{name}");
+        };
+        switch(theirs.indexes.room_time, "ROOM_INDEX");
+        switch(theirs.indexes.box_search, "BOX_SEARCH");
+        switch(theirs.indexes.all_devices, "ALL_DEVICES_FEED");
+        assert_eq!(commented("ALL_DEVICES_SHARDS"), theirs.shards.to_string());
+        assert_eq!(
+            commented("REGISTRY_LATEST_SECONDS"),
+            theirs.registry_latest_interval.as_secs().to_string()
+        );
+        assert_eq!(
+            commented("DYNAMODB_BUDGET_MS"),
+            theirs.dynamodb.budget.as_millis().to_string()
+        );
     }
 
     /// An empty token is no token: the door stays shut.

@@ -59,8 +59,10 @@ fn reindex(table: &str, extra: &[&str]) -> Result<Value, String> {
         ])
         .args(extra)
         .env("AWS_REGION", "us-east-1")
-        .env_remove("BOX_SEARCH")
-        .env_remove("ALL_DEVICES_FEED")
+        // The stack's settings after turning both indexes on.
+        .env("ROOM_INDEX", "enabled")
+        .env("BOX_SEARCH", "enabled")
+        .env("ALL_DEVICES_FEED", "enabled")
         .output()
         .unwrap();
     if out.status.success() {

@@ -39,9 +39,9 @@ pub struct Config {
     pub registry_cache_ttl: Duration,
     /// `RETENTION_DAYS` (default 0: keep forever): readings get `expires_at`.
     pub retention: Option<Retention>,
-    /// `RAW_READING_DAYS` (default 0: keep raw items forever; the template's
-    /// default is 35): on DynamoDB a reading's own item expires after this
-    /// many days, and reads take it from its hour's block (docs/blocks.md).
+    /// `RAW_READING_DAYS` (default 35, as the template's; 0 keeps raw items
+    /// forever): on DynamoDB a reading's own item expires after this many
+    /// days, and reads take it from its hour's block (docs/blocks.md).
     pub raw_window: Option<Retention>,
     /// `READS_REQUIRE_TOKEN` (default `true`): the GET routes need the token too, when one is set.
     pub read_access: ReadAccess,
@@ -49,7 +49,8 @@ pub struct Config {
     /// to 63; every function of a deployment must agree (`docs/all-devices.md`).
     pub shards: u32,
     /// `ROOM_INDEX`, `BOX_SEARCH` and `ALL_DEVICES_FEED` (`enabled` or
-    /// `disabled`; default `enabled`): the optional indexes the table has
+    /// `disabled`; default `disabled`, as the template's): the optional
+    /// indexes the table has
     /// (template parameters `RoomIndex`, `BoxSearch` and `AllDevicesFeed`,
     /// docs/cost.md).
     pub indexes: Indexes,
@@ -66,6 +67,15 @@ pub struct Config {
     /// price the dashboard shows energy's cost at (template parameters
     /// `PricePerKwh` and `Currency`); unset, no cost is shown.
     pub tariff: Option<Tariff>,
+}
+
+/// How a switch is written: `enabled` or `disabled`.
+pub const fn switch_text(on: bool) -> &'static str {
+    if on {
+        "enabled"
+    } else {
+        "disabled"
+    }
 }
 
 /// `enabled` or `disabled`, for a setting named `name`.
@@ -106,7 +116,23 @@ pub enum ConfigError {
     },
 }
 
+// The defaults are the template's (`Parameters` in template.yaml), so that a
+// function started with `TABLE_NAME` alone, or `ingester-local` without
+// flags, works on a table made from the template's defaults
+// (tests/tests/template.rs reads them).
+
 pub const DEFAULT_CACHE_TTL_SECONDS: u64 = 30;
+
+/// A reading's raw item lives 35 days on DynamoDB (docs/blocks.md).
+pub const DEFAULT_RAW_READING_DAYS: u32 = 35;
+
+/// No optional index (docs/cost.md): room reads merge the room's devices'
+/// partitions, and the box search and all-devices feed routes are off.
+pub const DEFAULT_INDEXES: Indexes = Indexes {
+    room_time: false,
+    box_search: false,
+    all_devices: false,
+};
 
 /// The registry function's default interval for latest values: at one
 /// reading a minute, a device's latest is written every 15th reading
@@ -164,10 +190,13 @@ impl Config {
             "RETENTION_DAYS",
             "a whole number of days (0 keeps readings forever)",
         )?;
-        let raw_window = days(
-            "RAW_READING_DAYS",
-            "a whole number of days (0 keeps raw items forever)",
-        )?;
+        let raw_window = match get("RAW_READING_DAYS") {
+            None => Retention::days(DEFAULT_RAW_READING_DAYS),
+            Some(_) => days(
+                "RAW_READING_DAYS",
+                "a whole number of days (0 keeps raw items forever)",
+            )?,
+        };
         let read_access = match get("READS_REQUIRE_TOKEN").as_deref().map(str::trim) {
             None | Some("true") => ReadAccess::Token,
             Some("false") => ReadAccess::Open,
@@ -183,14 +212,14 @@ impl Config {
             None => crate::keys::DEFAULT_SHARDS,
             Some(v) => parse_shards(&v)?,
         };
-        let switch = |name: &'static str| match get(name) {
-            None => Ok(true),
+        let switch = |name: &'static str, default: bool| match get(name) {
+            None => Ok(default),
             Some(v) => parse_switch(name, &v),
         };
         let indexes = Indexes {
-            room_time: switch("ROOM_INDEX")?,
-            box_search: switch("BOX_SEARCH")?,
-            all_devices: switch("ALL_DEVICES_FEED")?,
+            room_time: switch("ROOM_INDEX", DEFAULT_INDEXES.room_time)?,
+            box_search: switch("BOX_SEARCH", DEFAULT_INDEXES.box_search)?,
+            all_devices: switch("ALL_DEVICES_FEED", DEFAULT_INDEXES.all_devices)?,
         };
         let registry_latest_interval = match get("REGISTRY_LATEST_SECONDS") {
             None => Duration::from_secs(DEFAULT_REGISTRY_LATEST_SECONDS),

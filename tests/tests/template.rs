@@ -421,3 +421,75 @@ fn the_price_parameters_reach_the_query_function_and_default_to_none() {
     let tariff = priced.tariff.unwrap();
     assert_eq!((tariff.per_kwh(), tariff.currency()), (0.31, "EUR"));
 }
+
+/// The code's defaults are the template's: a function started with
+/// `TABLE_NAME` alone is configured as one given every parameter's default
+/// through the template's environment (and `ingester-local serve` as that,
+/// a unit test of `local/src/main.rs`).
+#[test]
+fn the_code_s_defaults_are_the_template_s() {
+    use serde_yaml_ng::value::Tag;
+    let t = template();
+    let mut variables: Vec<(String, String)> = Vec::new();
+    let mut environments = vec![&t["Globals"]["Function"]["Environment"]["Variables"]];
+    if let Some(resources) = t["Resources"].as_mapping() {
+        for resource in resources.values() {
+            environments.push(&resource["Properties"]["Environment"]["Variables"]);
+        }
+    }
+    for env in environments {
+        let Some(env) = env.as_mapping() else {
+            continue;
+        };
+        for (name, value) in env {
+            let Yaml::Tagged(tagged) = value else {
+                continue;
+            };
+            if tagged.tag != Tag::new("Ref") {
+                continue;
+            }
+            let parameter = &t["Parameters"][s(&tagged.value).as_str()];
+            let Some(default) = parameter.get("Default") else {
+                continue;
+            };
+            let default = match default {
+                Yaml::String(text) => text.clone(),
+                other => serde_yaml_ng::to_string(other).unwrap().trim().to_owned(),
+            };
+            variables.push((s(name), default));
+        }
+    }
+    let names: BTreeSet<&str> = variables.iter().map(|(n, _)| n.as_str()).collect();
+    for expected in [
+        "RAW_READING_DAYS",
+        "ROOM_INDEX",
+        "BOX_SEARCH",
+        "ALL_DEVICES_FEED",
+        "RETENTION_DAYS",
+        "ALL_DEVICES_SHARDS",
+        "REGISTRY_LATEST_SECONDS",
+        "REGISTRY_CACHE_TTL_SECONDS",
+    ] {
+        assert!(
+            names.contains(expected),
+            "{expected} is not set from a parameter"
+        );
+    }
+    let with_defaults = shared::config::Config::from_lookup(|k| {
+        if k == "TABLE_NAME" {
+            return Some("t".into());
+        }
+        variables
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+    })
+    .unwrap();
+    let alone =
+        shared::config::Config::from_lookup(|k| (k == "TABLE_NAME").then(|| "t".into())).unwrap();
+    assert_eq!(format!("{alone:?}"), format!("{with_defaults:?}"));
+    // And what that is, so that neither side drifts unseen.
+    assert_eq!(alone.indexes, shared::config::DEFAULT_INDEXES);
+    assert!(!alone.indexes.room_time && !alone.indexes.box_search && !alone.indexes.all_devices);
+    assert_eq!(alone.raw_window, shared::store::Retention::days(35));
+}
