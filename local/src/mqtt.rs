@@ -170,7 +170,7 @@ pub async fn run<S: Store>(
     registry: RegistryCache,
     health: Arc<SubscriptionHealth>,
 ) -> Result<(), String> {
-    let mut backoff = FIRST_BACKOFF;
+    let mut reconnect = shared::retry::Reconnect::new(FIRST_BACKOFF, MAX_BACKOFF);
     loop {
         let (client, mut events) = connect(&settings)?;
         let (messages, mut inbox) = tokio::sync::mpsc::unbounded_channel::<Publish>();
@@ -204,7 +204,7 @@ pub async fn run<S: Store>(
                     Ok(Event::Incoming(Incoming::ConnAck(ack))) => {
                         tracing::info!(broker = %settings.url, session_present = ack.session_present, "mqtt connected");
                         health.connected();
-                        backoff = FIRST_BACKOFF;
+                        reconnect.reset();
                         for topic in &settings.topics {
                             client
                                 .subscribe(topic.as_str(), QoS::AtLeastOnce)
@@ -217,18 +217,17 @@ pub async fn run<S: Store>(
                     }
                     Ok(_) => {}
                     Err(e) => {
-                        tracing::warn!(broker = %settings.url, error = %e, retry_in_ms = backoff.as_millis() as u64, "mqtt connection lost");
+                        let wait = reconnect.next_delay();
+                        tracing::warn!(broker = %settings.url, error = %e, retry_in_ms = wait.as_millis() as u64, "mqtt connection lost");
                         health.disconnected(e.to_string());
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(MAX_BACKOFF);
+                        tokio::time::sleep(wait).await;
                     }
                 },
             }
         }
         health.disconnected("the store could not take a message: reconnecting for it");
         drop(events);
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
+        tokio::time::sleep(reconnect.next_delay()).await;
     }
 }
 

@@ -24,6 +24,7 @@ pub mod keys;
 pub mod model;
 pub mod query;
 pub mod registry;
+pub mod retry;
 pub mod rollups;
 pub mod store;
 pub mod stream;

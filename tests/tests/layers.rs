@@ -256,3 +256,31 @@ fn the_program_is_assembled_in_one_place() {
     }
     assert!(found.is_empty(), "assembled elsewhere: {found:?}");
 }
+
+/// One backoff for every retry and reconnect (`shared/src/retry.rs`, over
+/// backon): no other file builds delays of its own.
+#[test]
+fn every_retry_and_reconnect_waits_by_the_one_backoff() {
+    let mut files = sources(&shared_src());
+    files.extend(sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../local/src"),
+    ));
+    let mut found = Vec::new();
+    for file in files {
+        if file.ends_with("retry.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for needle in [
+            "ExponentialBuilder",
+            "* 2).min(",
+            "saturating_mul(1u32 <<",
+            "struct Backoff",
+        ] {
+            if text.contains(needle) {
+                found.push(format!("{}: {needle}", file.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "a backoff of its own: {found:?}");
+}

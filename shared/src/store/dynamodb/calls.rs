@@ -1,10 +1,11 @@
 //! How the adapter calls DynamoDB: the one owner of retries and deadlines.
 //!
 //! The SDK client's own retry is off (the assembly builds it so); every
-//! request goes through [`Request::retried`] (or, for `BatchWriteItem`, the
-//! write path's loop, which also retries `UnprocessedItems`), which retries
-//! transient errors with exponential backoff and full jitter, and runs each
-//! attempt under the time left in the operation's budget. An operation is
+//! request goes through [`retrying`] (through [`Request::retried`], or, for
+//! `BatchWriteItem`, the write path, which also retries `UnprocessedItems`),
+//! which retries transient errors with the program's one backoff
+//! (`crate::retry`: exponential, full jitter), and runs each attempt under the
+//! time left in the operation's budget. An operation is
 //! one call of a `Store` method that serves a client: every request it makes
 //! shares one deadline (`CallPolicy::budget` from its start), so an endpoint
 //! that accepts a connection and never answers holds an operation for the
@@ -42,17 +43,6 @@ impl Default for CallPolicy {
     }
 }
 
-impl CallPolicy {
-    /// Full jitter: a uniform delay in `[0, min(max, base * 2^attempt)]`.
-    pub(super) fn delay(&self, attempt: u32) -> Duration {
-        let cap = self
-            .base_delay
-            .saturating_mul(1u32 << attempt.min(16))
-            .min(self.max_delay);
-        cap.mul_f64(fastrand::f64())
-    }
-}
-
 tokio::task_local! {
     /// The deadline of the store operation this task is in.
     static DEADLINE: Instant;
@@ -79,55 +69,51 @@ pub(super) async fn operation<F: Future>(policy: &CallPolicy, f: F) -> F::Output
 #[error("no answer within the operation's budget of {0:?}")]
 pub struct DeadlineExceeded(pub Duration);
 
-/// The retries of one request, inside its operation's deadline: the one
-/// backoff both retry loops (`Request::retried`, the write path's
-/// `BatchWriteItem` loop) use.
-pub(super) struct Backoff {
-    policy: CallPolicy,
-    deadline: Instant,
-    tries: u32,
+/// Runs `attempt` until it succeeds, fails for good (`transient` says no),
+/// or the next wait would reach the operation's deadline: the one retry
+/// loop of the adapter. Each attempt is cut off at the deadline, as
+/// `timed_out()`. Boxed: the SDK's request futures are large, and an
+/// operation nests many of them (a debug build overflowed a test thread's stack).
+pub(super) async fn retrying<T, E, Fut>(
+    policy: &CallPolicy,
+    what: &'static str,
+    mut attempt: impl FnMut() -> Fut + Send,
+    transient: impl Fn(&E) -> bool + Send,
+    timed_out: impl Fn() -> E + Send + Sync,
+) -> Result<T, E>
+where
+    Fut: Future<Output = Result<T, E>> + Send,
+    T: Send,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    use backon::Retryable;
+    let deadline = deadline(policy);
+    let timed_out = &timed_out;
+    let cut_off = move || {
+        let work = Box::pin(attempt());
+        async move {
+            tokio::time::timeout_at(deadline, work)
+                .await
+                .unwrap_or_else(|_| Err(timed_out()))
+        }
+    };
+    cut_off
+        .retry(crate::retry::exponential(policy.base_delay, policy.max_delay))
+        .sleep(tokio::time::sleep)
+        .when(transient)
+        .adjust(move |_, delay| {
+            let delay = crate::retry::full_jitter(delay?);
+            (Instant::now() + delay < deadline).then_some(delay)
+        })
+        .notify(|err, delay| {
+            tracing::warn!(error = %DisplayErrorContext(err), retry_in_ms = delay.as_millis() as u64, "{what} failed");
+        })
+        .await
 }
 
-impl Backoff {
-    pub(super) fn new(policy: &CallPolicy) -> Self {
-        Self {
-            policy: *policy,
-            deadline: deadline(policy),
-            tries: 0,
-        }
-    }
-
-    /// Attempts made so far, the one under way included.
-    pub(super) fn attempts(&self) -> u32 {
-        self.tries + 1
-    }
-
-    /// One attempt, cut off at the deadline (an SDK timeout error when it
-    /// is). Boxed: the SDK's request futures are large, and an operation
-    /// nests many of them (a debug build overflowed a test thread's stack).
-    pub(super) async fn attempt<T, E>(
-        &self,
-        fut: impl Future<Output = Result<T, SdkError<E, HttpResponse>>>,
-    ) -> Result<T, SdkError<E, HttpResponse>> {
-        match tokio::time::timeout_at(self.deadline, Box::pin(fut)).await {
-            Ok(result) => result,
-            Err(_) => Err(SdkError::timeout_error(DeadlineExceeded(
-                self.policy.budget,
-            ))),
-        }
-    }
-
-    /// Waits before the next attempt; `false`, at once, when the wait would
-    /// reach the deadline.
-    pub(super) async fn wait(&mut self) -> bool {
-        let delay = self.policy.delay(self.tries);
-        if Instant::now() + delay >= self.deadline {
-            return false;
-        }
-        tokio::time::sleep(delay).await;
-        self.tries += 1;
-        true
-    }
+/// The attempt cut off at the operation's deadline.
+pub(super) fn deadline_exceeded<E>(policy: &CallPolicy) -> SdkError<E, HttpResponse> {
+    SdkError::timeout_error(DeadlineExceeded(policy.budget))
 }
 
 /// Errors worth another try: timeouts, connection failures, throttling, 5xx.
@@ -169,21 +155,16 @@ pub(super) trait Request: Clone + Send + Sync {
         store: &DynamoStore,
     ) -> impl Future<Output = Result<Self::Output, SdkError<Self::Error, HttpResponse>>> + Send
     {
-        let mut backoff = Backoff::new(&store.policy);
+        let policy = store.policy;
         async move {
-            loop {
-                let err = match backoff.attempt(self.clone().send_once()).await {
-                    Ok(out) => return Ok(out),
-                    Err(err) => err,
-                };
-                if !is_transient(&err) {
-                    return Err(err);
-                }
-                tracing::warn!(error = %DisplayErrorContext(&err), attempt = backoff.attempts(), "DynamoDB request failed");
-                if !backoff.wait().await {
-                    return Err(err);
-                }
-            }
+            retrying(
+                &policy,
+                "DynamoDB request",
+                move || self.clone().send_once(),
+                is_transient,
+                || deadline_exceeded(&policy),
+            )
+            .await
         }
     }
 }

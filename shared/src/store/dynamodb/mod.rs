@@ -234,60 +234,59 @@ impl DynamoStore {
     /// gives up. The one loop that retries `BatchWriteItem`: transient
     /// errors and `UnprocessedItems` alike, inside the operation's deadline.
     async fn write_chunk(&self, chunk: Vec<(usize, Item)>) -> Vec<usize> {
-        let mut backoff = calls::Backoff::new(&self.policy);
-        let mut pending: Vec<(usize, WriteRequest)> = chunk
-            .into_iter()
-            .map(|(slot, item)| {
-                let put = PutRequest::builder()
-                    .set_item(Some(item))
-                    .build()
-                    .expect("item is set");
-                (slot, WriteRequest::builder().put_request(put).build())
-            })
-            .collect();
-        loop {
-            let requests: Vec<WriteRequest> = pending.iter().map(|(_, w)| w.clone()).collect();
-            let request = self
+        let pending: std::sync::Mutex<Vec<(usize, WriteRequest)>> = std::sync::Mutex::new(
+            chunk
+                .into_iter()
+                .map(|(slot, item)| {
+                    let put = PutRequest::builder()
+                        .set_item(Some(item))
+                        .build()
+                        .expect("item is set");
+                    (slot, WriteRequest::builder().put_request(put).build())
+                })
+                .collect(),
+        );
+        let pending_ref = &pending;
+        let attempt = move || async move {
+            let requests: Vec<WriteRequest> =
+                lock(pending_ref).iter().map(|(_, w)| w.clone()).collect();
+            let out = self
                 .client
                 .batch_write_item()
                 .request_items(&self.table, requests)
-                .send_once();
-            match backoff.attempt(request).await {
-                Ok(out) => {
-                    let unprocessed = out
-                        .unprocessed_items()
-                        .and_then(|m| m.get(&self.table))
-                        .map(|v| v.as_slice())
-                        .unwrap_or_default();
-                    if unprocessed.is_empty() {
-                        return Vec::new();
-                    }
-                    let left: Vec<(String, String)> =
-                        unprocessed.iter().filter_map(request_key).collect();
-                    pending.retain(|(_, w)| request_key(w).is_some_and(|k| left.contains(&k)));
-                    tracing::warn!(
-                        unprocessed = pending.len(),
-                        attempt = backoff.attempts(),
-                        "BatchWriteItem left items unprocessed"
-                    );
-                }
-                Err(err) if calls::is_transient(&err) => {
-                    tracing::warn!(error = %DisplayErrorContext(&err), attempt = backoff.attempts(), "BatchWriteItem failed");
-                }
-                Err(err) => {
-                    tracing::error!(error = %DisplayErrorContext(&err), "BatchWriteItem rejected");
-                    return pending.into_iter().map(|(s, _)| s).collect();
-                }
+                .send_once()
+                .await
+                .map_err(|e| ChunkError::Failed(Box::new(e)))?;
+            let unprocessed = out
+                .unprocessed_items()
+                .and_then(|m| m.get(&self.table))
+                .map(|v| v.as_slice())
+                .unwrap_or_default();
+            if unprocessed.is_empty() {
+                lock(pending_ref).clear();
+                return Ok(());
             }
-            if !backoff.wait().await {
-                tracing::error!(
-                    unwritten = pending.len(),
-                    attempts = backoff.attempts(),
-                    "write budget spent"
-                );
-                return pending.into_iter().map(|(s, _)| s).collect();
-            }
+            let left: Vec<(String, String)> = unprocessed.iter().filter_map(request_key).collect();
+            let mut pending = lock(pending_ref);
+            pending.retain(|(_, w)| request_key(w).is_some_and(|k| left.contains(&k)));
+            Err(ChunkError::Unprocessed(pending.len()))
+        };
+        let result = calls::retrying(
+            &self.policy,
+            "BatchWriteItem",
+            attempt,
+            |e| match e {
+                ChunkError::Failed(err) => calls::is_transient(err),
+                ChunkError::Unprocessed(_) => true,
+            },
+            || ChunkError::Failed(Box::new(calls::deadline_exceeded(&self.policy))),
+        )
+        .await;
+        let left: Vec<usize> = lock(&pending).iter().map(|(s, _)| *s).collect();
+        if let Err(err) = result {
+            tracing::error!(error = %DisplayErrorContext(&err), unwritten = left.len(), "BatchWriteItem gave up");
         }
+        left
     }
 
     /// Reads pages of a Query until `limit` items or the end; returns items and
@@ -451,6 +450,27 @@ fn metered_write(consumed: Option<&aws_sdk_dynamodb::types::ConsumedCapacity>) -
 
 fn s(v: &str) -> AttributeValue {
     AttributeValue::S(v.to_owned())
+}
+
+/// Why a `BatchWriteItem` attempt did not write its whole chunk.
+#[derive(Debug, thiserror::Error)]
+enum ChunkError {
+    #[error("BatchWriteItem failed: {}", DisplayErrorContext(.0))]
+    Failed(
+        Box<
+            SdkError<
+                aws_sdk_dynamodb::operation::batch_write_item::BatchWriteItemError,
+                aws_sdk_dynamodb::config::http::HttpResponse,
+            >,
+        >,
+    ),
+    #[error("BatchWriteItem left {0} items unprocessed")]
+    Unprocessed(usize),
+}
+
+/// The chunk's pending requests (no attempt holds the lock across an await).
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn request_key(w: &WriteRequest) -> Option<(String, String)> {
