@@ -286,3 +286,117 @@ fn every_retry_and_reconnect_waits_by_the_one_backoff() {
     }
     assert!(found.is_empty(), "a backoff of its own: {found:?}");
 }
+
+/// The module a file of `shared/src` is (`store::sqlite::rows`; `""` for lib.rs).
+fn module_of(file: &Path) -> String {
+    let rel = file.strip_prefix(shared_src()).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+/// The modules a file names through `crate::`, `super::` or `self::` paths
+/// (braced lists included), outside comments and its unit tests; a module's
+/// own children are containment, not an import.
+fn imports(file: &Path, module: &str, modules: &std::collections::BTreeSet<String>) -> Vec<String> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+    let here: Vec<&str> = if module.is_empty() {
+        vec![]
+    } else {
+        module.split("::").collect()
+    };
+    let resolve = |path: &[&str]| -> Option<String> {
+        let (mut base, mut rest): (Vec<&str>, &[&str]) = match path.first()? {
+            &"crate" => (vec![], &path[1..]),
+            &"self" => (here.clone(), &path[1..]),
+            &"super" => (here.clone(), path),
+            _ => return None,
+        };
+        while rest.first() == Some(&"super") {
+            base.pop();
+            rest = &rest[1..];
+        }
+        let full: Vec<&str> = base.into_iter().chain(rest.iter().copied()).collect();
+        (1..=full.len())
+            .rev()
+            .map(|k| full[..k].join("::"))
+            .find(|m| modules.contains(m))
+            .filter(|m| m != module && !m.starts_with(&format!("{module}::")))
+    };
+    let path_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let code = line.split("//").next().unwrap_or("");
+        for start in ["crate::", "super::", "self::"] {
+            for (i, _) in code.match_indices(start) {
+                if i > 0 && path_char(code[..i].chars().last().unwrap()) {
+                    continue;
+                }
+                let tail = &code[i..];
+                let end = tail.find(|c: char| !path_char(c)).unwrap_or(tail.len());
+                let path: Vec<&str> = tail[..end].split("::").filter(|s| !s.is_empty()).collect();
+                out.extend(resolve(&path));
+                // `use super::{a, b::c}`: each item of the list.
+                if tail[end..].starts_with('{') {
+                    let list = &tail[end + 1..tail.find('}').unwrap_or(tail.len())];
+                    for item in list.split(',') {
+                        let item = item.trim().split(" as ").next().unwrap_or("");
+                        let mut p = path.clone();
+                        p.extend(item.split("::").filter(|s| !s.is_empty() && *s != "self"));
+                        out.extend(resolve(&p));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// No circles among the modules of `shared/src`: each can be read, and
+/// moved, knowing only what it imports.
+#[test]
+fn no_module_of_the_library_imports_itself_in_a_circle() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let files = sources(&shared_src());
+    let modules: BTreeSet<String> = files.iter().map(|f| module_of(f)).collect();
+    let graph: BTreeMap<String, BTreeSet<String>> = files
+        .iter()
+        .map(|f| {
+            let m = module_of(f);
+            let to = imports(f, &m, &modules).into_iter().collect();
+            (m, to)
+        })
+        .collect();
+    // A circle is a path back to where it started: depth-first, each
+    // module's reach walked once.
+    let mut circles = Vec::new();
+    for start in graph.keys() {
+        let mut stack: Vec<(String, Vec<String>)> = vec![(start.clone(), vec![start.clone()])];
+        let mut seen = BTreeSet::new();
+        while let Some((at, path)) = stack.pop() {
+            for next in &graph[&at] {
+                if next == start {
+                    circles.push(path.join(" → ") + " → " + start);
+                } else if seen.insert(next.clone()) {
+                    let mut longer = path.clone();
+                    longer.push(next.clone());
+                    stack.push((next.clone(), longer));
+                }
+            }
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "import circles:\n{}",
+        circles.join("\n")
+    );
+    // The walk sees imports: the store's trait is imported by its adapters.
+    assert!(graph["store::sqlite::rows"].contains("store::sqlite::schema"));
+    assert!(graph["store::dynamodb::presence"].contains("domain::room_presence"));
+}

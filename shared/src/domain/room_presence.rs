@@ -8,7 +8,7 @@
 //! (a room from before presence, until `ingester-local reindex` back-fills
 //! it) every device that was ever in the room is read over the whole time.
 
-use crate::model::{DeviceId, Span, TimeRange, Timestamp};
+use crate::model::{DeviceId, Quantity, Reading, RoomId, Span, TimeRange, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the registry knows of a room's devices over a range.
@@ -57,6 +57,18 @@ pub fn stretches(range: &TimeRange, p: &RoomPresence) -> BTreeMap<DeviceId, Vec<
         }
     }
     out
+}
+
+/// What a room's reading must be to be the room route's: taken in the room,
+/// with a temperature or a humidity (as the `room-time` index projects).
+pub fn in_room(room: &RoomId) -> impl Fn(&Reading) -> bool + '_ {
+    move |r: &Reading| {
+        r.room() == Some(room)
+            && r.measurement
+                .values()
+                .iter()
+                .any(|(q, _)| matches!(q, Quantity::Temperature | Quantity::Humidity))
+    }
 }
 
 #[cfg(test)]

@@ -163,6 +163,38 @@ impl Page {
     }
 }
 
+/// The part of `range` after `after` for one device's readings, in `order`:
+/// positions order by (time, device), so at the position's own time only
+/// devices after it (before it, descending) remain.
+pub fn after_position(
+    range: &TimeRange,
+    order: Order,
+    after: Option<&Position>,
+    device: &DeviceId,
+) -> Option<TimeRange> {
+    let Some(p) = after else {
+        return Some(*range);
+    };
+    match order {
+        Order::Asc => {
+            let from = if *device > p.device_id {
+                p.timestamp
+            } else {
+                p.timestamp.saturating_add_millis(1)
+            };
+            TimeRange::new(from.max(range.from()), range.to()).ok()
+        }
+        Order::Desc => {
+            let to = if *device < p.device_id {
+                p.timestamp.saturating_add_millis(1)
+            } else {
+                p.timestamp
+            };
+            TimeRange::new(range.from(), to.min(range.to())).ok()
+        }
+    }
+}
+
 /// What a batch write did. Indices refer to the slice given to `write_readings`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriteReport {
@@ -473,5 +505,37 @@ mod tests {
         );
         assert_eq!(report.items_written, 2);
         assert_eq!(d.report(&[]).unwritten, Vec::<usize>::new());
+    }
+
+    fn t(h: i64) -> Timestamp {
+        Timestamp::from_millis(1_795_219_200_000 + h * 3_600_000).unwrap()
+    }
+
+    fn r(a: i64, b: i64) -> TimeRange {
+        TimeRange::new(t(a), t(b)).unwrap()
+    }
+
+    #[test]
+    fn a_position_narrows_each_device_s_range() {
+        let a = DeviceId::parse("a").unwrap();
+        let b = DeviceId::parse("b").unwrap();
+        let c = DeviceId::parse("c").unwrap();
+        let p = crate::keys::Position {
+            timestamp: t(3),
+            device_id: b.clone(),
+        };
+        let ms = |h: i64, d: i64| t(h).saturating_add_millis(d);
+        let asc = |d: &DeviceId| after_position(&r(0, 10), Order::Asc, Some(&p), d).unwrap();
+        assert_eq!(asc(&a).from(), ms(3, 1));
+        assert_eq!(asc(&b).from(), ms(3, 1));
+        assert_eq!(asc(&c).from(), t(3));
+        let desc = |d: &DeviceId| after_position(&r(0, 10), Order::Desc, Some(&p), d).unwrap();
+        assert_eq!(desc(&a).to(), ms(3, 1));
+        assert_eq!(desc(&b).to(), t(3));
+        assert_eq!(desc(&c).to(), t(3));
+        assert_eq!(
+            after_position(&r(0, 10), Order::Asc, None, &a),
+            Some(r(0, 10))
+        );
     }
 }

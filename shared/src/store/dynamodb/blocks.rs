@@ -12,11 +12,12 @@
 //! a version before blocks) is read from its raw items.
 
 use super::calls::Request;
-use super::presence::in_room;
 use super::{decode_reading, unavailable, unexpired, DynamoStore, Item};
 use crate::domain::block;
-use crate::keys::{self, attr, Position};
+use crate::domain::room_presence::in_room;
+use crate::keys::{self, attr};
 use crate::model::{DeviceId, Reading, RoomId, Span, TimeRange, Timestamp};
+use crate::store::after_position;
 use crate::store::{Order, Page, RangeRequest, StoreError};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 
@@ -57,38 +58,6 @@ pub(crate) fn sources(
     .into_iter()
     .filter_map(|(source, r)| Some((source, r?)))
     .collect()
-}
-
-/// The part of `range` after `after` for one device's readings, in `order`:
-/// positions order by (time, device), so at the position's own time only
-/// devices after it (before it, descending) remain.
-pub(crate) fn after_position(
-    range: &TimeRange,
-    order: Order,
-    after: Option<&Position>,
-    device: &DeviceId,
-) -> Option<TimeRange> {
-    let Some(p) = after else {
-        return Some(*range);
-    };
-    match order {
-        Order::Asc => {
-            let from = if *device > p.device_id {
-                p.timestamp
-            } else {
-                p.timestamp.saturating_add_millis(1)
-            };
-            TimeRange::new(from.max(range.from()), range.to()).ok()
-        }
-        Order::Desc => {
-            let to = if *device < p.device_id {
-                p.timestamp.saturating_add_millis(1)
-            } else {
-                p.timestamp
-            };
-            TimeRange::new(range.from(), to.min(range.to())).ok()
-        }
-    }
 }
 
 impl DynamoStore {
@@ -392,30 +361,6 @@ mod tests {
         assert_eq!(
             sources(&r(0, 10), Some(t(7)), Some(t(5))),
             vec![(Raw, r(0, 10))]
-        );
-    }
-
-    #[test]
-    fn a_position_narrows_each_device_s_range() {
-        let a = DeviceId::parse("a").unwrap();
-        let b = DeviceId::parse("b").unwrap();
-        let c = DeviceId::parse("c").unwrap();
-        let p = Position {
-            timestamp: t(3),
-            device_id: b.clone(),
-        };
-        let ms = |h: i64, d: i64| t(h).saturating_add_millis(d);
-        let asc = |d: &DeviceId| after_position(&r(0, 10), Order::Asc, Some(&p), d).unwrap();
-        assert_eq!(asc(&a).from(), ms(3, 1));
-        assert_eq!(asc(&b).from(), ms(3, 1));
-        assert_eq!(asc(&c).from(), t(3));
-        let desc = |d: &DeviceId| after_position(&r(0, 10), Order::Desc, Some(&p), d).unwrap();
-        assert_eq!(desc(&a).to(), ms(3, 1));
-        assert_eq!(desc(&b).to(), t(3));
-        assert_eq!(desc(&c).to(), t(3));
-        assert_eq!(
-            after_position(&r(0, 10), Order::Asc, None, &a),
-            Some(r(0, 10))
         );
     }
 }

@@ -6,28 +6,15 @@
 //! from their own partitions over the stretches `domain::room_presence`
 //! gives, and merged in (time, device) order as the index would order them.
 
-use super::blocks::after_position;
 use super::calls::Request;
 use super::item::RoomItem;
 use super::{metered_write, s, unavailable, DynamoStore};
-use crate::domain::room_presence::{stretches, RoomPresence};
+use crate::domain::room_presence::{in_room, stretches, RoomPresence};
 use crate::keys::{self, attr, ROOM_PARTITION};
-use crate::model::{DeviceId, Quantity, Reading, RoomId, TimeRange, Timestamp};
-use crate::store::{Order, Page, RangeRequest, StoreError};
+use crate::model::{DeviceId, Reading, RoomId, TimeRange, Timestamp};
+use crate::store::{after_position, Order, Page, RangeRequest, StoreError};
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use std::collections::{BTreeSet, VecDeque};
-
-/// What a room's reading must be to be the room route's: taken in the room,
-/// with a temperature or a humidity (as the `room-time` index projects).
-pub(super) fn in_room(room: &RoomId) -> impl Fn(&Reading) -> bool + '_ {
-    move |r: &Reading| {
-        r.room() == Some(room)
-            && r.measurement
-                .values()
-                .iter()
-                .any(|(q, _)| matches!(q, Quantity::Temperature | Quantity::Humidity))
-    }
-}
 
 impl DynamoStore {
     /// Puts a room's presence items.

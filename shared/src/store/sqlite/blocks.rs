@@ -31,17 +31,6 @@ use rusqlite::{params, Connection, OptionalExtension};
 /// of the day usually arrives within it.
 pub const GRACE_MS: i64 = HOUR_MS;
 
-pub const CREATE: &str = "CREATE TABLE IF NOT EXISTS blocks (
-    key  INTEGER PRIMARY KEY,  -- device << 32 | day
-    body BLOB NOT NULL         -- domain::block
-);
-CREATE TABLE IF NOT EXISTS day_segments (
-    key  INTEGER NOT NULL,     -- as blocks.key
-    seq  INTEGER NOT NULL,     -- 1, 2, ...: their order in the day
-    body BLOB NOT NULL,        -- domain::block
-    PRIMARY KEY (key, seq)
-) WITHOUT ROWID;\n";
-
 /// A device's rows in a key range, blocks and segments, as (key, seq, body),
 /// in the day's order, then `$tail` (the order, and a limit).
 macro_rules! rows_sql {

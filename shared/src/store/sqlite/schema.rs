@@ -22,6 +22,18 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::Connection;
 use std::sync::OnceLock;
 
+/// The sealed days' tables (`blocks.rs` writes and reads them).
+const BLOCKS: &str = "CREATE TABLE IF NOT EXISTS blocks (
+    key  INTEGER PRIMARY KEY,  -- device << 32 | day
+    body BLOB NOT NULL         -- domain::block
+);
+CREATE TABLE IF NOT EXISTS day_segments (
+    key  INTEGER NOT NULL,     -- as blocks.key
+    seq  INTEGER NOT NULL,     -- 1, 2, ...: their order in the day
+    body BLOB NOT NULL,        -- domain::block
+    PRIMARY KEY (key, seq)
+) WITHOUT ROWID;\n";
+
 /// `PRAGMA user_version` of this schema; `upgrade` brings earlier ones here:
 ///
 /// 1. (no user_version) every item as DynamoDB JSON in `items`;
@@ -194,7 +206,7 @@ pub fn create() -> String {
             size   INTEGER,
             PRIMARY KEY (device, span, start)
         ) WITHOUT ROWID;\n";
-    sql += super::blocks::CREATE;
+    sql += BLOCKS;
     // Not a partial index (`WHERE temperature IS NOT NULL ...`, before
     // version 4): SQLite tests whether a query's terms imply a partial
     // index's condition by their bound values, and then prepares every
