@@ -312,10 +312,10 @@ fn imports(file: &Path, module: &str, modules: &std::collections::BTreeSet<Strin
         module.split("::").collect()
     };
     let resolve = |path: &[&str]| -> Option<String> {
-        let (mut base, mut rest): (Vec<&str>, &[&str]) = match path.first()? {
-            &"crate" => (vec![], &path[1..]),
-            &"self" => (here.clone(), &path[1..]),
-            &"super" => (here.clone(), path),
+        let (mut base, mut rest): (Vec<&str>, &[&str]) = match *path.first()? {
+            "crate" => (vec![], &path[1..]),
+            "self" => (here.clone(), &path[1..]),
+            "super" => (here.clone(), path),
             _ => return None,
         };
         while rest.first() == Some(&"super") {
