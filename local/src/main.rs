@@ -120,7 +120,7 @@ fn subscribe<S: Store>(
         return Ok((app, None));
     };
     settings.options()?;
-    let health = std::sync::Arc::new(shared::ingest::subscription::SubscriptionHealth::default());
+    let health = std::sync::Arc::new(shared::mqtt::subscription::SubscriptionHealth::default());
     let app = app.with_subscription(health.clone());
     let (store, registry) = (app.store.clone(), app.registry.clone());
     let task = tokio::spawn(async move {

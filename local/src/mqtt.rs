@@ -1,6 +1,6 @@
 //! `ingester-local serve --mqtt` (issue 26; docs/mqtt.md): a subscription
 //! to a home broker whose messages go through the same ingest as HTTP
-//! (`shared::ingest::ingest_message`).
+//! (`shared::mqtt::ingest_message`).
 //!
 //! QoS 1 with a persistent session (`clean_session = false`) and manual
 //! acknowledgements: a message is acknowledged only once it is stored, or
@@ -15,9 +15,9 @@
 use rumqttc::{
     AsyncClient, Event, EventLoop, Incoming, MqttOptions, Publish, QoS, TlsConfiguration, Transport,
 };
-use shared::ingest::subscription::SubscriptionHealth;
-use shared::ingest::{ingest_message, MessageError};
 use shared::model::Timestamp;
+use shared::mqtt::subscription::SubscriptionHealth;
+use shared::mqtt::{ingest_message, MessageError};
 use shared::registry::RegistryCache;
 use shared::store::Store;
 use std::path::PathBuf;

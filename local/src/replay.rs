@@ -1,7 +1,7 @@
 //! Replays Lambda event files through the real handlers: API Gateway HTTP API
 //! v2 events through the Router (converted by `lambda_http`, as on Lambda),
 //! DynamoDB Streams events to the registry handler, AWS IoT Core topic rule
-//! messages to the MQTT handler (`shared::iot`).
+//! messages to the MQTT handler (`shared::mqtt::iot_rule`).
 
 use serde_json::Value;
 use shared::api::{self, App};
@@ -13,7 +13,7 @@ use shared::rollups::Upkeep;
 pub enum LambdaEvent {
     Http(Box<ApiGatewayV2httpRequest>),
     Stream(Event),
-    IotRule(shared::iot::RuleMessage),
+    IotRule(shared::mqtt::iot_rule::RuleMessage),
 }
 
 /// Recognises an event by its shape; the error says what is wrong with it.
@@ -76,7 +76,7 @@ pub async fn run<S: Upkeep>(app: &App<S>, event: LambdaEvent) -> Value {
             serde_json::to_value(answer).unwrap_or(Value::Null)
         }
         LambdaEvent::IotRule(message) => {
-            match shared::iot::handle(&app.store, &app.registry, &message).await {
+            match shared::mqtt::iot_rule::handle(&app.store, &app.registry, &message).await {
                 Ok(outcome) => serde_json::to_value(outcome).unwrap_or(Value::Null),
                 Err(e) => serde_json::json!({ "error": e.to_string() }),
             }

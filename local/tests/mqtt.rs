@@ -182,8 +182,8 @@ fn a_broker_restart_is_reconnected_to() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_fails_loses_nothing_once_it_recovers() {
-    use shared::ingest::subscription::SubscriptionHealth;
     use shared::model::{DeviceId, Timestamp};
+    use shared::mqtt::subscription::SubscriptionHealth;
     use shared::store::{SqliteStore, Store};
     let dir = temp_dir("full");
     let broker = Broker::start(&dir, free_port());

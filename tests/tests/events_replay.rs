@@ -206,8 +206,9 @@ async fn fixtures_replay_through_the_handlers<S: TestStore>() {
         ("13-iot-rule-tasmota.json", "pow-1"),
         ("14-iot-rule-zigbee2mqtt.json", "hall-sensor"),
     ] {
-        let message: shared::iot::RuleMessage = serde_json::from_value(load(name)).unwrap();
-        let outcome = shared::iot::handle(&store, &ingest.registry, &message)
+        let message: shared::mqtt::iot_rule::RuleMessage =
+            serde_json::from_value(load(name)).unwrap();
+        let outcome = shared::mqtt::iot_rule::handle(&store, &ingest.registry, &message)
             .await
             .unwrap();
         assert_eq!((outcome.written, outcome.rejected), (1, None), "{name}");
@@ -385,8 +386,9 @@ async fn answers<S: TestStore>() -> Vec<Value> {
         out.push(json!({ "status": status, "body": body }));
     }
     for name in &ORDER[12..14] {
-        let message: shared::iot::RuleMessage = serde_json::from_value(load(name)).unwrap();
-        let outcome = shared::iot::handle(&query.store, &query.registry, &message)
+        let message: shared::mqtt::iot_rule::RuleMessage =
+            serde_json::from_value(load(name)).unwrap();
+        let outcome = shared::mqtt::iot_rule::handle(&query.store, &query.registry, &message)
             .await
             .unwrap();
         out.push(serde_json::to_value(outcome).unwrap());

@@ -70,6 +70,9 @@ fn the_domain_imports_no_store_api_edge_use_case_or_sdk() {
         "crate::registry",
         "crate::ingest",
         "crate::query",
+        "crate::rollups",
+        "crate::mqtt",
+        "crate::influxql",
         "crate::config",
         "crate::assembly",
         "axum",
@@ -103,6 +106,8 @@ fn no_adapter_imports_a_use_case_or_an_edge() {
         "crate::registry",
         "crate::api",
         "crate::stream",
+        "crate::mqtt",
+        "crate::influxql",
         "crate::ingest",
         "crate::query",
         "crate::config",
@@ -201,9 +206,16 @@ fn the_embedded_store_and_the_store_s_shared_modules_speak_no_dynamodb() {
 
 #[test]
 fn use_cases_see_no_edge_and_no_sdk() {
-    let mut forbidden = vec!["crate::api", "crate::stream", "crate::assembly", "axum"];
+    let mut forbidden = vec![
+        "crate::api",
+        "crate::stream",
+        "crate::mqtt",
+        "crate::influxql",
+        "crate::assembly",
+        "axum",
+    ];
     forbidden.extend(SDKS);
-    for dir in ["ingest", "query.rs", "registry"] {
+    for dir in ["ingest", "query.rs", "registry", "rollups"] {
         let found = offenders(dir, &forbidden, &[]);
         assert!(found.is_empty(), "{dir} reaches up:\n{}", found.join("\n"));
     }

@@ -9,8 +9,8 @@ use base64::Engine;
 use integration_tests::{answer, api_event, app, dynalite, fresh_store, handle};
 use serde_json::{json, Value};
 use shared::api::RouteSet;
-use shared::iot::{handle as on_message, RuleMessage};
 use shared::model::Timestamp;
+use shared::mqtt::iot_rule::{handle as on_message, RuleMessage};
 use shared::store::SqliteStore;
 
 fn message(topic: &str, payload: &str, received: i64) -> RuleMessage {

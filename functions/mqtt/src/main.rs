@@ -1,9 +1,9 @@
 //! `mqtt` Lambda: the AWS IoT Core topic rule's action (docs/mqtt.md). Each
 //! message goes through the same ingest as HTTP. Wiring only; the handler
-//! lives in `shared::iot`.
+//! lives in `shared::mqtt::iot_rule`.
 
 use lambda_runtime::{service_fn, Error, LambdaEvent};
-use shared::iot::RuleMessage;
+use shared::mqtt::iot_rule::RuleMessage;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -15,7 +15,7 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(
         move |event: LambdaEvent<RuleMessage>| async move {
             // An error makes Lambda retry, then hand the message to the failure queue.
-            shared::iot::handle(store, registry, &event.payload)
+            shared::mqtt::iot_rule::handle(store, registry, &event.payload)
                 .await
                 .map_err(|e| Error::from(e.to_string()))
         },

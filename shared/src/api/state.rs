@@ -32,7 +32,7 @@ pub struct App<S> {
     pub access: Access,
     pub routes: RouteSet,
     /// An MQTT subscription beside the server, for `GET /health`.
-    pub subscription: Option<std::sync::Arc<crate::ingest::subscription::SubscriptionHealth>>,
+    pub subscription: Option<std::sync::Arc<crate::mqtt::subscription::SubscriptionHealth>>,
     /// The price the dashboard shows energy's cost at, when one is set.
     pub tariff: Option<crate::domain::tariff::Tariff>,
 }
@@ -66,7 +66,7 @@ impl<S: Store> App<S> {
     /// Reports an MQTT subscription's health in `GET /health`.
     pub fn with_subscription(
         mut self,
-        health: std::sync::Arc<crate::ingest::subscription::SubscriptionHealth>,
+        health: std::sync::Arc<crate::mqtt::subscription::SubscriptionHealth>,
     ) -> Self {
         self.subscription = Some(health);
         self

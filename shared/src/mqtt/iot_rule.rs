@@ -8,7 +8,8 @@
 //! store could not take fails the invocation, so Lambda retries it and then
 //! hands it to the function's failure queue.
 
-use crate::ingest::{ingest_message, Ingested, MessageError};
+use super::{ingest_message, MessageError};
+use crate::ingest::Ingested;
 use crate::model::Timestamp;
 use crate::registry::RegistryCache;
 use crate::store::Store;

@@ -22,7 +22,7 @@
 use crate::model::device_id_text;
 use serde_json::{json, Map, Value};
 
-/// A message, ready for `super::ingest`.
+/// A message, ready for the one ingest (`super::ingest_message`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decoded {
     /// A body of `POST /readings`.
