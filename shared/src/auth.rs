@@ -3,7 +3,6 @@
 //! them. The token never appears in a log line, an error or a response, and
 //! the comparison takes constant time.
 
-use axum::http::HeaderMap;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -83,32 +82,9 @@ impl BearerToken {
         self.session.iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    /// True when the request carries this token's session cookie.
-    pub fn admits_session(&self, headers: &HeaderMap) -> bool {
-        let expected = self.session_value();
-        headers
-            .get_all("cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|c| c.trim().split_once('='))
-            .any(|(name, value)| {
-                name == SESSION_COOKIE && bool::from(value.as_bytes().ct_eq(expected.as_bytes()))
-            })
-    }
-
-    /// True when `Authorization: Bearer <token>` carries this token.
-    pub fn admits(&self, headers: &HeaderMap) -> bool {
-        let Some(value) = headers.get("authorization").and_then(|v| v.to_str().ok()) else {
-            return false;
-        };
-        let Some((scheme, presented)) = value.trim().split_once(' ') else {
-            return false;
-        };
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return false;
-        }
-        self.admits_token(presented)
+    /// True when `value` is this token's session cookie's value.
+    pub fn admits_session_value(&self, value: &str) -> bool {
+        bool::from(value.as_bytes().ct_eq(self.session_value().as_bytes()))
     }
 
     /// True when `presented` is this token (however the client sent it).
@@ -147,22 +123,14 @@ mod tests {
         assert!(Access::open().allows(false, |_| panic!("not asked")));
     }
 
-    fn headers(value: &str) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        h.insert("authorization", value.parse().unwrap());
-        h
-    }
-
     #[test]
-    fn only_the_exact_bearer_token_is_admitted() {
+    fn only_the_exact_token_and_its_session_are_admitted() {
         let t = BearerToken::new("s3cret-token").unwrap();
-        assert!(t.admits(&headers("Bearer s3cret-token")));
-        assert!(t.admits(&headers("bearer s3cret-token")));
-        assert!(!t.admits(&headers("Bearer s3cret-tokem")));
-        assert!(!t.admits(&headers("Bearer s3cret-token-longer")));
-        assert!(!t.admits(&headers("Basic s3cret-token")));
-        assert!(!t.admits(&headers("s3cret-token")));
-        assert!(!t.admits(&HeaderMap::new()));
+        assert!(t.admits_token("s3cret-token"));
+        assert!(!t.admits_token("s3cret-tokem"));
+        assert!(!t.admits_token("s3cret-token-longer"));
+        assert!(t.admits_session_value(&t.session_value()));
+        assert!(!t.admits_session_value("s3cret-token"));
         assert!(BearerToken::new("  ").is_none());
         assert_eq!(format!("{t:?}"), "BearerToken(<redacted>)");
     }

@@ -3,9 +3,10 @@
 //! home. `assembly` builds the program from it.
 
 use crate::auth::{BearerToken, ReadAccess};
+use crate::domain::indexes::Indexes;
+use crate::domain::retention::Retention;
 use crate::domain::tariff::Tariff;
-use crate::store::dynamodb::CallPolicy;
-use crate::store::{Indexes, Retention};
+use crate::retry::CallPolicy;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -5,6 +5,30 @@
 use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 use std::time::Duration;
 
+/// How DynamoDB's requests are retried, how long one store operation may
+/// take, and how many write chunks are in flight at once (`Config::dynamodb`;
+/// used by `store::dynamodb::calls`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallPolicy {
+    pub chunk_concurrency: usize,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+    /// Total time one store operation (every request and retry it makes)
+    /// may take before what is left is reported unwritten or unavailable.
+    pub budget: Duration,
+}
+
+impl Default for CallPolicy {
+    fn default() -> Self {
+        Self {
+            chunk_concurrency: 8,
+            base_delay: Duration::from_millis(25),
+            max_delay: Duration::from_secs(1),
+            budget: Duration::from_secs(5),
+        }
+    }
+}
+
 /// The delays of an exponential backoff that never gives up by itself (its
 /// caller stops: a deadline, or a task that ends).
 pub fn exponential(first: Duration, max: Duration) -> ExponentialBuilder {

@@ -86,8 +86,9 @@ pub async fn require_token(State(access): State<Access>, req: Request, next: Nex
     // header its script sends, which no cross-site form can (CSRF), on top
     // of the cookie's SameSite=Strict.
     let allowed = access.allows(read, |token| {
-        token.admits(headers)
-            || (token.admits_session(headers) && (read || headers.contains_key("x-dashboard")))
+        super::presented::bearer(token, headers)
+            || (super::presented::session(token, headers)
+                && (read || headers.contains_key("x-dashboard")))
     });
     if !allowed {
         return ApiError::Unauthorized.into_response();

@@ -11,6 +11,7 @@ pub mod json;
 pub mod lambda;
 mod layers;
 pub mod params;
+mod presented;
 mod profile;
 mod routes;
 mod state;

@@ -17,7 +17,9 @@
 pub mod aggregate;
 pub mod billing;
 pub mod block;
+pub mod indexes;
 pub mod registry;
 pub mod registry_writes;
+pub mod retention;
 pub mod room_presence;
 pub mod tariff;

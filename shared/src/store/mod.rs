@@ -13,39 +13,15 @@ use crate::keys::Position;
 use crate::model::{ClimateBox, DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
 use std::future::Future;
 
+pub use crate::domain::indexes::Indexes;
 pub use crate::domain::registry::{
     DeviceRecord, DeviceUpdate, RegistrySnapshot, RoomRecord, RoomUpdate,
 };
+pub use crate::domain::retention::Retention;
 pub use dynamodb::DynamoStore;
 pub use rollup_spans::{Keeping, Marker, RollupSpans};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
-
-/// How long readings are kept: each is written with `expires_at` = its
-/// timestamp + this many days (epoch seconds). DynamoDB's TTL deletes it some
-/// time after that; until then reads hide it. The registry is never expired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retention {
-    days: u32,
-}
-
-impl Retention {
-    /// `None` for 0 days: keep forever.
-    pub fn days(days: u32) -> Option<Self> {
-        (days > 0).then_some(Self { days })
-    }
-
-    pub fn expires_at(&self, t: Timestamp) -> i64 {
-        t.millis().div_euclid(1000) + i64::from(self.days) * 86_400
-    }
-
-    /// The earliest epoch millisecond whose reading has not expired at
-    /// `now` (epoch seconds): `expires_at(t) > now` exactly when `t` is at
-    /// or after it.
-    pub fn first_kept_millis(&self, now_epoch_seconds: i64) -> i64 {
-        (now_epoch_seconds - i64::from(self.days) * 86_400 + 1) * 1000
-    }
-}
 
 /// A late reading's raw item lives at least this long after it is written,
 /// whatever its raw window says: time for the rollups function to fold it
@@ -204,35 +180,6 @@ pub struct WriteReport {
     pub items_written: usize,
     /// Readings superseded by a later reading with the same key in the same request.
     pub duplicates: usize,
-}
-
-/// The optional indexes of a DynamoDB deployment (template parameters
-/// `BoxSearch` and `AllDevicesFeed`, docs/cost.md). A reading enters an index,
-/// and pays its write units, only when the index is on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Indexes {
-    /// `room-time`: a room's readings from one index (template parameter
-    /// `RoomIndex`). Without it, a room's readings are merged from its
-    /// devices' partitions (`domain::room_presence`); the answers are the same.
-    pub room_time: bool,
-    /// `room-z` and `device-z`: the box search routes.
-    pub box_search: bool,
-    /// `all-time`: `GET /readings`.
-    pub all_devices: bool,
-}
-
-impl Indexes {
-    pub const ALL: Indexes = Indexes {
-        room_time: true,
-        box_search: true,
-        all_devices: true,
-    };
-}
-
-impl Default for Indexes {
-    fn default() -> Self {
-        Self::ALL
-    }
 }
 
 /// What refreshing rollups wrote (reported per stream batch).

@@ -164,7 +164,8 @@ pub fn view(p: &DashboardParams, now: Timestamp) -> Result<View, ApiError> {
 /// (bearer header or the session cookie).
 fn may_read<S>(app: &App<S>, headers: &HeaderMap) -> bool {
     app.access.allows(true, |token| {
-        token.admits(headers) || token.admits_session(headers)
+        crate::api::presented::bearer(token, headers)
+            || crate::api::presented::session(token, headers)
     })
 }
 

@@ -20,28 +20,7 @@ use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// How the adapter retries, how long an operation may take, and how many
-/// write chunks are in flight at once (`Config::dynamodb`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CallPolicy {
-    pub chunk_concurrency: usize,
-    pub base_delay: Duration,
-    pub max_delay: Duration,
-    /// Total time one store operation (every request and retry it makes)
-    /// may take before what is left is reported unwritten or unavailable.
-    pub budget: Duration,
-}
-
-impl Default for CallPolicy {
-    fn default() -> Self {
-        Self {
-            chunk_concurrency: 8,
-            base_delay: Duration::from_millis(25),
-            max_delay: Duration::from_secs(1),
-            budget: Duration::from_secs(5),
-        }
-    }
-}
+pub use crate::retry::CallPolicy;
 
 tokio::task_local! {
     /// The deadline of the store operation this task is in.
