@@ -426,3 +426,23 @@ fn no_module_of_the_library_imports_itself_in_a_circle() {
     assert!(graph["store::sqlite::rows"].contains("store::sqlite::schema"));
     assert!(graph["store::dynamodb::presence"].contains("domain::room_presence"));
 }
+
+/// The dashboard is an edge: it reads through the query use case, never
+/// the store's reads.
+#[test]
+fn the_dashboard_reads_through_the_query_use_case() {
+    let found = offenders(
+        "api/dashboard",
+        &[
+            ".device_readings(",
+            ".room_readings(",
+            ".all_readings(",
+            ".latest_reading(",
+            ".rollups(",
+            ".z_range(",
+            "RangeRequest",
+        ],
+        &[],
+    );
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}

@@ -22,7 +22,7 @@ use crate::auth::SESSION_COOKIE;
 use crate::domain::aggregate::{Bucketing, Width};
 use crate::model::{DeviceId, Quantity, QuantityKind, RoomId, TimeRange, Timestamp};
 use crate::query::{self, Partition, StatsQuery};
-use crate::store::{Order, RangeRequest, Store};
+use crate::store::{Order, Store};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -202,16 +202,13 @@ async fn gauge_data<S: Store>(
 ) -> Result<Data, ApiError> {
     let name = quantity.name();
     if view.band_width().is_none() {
-        let request = RangeRequest {
+        let request = query::ReadingsQuery {
             range: view.range,
             order: Order::Asc,
             limit: MAX_RAW_POINTS + 1,
-            after: None,
+            cursor: None,
         };
-        let page = match partition {
-            Partition::Device(d) => store.device_readings(d, &request).await?,
-            Partition::Room(r) => store.room_readings(r, &request).await?,
-        };
+        let page = query::readings(store, partition, &request).await?;
         if page.readings.len() <= MAX_RAW_POINTS {
             // One line per device (a room has several).
             let mut lines: Vec<Line> = Vec::new();
