@@ -1,0 +1,362 @@
+//! The number streams of a block (`super`): LEB128 varints, zigzag
+//! integers, and a stream's tail in the smaller of two modes, bit-packed
+//! frames of 32 or groups in one radix (the module comment of `super`
+//! tells when each wins). General coding, apart from the block's layout,
+//! as VictoriaMetrics keeps `lib/encoding` apart from its blocks.
+
+use super::{corrupt, BlockError};
+
+/// Largest radix of a stream in radix mode (`Writer::radix`).
+pub(super) const MAX_RADIX: u64 = 1 << 16;
+
+pub(super) fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+pub(super) fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Values per bit-packed frame.
+pub(super) const FRAME: usize = 32;
+
+pub(super) fn bit_width(frame: &[u64]) -> u32 {
+    64 - frame.iter().fold(0, |m, v| m | v).leading_zeros()
+}
+
+pub(super) fn varint_len(v: u64) -> usize {
+    (64 - v.leading_zeros()).max(1).div_ceil(7) as usize
+}
+
+/// Bytes `Writer::stream` takes for `values` with a head of `head`.
+pub(super) fn stream_len(values: &[u64], head: usize) -> usize {
+    let head = head.min(values.len());
+    values[..head].iter().map(|v| varint_len(*v)).sum::<usize>() + tail(&values[head..]).0
+}
+
+/// A stream's tail as version 3 writes it: its bytes, mode varint included,
+/// and the radix (0: frames).
+pub(super) fn tail(values: &[u64]) -> (usize, u64) {
+    let frames = 1 + packed_len(values);
+    let Some(radix) = values.iter().max().map_or(Some(1), |m| m.checked_add(1)) else {
+        return (frames, 0);
+    };
+    if radix > MAX_RADIX {
+        return (frames, 0);
+    }
+    let in_radix = varint_len(radix) + radix_len(radix, values.len());
+    if in_radix < frames {
+        (in_radix, radix)
+    } else {
+        (frames, 0)
+    }
+}
+
+/// Values of radix `r` (at least 2) in one group: as many as fit in 64 bits.
+pub(super) fn group_size(r: u64) -> usize {
+    let (mut g, mut power) = (0usize, 1u128);
+    while power * u128::from(r) <= 1u128 << 64 {
+        power *= u128::from(r);
+        g += 1;
+    }
+    g
+}
+
+/// Bytes of a group of `k` values of radix `r`: those of `r^k - 1`.
+pub(super) fn group_bytes(r: u64, k: usize) -> usize {
+    let largest = u128::from(r).pow(k as u32) - 1;
+    (128 - largest.leading_zeros()).div_ceil(8) as usize
+}
+
+/// Bytes of `n` values of radix `r` (none for `r = 1`).
+pub(super) fn radix_len(r: u64, n: usize) -> usize {
+    if r <= 1 || n == 0 {
+        return 0;
+    }
+    let g = group_size(r);
+    let rest = n % g;
+    (n / g) * group_bytes(r, g) + if rest > 0 { group_bytes(r, rest) } else { 0 }
+}
+
+/// Bytes `Writer::packed` takes for `values`.
+pub(super) fn packed_len(values: &[u64]) -> usize {
+    values
+        .chunks(FRAME)
+        .map(|f| 1 + (f.len() * bit_width(f) as usize).div_ceil(8))
+        .sum()
+}
+
+#[derive(Default)]
+pub(super) struct Writer {
+    pub(super) bytes: Vec<u8>,
+    /// Every stream in frames (see `encode`).
+    pub(super) frames_only: bool,
+}
+
+impl Writer {
+    pub(super) fn byte(&mut self, b: u8) {
+        self.bytes.push(b);
+    }
+
+    pub(super) fn unsigned(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.bytes.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.bytes.push(v as u8);
+    }
+
+    pub(super) fn signed(&mut self, v: i64) {
+        self.unsigned(zigzag(v));
+    }
+
+    pub(super) fn float(&mut self, v: f64) {
+        self.bytes.extend_from_slice(&v.to_bits().to_le_bytes());
+    }
+
+    pub(super) fn bytes(&mut self, b: &[u8]) {
+        self.unsigned(b.len() as u64);
+        self.bytes.extend_from_slice(b);
+    }
+
+    /// The first `head` values as varints, the rest in the smaller mode.
+    pub(super) fn stream(&mut self, values: &[u64], head: usize) {
+        let head = head.min(values.len());
+        for v in &values[..head] {
+            self.unsigned(*v);
+        }
+        let rest = &values[head..];
+        let radix = if self.frames_only { 0 } else { tail(rest).1 };
+        self.unsigned(radix);
+        if radix == 0 {
+            self.packed(rest);
+        } else {
+            self.radix(rest, radix);
+        }
+    }
+
+    /// Groups of `group_size(r)` values, each one number in base `r` (the
+    /// group's first value least significant), in `group_bytes` bytes,
+    /// least significant first. Radix 1: nothing.
+    pub(super) fn radix(&mut self, values: &[u64], r: u64) {
+        if r <= 1 {
+            return;
+        }
+        for group in values.chunks(group_size(r)) {
+            let number = group
+                .iter()
+                .rev()
+                .fold(0u128, |n, v| n * u128::from(r) + u128::from(*v));
+            let len = group_bytes(r, group.len());
+            self.bytes.extend_from_slice(&number.to_le_bytes()[..len]);
+        }
+    }
+
+    /// Frames of `FRAME` values: a width byte, then each value in that many
+    /// bits, least significant first, the frame padded to a byte.
+    pub(super) fn packed(&mut self, values: &[u64]) {
+        for frame in values.chunks(FRAME) {
+            let width = bit_width(frame);
+            self.byte(width as u8);
+            let (mut acc, mut filled) = (0u128, 0u32);
+            for v in frame {
+                acc |= u128::from(*v) << filled;
+                filled += width;
+                while filled >= 8 {
+                    self.bytes.push(acc as u8);
+                    acc >>= 8;
+                    filled -= 8;
+                }
+            }
+            if filled > 0 {
+                self.bytes.push(acc as u8);
+            }
+        }
+    }
+
+    /// Runs of equal values: (length, value) pairs.
+    pub(super) fn runs(&mut self, values: &[u64]) {
+        let mut i = 0;
+        while i < values.len() {
+            let run = values[i..].iter().take_while(|v| **v == values[i]).count();
+            self.unsigned(run as u64);
+            self.unsigned(values[i]);
+            i += run;
+        }
+    }
+}
+
+pub(super) struct Reader<'a> {
+    pub(super) bytes: &'a [u8],
+    at: usize,
+    /// Version 1's streams: heads inside the first frame.
+    pub(super) headless: bool,
+    /// Version 3's streams: a mode after the head.
+    pub(super) radix: bool,
+}
+
+impl<'a> Reader<'a> {
+    pub(super) fn new(bytes: &'a [u8]) -> Self {
+        Self {
+            bytes,
+            at: 0,
+            headless: false,
+            radix: false,
+        }
+    }
+
+    /// `n` values written by `Writer::stream` with a head of `head`.
+    pub(super) fn stream(&mut self, n: usize, head: usize) -> Result<Vec<u64>, BlockError> {
+        if self.headless {
+            return self.packed(n);
+        }
+        let head = head.min(n);
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..head {
+            out.push(self.unsigned()?);
+        }
+        let radix = if self.radix { self.unsigned()? } else { 0 };
+        match radix {
+            0 => out.extend(self.packed(n - head)?),
+            r if r <= MAX_RADIX => self.radix_values(n - head, r, &mut out)?,
+            r => return Err(corrupt(format!("a radix of {r}"))),
+        }
+        Ok(out)
+    }
+
+    /// `n` values of radix `r` written by `Writer::radix`, onto `out`.
+    pub(super) fn radix_values(
+        &mut self,
+        n: usize,
+        r: u64,
+        out: &mut Vec<u64>,
+    ) -> Result<(), BlockError> {
+        if r == 1 {
+            out.resize(out.len() + n, 0);
+            return Ok(());
+        }
+        let g = group_size(r);
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(g);
+            let len = group_bytes(r, k);
+            let end = self.at + len;
+            let raw = self
+                .bytes
+                .get(self.at..end)
+                .ok_or_else(|| corrupt("it ends early"))?;
+            self.at = end;
+            let mut le = [0u8; 8];
+            le[..len].copy_from_slice(raw);
+            let mut number = u64::from_le_bytes(le);
+            for _ in 0..k {
+                out.push(number % r);
+                number /= r;
+            }
+            if number != 0 {
+                return Err(corrupt("a group of values past its radix"));
+            }
+            left -= k;
+        }
+        Ok(())
+    }
+
+    pub(super) fn done(&self) -> bool {
+        self.at == self.bytes.len()
+    }
+
+    pub(super) fn byte(&mut self) -> Result<u8, BlockError> {
+        let b = *self
+            .bytes
+            .get(self.at)
+            .ok_or_else(|| corrupt("it ends early"))?;
+        self.at += 1;
+        Ok(b)
+    }
+
+    pub(super) fn unsigned(&mut self) -> Result<u64, BlockError> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f)
+                .checked_shl(shift)
+                .ok_or_else(|| corrupt("a varint is too long"))?;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(corrupt("a varint is too long"))
+    }
+
+    pub(super) fn signed(&mut self) -> Result<i64, BlockError> {
+        self.unsigned().map(unzigzag)
+    }
+
+    pub(super) fn float(&mut self) -> Result<f64, BlockError> {
+        let end = self.at + 8;
+        let raw = self
+            .bytes
+            .get(self.at..end)
+            .ok_or_else(|| corrupt("it ends early"))?;
+        self.at = end;
+        Ok(f64::from_bits(u64::from_le_bytes(
+            raw.try_into().expect("eight bytes"),
+        )))
+    }
+
+    pub(super) fn bytes(&mut self) -> Result<&'a [u8], BlockError> {
+        let len = self.unsigned()? as usize;
+        let end = self
+            .at
+            .checked_add(len)
+            .ok_or_else(|| corrupt("a length overflows"))?;
+        let b = self
+            .bytes
+            .get(self.at..end)
+            .ok_or_else(|| corrupt("it ends early"))?;
+        self.at = end;
+        Ok(b)
+    }
+
+    /// `n` values written by `Writer::packed`.
+    pub(super) fn packed(&mut self, n: usize) -> Result<Vec<u64>, BlockError> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let count = (n - out.len()).min(FRAME);
+            let width = u32::from(self.byte()?);
+            if width > 64 {
+                return Err(corrupt("a frame wider than 64 bits"));
+            }
+            let (mut acc, mut filled) = (0u128, 0u32);
+            let mask = if width == 64 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            };
+            for _ in 0..count {
+                while filled < width {
+                    acc |= u128::from(self.byte()?) << filled;
+                    filled += 8;
+                }
+                out.push(acc as u64 & mask);
+                acc >>= width;
+                filled -= width;
+            }
+        }
+        Ok(out)
+    }
+
+    /// `n` values from runs of (length, value).
+    pub(super) fn runs(&mut self, n: usize) -> Result<Vec<u64>, BlockError> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let run = self.unsigned()? as usize;
+            let value = self.unsigned()?;
+            if run == 0 || out.len() + run > n {
+                return Err(corrupt("runs do not add up to the count"));
+            }
+            out.extend(std::iter::repeat_n(value, run));
+        }
+        Ok(out)
+    }
+}
