@@ -41,9 +41,9 @@ use crate::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
 use std::borrow::Borrow;
 
 mod numbers;
-use numbers::{stream_len, unzigzag, zigzag, Reader, Writer, FRAME};
 #[cfg(test)]
 use numbers::tail;
+use numbers::{stream_len, unzigzag, zigzag, Reader, Writer, FRAME};
 
 const VERSION: u8 = 3;
 /// Version 2, still read: every stream in frames.

@@ -35,7 +35,8 @@ pub use rollup_spans::DynamoSpans;
 pub mod size;
 mod table;
 
-use item::{z_key, DeviceItem, ReadingItem, RoomItem};
+pub use item::reading_item;
+use item::{decode_reading, DeviceItem, RoomItem};
 use registry::{device_sets, RegistryWrite};
 
 use calls::Request;
@@ -497,73 +498,6 @@ fn unavailable<
     StoreError::Unavailable(DisplayErrorContext(&err).to_string())
 }
 
-/// The item of a reading, built straight into `AttributeValue`s: the hot path of
-/// every write. It is the same item as `serde_dynamo::to_item(ReadingItem::…)`
-/// (a unit test holds them equal), at well under half the CPU (docs/BENCHMARKS.md).
-pub fn reading_item(r: &Reading, expiry: &Expiry, shards: u32, indexes: Indexes) -> Item {
-    let n = |v: f64| AttributeValue::N(number_text(v));
-    let mut item = Item::with_capacity(10);
-    let sk = keys::reading_sk(r.timestamp);
-    if indexes.all_devices {
-        item.insert(
-            attr::SHARD.to_owned(),
-            AttributeValue::S(keys::all_time_pk(keys::shard_of(&r.device_id, shards))),
-        );
-        item.insert(
-            attr::ATS.to_owned(),
-            AttributeValue::S(keys::all_time_sk_of(&sk, &r.device_id)),
-        );
-    }
-    item.insert(attr::PK.to_owned(), s(keys::reading_pk(&r.device_id)));
-    item.insert(attr::SK.to_owned(), AttributeValue::S(sk));
-    item.insert("type".to_owned(), s(r.kind().as_str()));
-    if let Some(room) = r.room() {
-        item.insert(attr::ROOM.to_owned(), s(room.as_str()));
-    }
-    for (q, v) in r.measurement.values() {
-        item.insert(q.name().to_owned(), n(*v));
-    }
-    if let Some(z) = z_key(r).filter(|_| indexes.box_search) {
-        item.insert(attr::Z.to_owned(), AttributeValue::S(z));
-    }
-    if let Some(at) = expiry.at(r.timestamp) {
-        item.insert("expires_at".to_owned(), AttributeValue::N(at.to_string()));
-    }
-    item
-}
-
-/// `v.to_string()`, which is what items have always held, made faster: whole
-/// numbers through `itoa`, others through `ryu`, which finds the same shortest
-/// digits and differs only in notation (`1e-7`, `350.0`), where it is not used.
-/// Up to 15 significant digits the shortest digits are unique; at 16 or 17
-/// two candidates can both read back as `v`, and `ryu` and the standard
-/// library may pick different ones (the proptest found
-/// -86297359095747.62 against .63), so those go to `to_string`.
-fn number_text(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 && !(v == 0.0 && v.is_sign_negative()) {
-        return itoa::Buffer::new().format(v as i64).to_owned();
-    }
-    if v.is_finite() && (1e-4..1e15).contains(&v.abs()) {
-        let mut buffer = ryu::Buffer::new();
-        let text = buffer.format_finite(v);
-        let significant = text
-            .bytes()
-            .filter(u8::is_ascii_digit)
-            .skip_while(|d| *d == b'0')
-            .count();
-        if !text.contains('e') && significant <= 15 {
-            return text.to_owned();
-        }
-    }
-    v.to_string()
-}
-
-fn decode_reading(item: &Item) -> Result<Reading, StoreError> {
-    let item: ReadingItem =
-        serde_dynamo::from_item(item.clone()).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    item.into_reading().map_err(StoreError::Corrupt)
-}
-
 fn page_of(items: Vec<Item>, more: bool) -> Result<Page, StoreError> {
     let readings = items
         .iter()
@@ -909,77 +843,5 @@ impl Store for DynamoStore {
             .await
         })
         .await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::Measurement;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Stored number text never changes with the faster formatter.
-        #[test]
-        fn number_text_is_exactly_to_string(bits in any::<u64>(), small in -1e10f64..1e10, whole in -1e16f64..1e16) {
-            let v = f64::from_bits(bits);
-            prop_assert_eq!(number_text(v), v.to_string());
-            prop_assert_eq!(number_text(small), small.to_string());
-            prop_assert_eq!(number_text(whole.trunc()), whole.trunc().to_string());
-            let cents = (small * 100.0).round() / 100.0;
-            prop_assert_eq!(number_text(cents), cents.to_string());
-        }
-    }
-
-    #[test]
-    fn number_text_edges() {
-        for v in [
-            -86297359095747.62, // ryu and to_string differ at 16 digits
-            f64::from_bits(14038739469868593384),
-            0.0,
-            -0.0,
-            1e-4,
-            9.99e-5,
-            1e15,
-            999999999999999.9,
-            -1e15,
-            0.1,
-            5210.125,
-            1e-100,
-            f64::MAX,
-        ] {
-            assert_eq!(number_text(v), v.to_string(), "{v:e}");
-        }
-    }
-
-    #[test]
-    fn the_fast_item_builder_makes_exactly_the_codec_s_item() {
-        let ts = Timestamp::parse("2026-11-21T01:02:03.456Z").unwrap();
-        let power = Reading {
-            device_id: DeviceId::parse("meter-1").unwrap(),
-            timestamp: ts,
-            measurement: Measurement::power(5210.125, 0.0, -350.5).unwrap(),
-        };
-        let climate = Reading {
-            device_id: DeviceId::parse("s:1").unwrap(),
-            timestamp: ts,
-            measurement: Measurement::climate(RoomId::parse("bed").unwrap(), -0.25, 100.0).unwrap(),
-        };
-        for r in [&power, &climate] {
-            for retention in [None, Retention::days(30)] {
-                let via_codec: Item =
-                    serde_dynamo::to_item(ReadingItem::stored(r, retention, 7)).unwrap();
-                let expiry = Expiry {
-                    retention,
-                    raw: None,
-                    now: 0,
-                };
-                assert_eq!(
-                    reading_item(r, &expiry, 7, Indexes::ALL),
-                    via_codec,
-                    "{r:?} {retention:?}"
-                );
-            }
-        }
     }
 }
