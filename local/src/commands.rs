@@ -1,0 +1,238 @@
+//! The one-shot commands: `migrate`, `rollups rebuild`, `blocks rebuild`,
+//! `reindex` and `replay`, each on the store its flags name.
+
+use crate::cli::*;
+use crate::serve::*;
+use ingester_local::stop::Stop;
+use ingester_local::{replay, stream_poller::StreamPoller};
+use shared::api::App;
+use shared::config::Config;
+use shared::model::{DeviceId, TimeRange, Timestamp};
+use shared::store::Store;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `rollups rebuild` on either engine: one device at a time (on the embedded
+/// store each in its own transaction), with a progress bar.
+pub(crate) async fn rebuild_rollups<S: shared::rollups::Upkeep>(
+    store: &S,
+    only: Option<DeviceId>,
+    range: TimeRange,
+) -> Result<bool, String> {
+    let devices = ingester_local::blocks::devices_to_rebuild(store, only).await?;
+    let bar = indicatif::ProgressBar::new(devices.len() as u64).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} devices {pos}/{len} {wide_bar} {msg} ({elapsed})",
+        )
+        .map_err(|e| e.to_string())?,
+    );
+    let mut written = 0;
+    for device in &devices {
+        bar.set_message(device.to_string());
+        written += store
+            .rebuild_rollups(device, range)
+            .await
+            .map_err(|e| format!("{device}: {e}"))?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    println!(
+        "{}",
+        serde_json::json!({"devices": devices.len(), "rollups_written": written})
+    );
+    Ok(true)
+}
+
+pub(crate) async fn migrate_between<A: Store, B: Store>(
+    from: &A,
+    to: &B,
+    names: (&str, &str),
+    checkpoint: &std::path::Path,
+    page: usize,
+) -> Result<bool, String> {
+    let summary = ingester_local::migrate::run(from, to, names, checkpoint, page).await?;
+    println!(
+        "{}",
+        serde_json::to_string(&summary).map_err(|e| e.to_string())?
+    );
+    Ok(true)
+}
+
+/// `serve`'s flags; each has an environment variable, which the service's
+/// settings file (`local/debian/default`) sets.
+pub(crate) async fn one_shot(command: Command, stop: &Stop) -> Result<bool, String> {
+    match command {
+        Command::Serve(_) => unreachable!("run serves"),
+        Command::Migrate {
+            from,
+            to,
+            checkpoint,
+            create_table,
+            retention_days,
+            page,
+        } => {
+            let (source, _) = open(&spec_config(&from, false, 0)?, stop).await?;
+            let (target, _) = open(&spec_config(&to, create_table, retention_days)?, stop).await?;
+            let names = (from.as_str(), to.as_str());
+            let page = page as usize;
+            match (source, target) {
+                (Backend::Embedded(a), Backend::Embedded(b)) => {
+                    migrate_between(&a, &b, names, &checkpoint, page).await
+                }
+                (Backend::Embedded(a), Backend::Dynamo(b, ..)) => {
+                    migrate_between(&a, &b, names, &checkpoint, page).await
+                }
+                (Backend::Dynamo(a, ..), Backend::Embedded(b)) => {
+                    migrate_between(&a, &b, names, &checkpoint, page).await
+                }
+                (Backend::Dynamo(a, ..), Backend::Dynamo(b, ..)) => {
+                    migrate_between(&a, &b, names, &checkpoint, page).await
+                }
+            }
+        }
+        Command::Rollups {
+            action:
+                RollupsAction::Rebuild {
+                    from,
+                    to,
+                    device,
+                    store,
+                },
+        } => {
+            let time = |name: &str, v: Option<String>, default: Timestamp| match v {
+                None => Ok(default),
+                Some(text) => Timestamp::parse(&text).map_err(|e| format!("--{name}: {e}")),
+            };
+            let range = TimeRange::new(
+                time("from", from, Timestamp::MIN)?,
+                time("to", to, Timestamp::MAX)?,
+            )
+            .map_err(|e| format!("--from and --to: {e}"))?;
+            let device = device
+                .map(|d| DeviceId::parse(&d).map_err(|e| format!("--device: {e}")))
+                .transpose()?;
+            match open(&store.config(None, false, Duration::ZERO), stop).await?.0 {
+                Backend::Embedded(s) => rebuild_rollups(&s, device, range).await,
+                Backend::Dynamo(s, ..) => rebuild_rollups(&s, device, range).await,
+            }
+        }
+        Command::Blocks {
+            action:
+                BlocksAction::Rebuild {
+                    device,
+                    checkpoint,
+                    store,
+                },
+        } => {
+            let device = device
+                .map(|d| DeviceId::parse(&d).map_err(|e| format!("--device: {e}")))
+                .transpose()?;
+            match open(&store.config(None, false, Duration::ZERO), stop).await?.0 {
+                Backend::Embedded(_) => Err(
+                    "blocks rebuild is for a DynamoDB table (--table): the embedded store seals its closed days into blocks itself"
+                        .into(),
+                ),
+                Backend::Dynamo(s, ..) => {
+                    let done = ingester_local::blocks::rebuild(&s, device, &checkpoint).await?;
+                    println!(
+                        "{}",
+                        serde_json::json!({"devices": done.devices, "resumed_after": done.skipped, "items_written": done.written})
+                    );
+                    Ok(true)
+                }
+            }
+        }
+        Command::Reindex {
+            segments,
+            checkpoint,
+            store,
+        } => match open(&store.config(None, false, Duration::ZERO), stop).await?.0 {
+            Backend::Embedded(_) => Err(
+                "reindex is for a DynamoDB table (--table): the embedded store keeps its indexes itself"
+                    .into(),
+            ),
+            Backend::Dynamo(s, ..) => {
+                let done = ingester_local::reindex::run(&s, segments, &checkpoint, true).await?;
+                println!(
+                    "{}",
+                    serde_json::json!({"segments": segments, "scanned": done.scanned, "updated": done.updated})
+                );
+                Ok(true)
+            }
+        },
+        Command::Replay { files, store } => {
+            let config = store.config(None, true, Duration::ZERO);
+            replay_on(&config, &store, &files, stop).await
+        }
+    }
+}
+
+/// `replay` on the assembled store.
+pub(crate) async fn replay_on(
+    config: &Config,
+    store: &StoreArgs,
+    files: &[PathBuf],
+    stop: &Stop,
+) -> Result<bool, String> {
+    match open(config, stop).await? {
+        (Backend::Embedded(s), access) => {
+            // The registry follows each write: nothing to wait for between events.
+            let app = app(config, s, access).await?;
+            Ok(replay_files(&app, files, || async { Ok(()) }).await)
+        }
+        (Backend::Dynamo(s, streams, region), access) => {
+            let app = app(config, s.clone(), access).await?;
+            let poller = std::sync::Mutex::new(Some(StreamPoller::new(
+                streams,
+                region,
+                store.stream_checkpoint.clone(),
+            )));
+            Ok(replay_files(&app, files, || async {
+                let taken = poller.lock().unwrap().take();
+                if let Some(mut p) = taken {
+                    let result = p.poll_once(&s).await;
+                    *poller.lock().unwrap() = Some(p);
+                    result?;
+                }
+                Ok(())
+            })
+            .await)
+        }
+    }
+}
+
+/// Replays each file; prints `{"file", "response"}` per line. False if any file failed.
+pub(crate) async fn replay_files<S: shared::rollups::Upkeep, F, Fut>(
+    app: &App<S>,
+    files: &[PathBuf],
+    after_each: F,
+) -> bool
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let mut ok = true;
+    for file in files {
+        let name = file.display().to_string();
+        let event = std::fs::read_to_string(file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| replay::recognise(&t));
+        match event {
+            Ok(event) => {
+                let response = replay::run(app, event).await;
+                println!(
+                    "{}",
+                    serde_json::json!({ "file": name, "response": response })
+                );
+                if let Err(e) = after_each().await {
+                    eprintln!("warning: after {name}: the registry did not catch up: {e}");
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {name}: {e}");
+                ok = false;
+            }
+        }
+    }
+    ok
+}
