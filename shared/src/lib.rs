@@ -1,16 +1,19 @@
 //! The IoT reading ingester's library: everything but the thin Lambda `main`s.
 //!
-//! Data flows one way (docs/architecture.md):
+//! Data flows one way (docs/architecture.md, held by tests/tests/layers.rs):
 //!
-//! - edges: `api` (the one HTTP Router), `stream` (DynamoDB Streams handlers);
-//! - use cases: `ingest`, `query`, `registry` (maintenance and the cache),
-//!   `rollups` (keeping, refreshing and rebuilding them, once for both engines);
-//! - storage: `store` (the trait, `store::dynamodb`, `store::sqlite`);
+//! - edges: `api` (the one HTTP Router, the dashboard, InfluxDB's wire),
+//!   `mqtt` (topics and payloads, the IoT rule), `stream` (DynamoDB Streams
+//!   handlers);
+//! - use cases: `ingest`, `query`, `influxql`, `registry` (maintenance and
+//!   the cache), `rollups` (kept, refreshed and rebuilt once for both engines);
+//! - storage: `store` (the trait, the rollups' primitives, `store::dynamodb`,
+//!   `store::sqlite`);
 //! - domain: `model` (validated types), `domain` (rules both engines share),
 //!   `keys` (the one place that formats keys and cursors).
 //!
 //! `config` is the one configuration and `assembly` builds the program from
-//! it; `auth` holds the token and access rules.
+//! it; `auth` holds the token and access rules; `retry` the one backoff.
 
 pub mod api;
 pub mod assembly;

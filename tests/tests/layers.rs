@@ -264,7 +264,7 @@ fn the_program_is_assembled_in_one_place() {
             }
         }
     }
-    for bin in ["ingest", "query", "registry", "rollups"] {
+    for bin in ["ingest", "query", "registry", "rollups", "mqtt"] {
         let main = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../functions")
             .join(bin)
@@ -445,4 +445,71 @@ fn the_dashboard_reads_through_the_query_use_case() {
         &[],
     );
     assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// Every module of the library and every function crate has its place in
+/// docs/architecture.md's layers: a new one must be placed here (and so
+/// guarded by the tests above) before it builds.
+#[test]
+fn every_module_and_function_has_a_layer() {
+    const LAYERS: [(&str, &[&str]); 5] = [
+        (
+            "assembly",
+            &[
+                "config.rs",
+                "assembly.rs",
+                "auth.rs",
+                "retry.rs",
+                "telemetry.rs",
+                "lib.rs",
+            ],
+        ),
+        ("edges", &["api", "mqtt", "stream"]),
+        (
+            "use cases",
+            &["ingest", "query.rs", "influxql", "registry", "rollups"],
+        ),
+        ("storage", &["store"]),
+        ("domain", &["domain", "model", "keys"]),
+    ];
+    let placed: Vec<&str> = LAYERS.iter().flat_map(|(_, m)| m.iter().copied()).collect();
+    let mut unplaced = Vec::new();
+    for entry in std::fs::read_dir(shared_src()).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !placed.contains(&name.as_str()) {
+            unplaced.push(name);
+        }
+    }
+    assert!(unplaced.is_empty(), "modules without a layer: {unplaced:?}");
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md"),
+    )
+    .unwrap();
+    for module in placed.iter().filter(|m| **m != "lib.rs") {
+        let shown = module.trim_end_matches(".rs");
+        assert!(
+            doc.contains(shown),
+            "docs/architecture.md does not show {module}"
+        );
+    }
+    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
+    for entry in std::fs::read_dir(&functions).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let main = functions.join(&name).join("src/main.rs");
+        let text = std::fs::read_to_string(&main).unwrap();
+        assert!(
+            text.contains("shared::assembly::"),
+            "{name} is not assembled"
+        );
+        assert!(
+            !text.contains("aws_sdk_dynamodb") && !text.contains("shared::store::DynamoStore::new"),
+            "{name} builds its own store"
+        );
+        // A thin main: it builds the state and runs a handler.
+        assert!(text.lines().count() < 60, "{name}'s main is not thin");
+        assert!(
+            doc.contains(&name),
+            "docs/architecture.md does not show functions/{name}"
+        );
+    }
 }
