@@ -90,6 +90,15 @@ pub(crate) enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// Back up the embedded store's file while a server may be writing to it: a consistent snapshot of one moment, checked (integrity, readings counted), written under a temporary name and renamed onto --to (docs/backup.md).
+    Backup {
+        /// The store file to back up.
+        #[arg(long, env = "INGESTER_DB", default_value = "ingester.db")]
+        db: PathBuf,
+        /// The backup file (replaced whole, only once the new copy is checked).
+        #[arg(long)]
+        to: PathBuf,
+    },
     /// Copy every reading, name and registry entry from one store to another: the embedded file and a DynamoDB table, either way. Resumable, idempotent, verified by counting both sides.
     Migrate {
         /// The source: an embedded store file (`ingester.db`), or `dynamodb:TABLE` (AWS) or `dynamodb:TABLE@URL` (a DynamoDB-compatible endpoint).

@@ -63,6 +63,25 @@ pub(crate) async fn migrate_between<A: Store, B: Store>(
 pub(crate) async fn one_shot(command: Command, stop: &Stop) -> Result<bool, String> {
     match command {
         Command::Serve(_) => unreachable!("run serves"),
+        Command::Backup { db, to } => {
+            let started = std::time::Instant::now();
+            let spinner = indicatif::ProgressBar::new_spinner()
+                .with_message(format!("backing up {} to {}", db.display(), to.display()));
+            spinner.enable_steady_tick(Duration::from_millis(200));
+            let done = shared::store::sqlite::backup(&db, &to).await;
+            spinner.finish_and_clear();
+            let done = done.map_err(|e| format!("backup: {e}"))?;
+            println!(
+                "{}",
+                serde_json::json!({
+                    "to": to.display().to_string(),
+                    "readings": done.readings,
+                    "bytes": done.bytes,
+                    "seconds": started.elapsed().as_secs_f64(),
+                })
+            );
+            Ok(true)
+        }
         Command::Migrate {
             from,
             to,

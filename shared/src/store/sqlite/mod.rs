@@ -16,11 +16,13 @@
 //! One writer connection; read connections of their own (WAL), so reads never
 //! wait for a write; every call runs on tokio's blocking pool.
 
+mod backup;
 mod blocks;
 mod names;
 mod periodic;
 mod registry;
 mod rollup_spans;
+pub use backup::{backup, partial_name, BackupReport};
 pub use rollup_spans::TxSpans;
 mod rollups;
 mod rows;
@@ -400,30 +402,7 @@ impl SqliteStore {
     /// across the family tables, and the counts of the blocks): for tests,
     /// and for checking a copy.
     pub async fn stored_readings(&self) -> Result<u64, StoreError> {
-        self.blocking(|s| {
-            s.read(|conn| {
-                let union: Vec<String> = schema::families()
-                    .iter()
-                    .map(|f| format!("SELECT device, ts FROM {}", f.table))
-                    .collect();
-                let hot = conn
-                    .query_row(
-                        &format!("SELECT count(*) FROM ({})", union.join(" UNION ")),
-                        [],
-                        |r| r.get::<_, i64>(0),
-                    )
-                    .map_err(db_err)? as u64;
-                let mut sealed = 0u64;
-                for (device, device_id) in names::devices(conn)? {
-                    sealed += blocks::headers(conn, device, &device_id, blocks::ALL_DAYS)?
-                        .iter()
-                        .map(|(_, h)| u64::from(h.count))
-                        .sum::<u64>();
-                }
-                Ok(hot + sealed)
-            })
-        })
-        .await
+        self.blocking(|s| s.read(count_readings)).await
     }
 
     /// Seals every day that is closed at `now_ms` (moves its hot rows into
@@ -496,6 +475,29 @@ fn write_readings_with(writer: &mut Writer, readings: &[Reading], now_ms: i64) -
             deduped.report(&(0..deduped.winners.len()).collect::<Vec<_>>())
         }
     }
+}
+
+/// How many readings a file holds (`SqliteStore::stored_readings`).
+fn count_readings(conn: &Connection) -> Result<u64, StoreError> {
+    let union: Vec<String> = schema::families()
+        .iter()
+        .map(|f| format!("SELECT device, ts FROM {}", f.table))
+        .collect();
+    let hot = conn
+        .query_row(
+            &format!("SELECT count(*) FROM ({})", union.join(" UNION ")),
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(db_err)? as u64;
+    let mut sealed = 0u64;
+    for (device, device_id) in names::devices(conn)? {
+        sealed += blocks::headers(conn, device, &device_id, blocks::ALL_DAYS)?
+            .iter()
+            .map(|(_, h)| u64::from(h.count))
+            .sum::<u64>();
+    }
+    Ok(hot + sealed)
 }
 
 impl SqliteStore {

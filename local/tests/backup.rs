@@ -1,0 +1,233 @@
+//! `ingester-local backup` while a store takes readings: the copy holds every
+//! reading acknowledged before it started and answers as the source did; a
+//! failed or killed backup leaves no file under the final name and the
+//! source intact.
+
+use shared::model::{DeviceId, Measurement, Reading, RoomId, TimeRange, Timestamp};
+use shared::store::{Order, RangeRequest, SqliteStore, Store};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ingester-local");
+/// 2026-09-01T00:00:00Z.
+const START: i64 = 1_788_220_800_000;
+const DEVICES: usize = 4;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("backup-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn device(d: usize) -> DeviceId {
+    DeviceId::parse(&format!("sensor-{d}")).unwrap()
+}
+
+/// Readings `from..to` minutes after START of every device: room sensors
+/// reporting each minute.
+fn minutes(from: i64, to: i64) -> Vec<Reading> {
+    let mut out = Vec::new();
+    for m in from..to {
+        for d in 0..DEVICES {
+            out.push(Reading {
+                device_id: device(d),
+                timestamp: Timestamp::from_millis(START + m * 60_000).unwrap(),
+                measurement: Measurement::climate(
+                    RoomId::parse(&format!("room-{d}")).unwrap(),
+                    20.0 + ((m + d as i64) % 50) as f64 / 10.0,
+                    40.0 + (m % 30) as f64,
+                )
+                .unwrap(),
+            });
+        }
+    }
+    out
+}
+
+async fn all_of(store: &SqliteStore, d: usize) -> Vec<Reading> {
+    let range = TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap();
+    let mut out = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store
+            .device_readings(
+                &device(d),
+                &RangeRequest {
+                    range,
+                    order: Order::Asc,
+                    limit: 1000,
+                    after,
+                },
+            )
+            .await
+            .unwrap();
+        out.extend(page.readings);
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return out,
+        }
+    }
+}
+
+fn backup(db: &Path, to: &Path) -> std::process::Output {
+    Command::new(BIN)
+        .args(["backup", "--db"])
+        .arg(db)
+        .arg("--to")
+        .arg(to)
+        .output()
+        .unwrap()
+}
+
+fn integrity(db: &Path) -> String {
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    shared::store::sqlite::register_functions(&conn).unwrap();
+    conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_during_ingest_holds_every_acknowledged_reading() {
+    let dir = dir("steady");
+    let db = dir.join("ingester.db");
+    let to = dir.join("copy.db");
+    let store = SqliteStore::open(&db).unwrap();
+    // Ten days of history (closed days go into blocks), then a steady ingest.
+    let seed = minutes(0, 10 * 1440);
+    for chunk in seed.chunks(1000) {
+        assert!(store.write_readings(chunk).await.unwritten.is_empty());
+    }
+    let acked = Arc::new(AtomicU64::new(seed.len() as u64));
+    let running = Arc::new(AtomicBool::new(true));
+    let writer = {
+        let (store, acked, running) = (store.clone(), acked.clone(), running.clone());
+        tokio::spawn(async move {
+            let mut m = 10 * 1440;
+            while running.load(Ordering::Relaxed) {
+                let batch = minutes(m, m + 25);
+                assert!(store.write_readings(&batch).await.unwritten.is_empty());
+                acked.fetch_add(batch.len() as u64, Ordering::SeqCst);
+                m += 25;
+                tokio::task::yield_now().await;
+            }
+            m
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let before = acked.load(Ordering::SeqCst);
+    let out = {
+        let (db, to) = (db.clone(), to.clone());
+        tokio::task::spawn_blocking(move || backup(&db, &to))
+            .await
+            .unwrap()
+    };
+    running.store(false, Ordering::Relaxed);
+    let written_minutes = writer.await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let in_copy = report["readings"].as_u64().unwrap();
+    assert!(
+        in_copy >= before,
+        "the copy has {in_copy} readings; {before} were acknowledged before it began"
+    );
+    assert!(
+        in_copy <= minutes(0, written_minutes).len() as u64,
+        "{in_copy} readings: more than were ever written"
+    );
+    assert!(!shared::store::sqlite::partial_name(&to).exists());
+    assert_eq!(integrity(&to), "ok");
+    assert_eq!(integrity(&db), "ok");
+    // The copy answers as the source did, up to the copy's moment: each
+    // device's readings are a prefix of the source's, the seed included.
+    let copy = SqliteStore::open(&to).unwrap();
+    assert_eq!(copy.stored_readings().await.unwrap(), in_copy);
+    let mut total = 0;
+    for d in 0..DEVICES {
+        let (ours, theirs) = (all_of(&store, d).await, all_of(&copy, d).await);
+        assert!(theirs.len() >= 10 * 1440, "device {d}: {}", theirs.len());
+        assert_eq!(ours[..theirs.len()], theirs[..], "device {d}");
+        total += theirs.len() as u64;
+    }
+    assert_eq!(total, in_copy);
+    assert_eq!(
+        report["bytes"].as_u64().unwrap(),
+        std::fs::metadata(&to).unwrap().len()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_failed_or_killed_backup_leaves_no_file_and_the_source_whole() {
+    let dir = dir("killed");
+    let db = dir.join("ingester.db");
+    let store = SqliteStore::open(&db).unwrap();
+    for chunk in minutes(0, 20 * 1440).chunks(1000) {
+        assert!(store.write_readings(chunk).await.unwritten.is_empty());
+    }
+    let count = store.stored_readings().await.unwrap();
+    // A target whose folder does not exist: a clear error, nothing written.
+    let nowhere = dir.join("missing").join("copy.db");
+    let out = backup(&db, &nowhere);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("backup:"), "{stderr}");
+    assert!(!nowhere.exists());
+    // No store there: said so.
+    let out = backup(&dir.join("none.db"), &dir.join("x.db"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such store file"));
+    assert!(!dir.join("x.db").exists());
+    // SIGKILL at moments across the copy.
+    let to = dir.join("copy.db");
+    let mut rng = fastrand::Rng::with_seed(41);
+    for _ in 0..6 {
+        let mut child = Command::new(BIN)
+            .args(["backup", "--db"])
+            .arg(&db)
+            .arg("--to")
+            .arg(&to)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(rng.u64(0..60)));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        // Under the final name there is nothing, or a whole, checked copy
+        // (it finished, or was killed after its rename): never a half file.
+        if to.exists() {
+            assert_eq!(integrity(&to), "ok");
+            std::fs::remove_file(&to).unwrap();
+        } else {
+            assert!(!status.success(), "a backup that succeeded left no file");
+        }
+        assert_eq!(integrity(&db), "ok");
+        assert_eq!(store.stored_readings().await.unwrap(), count);
+    }
+    // And the next backup after the kills succeeds over any partial file.
+    let out = backup(&db, &to);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["readings"].as_u64(), Some(count));
+    assert_eq!(
+        SqliteStore::open(&to)
+            .unwrap()
+            .stored_readings()
+            .await
+            .unwrap(),
+        count
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,117 @@
+//! An online backup of the embedded store's file (docs/backup.md): a
+//! snapshot of one moment, taken while a server writes, that never harms the
+//! source and never leaves a half file under the final name.
+//!
+//! `VACUUM INTO` copies the file inside one read transaction: in WAL mode a
+//! read does not block the writer, and the copy is the database as of the
+//! transaction's start, compacted (free pages are not copied). The copy is
+//! written under a temporary name beside the target, checked
+//! (`PRAGMA integrity_check`, its readings counted as the store counts
+//! them), synced, and only then renamed over the target.
+
+use super::db_err;
+use crate::store::StoreError;
+use rusqlite::{Connection, OpenFlags};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What a backup wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackupReport {
+    /// Readings in the copy (expired ones not yet deleted included).
+    pub readings: u64,
+    /// The copy's size.
+    pub bytes: u64,
+}
+
+/// The temporary name a backup to `target` is written under.
+pub fn partial_name(target: &Path) -> PathBuf {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "backup".into());
+    target.with_file_name(format!(".{name}.partial"))
+}
+
+fn io(what: &str, path: &Path, e: std::io::Error) -> StoreError {
+    StoreError::Unavailable(format!("{what} {}: {e}", path.display()))
+}
+
+/// Backs up the store's file at `source` to `target` (module comment).
+pub async fn backup(source: &Path, target: &Path) -> Result<BackupReport, StoreError> {
+    if !source.is_file() {
+        return Err(StoreError::Unavailable(format!(
+            "{}: no such store file",
+            source.display()
+        )));
+    }
+    let partial = partial_name(target);
+    let result = copy_and_check(source, &partial).await;
+    match result {
+        Ok(report) => {
+            std::fs::rename(&partial, target).map_err(|e| io("renaming onto", target, e))?;
+            if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+                // The rename itself survives a power loss once its folder is synced.
+                if let Ok(d) = std::fs::File::open(dir) {
+                    let _ = d.sync_all();
+                }
+            }
+            Ok(report)
+        }
+        Err(e) => {
+            for leftover in [
+                partial.clone(),
+                wal_of(&partial, "-wal"),
+                wal_of(&partial, "-shm"),
+            ] {
+                let _ = std::fs::remove_file(leftover);
+            }
+            Err(e)
+        }
+    }
+}
+
+fn wal_of(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+async fn copy_and_check(source: &Path, partial: &Path) -> Result<BackupReport, StoreError> {
+    // A stale partial file of an earlier, interrupted backup.
+    let _ = std::fs::remove_file(partial);
+    let (from, to) = (source.to_owned(), partial.to_owned());
+    let readings = tokio::task::spawn_blocking(move || -> Result<u64, StoreError> {
+        let conn = Connection::open_with_flags(
+            &from,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(db_err)?;
+        // The indexes' expressions call the store's own functions.
+        super::register_functions(&conn).map_err(db_err)?;
+        conn.busy_timeout(Duration::from_secs(30)).map_err(db_err)?;
+        conn.execute("VACUUM INTO ?1", [to.to_string_lossy().as_ref()])
+            .map_err(|e| StoreError::Unavailable(format!("copying {}: {e}", from.display())))?;
+        let copy =
+            Connection::open_with_flags(&to, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(db_err)?;
+        super::register_functions(&copy).map_err(db_err)?;
+        let check: String = copy
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(db_err)?;
+        if check != "ok" {
+            return Err(StoreError::Corrupt(format!(
+                "the copy fails its integrity check: {check}"
+            )));
+        }
+        super::count_readings(&copy)
+    })
+    .await
+    .map_err(|e| StoreError::Unavailable(format!("the backup's thread: {e}")))??;
+    let file = std::fs::File::open(partial).map_err(|e| io("reading", partial, e))?;
+    file.sync_all().map_err(|e| io("syncing", partial, e))?;
+    let bytes = file
+        .metadata()
+        .map_err(|e| io("reading", partial, e))?
+        .len();
+    Ok(BackupReport { readings, bytes })
+}
