@@ -99,6 +99,17 @@ pub(crate) enum Command {
         #[arg(long)]
         to: PathBuf,
     },
+    /// Put a backup in the embedded store's place: the backup is checked first, a store a server has open is refused, and the file replaced is kept beside it (DB.replaced-<time>) unless --discard-replaced (docs/backup.md).
+    Restore {
+        /// The backup file.
+        from: PathBuf,
+        /// The store file to replace.
+        #[arg(long, env = "INGESTER_DB", default_value = "ingester.db")]
+        db: PathBuf,
+        /// Remove the replaced file instead of keeping it.
+        #[arg(long)]
+        discard_replaced: bool,
+    },
     /// Copy every reading, name and registry entry from one store to another: the embedded file and a DynamoDB table, either way. Resumable, idempotent, verified by counting both sides.
     Migrate {
         /// The source: an embedded store file (`ingester.db`), or `dynamodb:TABLE` (AWS) or `dynamodb:TABLE@URL` (a DynamoDB-compatible endpoint).

@@ -82,6 +82,24 @@ pub(crate) async fn one_shot(command: Command, stop: &Stop) -> Result<bool, Stri
             );
             Ok(true)
         }
+        Command::Restore {
+            from,
+            db,
+            discard_replaced,
+        } => {
+            let done = shared::store::sqlite::restore(&from, &db, discard_replaced)
+                .await
+                .map_err(|e| format!("restore: {e}"))?;
+            println!(
+                "{}",
+                serde_json::json!({
+                    "restored": db.display().to_string(),
+                    "readings": done.readings,
+                    "replaced": done.replaced.map(|p| p.display().to_string()),
+                })
+            );
+            Ok(true)
+        }
         Command::Migrate {
             from,
             to,

@@ -1,7 +1,8 @@
 //! `ingester-local backup` while a store takes readings: the copy holds every
 //! reading acknowledged before it started and answers as the source did; a
 //! failed or killed backup leaves no file under the final name and the
-//! source intact.
+//! source intact. `restore` checks the backup, refuses a store that is open,
+//! and keeps the file it replaces.
 
 use shared::model::{DeviceId, Measurement, Reading, RoomId, TimeRange, Timestamp};
 use shared::store::{Order, RangeRequest, SqliteStore, Store};
@@ -229,5 +230,85 @@ async fn a_failed_or_killed_backup_leaves_no_file_and_the_source_whole() {
             .unwrap(),
         count
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn restore(from: &Path, db: &Path) -> std::process::Output {
+    Command::new(BIN)
+        .arg("restore")
+        .arg(from)
+        .arg("--db")
+        .arg(db)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_restore_is_checked_refused_while_open_and_keeps_what_it_replaces() {
+    let dir = dir("restore");
+    let db = dir.join("ingester.db");
+    let saved = dir.join("saved.db");
+    let store = SqliteStore::open(&db).unwrap();
+    for chunk in minutes(0, 3 * 1440).chunks(1000) {
+        assert!(store.write_readings(chunk).await.unwritten.is_empty());
+    }
+    assert!(backup(&db, &saved).status.success());
+    let at_backup: Vec<Vec<Reading>> = {
+        let mut all = Vec::new();
+        for d in 0..DEVICES {
+            all.push(all_of(&store, d).await);
+        }
+        all
+    };
+    // Readings after the backup, which the restore takes back.
+    assert!(store
+        .write_readings(&minutes(3 * 1440, 3 * 1440 + 60))
+        .await
+        .unwritten
+        .is_empty());
+    // A store has the file open: refused, nothing touched.
+    let out = restore(&saved, &db);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("stop it first"), "{stderr}");
+    assert_eq!(all_of(&store, 0).await.len(), 3 * 1440 + 60);
+    drop(store);
+    // A damaged backup: refused, the store untouched.
+    let damaged = dir.join("damaged.db");
+    let mut bytes = std::fs::read(&saved).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle..middle + 4096].fill(0xA5);
+    std::fs::write(&damaged, &bytes).unwrap();
+    let out = restore(&damaged, &db);
+    assert!(!out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).is_empty());
+    let garbage = dir.join("garbage.db");
+    std::fs::write(&garbage, b"not a database at all").unwrap();
+    assert!(!restore(&garbage, &db).status.success());
+    // Closed: restored, the replaced file kept beside it.
+    let out = restore(&saved, &db);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let replaced = PathBuf::from(report["replaced"].as_str().unwrap());
+    let restored = SqliteStore::open(&db).unwrap();
+    assert_eq!(
+        report["readings"].as_u64(),
+        Some(restored.stored_readings().await.unwrap())
+    );
+    for (d, expected) in at_backup.iter().enumerate() {
+        assert_eq!(&all_of(&restored, d).await, expected, "device {d}");
+    }
+    drop(restored);
+    let kept = SqliteStore::open(&replaced).unwrap();
+    assert_eq!(
+        all_of(&kept, 0).await.len(),
+        3 * 1440 + 60,
+        "the replaced file is whole"
+    );
+    drop(kept);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -2,6 +2,9 @@
 //! snapshot of one moment, taken while a server writes, that never harms the
 //! source and never leaves a half file under the final name.
 //!
+//! A restore puts a checked backup in a store's place, never while a store
+//! has the file open (the `.lock` beside it), keeping the file it replaces.
+//!
 //! `VACUUM INTO` copies the file inside one read transaction: in WAL mode a
 //! read does not block the writer, and the copy is the database as of the
 //! transaction's start, compacted (free pages are not copied). The copy is
@@ -114,4 +117,130 @@ async fn copy_and_check(source: &Path, partial: &Path) -> Result<BackupReport, S
         .map_err(|e| io("reading", partial, e))?
         .len();
     Ok(BackupReport { readings, bytes })
+}
+
+/// The lock file beside a store's file.
+fn lock_path(db: &Path) -> PathBuf {
+    wal_of(db, ".lock")
+}
+
+/// Takes the shared lock a store holds while it is open; an error while a
+/// restore holds it.
+pub(super) fn open_lock(db: &Path) -> Result<std::fs::File, StoreError> {
+    let path = lock_path(db);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io("opening", &path, e))?;
+    match file.try_lock_shared() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Unavailable(format!(
+            "{}: a restore is replacing it",
+            db.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(io("locking", &path, e)),
+    }
+}
+
+/// What a restore did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restored {
+    /// Readings in the restored file.
+    pub readings: u64,
+    /// Where the file it replaced was kept (`None`: there was none, or it
+    /// was discarded).
+    pub replaced: Option<PathBuf>,
+}
+
+/// Checks the backup at `from` and puts it in the place of the store file
+/// `db`: refused while a store has `db` open; the file it replaces (with its
+/// WAL) is kept beside it as `DB.replaced-<time>` unless `discard`.
+pub async fn restore(from: &Path, db: &Path, discard: bool) -> Result<Restored, StoreError> {
+    let (source, target) = (from.to_owned(), db.to_owned());
+    tokio::task::spawn_blocking(move || restore_now(&source, &target, discard))
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("the restore's thread: {e}")))?
+}
+
+fn restore_now(from: &Path, db: &Path, discard: bool) -> Result<Restored, StoreError> {
+    if !from.is_file() {
+        return Err(StoreError::Unavailable(format!(
+            "{}: no such backup file",
+            from.display()
+        )));
+    }
+    // The backup first: whole, and of a version this build reads.
+    let readings = {
+        let conn =
+            Connection::open_with_flags(from, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(db_err)?;
+        super::register_functions(&conn).map_err(db_err)?;
+        let check: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(|e| StoreError::Corrupt(format!("{}: {e}", from.display())))?;
+        if check != "ok" {
+            return Err(StoreError::Corrupt(format!(
+                "{}: fails its integrity check: {check}",
+                from.display()
+            )));
+        }
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(db_err)?;
+        if version > super::schema::VERSION {
+            return Err(StoreError::Corrupt(format!(
+                "{}: written by a newer version (file version {version})",
+                from.display()
+            )));
+        }
+        super::count_readings(&conn)?
+    };
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(lock_path(db))
+        .map_err(|e| io("opening", &lock_path(db), e))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(StoreError::Unavailable(format!(
+                "{}: a server has it open; stop it first",
+                db.display()
+            )))
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io("locking", &lock_path(db), e)),
+    }
+    // The copy goes in under a temporary name, then over the store's.
+    let partial = wal_of(db, ".restoring");
+    std::fs::copy(from, &partial).map_err(|e| io("copying to", &partial, e))?;
+    std::fs::File::open(&partial)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| io("syncing", &partial, e))?;
+    let mut replaced = None;
+    if db.exists() {
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+        let aside = wal_of(db, &format!(".replaced-{stamp}"));
+        for suffix in ["", "-wal", "-shm"] {
+            let (old, new) = (wal_of(db, suffix), wal_of(&aside, suffix));
+            if !old.exists() {
+                continue;
+            }
+            if discard {
+                std::fs::remove_file(&old).map_err(|e| io("removing", &old, e))?;
+            } else {
+                std::fs::rename(&old, &new).map_err(|e| io("keeping", &old, e))?;
+            }
+        }
+        replaced = (!discard).then_some(aside);
+    }
+    std::fs::rename(&partial, db).map_err(|e| io("renaming onto", db, e))?;
+    if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    drop(lock);
+    Ok(Restored { readings, replaced })
 }

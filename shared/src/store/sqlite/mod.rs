@@ -22,7 +22,7 @@ mod names;
 mod periodic;
 mod registry;
 mod rollup_spans;
-pub use backup::{backup, partial_name, BackupReport};
+pub use backup::{backup, partial_name, restore, BackupReport, Restored};
 pub use rollup_spans::TxSpans;
 mod rollups;
 mod rows;
@@ -69,6 +69,10 @@ pub struct SqliteStore {
     /// the struct, so dropped after the other connections are closed: its
     /// closing checkpoint then empties the WAL.
     _checkpointer: Option<Arc<periodic::Periodic>>,
+    /// A shared lock on the file's `.lock` beside it, held while the store
+    /// is open: `restore` takes it exclusively, so it never replaces a
+    /// file a server has open (`backup::open_lock`).
+    _open: Option<Arc<std::fs::File>>,
 }
 
 /// The page size of a new file.
@@ -145,6 +149,7 @@ impl SqliteStore {
     /// Opens (creating if needed) a database file in WAL mode. A file from
     /// an earlier version is migrated in place first (`upgrade`).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let open = backup::open_lock(path.as_ref())?;
         let mut conn = prepared(Connection::open(path.as_ref()).map_err(db_err)?)?;
         // A new file's pages: 4 KB holds six blocks of a day of a room sensor
         // at one reading a minute (codec version 3, 650 bytes each), and each
@@ -185,6 +190,7 @@ impl SqliteStore {
         store.readers = Arc::new(readers);
         store._sealer = Some(Arc::new(sealer::start(store.writer.clone())?));
         store._checkpointer = Some(Arc::new(checkpointer(path.as_ref())?));
+        store._open = Some(Arc::new(open));
         Ok(store)
     }
 
@@ -204,6 +210,7 @@ impl SqliteStore {
             rollup_reads: true,
             _sealer: None,
             _checkpointer: None,
+            _open: None,
         })
     }
 
