@@ -215,7 +215,25 @@ pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub(crate) price: PriceArgs,
     #[command(flatten)]
+    pub(crate) backups: BackupArgs,
+    #[command(flatten)]
     pub(crate) store: StoreArgs,
+}
+
+/// Backups beside the server (docs/backup.md).
+#[derive(Args)]
+pub(crate) struct BackupArgs {
+    /// Back the store's file up into this folder at start and at every --backup-every (the embedded store's file only).
+    #[arg(long, env = "INGESTER_BACKUP_DIR")]
+    pub(crate) backup_dir: Option<PathBuf>,
+    /// How often: a whole number and a unit (s, m, h, d), such as 24h.
+    #[arg(long, env = "INGESTER_BACKUP_EVERY", default_value = "24h",
+          value_parser = ingester_local::scheduled_backups::parse_interval)]
+    pub(crate) backup_every: Duration,
+    /// How many of the newest backups to keep in the folder.
+    #[arg(long, env = "INGESTER_BACKUP_KEEP", default_value_t = 7,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) backup_keep: u64,
 }
 
 /// What the dashboard shows energy's cost at (docs/dashboard.md).

@@ -10,5 +10,6 @@ pub mod mqtt;
 pub mod readiness;
 pub mod reindex;
 pub mod replay;
+pub mod scheduled_backups;
 pub mod stop;
 pub mod stream_poller;

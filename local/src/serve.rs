@@ -6,10 +6,11 @@ use crate::cli::*;
 use crate::Failure;
 use ingester_local::stop::Stop;
 use ingester_local::stream_poller::StreamPoller;
+use shared::api::backup_health::BackupHealth;
 use shared::api::{App, RouteSet};
 use shared::assembly::{self, Engine};
 use shared::auth::Access;
-use shared::config::Config;
+use shared::config::{Config, StoreConfig};
 use shared::model::Timestamp;
 use shared::store::{now_epoch_seconds, DynamoStore, SqliteStore, Store};
 use std::net::SocketAddr;
@@ -203,11 +204,29 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
         poll_ms,
         mqtt,
         price,
+        backups,
         store,
     } = args;
     let mut config = store.config(token.as_deref(), open_reads, Duration::from_secs(cache_ttl));
     config.tariff = price.tariff().map_err(Failure::Settings)?;
     door_check(addr, config.ingest_token.is_some(), insecure_open).map_err(Failure::Settings)?;
+    // Backups need the embedded store's file: a setting that cannot work.
+    let schedule =
+        match (&backups.backup_dir, &config.store) {
+            (None, _) => None,
+            (Some(dir), StoreConfig::Embedded { file: Some(db) }) => {
+                Some(ingester_local::scheduled_backups::Schedule {
+                    db: db.clone(),
+                    dir: dir.clone(),
+                    every: backups.backup_every,
+                    keep: backups.backup_keep as usize,
+                })
+            }
+            (Some(_), _) => return Err(Failure::Settings(
+                "--backup-dir backs up the embedded store's file (--db), not --memory or --table"
+                    .into(),
+            )),
+        };
     let every = Duration::from_millis(poll_ms);
     let Some(opened) = stop.or(open(&config, stop)).await else {
         return Ok(true);
@@ -219,8 +238,23 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
             let Some(app) = stop.or(app(&config, s.clone(), access)).await else {
                 return Ok(true);
             };
+            let mut app = app?;
+            let scheduled = match schedule {
+                Some(schedule) => {
+                    let health = std::sync::Arc::new(BackupHealth::default());
+                    app = app.with_backups(health.clone());
+                    Some(tokio::spawn(ingester_local::scheduled_backups::run(
+                        schedule, health,
+                    )))
+                }
+                None => None,
+            };
             let feeder = tokio::spawn(purge_expired(s));
-            serve(app?, addr, feeder, &mqtt, stop).await?;
+            let served = serve(app, addr, feeder, &mqtt, stop).await;
+            if let Some(task) = scheduled {
+                task.abort();
+            }
+            served?;
         }
         (Backend::Dynamo(s, streams, region), access) => {
             let poller = StreamPoller::new(streams, region, store.stream_checkpoint.clone())

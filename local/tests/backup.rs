@@ -312,3 +312,115 @@ async fn a_restore_is_checked_refused_while_open_and_keeps_what_it_replaces() {
     drop(kept);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `/health`'s backup check, once `done` holds for it (the schedule runs
+/// beside the server).
+fn backup_check(
+    server: &integration_tests::local_server::LocalServer,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (status, body) = server.request("GET", "/health", None);
+        assert_eq!(status, 200, "{body}");
+        let health: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let check = health["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "backup")
+            .cloned()
+            .expect("a backup check");
+        if done(&check) {
+            return check;
+        }
+        assert!(std::time::Instant::now() < deadline, "never: {check}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn serve_backs_up_on_schedule_keeps_the_newest_and_reports_failures() {
+    let dir = dir("scheduled");
+    let db = dir.join("ingester.db");
+    let folder = dir.join("backups");
+    let server = integration_tests::local_server::LocalServer::start(
+        Path::new(BIN),
+        &[
+            "--db",
+            db.to_str().unwrap(),
+            "--backup-dir",
+            folder.to_str().unwrap(),
+            "--backup-every",
+            "1s",
+            "--backup-keep",
+            "2",
+        ],
+        "info",
+    );
+    let reading = r#"{"device_id": "meter-1", "timestamp": "2026-11-21T10:00:00Z", "type": "power", "cumulative_kwh_p": 1234.5, "cumulative_kwh_n": 10.25, "current_w": 350}"#;
+    let (status, body) = server.request("POST", "/readings", Some(reading));
+    assert!(status < 300, "{status} {body}");
+    let check = backup_check(&server, |c| {
+        c["backups"]["successes"].as_u64() >= Some(3)
+            && c["backups"]["last_success"]["readings"].as_u64() == Some(1)
+    });
+    assert_eq!(check["status"], "pass", "{check}");
+    // The newest two are kept: between a new backup's rename and the
+    // rotation after it there are three for a moment, never more.
+    let list = || -> Vec<PathBuf> {
+        std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "db"))
+            .collect()
+    };
+    let counts: Vec<usize> = (0..10)
+        .map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            list().len()
+        })
+        .collect();
+    assert!(counts.iter().all(|n| (2..=3).contains(n)), "{counts:?}");
+    assert!(counts.contains(&2), "{counts:?}");
+    let newest = list().into_iter().max().unwrap();
+    assert_eq!(integrity(&newest), "ok");
+    drop(server);
+
+    // A folder that cannot be: each attempt fails, is reported, and ingest goes on.
+    let blocked = dir.join("a-file");
+    std::fs::write(&blocked, b"not a folder").unwrap();
+    let db2 = dir.join("second.db");
+    let server = integration_tests::local_server::LocalServer::start(
+        Path::new(BIN),
+        &[
+            "--db",
+            db2.to_str().unwrap(),
+            "--backup-dir",
+            blocked.to_str().unwrap(),
+            "--backup-every",
+            "1s",
+        ],
+        "info",
+    );
+    let check = backup_check(&server, |c| c["backups"]["failures"].as_u64() >= Some(2));
+    assert_eq!(check["status"], "fail", "{check}");
+    assert!(check["backups"]["last_error"].as_str().is_some(), "{check}");
+    let (status, body) = server.request("POST", "/readings", Some(reading));
+    assert!(status < 300, "{status} {body}");
+    drop(server);
+
+    // Backups of a store in memory cannot work: a settings error (78).
+    let out = Command::new(BIN)
+        .args(["serve", "--memory", "--addr", "127.0.0.1:0", "--backup-dir"])
+        .arg(&folder)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(78),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

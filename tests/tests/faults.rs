@@ -54,6 +54,7 @@ fn app_on(client: aws_sdk_dynamodb::Client) -> App<DynamoStore> {
         access: Access::open(),
         routes: RouteSet::All,
         subscription: None,
+        backups: None,
         tariff: None,
     }
 }

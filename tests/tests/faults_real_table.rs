@@ -43,6 +43,7 @@ fn app(url: &str, table: &str, concurrency: usize) -> App<DynamoStore> {
         access: Access::open(),
         routes: RouteSet::All,
         subscription: None,
+        backups: None,
         tariff: None,
     }
 }

@@ -168,7 +168,7 @@ async fn write<S: Store>(
 /// With an MQTT subscription beside the server (`ingester-local serve
 /// --mqtt`), its state is one of the checks: `fail` while disconnected.
 pub async fn health<S: Store>(State(app): State<Arc<App<S>>>) -> Response {
-    let checks: Vec<serde_json::Value> = app
+    let mut checks: Vec<serde_json::Value> = app
         .subscription
         .iter()
         .map(|h| {
@@ -185,6 +185,20 @@ pub async fn health<S: Store>(State(app): State<Arc<App<S>>>) -> Response {
             })
         })
         .collect();
+    checks.extend(app.backups.iter().map(|h| {
+        let r = h.report();
+        let message = match (&r.last_error, &r.last_success) {
+            (Some(e), _) => format!("the last backup failed: {e}"),
+            (None, Some(last)) => format!("last backup {} at {}", last.file, last.at),
+            (None, None) => "no backup yet".to_owned(),
+        };
+        json!({
+            "name": "backup",
+            "status": if r.last_error.is_some() { "fail" } else { "pass" },
+            "message": message,
+            "backups": r,
+        })
+    }));
     (
         [(header::CONTENT_TYPE, "application/json")],
         json!({"name": "influxdb", "message": "ready for queries and writes", "status": "pass", "checks": checks, "version": V2_VERSION}).to_string(),

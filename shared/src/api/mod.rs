@@ -3,6 +3,7 @@
 //! Routes are in `routes`, typed input in `extract`/`params`, cross-cutting
 //! concerns in `layers`, and every error answer comes from `ApiError`.
 
+pub mod backup_health;
 pub mod dashboard;
 mod error;
 mod extract;

@@ -33,6 +33,8 @@ pub struct App<S> {
     pub routes: RouteSet,
     /// An MQTT subscription beside the server, for `GET /health`.
     pub subscription: Option<std::sync::Arc<crate::mqtt::subscription::SubscriptionHealth>>,
+    /// Scheduled backups beside the server, for `GET /health`.
+    pub backups: Option<std::sync::Arc<super::backup_health::BackupHealth>>,
     /// The price the dashboard shows energy's cost at, when one is set.
     pub tariff: Option<crate::domain::tariff::Tariff>,
 }
@@ -53,6 +55,7 @@ impl<S: Store> App<S> {
             access,
             routes,
             subscription: None,
+            backups: None,
             tariff: None,
         })
     }
@@ -60,6 +63,15 @@ impl<S: Store> App<S> {
     /// Shows energy's cost at this price on the dashboard.
     pub fn with_tariff(mut self, tariff: Option<crate::domain::tariff::Tariff>) -> Self {
         self.tariff = tariff;
+        self
+    }
+
+    /// Reports scheduled backups in `GET /health`.
+    pub fn with_backups(
+        mut self,
+        health: std::sync::Arc<super::backup_health::BackupHealth>,
+    ) -> Self {
+        self.backups = Some(health);
         self
     }
 
