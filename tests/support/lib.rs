@@ -524,6 +524,8 @@ pub fn template_conditions(indexes: shared::store::Indexes) -> Vec<(&'static str
         ("HasBoxSearch", indexes.box_search),
         ("HasAllDevicesFeed", indexes.all_devices),
         ("HasRoomAttribute", indexes.room_time || indexes.box_search),
+        // The default: the table is protected from deletion.
+        ("HasDeletionProtection", true),
     ]
 }
 

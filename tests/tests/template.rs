@@ -493,3 +493,35 @@ fn the_code_s_defaults_are_the_template_s() {
     assert!(!alone.indexes.room_time && !alone.indexes.box_search && !alone.indexes.all_devices);
     assert_eq!(alone.raw_window, shared::store::Retention::days(35));
 }
+
+/// The table can be restored to any second of its recovery period (35 days
+/// unless the deployer shortens it), DynamoDB refuses to delete it unless
+/// told to, and the stack keeps it when the stack goes (docs/backup.md).
+#[test]
+fn the_table_is_recoverable_and_protected_from_deletion() {
+    use serde_yaml_ng::value::Tag;
+    let t = template();
+    let table = &t["Resources"]["ReadingsTable"];
+    assert_eq!(s(&table["DeletionPolicy"]), "Retain");
+    assert_eq!(s(&table["UpdateReplacePolicy"]), "Retain");
+    let pitr = &table["Properties"]["PointInTimeRecoverySpecification"];
+    assert_eq!(pitr["PointInTimeRecoveryEnabled"], Yaml::Bool(true));
+    let period = match &pitr["RecoveryPeriodInDays"] {
+        Yaml::Tagged(tagged) if tagged.tag == Tag::new("Ref") => s(&tagged.value),
+        other => panic!("RecoveryPeriodInDays: {other:?}"),
+    };
+    let parameter = &t["Parameters"][period.as_str()];
+    assert_eq!(parameter["Default"].as_u64(), Some(35));
+    assert_eq!(parameter["MaxValue"].as_u64(), Some(35));
+    assert_eq!(parameter["MinValue"].as_u64(), Some(1));
+    // Deletion protection: on by default, through a condition on its parameter.
+    let protection = &t["Parameters"]["TableDeletionProtection"];
+    assert_eq!(s(&protection["Default"]), "enabled");
+    let property = format!("{:?}", table["Properties"]["DeletionProtectionEnabled"]);
+    assert!(property.contains("HasDeletionProtection"), "{property}");
+    let condition = format!("{:?}", t["Conditions"]["HasDeletionProtection"]);
+    assert!(
+        condition.contains("TableDeletionProtection") && condition.contains("enabled"),
+        "{condition}"
+    );
+}
