@@ -1,7 +1,7 @@
 //! The rollups use case's primitives on the embedded store, inside a write
 //! transaction: each answers at once (`crate::rollups::at_once`).
 
-use super::rollups::{self, MAX_SPAN_READINGS};
+use super::rollups;
 use super::rows::Bounds;
 use super::series;
 use super::StoreError;
@@ -31,20 +31,15 @@ impl RollupSpans for TxSpans<'_> {
     }
 
     async fn readings(&mut self, range: &TimeRange) -> Result<Vec<Reading>, StoreError> {
-        // A day of readings every second, at most, for one span; all of a
-        // rebuilt day's.
-        let most = if range.to().millis() - range.from().millis() <= Span::Day.millis() {
-            MAX_SPAN_READINGS
-        } else {
-            usize::MAX >> 1
-        };
+        // Every reading of the span, however dense: a rollup of some of
+        // them would be wrong.
         series::device_readings(
             self.tx,
             self.device,
             self.device_id,
             bounds(range),
             Order::Asc,
-            most,
+            usize::MAX >> 1,
         )
     }
 

@@ -917,3 +917,36 @@ async fn version_1_rollups_of_a_bought_only_meter_read_until_rebuilt() {
         spans(Span::Day, Default::default(), readings.iter())
     );
 }
+
+/// A day denser than one reading a second (a meter every half second) is
+/// counted whole, kept out of order and rebuilt: no cap on a span's readings.
+#[tokio::test]
+async fn a_day_of_more_than_86400_readings_is_rolled_up_whole() {
+    use crate::model::Span;
+    let store = SqliteStore::in_memory().unwrap();
+    let device = DeviceId::parse("fast-meter").unwrap();
+    let day = Timestamp::parse("2026-09-01T00:00:00Z").unwrap();
+    let n = 90_000i64;
+    let readings: Vec<Reading> = (0..n)
+        .map(|i| Reading {
+            device_id: device.clone(),
+            timestamp: day.saturating_add_millis(i * 500),
+            measurement: Measurement::power(1000.0 + i as f64 / 1000.0, 0.0, 500.0).unwrap(),
+        })
+        .collect();
+    // Newest first: every batch after the first recomputes the day.
+    for chunk in readings.chunks(10_000).rev() {
+        assert!(store.write_readings(chunk).await.unwritten.is_empty());
+    }
+    let whole = TimeRange::new(day, Span::Day.end_of(day)).unwrap();
+    let count =
+        |r: &[crate::domain::aggregate::rollup::Rollup]| r.iter().map(|r| r.all.count).sum::<u64>();
+    let kept = store.rollups(&device, Span::Day, &whole).await.unwrap();
+    assert_eq!(count(&kept), n as u64);
+    crate::rollups::Upkeep::rebuild_rollups(&store, &device, whole)
+        .await
+        .unwrap();
+    let rebuilt = store.rollups(&device, Span::Day, &whole).await.unwrap();
+    assert_eq!(count(&rebuilt), n as u64);
+    assert_eq!(rebuilt, kept);
+}
