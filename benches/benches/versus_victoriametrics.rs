@@ -31,12 +31,13 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-/// `victoria-metrics` on loopback with its own data directory, stopped on drop.
+use std::time::Duration;
+
+/// `victoria-metrics` on loopback (the tests' own, `integration_tests::victoria`),
+/// with what this bench asks of it; stopped on drop.
 struct Victoria {
-    child: Child,
+    inner: integration_tests::victoria::Victoria,
     url: String,
     dir: PathBuf,
 }
@@ -51,36 +52,12 @@ impl Peer for Victoria {
 
 impl Victoria {
     fn start(dir: &Path) -> Option<Victoria> {
-        let binary = Path::new("/usr/bin/victoria-metrics");
-        if !binary.exists() {
-            return None;
-        }
-        let dir = dir.join("victoria-metrics");
-        std::fs::create_dir_all(&dir).unwrap();
-        let port = free_port();
-        let child = Command::new(binary)
-            .arg(format!("-storageDataPath={}", dir.display()))
-            .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
-            // The readings are in the past: keep them all, show them at once.
-            .arg("-retentionPeriod=100y")
-            .arg("-search.latencyOffset=0s")
-            .arg("-search.disableCache")
-            .arg("-loggerLevel=ERROR")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let vm = Victoria {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            dir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while ureq::get(&format!("{}/health", vm.url)).call().is_err() {
-            assert!(Instant::now() < deadline, "victoria-metrics did not start");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Some(vm)
+        let inner = integration_tests::victoria::Victoria::start(dir)?;
+        Some(Victoria {
+            url: inner.url.clone(),
+            dir: inner.dir.clone(),
+            inner,
+        })
     }
 
     fn get(&self, path: &str, query: &[(&str, &str)]) -> String {
@@ -164,18 +141,8 @@ impl Victoria {
             }
             last = now;
         }
-        let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
+        self.inner.stop_cleanly();
         dir_size(&self.dir)
-    }
-}
-
-impl Drop for Victoria {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

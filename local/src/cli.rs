@@ -110,6 +110,36 @@ pub(crate) enum Command {
         #[arg(long)]
         discard_replaced: bool,
     },
+    /// Write readings out as InfluxDB line protocol (the names users gave as comment lines) or CSV with a header: every device or some, over a time range, to a file or standard output, gzip optional; from the embedded store or a DynamoDB table (docs/backup.md).
+    Export {
+        /// Only this device (give it again for more).
+        #[arg(long = "device")]
+        devices: Vec<String>,
+        /// Readings from this time on (ISO 8601).
+        #[arg(long)]
+        from: Option<String>,
+        /// Readings before this time (ISO 8601).
+        #[arg(long)]
+        to: Option<String>,
+        /// `line-protocol` or `csv`.
+        #[arg(long, default_value = "line-protocol", value_parser = ["line-protocol", "csv"])]
+        format: String,
+        /// The file to write (put in place once complete); standard output when omitted or `-`.
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+        /// gzip what is written (the default for a file named *.gz).
+        #[arg(long)]
+        gzip: bool,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Read an export (line protocol or CSV, gzip or not) into the embedded store or a DynamoDB table: idempotent, so an import that stopped is run again (docs/backup.md).
+    Import {
+        /// The file; `-` for standard input.
+        file: PathBuf,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Copy every reading, name and registry entry from one store to another: the embedded file and a DynamoDB table, either way. Resumable, idempotent, verified by counting both sides.
     Migrate {
         /// The source: an embedded store file (`ingester.db`), or `dynamodb:TABLE` (AWS) or `dynamodb:TABLE@URL` (a DynamoDB-compatible endpoint).

@@ -1,12 +1,13 @@
-//! The one-shot commands: `migrate`, `rollups rebuild`, `blocks rebuild`,
-//! `reindex` and `replay`, each on the store its flags name.
+//! The one-shot commands: `backup`, `restore`, `export`, `import`, `migrate`,
+//! `rollups rebuild`, `blocks rebuild`, `reindex` and `replay`, each on the store its flags name.
 
 use crate::cli::*;
 use crate::serve::*;
 use ingester_local::stop::Stop;
-use ingester_local::{replay, stream_poller::StreamPoller};
+use ingester_local::{portable, replay, stream_poller::StreamPoller};
 use shared::api::App;
 use shared::config::Config;
+use shared::export::{Format, Selection};
 use shared::model::{DeviceId, TimeRange, Timestamp};
 use shared::store::Store;
 use std::path::PathBuf;
@@ -136,15 +137,7 @@ pub(crate) async fn one_shot(command: Command, stop: &Stop) -> Result<bool, Stri
                     store,
                 },
         } => {
-            let time = |name: &str, v: Option<String>, default: Timestamp| match v {
-                None => Ok(default),
-                Some(text) => Timestamp::parse(&text).map_err(|e| format!("--{name}: {e}")),
-            };
-            let range = TimeRange::new(
-                time("from", from, Timestamp::MIN)?,
-                time("to", to, Timestamp::MAX)?,
-            )
-            .map_err(|e| format!("--from and --to: {e}"))?;
+            let range = time_range(from, to)?;
             let device = device
                 .map(|d| DeviceId::parse(&d).map_err(|e| format!("--device: {e}")))
                 .transpose()?;
@@ -197,11 +190,77 @@ pub(crate) async fn one_shot(command: Command, stop: &Stop) -> Result<bool, Stri
                 Ok(true)
             }
         },
+        Command::Export {
+            devices,
+            from,
+            to,
+            format,
+            out,
+            gzip,
+            store,
+        } => {
+            let devices = devices
+                .iter()
+                .map(|d| DeviceId::parse(d).map_err(|e| format!("--device {d}: {e}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            let selection = Selection {
+                devices: (!devices.is_empty()).then_some(devices),
+                range: time_range(from, to)?,
+            };
+            let format = match format.as_str() {
+                "csv" => Format::Csv,
+                _ => Format::LineProtocol,
+            };
+            existing_store(&store)?;
+            let out = out.as_deref();
+            let done = match open(&store.config(None, false, Duration::ZERO), stop).await?.0 {
+                Backend::Embedded(s) => portable::export(&s, &selection, format, out, gzip).await,
+                Backend::Dynamo(s, ..) => portable::export(&s, &selection, format, out, gzip).await,
+            }?;
+            eprintln!(
+                "{}",
+                serde_json::json!({"devices": done.devices, "readings": done.readings})
+            );
+            Ok(true)
+        }
+        Command::Import { file, store } => {
+            let done = match open(&store.config(None, false, Duration::ZERO), stop).await?.0 {
+                Backend::Embedded(s) => portable::import(&s, &file).await,
+                Backend::Dynamo(s, ..) => portable::import(&s, &file).await,
+            }?;
+            println!(
+                "{}",
+                serde_json::json!({"readings": done.readings, "skipped_lines": done.skipped_lines, "names": done.profiles})
+            );
+            Ok(true)
+        }
         Command::Replay { files, store } => {
             let config = store.config(None, true, Duration::ZERO);
             replay_on(&config, &store, &files, stop).await
         }
     }
+}
+
+/// `--from` and `--to` as a range: from the first reading to the last when omitted.
+fn time_range(from: Option<String>, to: Option<String>) -> Result<TimeRange, String> {
+    let time = |name: &str, v: Option<String>, default: Timestamp| match v {
+        None => Ok(default),
+        Some(text) => Timestamp::parse(&text).map_err(|e| format!("--{name}: {e}")),
+    };
+    TimeRange::new(
+        time("from", from, Timestamp::MIN)?,
+        time("to", to, Timestamp::MAX)?,
+    )
+    .map_err(|e| format!("--from and --to: {e}"))
+}
+
+/// An export reads a store that is there: a file name given wrong is an
+/// error, not a new, empty store.
+fn existing_store(store: &StoreArgs) -> Result<(), String> {
+    if store.table.is_none() && !store.memory && !store.db.exists() {
+        return Err(format!("{}: no such store file", store.db.display()));
+    }
+    Ok(())
 }
 
 /// `replay` on the assembled store.

@@ -2,11 +2,12 @@
 //! `main`), whose registry follows each write on the embedded store and a
 //! DynamoDB stream on a table (`stream_poller`),
 //! and a replayer of Lambda event files (`replay`); at home, a subscription
-//! to an MQTT broker (`mqtt`).
+//! to an MQTT broker (`mqtt`); export and import files (`portable`).
 
 pub mod blocks;
 pub mod migrate;
 pub mod mqtt;
+pub mod portable;
 pub mod readiness;
 pub mod reindex;
 pub mod replay;

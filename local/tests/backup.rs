@@ -233,6 +233,58 @@ async fn a_failed_or_killed_backup_leaves_no_file_and_the_source_whole() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A real full disk: the backup goes to a tmpfs of 48 KiB, mounted in a
+/// mount namespace of its own (`unshare`, as root or in a user namespace),
+/// where a store of ten days of four sensors (176 KB) cannot fit. The error says the disk is full,
+/// the folder is left empty (no final file, no partial one), and the
+/// source is whole.
+#[tokio::test]
+async fn a_full_disk_during_backup_is_a_clear_error_and_leaves_nothing() {
+    let dir = dir("full");
+    let db = dir.join("ingester.db");
+    let store = SqliteStore::open(&db).unwrap();
+    for chunk in minutes(0, 10 * 1440).chunks(1000) {
+        assert!(store.write_readings(chunk).await.unwritten.is_empty());
+    }
+    let count = store.stored_readings().await.unwrap();
+    let small = dir.join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let script = r#"mount -t tmpfs -o size=48k tmpfs "$1" || exit 99
+"$2" backup --db "$3" --to "$1/ingester-backup.db"
+echo "exit $?"
+ls -A "$1""#;
+    let out = Command::new("unshare")
+        .args([
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(&small)
+        .arg(BIN)
+        .arg(&db)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_ne!(out.status.code(), Some(99), "no tmpfs: {stderr}");
+    assert!(stdout.starts_with("exit 1\n"), "{stdout} {stderr}");
+    assert!(stderr.contains("is full"), "{stderr}");
+    assert_eq!(
+        stdout.lines().count(),
+        1,
+        "left in the full folder: {stdout}"
+    );
+    assert_eq!(integrity(&db), "ok");
+    assert_eq!(store.stored_readings().await.unwrap(), count);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn restore(from: &Path, db: &Path) -> std::process::Output {
     Command::new(BIN)
         .arg("restore")

@@ -6,7 +6,8 @@
 //!   `mqtt` (topics and payloads, the IoT rule), `stream` (DynamoDB Streams
 //!   handlers);
 //! - use cases: `ingest`, `query`, `influxql`, `registry` (maintenance and
-//!   the cache), `rollups` (kept, refreshed and rebuilt once for both engines);
+//!   the cache), `rollups` (kept, refreshed and rebuilt once for both engines),
+//!   `export` (readings out as line protocol or CSV, and back in);
 //! - storage: `store` (the trait, the rollups' primitives, `store::dynamodb`,
 //!   `store::sqlite`);
 //! - domain: `model` (validated types), `domain` (rules both engines share),
@@ -20,6 +21,7 @@ pub mod assembly;
 pub mod auth;
 pub mod config;
 pub mod domain;
+pub mod export;
 pub mod influxql;
 pub mod ingest;
 pub mod keys;

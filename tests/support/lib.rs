@@ -3,11 +3,13 @@
 //! Lambda event shapes.
 
 pub mod fault_proxy;
+pub mod household;
 pub mod influxd;
 pub mod lambda_bridge;
 pub mod local_server;
 pub mod mosquitto;
 pub mod runtime_api;
+pub mod victoria;
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use serde_json::{json, Value};
@@ -445,6 +447,44 @@ macro_rules! on_every_store {
             $( #[tokio::test] async fn $name() { super::$name::<shared::store::SqliteStore>().await } )+
         }
     };
+}
+
+/// Writes a batch of readings to a table and runs both stream functions
+/// (registry, rollups and blocks) over it, as the table's stream would.
+pub async fn write_through_stream_functions(store: &DynamoStore, batch: &[shared::model::Reading]) {
+    use shared::store::Store;
+    assert!(store.write_readings(batch).await.unwritten.is_empty());
+    let event = stream_event_for(batch);
+    assert!(shared::stream::handle(store, event.clone())
+        .await
+        .batch_item_failures
+        .is_empty());
+    let report = shared::stream::rollups::handle_batch(store, &event).await;
+    assert_eq!(report.failed, None);
+}
+
+/// Every reading of a device, page after page, oldest first.
+pub async fn every_reading<S: shared::store::Store>(
+    store: &S,
+    device: &shared::model::DeviceId,
+) -> Vec<shared::model::Reading> {
+    use shared::model::{TimeRange, Timestamp};
+    use shared::store::{Order, RangeRequest};
+    let mut request = RangeRequest {
+        range: TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap(),
+        order: Order::Asc,
+        limit: 1000,
+        after: None,
+    };
+    let mut out = Vec::new();
+    loop {
+        let page = store.device_readings(device, &request).await.unwrap();
+        out.extend(page.readings);
+        match page.next {
+            Some(next) => request.after = Some(next),
+            None => return out,
+        }
+    }
 }
 
 /// A DynamoDB Streams event with one INSERT record per reading, as the table

@@ -6,7 +6,8 @@
 //! and moved back), latest, stats and energy.
 
 use integration_tests::{
-    answer, api_event, app, dynalite, expire_raw_before, fresh_store, handle, stream_event_for,
+    answer, api_event, app, dynalite, expire_raw_before, fresh_store, handle,
+    write_through_stream_functions,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -75,14 +76,7 @@ fn readings(seed: u64, n: usize) -> (Vec<Reading>, Vec<Reading>) {
 /// Writes the readings and runs both stream functions over them.
 async fn load(store: &DynamoStore, batches: &[Vec<Reading>]) {
     for batch in batches.iter().filter(|b| !b.is_empty()) {
-        assert!(store.write_readings(batch).await.unwritten.is_empty());
-        let event = stream_event_for(batch);
-        assert!(shared::stream::handle(store, event.clone())
-            .await
-            .batch_item_failures
-            .is_empty());
-        let report = shared::stream::rollups::handle_batch(store, &event).await;
-        assert_eq!(report.failed, None);
+        write_through_stream_functions(store, batch).await;
     }
 }
 

@@ -94,7 +94,14 @@ async fn copy_and_check(source: &Path, partial: &Path) -> Result<BackupReport, S
         super::register_functions(&conn).map_err(db_err)?;
         conn.busy_timeout(Duration::from_secs(30)).map_err(db_err)?;
         conn.execute("VACUUM INTO ?1", [to.to_string_lossy().as_ref()])
-            .map_err(|e| StoreError::Unavailable(format!("copying {}: {e}", from.display())))?;
+            .map_err(|e| match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::DiskFull) => StoreError::Unavailable(format!(
+                    "the disk of {} is full: a backup needs about the store's size free ({} bytes)",
+                    to.parent().unwrap_or(&to).display(),
+                    std::fs::metadata(&from).map(|m| m.len()).unwrap_or(0)
+                )),
+                _ => StoreError::Unavailable(format!("copying {}: {e}", from.display())),
+            })?;
         let copy =
             Connection::open_with_flags(&to, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(db_err)?;
         super::register_functions(&copy).map_err(db_err)?;
