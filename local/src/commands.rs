@@ -79,6 +79,9 @@ pub(crate) async fn one_shot(command: Command, stop: &Stop) -> Result<bool, Stri
                     "readings": done.readings,
                     "bytes": done.bytes,
                     "seconds": started.elapsed().as_secs_f64(),
+                    "copy_seconds": done.copy_seconds,
+                    "check_seconds": done.check_seconds,
+                    "sync_seconds": done.sync_seconds,
                 })
             );
             Ok(true)

@@ -41,32 +41,41 @@ async fn append<P: RollupSpans>(
     if readings.is_empty() {
         return Ok(());
     }
-    let mut current = match newest.take() {
-        Some(r) => Some(r),
-        None => p.before(span, Timestamp::MAX).await?,
+    let current = match newest.take() {
+        Some(r) => r,
+        None => match p.before(span, Timestamp::MAX).await? {
+            Some(r) => r,
+            None => Rollup::new(span, span.start_of(readings[0].timestamp), Default::default()),
+        },
     };
-    let mut dirty = false;
+    let (completed, open) = fold(current, span, readings);
+    for done in &completed {
+        p.put(done, &[]).await?;
+    }
+    p.put(&open, &[]).await?;
+    *newest = Some(open);
+    Ok(())
+}
+
+/// Folds readings, all newer than `current`, into it and the spans after
+/// it: the spans they completed (to be stored; `current` among them only if
+/// a reading was added to it) and the one still open. Not async: the loop
+/// runs once per reading of every write, and in an `async fn` its state
+/// would live in the future rather than in registers.
+fn fold(mut current: Rollup, span: Span, readings: &[&Reading]) -> (Vec<Rollup>, Rollup) {
+    let mut completed = Vec::new();
+    let mut touched = false;
     for r in readings {
         let start = span.start_of(r.timestamp);
-        match &mut current {
-            Some(c) if c.start == start => c.add(r),
-            _ => {
-                let entering = current.as_ref().map_or_else(Default::default, |c| c.chain);
-                if let Some(done) = current.take().filter(|_| dirty) {
-                    p.put(&done, &[]).await?;
-                }
-                let mut fresh = Rollup::new(span, start, entering);
-                fresh.add(r);
-                current = Some(fresh);
+        if current.start != start {
+            let fresh = Rollup::new(span, start, current.chain);
+            let done = std::mem::replace(&mut current, fresh);
+            if touched {
+                completed.push(done);
             }
         }
-        dirty = true;
+        current.add(r);
+        touched = true;
     }
-    if let Some(done) = current {
-        if dirty {
-            p.put(&done, &[]).await?;
-        }
-        *newest = Some(done);
-    }
-    Ok(())
+    (completed, current)
 }

@@ -19,12 +19,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// What a backup wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BackupReport {
     /// Readings in the copy (expired ones not yet deleted included).
     pub readings: u64,
     /// The copy's size.
     pub bytes: u64,
+    /// Where the time went: the copy, its check (integrity and count), the sync.
+    pub copy_seconds: f64,
+    pub check_seconds: f64,
+    pub sync_seconds: f64,
 }
 
 /// The temporary name a backup to `target` is written under.
@@ -84,7 +88,9 @@ async fn copy_and_check(source: &Path, partial: &Path) -> Result<BackupReport, S
     // A stale partial file of an earlier, interrupted backup.
     let _ = std::fs::remove_file(partial);
     let (from, to) = (source.to_owned(), partial.to_owned());
-    let readings = tokio::task::spawn_blocking(move || -> Result<u64, StoreError> {
+    let (readings, copy_seconds, check_seconds) =
+        tokio::task::spawn_blocking(move || -> Result<(u64, f64, f64), StoreError> {
+        let started = std::time::Instant::now();
         let conn = Connection::open_with_flags(
             &from,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -102,6 +108,8 @@ async fn copy_and_check(source: &Path, partial: &Path) -> Result<BackupReport, S
                 )),
                 _ => StoreError::Unavailable(format!("copying {}: {e}", from.display())),
             })?;
+        let copied = started.elapsed().as_secs_f64();
+        let started = std::time::Instant::now();
         let copy =
             Connection::open_with_flags(&to, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(db_err)?;
         super::register_functions(&copy).map_err(db_err)?;
@@ -113,17 +121,26 @@ async fn copy_and_check(source: &Path, partial: &Path) -> Result<BackupReport, S
                 "the copy fails its integrity check: {check}"
             )));
         }
-        super::count_readings(&copy)
+        let readings = super::count_readings(&copy)?;
+        Ok((readings, copied, started.elapsed().as_secs_f64()))
     })
     .await
     .map_err(|e| StoreError::Unavailable(format!("the backup's thread: {e}")))??;
+    let started = std::time::Instant::now();
     let file = std::fs::File::open(partial).map_err(|e| io("reading", partial, e))?;
     file.sync_all().map_err(|e| io("syncing", partial, e))?;
+    let sync_seconds = started.elapsed().as_secs_f64();
     let bytes = file
         .metadata()
         .map_err(|e| io("reading", partial, e))?
         .len();
-    Ok(BackupReport { readings, bytes })
+    Ok(BackupReport {
+        readings,
+        bytes,
+        copy_seconds,
+        check_seconds,
+        sync_seconds,
+    })
 }
 
 /// The lock file beside a store's file.
