@@ -25,7 +25,11 @@ fn dir(name: &str) -> PathBuf {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
+    Command::new(BIN)
+        .args(args)
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .unwrap()
 }
 
 fn ok(out: &Output) -> String {
@@ -125,6 +129,47 @@ async fn an_export_gzipped_by_its_name_imports_bit_for_bit_and_csv_goes_to_stdou
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such store file"));
     assert!(!missing.exists() && !d.join("x.lp").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `--table`: a table exported through the CLI and imported into another
+/// table holds the same readings.
+#[tokio::test]
+async fn a_table_exports_and_imports_through_the_cli() {
+    let readings = household(5, 48);
+    let source = integration_tests::dynalite_table_with("export-cli-out", &readings).await;
+    let endpoint = integration_tests::dynalite();
+    let target = integration_tests::fresh_store(&endpoint, "export-cli-in").await;
+    let d = dir("table");
+    let file = d.join("table.lp.gz");
+    let out = run(&[
+        "export",
+        "--table",
+        source.table(),
+        "--dynamodb-endpoint",
+        &endpoint,
+        "--out",
+        s(&file),
+    ]);
+    ok(&out);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(summary["readings"], readings.len());
+    let imported: serde_json::Value = serde_json::from_str(&ok(&run(&[
+        "import",
+        s(&file),
+        "--table",
+        target.table(),
+        "--dynamodb-endpoint",
+        &endpoint,
+    ])))
+    .unwrap();
+    assert_eq!(imported["readings"], readings.len());
+    for device in DEVICES {
+        let device = DeviceId::parse(device).unwrap();
+        let a = every_reading(&source, &device).await;
+        assert!(!a.is_empty());
+        assert_eq!(a, every_reading(&target, &device).await, "{device}");
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -45,7 +45,11 @@ async fn append<P: RollupSpans>(
         Some(r) => r,
         None => match p.before(span, Timestamp::MAX).await? {
             Some(r) => r,
-            None => Rollup::new(span, span.start_of(readings[0].timestamp), Default::default()),
+            None => Rollup::new(
+                span,
+                span.start_of(readings[0].timestamp),
+                Default::default(),
+            ),
         },
     };
     let (completed, open) = fold(current, span, readings);

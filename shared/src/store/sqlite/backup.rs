@@ -5,10 +5,12 @@
 //! A restore puts a checked backup in a store's place, never while a store
 //! has the file open (the `.lock` beside it), keeping the file it replaces.
 //!
-//! `VACUUM INTO` copies the file inside one read transaction: in WAL mode a
-//! read does not block the writer, and the copy is the database as of the
-//! transaction's start, compacted (free pages are not copied). The copy is
-//! written under a temporary name beside the target, checked
+//! SQLite's online backup API copies every page of the file in one step,
+//! inside one read transaction: in WAL mode a read does not block the
+//! writer, and the copy is the database as of the transaction's start.
+//! (`VACUUM INTO` also makes such a copy, compacted, but rebuilds every
+//! b-tree: it took 1.3 to 1.8 times as long, docs/BENCHMARKS.md.) The copy
+//! is written under a temporary name beside the target, checked
 //! (`PRAGMA integrity_check`, its readings counted as the store counts
 //! them), synced, and only then renamed over the target.
 
@@ -90,17 +92,24 @@ async fn copy_and_check(source: &Path, partial: &Path) -> Result<BackupReport, S
     let (from, to) = (source.to_owned(), partial.to_owned());
     let (readings, copy_seconds, check_seconds) =
         tokio::task::spawn_blocking(move || -> Result<(u64, f64, f64), StoreError> {
-        let started = std::time::Instant::now();
-        let conn = Connection::open_with_flags(
-            &from,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(db_err)?;
-        // The indexes' expressions call the store's own functions.
-        super::register_functions(&conn).map_err(db_err)?;
-        conn.busy_timeout(Duration::from_secs(30)).map_err(db_err)?;
-        conn.execute("VACUUM INTO ?1", [to.to_string_lossy().as_ref()])
-            .map_err(|e| match e.sqlite_error_code() {
+            let started = std::time::Instant::now();
+            let conn = Connection::open_with_flags(
+                &from,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(db_err)?;
+            // The indexes' expressions call the store's own functions.
+            super::register_functions(&conn).map_err(db_err)?;
+            conn.busy_timeout(Duration::from_secs(30)).map_err(db_err)?;
+            // One step of every page: the whole copy in one read transaction.
+            let pages = Connection::open(&to).and_then(|mut copy| {
+                rusqlite::backup::Backup::new(&conn, &mut copy)?.step(-1)?;
+                // A file on its own (no -wal or -shm beside it); the store turns
+                // WAL on again when it opens a restored copy.
+                copy.query_row("PRAGMA journal_mode=DELETE", [], |_| Ok(()))?;
+                copy.close().map_err(|(_, e)| e)
+            });
+            pages.map_err(|e| match e.sqlite_error_code() {
                 Some(rusqlite::ErrorCode::DiskFull) => StoreError::Unavailable(format!(
                     "the disk of {} is full: a backup needs about the store's size free ({} bytes)",
                     to.parent().unwrap_or(&to).display(),
@@ -108,24 +117,24 @@ async fn copy_and_check(source: &Path, partial: &Path) -> Result<BackupReport, S
                 )),
                 _ => StoreError::Unavailable(format!("copying {}: {e}", from.display())),
             })?;
-        let copied = started.elapsed().as_secs_f64();
-        let started = std::time::Instant::now();
-        let copy =
-            Connection::open_with_flags(&to, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(db_err)?;
-        super::register_functions(&copy).map_err(db_err)?;
-        let check: String = copy
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .map_err(db_err)?;
-        if check != "ok" {
-            return Err(StoreError::Corrupt(format!(
-                "the copy fails its integrity check: {check}"
-            )));
-        }
-        let readings = super::count_readings(&copy)?;
-        Ok((readings, copied, started.elapsed().as_secs_f64()))
-    })
-    .await
-    .map_err(|e| StoreError::Unavailable(format!("the backup's thread: {e}")))??;
+            let copied = started.elapsed().as_secs_f64();
+            let started = std::time::Instant::now();
+            let copy = Connection::open_with_flags(&to, OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .map_err(db_err)?;
+            super::register_functions(&copy).map_err(db_err)?;
+            let check: String = copy
+                .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                .map_err(db_err)?;
+            if check != "ok" {
+                return Err(StoreError::Corrupt(format!(
+                    "the copy fails its integrity check: {check}"
+                )));
+            }
+            let readings = super::count_readings(&copy)?;
+            Ok((readings, copied, started.elapsed().as_secs_f64()))
+        })
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("the backup's thread: {e}")))??;
     let started = std::time::Instant::now();
     let file = std::fs::File::open(partial).map_err(|e| io("reading", partial, e))?;
     file.sync_all().map_err(|e| io("syncing", partial, e))?;
