@@ -74,27 +74,9 @@ fn rotate(dir: &Path, keep: usize) -> std::io::Result<()> {
     Ok(())
 }
 
-/// `24h`, `30m`, `90s`, `7d`: a whole number and a unit.
+/// `--backup-every`: `24h`, `30m`, `90s`, `7d` (the model's one parser; not zero).
 pub fn parse_interval(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("{text:?}: a number and a unit (s, m, h or d), such as 24h"))?;
-    let (number, unit) = text.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?}: a whole number before the unit"))?;
-    let seconds = match unit {
-        "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        "d" => n * 86_400,
-        _ => return Err(format!("{text:?}: the unit is s, m, h or d")),
-    };
-    if seconds == 0 {
-        return Err(format!("{text:?}: more than nothing"));
-    }
-    Ok(Duration::from_secs(seconds))
+    shared::model::parse_interval(text, false)
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 //! - `tariff`: a flat price per kWh, what energy cost.
 
 pub mod aggregate;
+pub mod alerts;
 pub mod billing;
 pub mod block;
 pub mod indexes;

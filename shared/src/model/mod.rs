@@ -4,6 +4,7 @@
 mod climate_box;
 mod id_index;
 mod ids;
+mod interval;
 mod quantity;
 mod raw_reading;
 mod reading;
@@ -14,6 +15,7 @@ mod value_memo;
 pub use climate_box::ClimateBox;
 pub use id_index::{FastMap, IdIndex, SharedText};
 pub use ids::{device_id_text, DeviceId, IdError, Name, RoomId};
+pub use interval::parse_interval;
 pub use quantity::{
     celsius_from_fahrenheit, whole_thousandths, Quantity, QuantityKind, ReadingKind, Spec,
 };
