@@ -178,10 +178,36 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: RollupsAction,
     },
+    /// Alert rules (docs/alerts.md).
+    Alerts {
+        #[command(subcommand)]
+        action: AlertsAction,
+    },
     /// Hour blocks on DynamoDB (docs/blocks.md).
     Blocks {
         #[command(subcommand)]
         action: BlocksAction,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum AlertsAction {
+    /// Evaluate rules over stored readings as if time had run, and print each transition (pending, firing, resolved) as a JSON line: try a rule on history before relying on it.
+    Replay {
+        /// The rules: a YAML or JSON file with `rules:` mapping each name to a rule (docs/alerts.md).
+        #[arg(long)]
+        rules: PathBuf,
+        /// The first evaluation (ISO 8601).
+        #[arg(long)]
+        from: String,
+        /// The end (ISO 8601, exclusive).
+        #[arg(long)]
+        to: String,
+        /// Time between evaluations, such as 1m.
+        #[arg(long, default_value = "1m", value_parser = ingester_local::scheduled_backups::parse_interval)]
+        every: Duration,
+        #[command(flatten)]
+        store: StoreArgs,
     },
 }
 

@@ -237,6 +237,29 @@ pub(crate) async fn one_shot(command: Command, stop: &Stop) -> Result<bool, Stri
             );
             Ok(true)
         }
+        Command::Alerts {
+            action:
+                AlertsAction::Replay {
+                    rules,
+                    from,
+                    to,
+                    every,
+                    store,
+                },
+        } => {
+            let rules = ingester_local::alert_rules::load(&rules)?;
+            let range = time_range(Some(from), Some(to))?;
+            let events = match open(&store.config(None, false, Duration::ZERO), stop).await?.0 {
+                Backend::Embedded(s) => shared::alerts::replay(&s, &rules, range, every).await,
+                Backend::Dynamo(s, ..) => shared::alerts::replay(&s, &rules, range, every).await,
+            }
+            .map_err(|e| format!("alerts replay: {e}"))?;
+            for e in &events {
+                println!("{}", ingester_local::alert_rules::event_json(e));
+            }
+            eprintln!("{}", serde_json::json!({"rules": rules.len(), "transitions": events.len()}));
+            Ok(true)
+        }
         Command::Replay { files, store } => {
             let config = store.config(None, true, Duration::ZERO);
             replay_on(&config, &store, &files, stop).await

@@ -4,6 +4,7 @@
 //! and a replayer of Lambda event files (`replay`); at home, a subscription
 //! to an MQTT broker (`mqtt`); export and import files (`portable`).
 
+pub mod alert_rules;
 pub mod blocks;
 pub mod migrate;
 pub mod mqtt;

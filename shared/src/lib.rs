@@ -7,7 +7,7 @@
 //!   handlers);
 //! - use cases: `ingest`, `query`, `influxql`, `registry` (maintenance and
 //!   the cache), `rollups` (kept, refreshed and rebuilt once for both engines),
-//!   `export` (readings out as line protocol or CSV, and back in);
+//!   `export` (readings out as line protocol or CSV, and back in), `alerts`;
 //! - storage: `store` (the trait, the rollups' primitives, `store::dynamodb`,
 //!   `store::sqlite`);
 //! - domain: `model` (validated types), `domain` (rules both engines share),
@@ -16,6 +16,7 @@
 //! `config` is the one configuration and `assembly` builds the program from
 //! it; `auth` holds the token and access rules; `retry` the one backoff.
 
+pub mod alerts;
 pub mod api;
 pub mod assembly;
 pub mod auth;

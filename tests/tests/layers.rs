@@ -215,7 +215,9 @@ fn use_cases_see_no_edge_and_no_sdk() {
         "axum",
     ];
     forbidden.extend(SDKS);
-    for dir in ["ingest", "query.rs", "registry", "rollups", "export"] {
+    for dir in [
+        "ingest", "query.rs", "registry", "rollups", "export", "alerts",
+    ] {
         let found = offenders(dir, &forbidden, &[]);
         assert!(found.is_empty(), "{dir} reaches up:\n{}", found.join("\n"));
     }

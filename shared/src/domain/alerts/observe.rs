@@ -1,11 +1,13 @@
 //! What a rule sees at one evaluation: for each device in its scope, whether
-//! the condition holds and the value it saw, from the registry's latest
-//! readings (and, for an energy rule, the kWh bought over its window, which
-//! the caller reads from the rollups).
+//! the condition holds and the value it saw, from what is known of the
+//! devices at that moment (the registry when live, the readings up to the
+//! moment in a replay) and, for an energy rule, the kWh bought over its
+//! window, which the caller works out.
 
 use super::rule::{Condition, Rule, Scope};
 use crate::domain::registry::RegistrySnapshot;
-use crate::model::{DeviceId, RoomId, Timestamp};
+use crate::model::{DeviceId, Reading, ReadingKind, RoomId, Timestamp};
+use std::collections::BTreeSet;
 
 /// One series' observation.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,22 +20,54 @@ pub struct Observation {
     pub value: Option<f64>,
 }
 
+/// A device as an evaluation knows it.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceView<'a> {
+    pub id: &'a DeviceId,
+    /// The room of its latest reading that had one.
+    pub room: Option<&'a RoomId>,
+    /// The types of reading it sends.
+    pub types: &'a BTreeSet<ReadingKind>,
+    pub latest: Option<&'a Reading>,
+}
+
+/// What is known of the devices at an evaluation.
+pub trait Devices {
+    fn all(&self) -> Vec<DeviceView<'_>>;
+    fn get(&self, id: &DeviceId) -> Option<DeviceView<'_>>;
+}
+
+impl Devices for RegistrySnapshot {
+    fn all(&self) -> Vec<DeviceView<'_>> {
+        self.devices.keys().filter_map(|id| self.get(id)).collect()
+    }
+
+    fn get(&self, id: &DeviceId) -> Option<DeviceView<'_>> {
+        self.devices.get(id).map(|d| DeviceView {
+            id: &d.device_id,
+            room: d.room.as_ref(),
+            types: &d.types,
+            latest: d.latest.as_ref(),
+        })
+    }
+}
+
 /// The devices a scope names now: a room's are those whose latest reading
-/// was taken there.
-pub fn devices_in(scope: &Scope, registry: &RegistrySnapshot) -> Vec<DeviceId> {
+/// with a room was taken there.
+pub fn devices_in(scope: &Scope, known: &impl Devices) -> Vec<DeviceId> {
     match scope {
         Scope::Device(d) => vec![d.clone()],
-        Scope::Room(r) => registry
-            .devices
-            .values()
-            .filter(|d| d.room.as_ref() == Some(r))
-            .map(|d| d.device_id.clone())
+        Scope::Room(r) => known
+            .all()
+            .into_iter()
+            .filter(|d| d.room == Some(r))
+            .map(|d| d.id.clone())
             .collect(),
-        Scope::Type(k) => registry
-            .devices
-            .values()
+        Scope::Type(k) => known
+            .all()
+            .into_iter()
             .filter(|d| d.types.contains(k))
-            .map(|d| d.device_id.clone())
+            .map(|d| d.id.clone())
             .collect(),
     }
 }
@@ -43,15 +77,16 @@ pub fn devices_in(scope: &Scope, registry: &RegistrySnapshot) -> Vec<DeviceId> {
 /// kWh bought over the rule's window, `None` where it cannot be known.
 pub fn observe(
     rule: &Rule,
-    registry: &RegistrySnapshot,
+    known: &impl Devices,
     now: Timestamp,
     firing: impl Fn(&DeviceId) -> bool,
     energy: impl Fn(&DeviceId) -> Option<f64>,
 ) -> Vec<Observation> {
     let mut out = Vec::new();
-    for device in devices_in(&rule.scope, registry) {
-        let record = registry.devices.get(&device);
-        let room = record.and_then(|d| d.room.clone());
+    for device in devices_in(&rule.scope, known) {
+        let view = known.get(&device);
+        let room = view.and_then(|d| d.room.cloned());
+        let latest = view.and_then(|d| d.latest);
         let seen = |value: Option<f64>, holds: bool| Observation {
             device: device.clone(),
             room: room.clone(),
@@ -60,20 +95,17 @@ pub fn observe(
         };
         let observation = match &rule.condition {
             Condition::Threshold { quantity, .. } => {
-                let Some(value) = record
-                    .and_then(|d| d.latest.as_ref())
-                    .and_then(|r| r.get(*quantity))
-                else {
+                let Some(value) = latest.and_then(|r| r.get(*quantity)) else {
                     continue;
                 };
                 let holds = rule.breaks(value, firing(&device)).unwrap_or(false);
                 seen(Some(value), holds)
             }
-            Condition::NoData { quiet } => match record.and_then(|d| d.last_seen) {
+            Condition::NoData { quiet } => match latest {
                 // A device named by the rule that was never heard from is quiet.
                 None => seen(None, true),
-                Some(last) => {
-                    let silent_ms = now.millis() - last.millis();
+                Some(r) => {
+                    let silent_ms = now.millis() - r.timestamp.millis();
                     seen(
                         Some(silent_ms as f64 / 1000.0),
                         silent_ms >= quiet.as_millis() as i64,
@@ -99,7 +131,7 @@ pub fn observe(
 mod tests {
     use super::*;
     use crate::domain::registry::DeviceRecord;
-    use crate::model::{Measurement, Reading, ReadingKind};
+    use crate::model::Measurement;
     use serde_json::json;
 
     fn t(minute: i64) -> Timestamp {
