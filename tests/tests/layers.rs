@@ -470,7 +470,7 @@ fn every_module_and_function_has_a_layer() {
         (
             "use cases",
             &[
-                "ingest", "query.rs", "influxql", "registry", "rollups", "export",
+                "ingest", "query.rs", "influxql", "registry", "rollups", "export", "alerts",
             ],
         ),
         ("storage", &["store"]),
