@@ -139,4 +139,201 @@ async fn the_household_questions_fire_and_resolve_when_they_should<S: TestStore>
     assert_eq!(quiet.room, Some(RoomId::parse("hall").unwrap()));
 }
 
-on_every_store!(the_household_questions_fire_and_resolve_when_they_should);
+/// The rules both can state: ours, and the same in PromQL for vmalert.
+const BOTH: [(&str, &str, &str); 5] = [
+    (
+        "cold",
+        r#"{"kind": "threshold", "scope": {"room": "bedroom"}, "quantity": "temperature", "below": 16, "for": "10m"}"#,
+        r#"climate_temperature{room="bedroom"} < 16"#,
+    ),
+    (
+        "damp",
+        r#"{"kind": "threshold", "scope": {"type": "climate"}, "quantity": "humidity", "above": 70, "for": "20m"}"#,
+        "climate_humidity > 70",
+    ),
+    (
+        "fuse",
+        r#"{"kind": "threshold", "scope": {"device": "meter-main"}, "quantity": "current_w", "above": 9000}"#,
+        r#"power_current_w{device_id="meter-main"} > 9000"#,
+    ),
+    (
+        "quiet",
+        r#"{"kind": "no_data", "scope": {"type": "climate"}, "for": "30m"}"#,
+        "lag(climate_temperature[1d]) >= 1800",
+    ),
+    (
+        "hungry",
+        r#"{"kind": "energy", "scope": {"device": "meter-main"}, "window": "10m", "above": 0.5}"#,
+        r#"increase(power_cumulative_kwh_p{device_id="meter-main"}[10m]) > 0.5"#,
+    ),
+];
+
+/// `for` of each rule, for vmalert's file.
+fn vmalert_for(rule: &str) -> &'static str {
+    match rule {
+        "cold" => "10m",
+        "damp" => "20m",
+        _ => "0s",
+    }
+}
+
+/// Each vmalert series (rule, device): the minutes it was pending, and firing.
+type VmalertStates = std::collections::BTreeMap<(String, String), (Vec<i64>, Vec<i64>)>;
+
+/// Each series' transitions, from the minutes it was pending and firing.
+fn transitions(states: &VmalertStates) -> Vec<(i64, String, String, Transition)> {
+    let mut out = Vec::new();
+    for ((rule, device), (pending, firing)) in states {
+        let mut before = 0; // 0 inactive, 1 pending, 2 firing
+                            // vmalert evaluated minutes 0 to 119, as ours did.
+        for m in 0..120 {
+            let now = if firing.contains(&m) {
+                2
+            } else if pending.contains(&m) {
+                1
+            } else {
+                0
+            };
+            let t = match (before, now) {
+                (0, 1) => Some(Transition::Pending),
+                (0 | 1, 2) => Some(Transition::Firing),
+                (2, 0 | 1) => Some(Transition::Resolved),
+                _ => None,
+            };
+            if let Some(t) = t {
+                out.push((m, rule.clone(), device.clone(), t));
+            }
+            before = now;
+        }
+    }
+    out.sort_by(|a, b| (a.0, &a.1, &a.2).cmp(&(b.0, &b.1, &b.2)));
+    out
+}
+
+/// vmalert's replay (Debian's `victoria-metrics` ships it) over the same
+/// readings, exported from our store into VictoriaMetrics: every series
+/// pending, firing and resolved at the same evaluation as ours.
+async fn the_replay_equals_vmalert_s<S: TestStore>() {
+    assert!(
+        std::path::Path::new("/usr/bin/vmalert").exists(),
+        "vmalert is missing: scripts/install-test-tools installs Debian's victoria-metrics"
+    );
+    let store = S::fresh("alerts-vmalert").await;
+    let readings = readings();
+    assert!(store.write_readings(&readings).await.unwritten.is_empty());
+    if !store.registry_follows_writes() {
+        let plan = shared::domain::registry::plan(readings.iter().enumerate());
+        assert!(shared::registry::apply(&store, &plan).await.is_empty());
+    }
+    let rules: Vec<Rule> = BOTH
+        .iter()
+        .map(|(name, json, _)| Rule::parse(name, &serde_json::from_str(json).unwrap()).unwrap())
+        .collect();
+    let range = TimeRange::new(at(0), at(120)).unwrap();
+    let ours = shared::alerts::replay(&store, &rules, range, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let minute = |ms: i64| (ms - start()) / MINUTE;
+    let mut ours: Vec<(i64, String, String, Transition)> = ours
+        .iter()
+        .map(|e| {
+            (
+                minute(e.at.millis()),
+                e.rule.clone(),
+                e.device.to_string(),
+                e.transition,
+            )
+        })
+        .collect();
+    ours.sort_by(|a, b| (a.0, &a.1, &a.2).cmp(&(b.0, &b.1, &b.2)));
+
+    // The same readings into VictoriaMetrics, as our export writes them.
+    let engine = if S::SEALS_CLOSED_DAYS {
+        "sqlite"
+    } else {
+        "dynalite"
+    };
+    let dir = std::env::temp_dir().join(format!("alerts-vmalert-{engine}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let vm = integration_tests::victoria::Victoria::start(&dir).unwrap();
+    let mut lines = Vec::new();
+    let all = shared::export::Selection {
+        devices: None,
+        range: TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap(),
+    };
+    shared::export::export(
+        &store,
+        &all,
+        shared::export::Format::LineProtocol,
+        &mut lines,
+        |_| {},
+    )
+    .await
+    .unwrap();
+    vm.write(&String::from_utf8(lines).unwrap());
+    let mut file = String::from("groups:\n  - name: household\n    interval: 1m\n    rules:\n");
+    for (name, _, expr) in BOTH {
+        file.push_str(&format!(
+            "      - alert: {name}\n        expr: '{expr}'\n        for: {}\n",
+            vmalert_for(name)
+        ));
+    }
+    let rules_file = dir.join("rules.yml");
+    std::fs::write(&rules_file, file).unwrap();
+    let rfc = |m: i64| at(m).to_string().replace(".000Z", "Z");
+    let out = std::process::Command::new("/usr/bin/vmalert")
+        .arg(format!("-rule={}", rules_file.display()))
+        .arg(format!("-datasource.url={}", vm.url))
+        .arg("-datasource.queryStep=1m")
+        .arg(format!("-remoteWrite.url={}", vm.url))
+        .arg(format!("-replay.timeFrom={}", rfc(0)))
+        .arg(format!("-replay.timeTo={}", rfc(119)))
+        .args([
+            "-replay.rulesDelay=0s",
+            "-replay.disableProgressBar",
+            "-loggerLevel=ERROR",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // vmalert writes ALERTS{alertname, alertstate, labels} at each evaluation
+    // a series is pending or firing; flushed by its exit.
+    // Read until two reads agree: everything vmalert wrote is searchable.
+    let mut states = VmalertStates::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        vm.write("");
+        let before = std::mem::take(&mut states);
+        for (labels, points) in vm.export("ALERTS") {
+            let key = (
+                labels["alertname"].as_str().unwrap().to_owned(),
+                labels["device_id"].as_str().unwrap().to_owned(),
+            );
+            let entry: &mut (Vec<i64>, Vec<i64>) = states.entry(key).or_default();
+            let minutes = points.iter().map(|(t, _)| minute(*t));
+            match labels["alertstate"].as_str().unwrap() {
+                "pending" => entry.0.extend(minutes),
+                _ => entry.1.extend(minutes),
+            }
+        }
+        if (!states.is_empty() && states == before) || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let theirs = transitions(&states);
+    assert!(theirs.len() >= 8, "vmalert's: {theirs:?}");
+    assert_eq!(ours, theirs);
+    drop(vm);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+on_every_store!(
+    the_household_questions_fire_and_resolve_when_they_should,
+    the_replay_equals_vmalert_s
+);
