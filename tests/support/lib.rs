@@ -327,7 +327,9 @@ pub fn stream_event(
 
 /// What the contract tests need beyond `Store`: a fresh store per test.
 /// Implemented for every engine the suite runs on.
-pub trait TestStore: shared::rollups::Upkeep + Clone + Send + Sync + 'static {
+pub trait TestStore:
+    shared::rollups::Upkeep + shared::store::Alerts + Clone + Send + Sync + 'static
+{
     /// A store on a fresh, empty table.
     fn fresh(hint: &str) -> impl std::future::Future<Output = Self> + Send;
     /// The same store, writing readings with a retention of `days`.

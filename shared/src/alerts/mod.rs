@@ -1,7 +1,10 @@
 //! The alerts use case (issue 42, docs/alerts.md), over the domain's rules
-//! and states (`domain::alerts`): so far, `replay`, which evaluates rules
-//! over stored readings as if time had run.
+//! and states (`domain::alerts`): `evaluate`, one live evaluation of the
+//! stored rules, its states kept in the store; `replay`, which evaluates
+//! rules over stored readings as if time had run.
 
+pub mod evaluate;
 pub mod replay;
 
+pub use evaluate::{evaluate, Evaluated};
 pub use replay::replay;

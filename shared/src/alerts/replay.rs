@@ -5,11 +5,9 @@
 //! evaluation (`domain::alerts::States`); vmalert's `-replay.timeFrom`
 //! does the same on VictoriaMetrics.
 
-use crate::domain::aggregate::counter::{Chain, Counter};
+use crate::domain::aggregate::counter::bought_between;
 use crate::domain::alerts::{Condition, DeviceView, Devices, Event, Rule, States};
-use crate::model::{
-    DeviceId, Quantity, Reading, ReadingKind, RoomId, TimeRange, Timestamp, DAY_MS,
-};
+use crate::model::{DeviceId, Reading, ReadingKind, RoomId, TimeRange, Timestamp, DAY_MS};
 use crate::store::{Order, RangeRequest, Store, StoreError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -40,28 +38,10 @@ impl History {
         }
     }
 
-    /// kWh bought by a device over `(from, to]`, by the meter rule; `None`
-    /// when it has no bought counter reading by then.
+    /// kWh bought by a device over `(from, to]`, from what is known by then.
     fn bought(&self, device: &DeviceId, from: Timestamp, to: Timestamp) -> Option<f64> {
         let d = self.0.get(device)?;
-        let readings = &d.readings[..d.seen];
-        let start = readings.partition_point(|r| r.timestamp <= from);
-        let before = readings[..start]
-            .iter()
-            .rev()
-            .find(|r| r.get(Quantity::EnergyBought).is_some());
-        let end = readings.partition_point(|r| r.timestamp <= to);
-        let mut chain = Chain::default();
-        let (mut kwh, mut any) = (0.0, false);
-        for r in before.into_iter().chain(&readings[start..end]) {
-            if let Some(v) = r.get(Quantity::EnergyBought) {
-                any = true;
-                if let Some(g) = chain.read(Counter::Bought, r.timestamp, v) {
-                    kwh += g.kwh;
-                }
-            }
-        }
-        any.then_some(kwh)
+        bought_between(&d.readings[..d.seen], from, to)
     }
 }
 

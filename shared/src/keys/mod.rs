@@ -111,6 +111,22 @@ pub mod attr {
     pub const ENTERING: &str = "e";
 }
 
+/// Alert rules: an item each, `sk` the rule's name (ids cannot hold `#`,
+/// so no device's partition is this one).
+pub const ALERT_RULES_PARTITION: &str = "ALERT#RULE";
+/// Alert series that are not inactive: an item each, `sk` `<rule>#<device>`.
+pub const ALERT_STATES_PARTITION: &str = "ALERT#STATE";
+
+/// A series' `sk` in `ALERT_STATES_PARTITION` (rule names hold no `#`).
+pub fn alert_state_sk(rule: &str, device: &DeviceId) -> String {
+    format!("{rule}#{device}")
+}
+
+pub fn parse_alert_state_sk(sk: &str) -> Option<(String, DeviceId)> {
+    let (rule, device) = sk.split_once('#')?;
+    Some((rule.to_owned(), DeviceId::parse(device).ok()?))
+}
+
 /// `pk` of a device's readings.
 pub fn reading_pk(device: &DeviceId) -> &str {
     device.as_str()

@@ -1,6 +1,7 @@
 //! Storage: a small trait over the table, one adapter per engine. The domain
 //! above it sees readings and registry records, never engine types.
 
+pub mod alerts;
 pub mod dynamodb;
 pub mod metering;
 pub mod rollup_spans;
@@ -18,6 +19,7 @@ pub use crate::domain::registry::{
     DeviceRecord, DeviceUpdate, RegistrySnapshot, RoomRecord, RoomUpdate,
 };
 pub use crate::domain::retention::Retention;
+pub use alerts::Alerts;
 pub use dynamodb::DynamoStore;
 pub use rollup_spans::{Keeping, Marker, RollupSpans};
 #[cfg(feature = "sqlite")]

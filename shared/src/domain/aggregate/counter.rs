@@ -194,6 +194,30 @@ impl Chain {
     }
 }
 
+/// kWh bought over `(from, to]` by the meter rule, from a device's readings
+/// in time order: the last bought reading at or before `from` is the
+/// reference, each later one up to `to` adds its growth (dips and resets as
+/// above). `None` when no reading up to `to` carries the counter.
+pub fn bought_between(readings: &[Reading], from: Timestamp, to: Timestamp) -> Option<f64> {
+    let start = readings.partition_point(|r| r.timestamp <= from);
+    let end = readings.partition_point(|r| r.timestamp <= to);
+    let before = readings[..start]
+        .iter()
+        .rev()
+        .find(|r| r.get(Quantity::EnergyBought).is_some());
+    let mut chain = Chain::default();
+    let (mut kwh, mut any) = (0.0, false);
+    for r in before.into_iter().chain(&readings[start..end.max(start)]) {
+        if let Some(v) = r.get(Quantity::EnergyBought) {
+            any = true;
+            if let Some(g) = chain.read(Counter::Bought, r.timestamp, v) {
+                kwh += g.kwh;
+            }
+        }
+    }
+    any.then_some(kwh)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

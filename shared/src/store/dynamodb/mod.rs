@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::time::Duration;
 
+mod alerts;
 mod blocks;
 mod calls;
 pub mod item;

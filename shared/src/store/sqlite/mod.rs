@@ -16,6 +16,7 @@
 //! One writer connection; read connections of their own (WAL), so reads never
 //! wait for a write; every call runs on tokio's blocking pool.
 
+mod alerts;
 mod backup;
 mod blocks;
 mod names;

@@ -44,7 +44,9 @@ CREATE TABLE IF NOT EXISTS day_segments (
 ///    (created on open; a version 4 file needs nothing else).
 /// 6. `rollups.size`: a rollup's metered size, kept with its body (added by
 ///    `upgrade`; NULL in rollups written before, which are sized when read).
-pub const VERSION: i64 = 6;
+/// 7. `alert_rules` and `alert_states` (created on open; a version 6 file
+///    needs nothing else).
+pub const VERSION: i64 = 7;
 
 /// The families, each with its table: every reading kind, in variant order.
 pub const FAMILIES: [ReadingKind; 4] = ReadingKind::ALL;
@@ -207,6 +209,7 @@ pub fn create() -> String {
             PRIMARY KEY (device, span, start)
         ) WITHOUT ROWID;\n";
     sql += BLOCKS;
+    sql += ALERTS;
     // Not a partial index (`WHERE temperature IS NOT NULL ...`, before
     // version 4): SQLite tests whether a query's terms imply a partial
     // index's condition by their bound values, and then prepares every
@@ -216,6 +219,22 @@ pub fn create() -> String {
     sql += Z_INDEX;
     sql
 }
+
+/// Alert rules, as put, and the series that are not inactive (docs/alerts.md).
+pub const ALERTS: &str = "CREATE TABLE IF NOT EXISTS alert_rules (
+        name TEXT PRIMARY KEY,
+        rule TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS alert_states (
+        rule        TEXT NOT NULL,
+        device      TEXT NOT NULL,
+        firing      INTEGER NOT NULL,
+        since       INTEGER NOT NULL,
+        quiet_since INTEGER,
+        value       REAL,
+        notified    INTEGER,
+        PRIMARY KEY (rule, device)
+    ) WITHOUT ROWID;\n";
 
 /// The Z-order index of the climate rows.
 pub const Z_INDEX: &str = "CREATE INDEX IF NOT EXISTS readings_climate_z

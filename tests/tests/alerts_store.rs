@@ -1,0 +1,185 @@
+//! Alert rules and series states kept in the store, on both engines (issue
+//! 42, docs/alerts.md): rules put, replaced, listed and deleted; states
+//! saved and read back as they were; and the live evaluation, which holds
+//! nothing between runs, so that a restart while a series fires neither
+//! forgets it nor reports its firing twice.
+
+use integration_tests::{on_every_store, TestStore};
+use shared::domain::alerts::{Phase, SeriesState, Transition};
+use shared::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
+use shared::store::{Alerts, SqliteStore, Store};
+
+const MINUTE: i64 = 60_000;
+
+fn at(minute: i64) -> Timestamp {
+    let now = Timestamp::now().millis();
+    Timestamp::from_millis(now - now.rem_euclid(3_600_000) - 86_400_000 + minute * MINUTE).unwrap()
+}
+
+fn device(id: &str) -> DeviceId {
+    DeviceId::parse(id).unwrap()
+}
+
+async fn rules_and_states_are_kept_as_put<S: TestStore>() {
+    let store = S::fresh("alerts-kept").await;
+    assert!(store.alert_rules().await.unwrap().is_empty());
+    let cold =
+        r#"{"kind":"threshold","scope":{"room":"bedroom"},"quantity":"temperature","below":16}"#;
+    let quiet = r#"{"kind":"no_data","scope":{"type":"climate"},"for":"30m"}"#;
+    store.put_alert_rule("quiet", quiet).await.unwrap();
+    store.put_alert_rule("cold", cold).await.unwrap();
+    let colder = cold.replace("16", "15");
+    store.put_alert_rule("cold", &colder).await.unwrap();
+    assert_eq!(
+        {
+            let mut r = store.alert_rules().await.unwrap();
+            r.sort();
+            r
+        },
+        vec![
+            ("cold".to_owned(), colder.clone()),
+            ("quiet".to_owned(), quiet.to_owned())
+        ]
+    );
+    assert!(store.delete_alert_rule("quiet").await.unwrap());
+    assert!(!store.delete_alert_rule("quiet").await.unwrap());
+    assert_eq!(store.alert_rules().await.unwrap().len(), 1);
+
+    let pending = SeriesState {
+        phase: Phase::Pending { since: at(1) },
+        value: Some(15.25),
+        notified: None,
+    };
+    let firing = SeriesState {
+        phase: Phase::Firing {
+            since: at(2),
+            quiet_since: Some(at(3)),
+        },
+        value: None,
+        notified: Some(at(2)),
+    };
+    let a = ("cold".to_owned(), device("th-1"));
+    let b = ("quiet".to_owned(), device("a4:c1:38:0b:5e:7f"));
+    store
+        .save_alert_states(&[(a.clone(), Some(pending)), (b.clone(), Some(firing))])
+        .await
+        .unwrap();
+    let states = store.alert_states().await.unwrap();
+    assert_eq!(states.0.len(), 2);
+    assert_eq!(states.0[&a], pending);
+    assert_eq!(states.0[&b], firing);
+    store.save_alert_states(&[(a.clone(), None)]).await.unwrap();
+    let states = store.alert_states().await.unwrap();
+    assert_eq!(states.0.keys().cloned().collect::<Vec<_>>(), vec![b]);
+}
+
+fn bedroom(minute: i64, temperature: f64) -> Reading {
+    Reading {
+        device_id: device("th-1"),
+        timestamp: at(minute),
+        measurement: Measurement::climate(RoomId::parse("bedroom").unwrap(), temperature, 50.0)
+            .unwrap(),
+    }
+}
+
+async fn write<S: Store>(store: &S, readings: &[Reading]) {
+    assert!(store.write_readings(readings).await.unwritten.is_empty());
+    if !store.registry_follows_writes() {
+        let plan = shared::domain::registry::plan(readings.iter().enumerate());
+        assert!(shared::registry::apply(store, &plan).await.is_empty());
+    }
+}
+
+/// Evaluates at `minute` as a fresh process would: the registry and every
+/// state read from the store. The transitions, by rule.
+async fn evaluate<S: Store + Alerts>(store: &S, minute: i64) -> Vec<(String, Transition)> {
+    let registry = store.load_registry().await.unwrap();
+    let done = shared::alerts::evaluate(store, &registry, at(minute))
+        .await
+        .unwrap();
+    assert!(done.broken.is_empty(), "{:?}", done.broken);
+    done.events
+        .into_iter()
+        .map(|e| (e.rule, e.transition))
+        .collect()
+}
+
+async fn a_series_fires_once_across_evaluations_and_resolves<S: TestStore>() {
+    let store = S::fresh("alerts-live").await;
+    let cold = r#"{"kind":"threshold","scope":{"room":"bedroom"},"quantity":"temperature","below":16,"clear":16.5}"#;
+    store.put_alert_rule("cold", cold).await.unwrap();
+    let hungry = r#"{"kind":"energy","scope":{"device":"meter-1"},"window":"10m","above":0.5}"#;
+    store.put_alert_rule("hungry", hungry).await.unwrap();
+    write(&store, &[bedroom(0, 15.0)]).await;
+    assert_eq!(
+        evaluate(&store, 1).await,
+        vec![("cold".to_owned(), Transition::Firing)]
+    );
+    // Still cold, and 16.2 °C is not back past the clear value: no second firing.
+    assert_eq!(evaluate(&store, 2).await, vec![]);
+    write(&store, &[bedroom(2, 16.2)]).await;
+    assert_eq!(evaluate(&store, 3).await, vec![]);
+    write(&store, &[bedroom(3, 17.0)]).await;
+    assert_eq!(
+        evaluate(&store, 4).await,
+        vec![("cold".to_owned(), Transition::Resolved)]
+    );
+    assert!(store.alert_states().await.unwrap().0.is_empty());
+    // A meter buying 0.1 kWh a minute: over 0.5 kWh in ten minutes.
+    let meter: Vec<Reading> = (0..12)
+        .map(|m| Reading {
+            device_id: device("meter-1"),
+            timestamp: at(10 + m),
+            measurement: Measurement::new(
+                None,
+                vec![(Quantity::EnergyBought, 100.0 + 0.1 * m as f64)],
+            )
+            .unwrap(),
+        })
+        .collect();
+    write(&store, &meter).await;
+    assert_eq!(evaluate(&store, 14).await, vec![]);
+    assert_eq!(
+        evaluate(&store, 16).await,
+        vec![("hungry".to_owned(), Transition::Firing)]
+    );
+    let states = store.alert_states().await.unwrap();
+    assert!(
+        states.0[&("hungry".to_owned(), device("meter-1"))]
+            .value
+            .unwrap()
+            > 0.5
+    );
+}
+
+on_every_store!(
+    rules_and_states_are_kept_as_put,
+    a_series_fires_once_across_evaluations_and_resolves
+);
+
+/// The embedded store's file, closed and opened again between two
+/// evaluations (a restart): the firing series is still firing, and is not
+/// reported again.
+#[tokio::test]
+async fn a_restart_while_firing_neither_forgets_nor_reports_twice() {
+    let dir = std::env::temp_dir().join(format!("alerts-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ingester.db");
+    {
+        let store = SqliteStore::open(&file).unwrap();
+        let cold = r#"{"kind":"threshold","scope":{"room":"bedroom"},"quantity":"temperature","below":16}"#;
+        store.put_alert_rule("cold", cold).await.unwrap();
+        write(&store, &[bedroom(0, 15.0)]).await;
+        assert_eq!(
+            evaluate(&store, 1).await,
+            vec![("cold".to_owned(), Transition::Firing)]
+        );
+    }
+    let store = SqliteStore::open(&file).unwrap();
+    assert_eq!(evaluate(&store, 2).await, vec![]);
+    let states = store.alert_states().await.unwrap();
+    assert!(states.0[&("cold".to_owned(), device("th-1"))].firing());
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
