@@ -12,6 +12,11 @@ pub fn load(path: &Path) -> Result<Vec<Rule>, String> {
 }
 
 pub fn parse(text: &str) -> Result<Vec<Rule>, String> {
+    Ok(parse_with_json(text)?.into_iter().map(|(r, _)| r).collect())
+}
+
+/// Each rule with its JSON text, as the store keeps it.
+pub fn parse_with_json(text: &str) -> Result<Vec<(Rule, String)>, String> {
     let doc: serde_json::Value = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
     let rules = doc
         .get("rules")
@@ -19,8 +24,18 @@ pub fn parse(text: &str) -> Result<Vec<Rule>, String> {
         .ok_or("a `rules:` mapping of names to rules")?;
     rules
         .iter()
-        .map(|(name, rule)| Rule::parse(name, rule).map_err(|e| format!("rule {name}: {e}")))
+        .map(|(name, rule)| {
+            Rule::parse(name, rule)
+                .map(|parsed| (parsed, rule.to_string()))
+                .map_err(|e| format!("rule {name}: {e}"))
+        })
         .collect()
+}
+
+/// The file's rules with their JSON (`serve --alert-rules`).
+pub fn load_with_json(path: &Path) -> Result<Vec<(Rule, String)>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse_with_json(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 pub fn event_json(e: &Event) -> serde_json::Value {

@@ -273,7 +273,21 @@ pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub(crate) backups: BackupArgs,
     #[command(flatten)]
+    pub(crate) alerts: AlertArgs,
+    #[command(flatten)]
     pub(crate) store: StoreArgs,
+}
+
+/// Alert rules evaluated by the server (docs/alerts.md).
+#[derive(Args)]
+pub(crate) struct AlertArgs {
+    /// A YAML or JSON file of alert rules (`rules:` mapping names to rules), put into the store at start; rules already stored are evaluated too.
+    #[arg(long, env = "INGESTER_ALERT_RULES")]
+    pub(crate) alert_rules: Option<PathBuf>,
+    /// How often every stored rule is evaluated, such as 1m.
+    #[arg(long, env = "INGESTER_ALERT_EVERY", default_value = "1m",
+          value_parser = ingester_local::scheduled_backups::parse_interval)]
+    pub(crate) alert_every: Duration,
 }
 
 /// Backups beside the server (docs/backup.md).

@@ -12,6 +12,7 @@ pub mod portable;
 pub mod readiness;
 pub mod reindex;
 pub mod replay;
+pub mod scheduled_alerts;
 pub mod scheduled_backups;
 pub mod stop;
 pub mod stream_poller;

@@ -205,6 +205,7 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
         mqtt,
         price,
         backups,
+        alerts,
         store,
     } = args;
     let mut config = store.config(token.as_deref(), open_reads, Duration::from_secs(cache_ttl));
@@ -227,6 +228,13 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
                     .into(),
             )),
         };
+    // A rules file that does not parse is a setting that cannot work.
+    let alert_rules = match &alerts.alert_rules {
+        Some(path) => {
+            ingester_local::alert_rules::load_with_json(path).map_err(Failure::Settings)?
+        }
+        None => Vec::new(),
+    };
     let every = Duration::from_millis(poll_ms);
     let Some(opened) = stop.or(open(&config, stop)).await else {
         return Ok(true);
@@ -249,11 +257,19 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
                 }
                 None => None,
             };
+            ingester_local::scheduled_alerts::put_rules(&s, &alert_rules)
+                .await
+                .map_err(Failure::Other)?;
+            let evaluation = tokio::spawn(ingester_local::scheduled_alerts::run(
+                s.clone(),
+                alerts.alert_every,
+            ));
             let feeder = tokio::spawn(purge_expired(s));
             let served = serve(app, addr, feeder, &mqtt, stop).await;
             if let Some(task) = scheduled {
                 task.abort();
             }
+            evaluation.abort();
             served?;
         }
         (Backend::Dynamo(s, streams, region), access) => {
@@ -262,8 +278,17 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
             let Some(app) = stop.or(app(&config, s.clone(), access)).await else {
                 return Ok(true);
             };
+            ingester_local::scheduled_alerts::put_rules(&s, &alert_rules)
+                .await
+                .map_err(Failure::Other)?;
+            let evaluation = tokio::spawn(ingester_local::scheduled_alerts::run(
+                s.clone(),
+                alerts.alert_every,
+            ));
             let feeder = tokio::spawn(poll_stream(poller, s, every));
-            serve(app?, addr, feeder, &mqtt, stop).await?;
+            let served = serve(app?, addr, feeder, &mqtt, stop).await;
+            evaluation.abort();
+            served?;
         }
     }
     Ok(true)
