@@ -44,7 +44,10 @@ pub(crate) async fn rebuild_rollups<S: shared::rollups::Upkeep>(
     Ok(true)
 }
 
-pub(crate) async fn migrate_between<A: Store, B: Store>(
+pub(crate) async fn migrate_between<
+    A: Store + shared::store::Alerts,
+    B: Store + shared::store::Alerts,
+>(
     from: &A,
     to: &B,
     names: (&str, &str),

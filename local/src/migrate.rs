@@ -10,7 +10,8 @@
 //!   copies nothing.
 //! * Then the registry: each device's and room's record (first and last seen,
 //!   latest reading, types, quantities, room, devices) through the same
-//!   monotonic updates the stream handler uses, and the names users gave.
+//!   monotonic updates the stream handler uses, the names users gave, and
+//!   the alert rules.
 //! * Last, both sides are counted, device by device: the run fails if the
 //!   target has fewer readings than the source.
 //!
@@ -20,7 +21,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use shared::keys::Position;
 use shared::model::{DeviceId, TimeRange, Timestamp};
-use shared::store::{DeviceUpdate, Order, RangeRequest, RoomUpdate, Store};
+use shared::store::{Alerts, DeviceUpdate, Order, RangeRequest, RoomUpdate, Store};
 use std::path::Path;
 
 /// What a run has reached, kept between runs.
@@ -90,7 +91,7 @@ fn everything() -> TimeRange {
     TimeRange::new(Timestamp::MIN, Timestamp::MAX).expect("MIN is before MAX")
 }
 
-pub async fn run<A: Store, B: Store>(
+pub async fn run<A: Store + Alerts, B: Store + Alerts>(
     from: &A,
     to: &B,
     (from_name, to_name): (&str, &str),
@@ -166,6 +167,7 @@ pub async fn run<A: Store, B: Store>(
             bar.inc(1);
         }
         copy_registry(&registry, to).await?;
+        copy_alert_rules(from, to).await?;
         checkpoint.done = true;
         checkpoint.save(checkpoint_path)?;
     }
@@ -260,6 +262,21 @@ async fn copy_registry<B: Store>(
                 .await
                 .map_err(|e| format!("name of room {}: {e}", r.room_id))?;
         }
+    }
+    Ok(())
+}
+
+/// The alert rules as they were put (docs/alerts.md); series states are not
+/// copied: the target's first evaluation finds what fires.
+async fn copy_alert_rules<A: Alerts, B: Alerts>(from: &A, to: &B) -> Result<(), String> {
+    let rules = from
+        .alert_rules()
+        .await
+        .map_err(|e| format!("reading the source's alert rules: {e}"))?;
+    for (name, json) in rules {
+        to.put_alert_rule(&name, &json)
+            .await
+            .map_err(|e| format!("alert rule {name}: {e}"))?;
     }
     Ok(())
 }

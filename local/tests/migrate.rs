@@ -6,7 +6,9 @@ use ingester_local::migrate::Checkpoint;
 use integration_tests::{client, dynalite, moto, table_name};
 use serde_json::Value;
 use shared::model::{DeviceId, Measurement, Name, Reading, RoomId, TimeRange, Timestamp};
-use shared::store::{DynamoStore, Order, RangeRequest, RegistrySnapshot, SqliteStore, Store};
+use shared::store::{
+    Alerts, DynamoStore, Order, RangeRequest, RegistrySnapshot, SqliteStore, Store,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -40,7 +42,11 @@ fn readings(per_device: usize) -> Vec<Reading> {
     out
 }
 
-/// A file with those readings and the names a user gave.
+/// An alert rule the user put (docs/alerts.md).
+const FUSE: &str =
+    r#"{"kind":"threshold","scope":{"device":"meter-1"},"quantity":"current_w","above":9000}"#;
+
+/// A file with those readings, the names a user gave and an alert rule.
 async fn source_file(dir: &Path, per_device: usize) -> (PathBuf, Vec<Reading>) {
     let path = dir.join("source.db");
     let store = SqliteStore::open(&path).unwrap();
@@ -61,6 +67,7 @@ async fn source_file(dir: &Path, per_device: usize) -> (PathBuf, Vec<Reading>) {
         .set_room_name(&RoomId::parse("kitchen").unwrap(), Some(&name("Kitchen")))
         .await
         .unwrap();
+    store.put_alert_rule("fuse", FUSE).await.unwrap();
     (path, data)
 }
 
@@ -164,6 +171,11 @@ async fn round_trip(endpoint: &str, hint: &str) {
     let (copied, registry) = contents(&table_store).await;
     assert_eq!(sorted(copied), sorted(source_readings.clone()));
     assert_eq!(registry, source_registry, "names and registry records too");
+    assert_eq!(
+        table_store.alert_rules().await.unwrap(),
+        vec![("fuse".to_owned(), FUSE.to_owned())],
+        "alert rules too"
+    );
 
     // A re-run of a finished migration copies nothing and still verifies.
     let again = migrate(&there[..]).unwrap_or_else(|e| panic!("{e}"));
