@@ -154,7 +154,8 @@ async fn a_series_fires_once_across_evaluations_and_resolves<S: TestStore>() {
 
 on_every_store!(
     rules_and_states_are_kept_as_put,
-    a_series_fires_once_across_evaluations_and_resolves
+    a_series_fires_once_across_evaluations_and_resolves,
+    the_alert_routes_put_list_and_show_what_fires
 );
 
 /// The embedded store's file, closed and opened again between two
@@ -182,4 +183,68 @@ async fn a_restart_while_firing_neither_forgets_nor_reports_twice() {
     assert!(states.0[&("cold".to_owned(), device("th-1"))].firing());
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The HTTP routes on both engines: a rule put, read, listed, refused with
+/// its field named, removed; and what fires, listed by `GET /alerts`.
+async fn the_alert_routes_put_list_and_show_what_fires<S: TestStore>() {
+    use integration_tests::{answer, api_event, app, handle};
+    let store = S::fresh("alerts-http").await;
+    let app = app(store.clone(), None, shared::api::RouteSet::All).await;
+    let call = |method: &'static str, path: &'static str, body: Option<&'static str>| {
+        let app = &app;
+        async move { answer(&handle(app, api_event(method, path, &[], body, &[])).await) }
+    };
+    let cold = r#"{"kind":"threshold","scope":{"room":"bedroom"},"quantity":"temperature","below":16,"for":"0s"}"#;
+    let (status, body) = call("PUT", "/alerts/rules/bedroom-cold", Some(cold)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["name"], "bedroom-cold");
+    assert_eq!(body["rule"]["below"], 16);
+    // Mistakes: the field named, nothing stored.
+    let (status, body) = call(
+        "PUT",
+        "/alerts/rules/fuse",
+        Some(r#"{"kind":"threshold","scope":{"device":"m"},"quantity":"watts","above":1}"#),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("quantity"), "{body}");
+    let (status, _) = call("PUT", "/alerts/rules/fuse", Some("{not json")).await;
+    assert_eq!(status, 400);
+    let (status, _) = call("PUT", "/alerts/rules/bad%20name", Some(cold)).await;
+    assert_eq!(status, 400);
+    let (status, body) = call("GET", "/alerts/rules", None).await;
+    assert_eq!(status, 200);
+    let names: Vec<&str> = body["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["bedroom-cold"]);
+    assert_eq!(call("GET", "/alerts/rules/bedroom-cold", None).await.0, 200);
+    assert_eq!(call("GET", "/alerts/rules/fuse", None).await.0, 404);
+    // A cold bedroom, an evaluation: GET /alerts lists the firing series.
+    write(&store, &[bedroom(0, 14.5)]).await;
+    assert_eq!(
+        evaluate(&store, 1).await,
+        vec![("bedroom-cold".to_owned(), Transition::Firing)]
+    );
+    let (status, body) = call("GET", "/alerts", None).await;
+    assert_eq!(status, 200, "{body}");
+    let alerts = body["alerts"].as_array().unwrap();
+    assert_eq!(alerts.len(), 1, "{body}");
+    assert_eq!(alerts[0]["rule"], "bedroom-cold");
+    assert_eq!(alerts[0]["device_id"], "th-1");
+    assert_eq!(alerts[0]["state"], "firing");
+    assert_eq!(alerts[0]["value"], 14.5);
+    assert_eq!(
+        call("DELETE", "/alerts/rules/bedroom-cold", None).await.0,
+        204
+    );
+    assert_eq!(
+        call("DELETE", "/alerts/rules/bedroom-cold", None).await.0,
+        404
+    );
+    assert!(store.alert_rules().await.unwrap().is_empty());
 }

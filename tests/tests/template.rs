@@ -273,6 +273,12 @@ fn each_function_has_exactly_its_least_privileges() {
             &[table],
             registry_only,
         ),
+        // Alert rules only (PUT/DELETE /alerts/rules/{name}).
+        stmt(
+            &["dynamodb:PutItem", "dynamodb:DeleteItem"],
+            &[table],
+            r#"{"ForAllValues:StringEquals":{"dynamodb:LeadingKeys":["ALERT#RULE"]}}"#,
+        ),
     ];
     expected.sort();
     assert_eq!(statements(&t, "IngestFunction"), expected, "ingest");

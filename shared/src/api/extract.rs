@@ -9,7 +9,7 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-/// An id that may stand in a path: a device's or a room's.
+/// An id that may stand in a path: a device's, a room's or an alert rule's.
 pub trait PathId: Sized + Send + Sync + 'static {
     /// What it is, for the 400 (`invalid device id in the path: ...`).
     const WHAT: &'static str;
@@ -28,6 +28,7 @@ macro_rules! path_id {
 }
 path_id!(DeviceId, "device id");
 path_id!(RoomId, "room id");
+path_id!(crate::domain::alerts::RuleName, "rule name");
 
 /// The `{id}` of the path, percent-decoded and parsed.
 pub struct Id<T>(pub T);

@@ -3,6 +3,7 @@
 //! Routes are in `routes`, typed input in `extract`/`params`, cross-cutting
 //! concerns in `layers`, and every error answer comes from `ApiError`.
 
+mod alerts;
 pub mod backup_health;
 pub mod dashboard;
 mod error;
@@ -32,7 +33,7 @@ use std::sync::Arc;
 use tower::ServiceBuilder;
 
 /// Every route the API serves, as `template.yaml` must declare them.
-pub const ROUTES: [(&str, &str); 28] = [
+pub const ROUTES: [(&str, &str); 33] = [
     ("POST", "/readings"),
     ("GET", "/readings"),
     ("GET", "/devices"),
@@ -49,6 +50,12 @@ pub const ROUTES: [(&str, &str); 28] = [
     ("GET", "/rooms/{id}/search"),
     ("PUT", "/devices/{id}"),
     ("PUT", "/rooms/{id}"),
+    // Alerts (`api::alerts`, docs/alerts.md).
+    ("GET", "/alerts"),
+    ("GET", "/alerts/rules"),
+    ("GET", "/alerts/rules/{id}"),
+    ("PUT", "/alerts/rules/{id}"),
+    ("DELETE", "/alerts/rules/{id}"),
     // The InfluxDB write API and its clients' probes (`api::influx`).
     ("POST", "/api/v2/write"),
     ("POST", "/write"),
@@ -94,6 +101,22 @@ pub fn router<S: Store>(app: App<S>) -> Router {
             set.get_put(routes::room::<S>, routes::put_room::<S>),
         )
         .merge(owner_routes::<S, RoomId>(set))
+        .route("/alerts", set.read(alerts::alerts::<S>))
+        .route("/alerts/rules", set.read(alerts::rules::<S>))
+        .route(
+            "/alerts/rules/{id}",
+            set.read(alerts::rule::<S>)
+                .merge(set.write(
+                    MethodFilter::PUT,
+                    alerts::MAX_RULE_BYTES,
+                    alerts::put_rule::<S>,
+                ))
+                .merge(set.write(
+                    MethodFilter::DELETE,
+                    alerts::MAX_RULE_BYTES,
+                    alerts::delete_rule::<S>,
+                )),
+        )
         // Only matched routes ask for the token: an unknown path is a 404, a wrong method a 405.
         .route_layer(middleware::from_fn_with_state(
             access.clone(),

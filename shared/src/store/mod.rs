@@ -215,7 +215,7 @@ pub enum StoreError {
 
 /// The storage operations the service needs; every adapter passes the same contract tests.
 /// `Clone` and `'static` so that a background task (the registry refresh) can hold one.
-pub trait Store: Clone + Send + Sync + 'static {
+pub trait Store: Alerts + Clone + Send + Sync + 'static {
     /// Writes readings, last one wins for duplicate keys, and reports what is not stored.
     fn write_readings(&self, readings: &[Reading]) -> impl Future<Output = WriteReport> + Send;
     /// The same, for a caller that is done with the readings: an engine that

@@ -11,5 +11,5 @@ pub mod series;
 
 pub use evaluation::{Event, SeriesKey, States};
 pub use observe::{devices_in, observe, DeviceView, Devices, Observation};
-pub use rule::{Condition, Rule, RuleError, Scope, Side};
+pub use rule::{Condition, Rule, RuleError, RuleName, Scope, Side};
 pub use series::{Phase, SeriesState, Transition};

@@ -100,6 +100,20 @@ struct RawScope {
     kind: Option<String>,
 }
 
+/// A rule's name, checked: what names it in a path and in notifications.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RuleName(String);
+
+impl RuleName {
+    pub fn parse(name: &str) -> Result<Self, RuleError> {
+        check_name(name).map(|()| Self(name.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A rule name: it names the rule in a path and in every notification.
 pub fn check_name(name: &str) -> Result<(), RuleError> {
     let fine = !name.is_empty()

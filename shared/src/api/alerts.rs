@@ -1,0 +1,114 @@
+//! The alert routes (docs/alerts.md): rules put, read and removed by name,
+//! and the series that are pending or firing now.
+
+use super::extract::{Body, Id, Params};
+use super::params::NoParams;
+use super::{ApiError, App};
+use crate::domain::alerts::{Phase, Rule, RuleName};
+use crate::ingest::IngestError;
+use crate::store::Store;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+type AppState<S> = State<Arc<App<S>>>;
+type Answer = Result<Response, ApiError>;
+
+/// Largest rule body accepted by `PUT /alerts/rules/{name}`.
+pub const MAX_RULE_BYTES: usize = 4096;
+
+/// A stored rule as answered: its name and the JSON it was put with.
+fn rule_json(name: &str, text: &str) -> Value {
+    json!({"name": name, "rule": serde_json::from_str::<Value>(text).unwrap_or(Value::Null)})
+}
+
+/// `GET /alerts/rules`: every rule, by name.
+pub async fn rules<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> Answer {
+    let mut rules = app.store.alert_rules().await?;
+    rules.sort();
+    let rules: Vec<Value> = rules.iter().map(|(n, r)| rule_json(n, r)).collect();
+    Ok(Json(json!({ "rules": rules })).into_response())
+}
+
+/// `GET /alerts/rules/{name}`.
+pub async fn rule<S: Store>(
+    State(app): AppState<S>,
+    Id(name): Id<RuleName>,
+    _: Params<NoParams>,
+) -> Answer {
+    let rules = app.store.alert_rules().await?;
+    let (n, r) = rules
+        .iter()
+        .find(|(n, _)| n == name.as_str())
+        .ok_or_else(|| ApiError::NotFound(format!("no alert rule {}", name.as_str())))?;
+    Ok(Json(rule_json(n, r)).into_response())
+}
+
+/// `PUT /alerts/rules/{name}`: a rule, checked field by field, put whole.
+pub async fn put_rule<S: Store>(
+    State(app): AppState<S>,
+    Id(name): Id<RuleName>,
+    _: Params<NoParams>,
+    Body(body): Body,
+) -> Answer {
+    let value: Value = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::Ingest(IngestError::InvalidJson {
+            message: e.to_string(),
+            line: e.line(),
+            column: e.column(),
+        })
+    })?;
+    Rule::parse(name.as_str(), &value)
+        .map_err(|e| ApiError::InvalidBody(vec![(e.field, e.message)]))?;
+    let text = value.to_string();
+    app.store.put_alert_rule(name.as_str(), &text).await?;
+    Ok(Json(rule_json(name.as_str(), &text)).into_response())
+}
+
+/// `DELETE /alerts/rules/{name}`: 204, or 404 when there was none.
+pub async fn delete_rule<S: Store>(
+    State(app): AppState<S>,
+    Id(name): Id<RuleName>,
+    _: Params<NoParams>,
+) -> Answer {
+    if app.store.delete_alert_rule(name.as_str()).await? {
+        Ok(StatusCode::NO_CONTENT.into_response())
+    } else {
+        Err(ApiError::NotFound(format!(
+            "no alert rule {}",
+            name.as_str()
+        )))
+    }
+}
+
+/// `GET /alerts`: each series that is pending or firing, oldest first.
+pub async fn alerts<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> Answer {
+    let states = app.store.alert_states().await?;
+    let mut alerts: Vec<(i64, Value)> = states
+        .0
+        .iter()
+        .filter_map(|((rule, device), s)| {
+            let (state, since) = match s.phase {
+                Phase::Pending { since } => ("pending", since),
+                Phase::Firing { since, .. } => ("firing", since),
+                Phase::Inactive => return None,
+            };
+            Some((
+                since.millis(),
+                json!({
+                    "rule": rule,
+                    "device_id": device.as_str(),
+                    "state": state,
+                    "since": since.to_string(),
+                    "value": s.value,
+                }),
+            ))
+        })
+        .collect();
+    alerts.sort_by_key(|(t, _)| *t);
+    let alerts: Vec<Value> = alerts.into_iter().map(|(_, v)| v).collect();
+    Ok(Json(json!({ "alerts": alerts })).into_response())
+}
