@@ -640,7 +640,47 @@ async fn the_token_is_asked_once_and_kept_in_a_strict_cookie<S: TestStore>() {
         .contains("action=\"/ui/login\""));
 }
 
+/// A firing alert is shown first on the overview, on its device's page and
+/// on its room's; not on another room's, and no section at all when none fires.
+async fn firing_alerts_are_shown_first<S: TestStore>() {
+    let store = S::fresh("dash-alerts").await;
+    let app = app(store.clone(), Some(TOKEN), RouteSet::All).await;
+    post(&app, &history()).await;
+    let (b, v) = bearer();
+    let headers = [(b, v.as_str())];
+    let (_, page) = text(&get(&app, "/", &[], &headers).await);
+    assert!(!page.contains("Alerts firing"), "none fire yet");
+    let cold =
+        r#"{"kind":"threshold","scope":{"room":"hall"},"quantity":"temperature","below":18}"#;
+    store.put_alert_rule("hall-cold", cold).await.unwrap();
+    let registry = store.load_registry().await.unwrap();
+    let done = shared::alerts::evaluate(&store, &registry, Timestamp::now())
+        .await
+        .unwrap();
+    assert_eq!(done.events.len(), 1, "{:?}", done.events);
+    for path in ["/", "/ui/devices/s-hall", "/ui/rooms/hall"] {
+        let (status, page) = text(&get(&app, path, &[], &headers).await);
+        assert_eq!(status, 200);
+        assert!(page.contains("Alerts firing"), "{path}: no alerts");
+        assert_eq!(
+            page.find("<h2"),
+            page.find(r#"<h2 id="alerts-h">"#),
+            "{path}: the alerts come first"
+        );
+        assert!(
+            page.contains(r#"data-rule="hall-cold" data-device="s-hall""#),
+            "{path}"
+        );
+        assert!(page.contains("at 17.5"), "{path}");
+    }
+    for path in ["/ui/rooms/bedroom", "/ui/devices/s-bed"] {
+        let (_, page) = text(&get(&app, path, &[], &headers).await);
+        assert!(!page.contains("Alerts firing"), "{path}");
+    }
+}
+
 on_every_store!(
+    firing_alerts_are_shown_first,
     pages_name_rooms_and_devices_and_draw_every_reading,
     bad_parameters_get_a_400_that_names_them,
     names_are_escaped,

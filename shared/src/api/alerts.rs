@@ -4,7 +4,7 @@
 use super::extract::{Body, Id, Params};
 use super::params::NoParams;
 use super::{ApiError, App};
-use crate::domain::alerts::{Phase, Rule, RuleName};
+use crate::domain::alerts::{Rule, RuleName};
 use crate::ingest::IngestError;
 use crate::store::Store;
 use axum::extract::State;
@@ -86,29 +86,18 @@ pub async fn delete_rule<S: Store>(
 
 /// `GET /alerts`: each series that is pending or firing, oldest first.
 pub async fn alerts<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> Answer {
-    let states = app.store.alert_states().await?;
-    let mut alerts: Vec<(i64, Value)> = states
-        .0
+    let alerts: Vec<Value> = crate::alerts::active(&app.store)
+        .await?
         .iter()
-        .filter_map(|((rule, device), s)| {
-            let (state, since) = match s.phase {
-                Phase::Pending { since } => ("pending", since),
-                Phase::Firing { since, .. } => ("firing", since),
-                Phase::Inactive => return None,
-            };
-            Some((
-                since.millis(),
-                json!({
-                    "rule": rule,
-                    "device_id": device.as_str(),
-                    "state": state,
-                    "since": since.to_string(),
-                    "value": s.value,
-                }),
-            ))
+        .map(|a| {
+            json!({
+                "rule": a.rule,
+                "device_id": a.device.as_str(),
+                "state": if a.firing { "firing" } else { "pending" },
+                "since": a.since.to_string(),
+                "value": a.value,
+            })
         })
         .collect();
-    alerts.sort_by_key(|(t, _)| *t);
-    let alerts: Vec<Value> = alerts.into_iter().map(|(_, v)| v).collect();
     Ok(Json(json!({ "alerts": alerts })).into_response())
 }

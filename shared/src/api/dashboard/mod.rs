@@ -413,9 +413,11 @@ pub async fn overview<S: Store>(
         electricity.push((meter.clone(), periods));
     }
     let devices: Vec<_> = registry.devices.values().cloned().collect();
+    let alerts = firing(&app.store, |_| true).await?;
     Ok(html(
         StatusCode::OK,
         pages::overview(&pages::Overview {
+            alerts: &alerts,
             rooms: &rooms,
             devices: &devices,
             electricity: &electricity,
@@ -424,6 +426,24 @@ pub async fn overview<S: Store>(
             view: &view,
         }),
     ))
+}
+
+/// The alert series that fire now, of the devices `wanted` keeps, oldest first.
+async fn firing<S: Store>(
+    store: &S,
+    wanted: impl Fn(&DeviceId) -> bool,
+) -> Result<Vec<pages::Firing>, ApiError> {
+    Ok(crate::alerts::active(store)
+        .await?
+        .into_iter()
+        .filter(|a| a.firing && wanted(&a.device))
+        .map(|a| pages::Firing {
+            rule: a.rule,
+            device: a.device,
+            since: a.since,
+            value: a.value,
+        })
+        .collect())
 }
 
 /// `GET /ui/devices/{id}`.
@@ -467,8 +487,10 @@ pub async fn device_page<S: Store>(
     } else {
         None
     };
+    let alerts = firing(&app.store, |d| d == &id).await?;
     let page = pages::Device {
         device: &device,
+        alerts: &alerts,
         charts: &drawn,
         energy: electricity.as_ref(),
         tariff: app.tariff.as_ref(),
@@ -515,9 +537,16 @@ pub async fn room_page<S: Store>(
             .await?,
         );
     }
+    // The devices in the room now (their latest reading with a room was there).
+    let alerts = firing(&app.store, |d| {
+        devices
+            .iter()
+            .any(|r| &r.device_id == d && r.room.as_ref() == Some(&room.room_id))
+    })
+    .await?;
     Ok(html(
         StatusCode::OK,
-        pages::room(&room, &devices, &drawn, &view),
+        pages::room(&room, &devices, &drawn, &alerts, &view),
     ))
 }
 

@@ -8,7 +8,7 @@ use super::energy::{Bars, MeterEnergy, Totals};
 use super::{Drawn, View, PAGE_SIZES, PICKS, QUIET_AFTER_MS};
 use crate::api::json::unsigned_zero;
 use crate::domain::tariff::Tariff;
-use crate::model::{Reading, Timestamp};
+use crate::model::{DeviceId, Reading, Timestamp};
 use crate::store::{DeviceRecord, RoomRecord};
 use chrono::TimeZone;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
@@ -28,6 +28,8 @@ table{border-collapse:collapse;width:100%}
 caption{text-align:left;font-weight:600;padding:.5rem 0 .25rem}
 th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid var(--line);vertical-align:middle}
 .quiet{color:var(--warn);font-weight:600}
+section.alerts{border-color:var(--warn);border-width:2px}
+section.alerts h2{color:var(--warn)}
 .muted{color:var(--muted)}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(14rem,1fr));gap:1rem}
 .card{background:#fff;border:1px solid var(--line);border-radius:.5rem;padding:.75rem}
@@ -191,6 +193,42 @@ pub fn not_found(message: &str) -> Markup {
     )
 }
 
+/// An alert series that fires now (docs/alerts.md), as a page shows it.
+pub struct Firing {
+    pub rule: String,
+    pub device: DeviceId,
+    pub since: Timestamp,
+    pub value: Option<f64>,
+}
+
+/// The firing alerts, first on a page: nothing when none fire.
+fn alerts_section(alerts: &[Firing], devices: &[DeviceRecord], view: &View) -> Markup {
+    let name = |id: &DeviceId| {
+        devices
+            .iter()
+            .find(|d| &d.device_id == id)
+            .map(device_name)
+            .unwrap_or_else(|| id.to_string())
+    };
+    html! {
+        @if !alerts.is_empty() {
+            section.alerts role="alert" aria-labelledby="alerts-h" {
+                h2 #alerts-h { "Alerts firing" }
+                ul {
+                    @for a in alerts {
+                        li.alert data-rule=(a.rule) data-device=(a.device.as_str()) {
+                            strong { (a.rule) } ": "
+                            a href={ "/ui/devices/" (a.device.as_str()) } { (name(&a.device)) }
+                            @if let Some(v) = a.value { " at " (format!("{v}")) }
+                            span.muted { " since " (when(a.since, view)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 pub struct Overview<'a> {
     pub rooms: &'a [(RoomRecord, String)],
     pub devices: &'a [DeviceRecord],
@@ -199,6 +237,7 @@ pub struct Overview<'a> {
     pub tariff: Option<&'a Tariff>,
     pub now: Timestamp,
     pub view: &'a View,
+    pub alerts: &'a [Firing],
 }
 
 /// kWh as the pages write them: two decimals, never `-0.00`.
@@ -245,6 +284,7 @@ pub fn overview(o: &Overview) -> Markup {
     layout(
         "Overview",
         html! {
+            (alerts_section(o.alerts, o.devices, o.view))
             section aria-labelledby="rooms-h" {
                 h2 #rooms-h { "Rooms" }
                 @if o.rooms.is_empty() { p.muted { "No rooms yet: readings that name a room make one." } }
@@ -379,6 +419,8 @@ fn rename(url: &str, current: &Option<String>) -> Markup {
 /// What a device's page shows.
 pub struct Device<'a> {
     pub device: &'a DeviceRecord,
+    /// The device's firing alerts.
+    pub alerts: &'a [Firing],
     pub charts: &'a [Drawn],
     /// A meter's energy (any counter), `None` for another device.
     pub energy: Option<&'a MeterEnergy>,
@@ -454,6 +496,7 @@ pub fn device(p: &Device) -> Markup {
     layout(
         &device_name(d),
         html! {
+            (alerts_section(p.alerts, std::slice::from_ref(d), view))
             section {
                 h2.name { (device_name(d)) }
                 p.muted {
@@ -477,12 +520,20 @@ pub fn device(p: &Device) -> Markup {
     )
 }
 
-pub fn room(r: &RoomRecord, devices: &[DeviceRecord], charts: &[Drawn], view: &View) -> Markup {
+/// The firing alerts of the room's devices come first.
+pub fn room(
+    r: &RoomRecord,
+    devices: &[DeviceRecord],
+    charts: &[Drawn],
+    alerts: &[Firing],
+    view: &View,
+) -> Markup {
     let id = r.room_id.as_str();
     let path = format!("/ui/rooms/{id}");
     layout(
         &room_name(r),
         html! {
+            (alerts_section(alerts, devices, view))
             section {
                 h2.name { (room_name(r)) }
                 p.muted { "Room " code { (id) } }
