@@ -59,7 +59,12 @@ async fn name_things<S: Store>(store: &S) {
         .set_room_name(&room("cellar"), Some(&name("Keller 🍷")))
         .await
         .unwrap();
+    store.put_alert_rule("fuse", FUSE).await.unwrap();
 }
+
+/// An alert rule, as put: a whole export carries it.
+const FUSE: &str =
+    r#"{"above":9000,"kind":"threshold","quantity":"current_w","scope":{"device":"meter-main"}}"#;
 
 async fn export_to_vec<S: Store>(store: &S, selection: &Selection, format: Format) -> Vec<u8> {
     let mut out = Vec::new();
@@ -110,7 +115,11 @@ async fn round_trips_bit_for_bit_in_both_shapes<S: TestStore>() {
         }
         let names = target.load_registry().await.unwrap();
         if format == Format::LineProtocol {
-            assert_eq!(imported.profiles, 4);
+            assert_eq!(imported.profiles, 5);
+            assert_eq!(
+                target.alert_rules().await.unwrap(),
+                vec![("fuse".to_owned(), FUSE.to_owned())]
+            );
             assert_eq!(
                 names.devices[&id("meter-main")].name.as_deref(),
                 Some("Zähler, \"Haupt\" #1")
@@ -162,6 +171,10 @@ async fn a_selection_exports_only_its_devices_and_times<S: TestStore>() {
     assert!(text.contains("# device meter-main "), "{}", &text[..400]);
     assert!(text.contains("# room cellar "));
     assert!(!text.contains("# room living "));
+    assert!(
+        !text.contains("# alert-rule"),
+        "a selection leaves the rules"
+    );
     let target = S::fresh("export-some-target").await;
     let imported = import_from(&target, &file).await.unwrap();
     let wanted: Vec<&Reading> = readings

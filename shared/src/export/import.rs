@@ -24,7 +24,7 @@ pub struct Imported {
     pub readings: u64,
     /// Line-protocol lines with no quantity of the catalogue.
     pub skipped_lines: u64,
-    /// Device and room names (and rooms set by hand) applied.
+    /// Device and room names (and rooms set by hand), and alert rules, applied.
     pub profiles: u64,
 }
 
@@ -232,6 +232,7 @@ impl<'s, S: Store> Importer<'s, S> {
                         .await?
                 }
                 Profile::Room { id, name } => self.store.set_room_name(id, Some(name)).await?,
+                Profile::AlertRule { name, json } => self.store.put_alert_rule(name, json).await?,
             }
             self.done.profiles += 1;
         }

@@ -8,8 +8,9 @@
 //! one chunk).
 //!
 //! Names are not readings: they travel as comment lines before the readings
-//! (`# device ID {"name":..,"room":..}`, `# room ID {"name":..}`), which
-//! every line-protocol reader skips and `ingester-local import` applies.
+//! (`# device ID {"name":..,"room":..}`, `# room ID {"name":..}`), as do
+//! the alert rules of a whole export (`# alert-rule NAME {rule}`); every
+//! line-protocol reader skips them and `ingester-local import` applies them.
 
 use crate::model::{DeviceId, Name, Quantity, Reading, ReadingKind, RoomId};
 use std::fmt::Write as _;
@@ -30,6 +31,11 @@ pub enum Profile {
         id: RoomId,
         name: Name,
     },
+    /// An alert rule, its JSON as put (docs/alerts.md).
+    AlertRule {
+        name: String,
+        json: String,
+    },
 }
 
 impl Profile {
@@ -49,6 +55,7 @@ impl Profile {
             Profile::Room { id, name } => {
                 format!("# room {id} {}", serde_json::json!({"name": name.as_str()}))
             }
+            Profile::AlertRule { name, json } => format!("# alert-rule {name} {json}"),
         }
     }
 
@@ -60,10 +67,27 @@ impl Profile {
             ("device", r)
         } else if let Some(r) = rest.strip_prefix("# room ") {
             ("room", r)
+        } else if let Some(r) = rest.strip_prefix("# alert-rule ") {
+            return Some(Self::parse_rule(r));
         } else {
             return None;
         };
         Some(Self::parse_fields(kind, rest))
+    }
+
+    /// `NAME {json}`: a rule as `Rule::parse` takes it, kept as its text.
+    fn parse_rule(rest: &str) -> Result<Profile, String> {
+        let (name, json) = rest
+            .split_once(' ')
+            .ok_or("an alert-rule line needs a name and the rule")?;
+        let value: serde_json::Value =
+            serde_json::from_str(json).map_err(|e| format!("alert rule {name}: {e}"))?;
+        crate::domain::alerts::Rule::parse(name, &value)
+            .map_err(|e| format!("alert rule {name}: {e}"))?;
+        Ok(Profile::AlertRule {
+            name: name.to_owned(),
+            json: value.to_string(),
+        })
     }
 
     fn parse_fields(kind: &str, rest: &str) -> Result<Profile, String> {
@@ -188,9 +212,17 @@ mod tests {
             id: RoomId::parse("cellar").unwrap(),
             name: Name::parse("Cellar").unwrap(),
         };
-        for p in [&device, &room] {
+        let rule = Profile::AlertRule {
+            name: "fuse".into(),
+            json: r#"{"above":9000,"kind":"threshold","quantity":"current_w","scope":{"device":"meter-1"}}"#.into(),
+        };
+        for p in [&device, &room, &rule] {
             assert_eq!(Profile::parse(&p.line()).unwrap().unwrap(), *p);
         }
+        let bad_rule =
+            Profile::parse("# alert-rule fuse {\"kind\":\"alarm\",\"scope\":{\"device\":\"m\"}}")
+                .unwrap();
+        assert!(bad_rule.unwrap_err().starts_with("alert rule fuse: kind"));
         assert!(Profile::parse(HEADER).is_none());
         assert!(Profile::parse("power,device_id=x current_w=1 1").is_none());
         let damaged = Profile::parse("# device meter-1 {\"name\":").unwrap();

@@ -70,10 +70,18 @@ pub async fn export<S: Store, W: Write>(
             named.clone()
         }
     };
+    // A whole export carries the alert rules too (a selection leaves them).
+    let rules = match selection.devices {
+        None => store.alert_rules().await?,
+        Some(_) => Vec::new(),
+    };
     let mut sink = Sink::new(format, out)?;
     if let Sink::Lines(out, _) = &mut sink {
         for profile in profiles(&registry, &devices) {
             writeln!(out, "{}", profile.line())?;
+        }
+        for (name, json) in rules {
+            writeln!(out, "{}", Profile::AlertRule { name, json }.line())?;
         }
     }
     let mut done = Exported {
