@@ -10,6 +10,17 @@ use shared::model::Timestamp;
 use shared::store::{Alerts, Store};
 use std::time::Duration;
 
+/// Puts the file's rules into the store, then evaluates every stored rule
+/// each `every` on a task of its own (abort it to stop).
+pub async fn start<S: Store + Alerts>(
+    store: &S,
+    rules: &[(Rule, String)],
+    every: Duration,
+) -> Result<tokio::task::JoinHandle<()>, String> {
+    put_rules(store, rules).await?;
+    Ok(tokio::spawn(run(store.clone(), every)))
+}
+
 /// Puts the file's rules into the store (replacing any of the same name).
 pub async fn put_rules<S: Alerts>(store: &S, rules: &[(Rule, String)]) -> Result<(), String> {
     for (rule, json) in rules {

@@ -257,13 +257,10 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
                 }
                 None => None,
             };
-            ingester_local::scheduled_alerts::put_rules(&s, &alert_rules)
-                .await
-                .map_err(Failure::Other)?;
-            let evaluation = tokio::spawn(ingester_local::scheduled_alerts::run(
-                s.clone(),
-                alerts.alert_every,
-            ));
+            let evaluation =
+                ingester_local::scheduled_alerts::start(&s, &alert_rules, alerts.alert_every)
+                    .await
+                    .map_err(Failure::Other)?;
             let feeder = tokio::spawn(purge_expired(s));
             let served = serve(app, addr, feeder, &mqtt, stop).await;
             if let Some(task) = scheduled {
@@ -278,13 +275,10 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
             let Some(app) = stop.or(app(&config, s.clone(), access)).await else {
                 return Ok(true);
             };
-            ingester_local::scheduled_alerts::put_rules(&s, &alert_rules)
-                .await
-                .map_err(Failure::Other)?;
-            let evaluation = tokio::spawn(ingester_local::scheduled_alerts::run(
-                s.clone(),
-                alerts.alert_every,
-            ));
+            let evaluation =
+                ingester_local::scheduled_alerts::start(&s, &alert_rules, alerts.alert_every)
+                    .await
+                    .map_err(Failure::Other)?;
             let feeder = tokio::spawn(poll_stream(poller, s, every));
             let served = serve(app?, addr, feeder, &mqtt, stop).await;
             evaluation.abort();
