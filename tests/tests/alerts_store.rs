@@ -150,6 +150,38 @@ async fn a_series_fires_once_across_evaluations_and_resolves<S: TestStore>() {
             .unwrap()
             > 0.5
     );
+
+    // A meter with one counter that reports its kWh hourly (watts alone in
+    // between): its reading 55 minutes back is the window's reference.
+    store.delete_alert_rule("hungry").await.unwrap();
+    let hourly = r#"{"kind":"energy","scope":{"device":"meter-2"},"window":"10m","above":0.5}"#;
+    store.put_alert_rule("hourly", hourly).await.unwrap();
+    let meter: Vec<Reading> = (30..86)
+        .map(|m| {
+            let mut values = vec![(Quantity::Power, 400.0)];
+            match m {
+                30 => values.push((Quantity::EnergyBought, 500.0)),
+                85 => values.push((Quantity::EnergyBought, 501.0)),
+                _ => {}
+            }
+            Reading {
+                device_id: device("meter-2"),
+                timestamp: at(m),
+                measurement: Measurement::new(None, values).unwrap(),
+            }
+        })
+        .collect();
+    write(&store, &meter).await;
+    // The removed rule's firing series resolves; the hourly meter's window
+    // holds no growth yet.
+    assert_eq!(
+        evaluate(&store, 84).await,
+        vec![("hungry".to_owned(), Transition::Resolved)]
+    );
+    assert_eq!(
+        evaluate(&store, 86).await,
+        vec![("hourly".to_owned(), Transition::Firing)]
+    );
 }
 
 on_every_store!(

@@ -671,7 +671,7 @@ async fn firing_alerts_are_shown_first<S: TestStore>() {
             page.contains(r#"data-rule="hall-cold" data-device="s-hall""#),
             "{path}"
         );
-        assert!(page.contains("at 17.5"), "{path}");
+        assert!(page.contains(", 17.5 °C"), "{path}");
     }
     for path in ["/ui/rooms/bedroom", "/ui/devices/s-bed"] {
         let (_, page) = text(&get(&app, path, &[], &headers).await);

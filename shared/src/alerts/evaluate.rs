@@ -1,14 +1,14 @@
 //! One live evaluation of the stored rules (docs/alerts.md): the rules and
 //! the series states read from the store, every rule observed against the
 //! registry (each device's latest reading) and, for an energy rule, the
-//! device's readings over its window; what changed written back, so that a
-//! restart or a cold start neither forgets a firing series nor reports its
-//! transition twice.
+//! device's readings over its window with the counter's reading before it;
+//! what changed written back, so that a restart or a cold start neither
+//! forgets a firing series nor reports its transition twice.
 
 use crate::domain::aggregate::counter::bought_between;
 use crate::domain::alerts::{Condition, Event, Rule, RuleError};
 use crate::domain::registry::RegistrySnapshot;
-use crate::model::{DeviceId, TimeRange, Timestamp};
+use crate::model::{DeviceId, Quantity, Reading, TimeRange, Timestamp};
 use crate::store::alerts::changes;
 use crate::store::{Alerts, Order, RangeRequest, Store, StoreError};
 use std::collections::BTreeMap;
@@ -56,20 +56,23 @@ async fn energy<S: Store>(
         };
         let from = Timestamp::from_millis(now.millis() - window.as_millis() as i64)
             .unwrap_or(Timestamp::MIN);
-        // The window and as long again before it: the reference reading.
-        let read_from = Timestamp::from_millis(from.millis() - window.as_millis() as i64)
-            .unwrap_or(Timestamp::MIN);
-        let Ok(range) = TimeRange::new(read_from, now.saturating_add_millis(1)) else {
+        let Ok(window_range) =
+            TimeRange::new(from.saturating_add_millis(1), now.saturating_add_millis(1))
+        else {
             continue;
         };
         for device in crate::domain::alerts::devices_in(&rule.scope, registry) {
+            // The reference: the counter's last reading at or before the
+            // window, however long ago (a meter may report hourly); then
+            // the window's readings.
+            let mut readings: Vec<Reading> =
+                reference(store, &device, from).await?.into_iter().collect();
             let mut request = RangeRequest {
-                range,
+                range: window_range,
                 order: Order::Asc,
                 limit: 1000,
                 after: None,
             };
-            let mut readings = Vec::new();
             loop {
                 let page = store.device_readings(&device, &request).await?;
                 readings.extend(page.readings);
@@ -84,6 +87,29 @@ async fn energy<S: Store>(
         }
     }
     Ok(out)
+}
+
+/// The device's last reading at or before `at` that carries the bought
+/// counter, among its last 100 (readings of watts alone come between).
+async fn reference<S: Store>(
+    store: &S,
+    device: &DeviceId,
+    at: Timestamp,
+) -> Result<Option<Reading>, StoreError> {
+    let Ok(range) = TimeRange::new(Timestamp::MIN, at.saturating_add_millis(1)) else {
+        return Ok(None);
+    };
+    let request = RangeRequest {
+        range,
+        order: Order::Desc,
+        limit: 100,
+        after: None,
+    };
+    let page = store.device_readings(device, &request).await?;
+    Ok(page
+        .readings
+        .into_iter()
+        .find(|r| r.get(Quantity::EnergyBought).is_some()))
 }
 
 /// Evaluates every stored rule at `now` against `registry`.

@@ -433,15 +433,19 @@ async fn firing<S: Store>(
     store: &S,
     wanted: impl Fn(&DeviceId) -> bool,
 ) -> Result<Vec<pages::Firing>, ApiError> {
+    let (rules, _) = crate::alerts::evaluate::rules(store).await?;
     Ok(crate::alerts::active(store)
         .await?
         .into_iter()
         .filter(|a| a.firing && wanted(&a.device))
         .map(|a| pages::Firing {
+            what: match rules.iter().find(|r| r.name == a.rule) {
+                Some(rule) => rule.describe(a.value),
+                None => a.value.map(|v| v.to_string()).unwrap_or_default(),
+            },
             rule: a.rule,
             device: a.device,
             since: a.since,
-            value: a.value,
         })
         .collect())
 }

@@ -198,7 +198,8 @@ pub struct Firing {
     pub rule: String,
     pub device: DeviceId,
     pub since: Timestamp,
-    pub value: Option<f64>,
+    /// The value, as its rule says it (`14.5 °C`, `silent for 45 min`).
+    pub what: String,
 }
 
 /// The firing alerts, first on a page: nothing when none fire.
@@ -219,7 +220,7 @@ fn alerts_section(alerts: &[Firing], devices: &[DeviceRecord], view: &View) -> M
                         li.alert data-rule=(a.rule) data-device=(a.device.as_str()) {
                             strong { (a.rule) } ": "
                             a href={ "/ui/devices/" (a.device.as_str()) } { (name(&a.device)) }
-                            @if let Some(v) = a.value { " at " (format!("{v}")) }
+                            @if !a.what.is_empty() { ", " (a.what) }
                             span.muted { " since " (when(a.since, view)) }
                         }
                     }

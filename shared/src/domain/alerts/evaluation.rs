@@ -5,6 +5,7 @@
 use super::observe::{observe, Devices};
 use super::rule::Rule;
 use super::series::{Phase, SeriesState, Transition};
+
 use crate::model::{DeviceId, RoomId, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -78,23 +79,22 @@ impl States {
             .cloned()
             .collect();
         for key in unseen {
-            let rule = rules.iter().find(|r| r.name == key.0);
+            // A series whose rule is gone has no `keep_firing_for`: it
+            // resolves at once.
+            let (hold, keep) = rules
+                .iter()
+                .find(|r| r.name == key.0)
+                .map_or((Default::default(), Default::default()), |r| {
+                    (r.hold, r.keep_firing_for)
+                });
             let before = self.0[&key];
-            let (hold, keep) = rule.map_or((Default::default(), Default::default()), |r| {
-                (r.hold, r.keep_firing_for)
-            });
             let (after, transition) = before.step(false, before.value, now, hold, keep);
-            // A series whose rule is gone resolves at once.
-            let (after, transition) = match (rule, before.firing(), transition) {
-                (None, true, None) => (SeriesState::default(), Some(Transition::Resolved)),
-                _ => (after, transition),
-            };
             self.put(key.clone(), after);
             if let Some(transition) = transition {
                 events.push(Event {
                     at: now,
                     rule: key.0,
-                    room: None,
+                    room: known.get(&key.1).and_then(|d| d.room.cloned()),
                     device: key.1,
                     transition,
                     value: before.value,
@@ -116,5 +116,86 @@ impl States {
     /// The series that fire now.
     pub fn firing(&self) -> impl Iterator<Item = (&SeriesKey, &SeriesState)> {
         self.0.iter().filter(|(_, s)| s.firing())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::registry::{DeviceRecord, RegistrySnapshot};
+    use crate::model::{Measurement, Reading, ReadingKind};
+    use serde_json::json;
+
+    fn t(minute: i64) -> Timestamp {
+        Timestamp::from_millis(1_795_219_200_000 + minute * 60_000).unwrap()
+    }
+
+    /// A registry of one bedroom sensor, at `celsius` in `room`.
+    fn known(room: &str, celsius: f64) -> RegistrySnapshot {
+        let reading = Reading {
+            device_id: DeviceId::parse("th-1").unwrap(),
+            timestamp: t(0),
+            measurement: Measurement::climate(RoomId::parse(room).unwrap(), celsius, 50.0).unwrap(),
+        };
+        let record = DeviceRecord {
+            device_id: reading.device_id.clone(),
+            name: None,
+            types: [ReadingKind::Climate].into(),
+            quantities: Default::default(),
+            room: reading.room().cloned(),
+            first_seen: Some(t(0)),
+            last_seen: Some(t(0)),
+            latest: Some(reading),
+        };
+        RegistrySnapshot {
+            devices: [(record.device_id.clone(), record)].into(),
+            rooms: Default::default(),
+        }
+    }
+
+    fn cold(keep: &str) -> Rule {
+        Rule::parse(
+            "cold",
+            &json!({"kind": "threshold", "scope": {"room": "bedroom"}, "quantity": "temperature",
+                    "below": 16, "keep_firing_for": keep}),
+        )
+        .unwrap()
+    }
+
+    fn transitions(events: &[Event]) -> Vec<(Transition, Option<&str>)> {
+        events
+            .iter()
+            .map(|e| (e.transition, e.room.as_ref().map(|r| r.as_str())))
+            .collect()
+    }
+
+    #[test]
+    fn a_series_whose_rule_is_removed_resolves_at_once() {
+        let mut states = States::default();
+        let cold_bedroom = known("bedroom", 14.0);
+        let e = states.evaluate(&[cold("10m")], &cold_bedroom, t(1), |_, _| None);
+        assert_eq!(transitions(&e), [(Transition::Firing, Some("bedroom"))]);
+        // The rule is gone: no keep_firing_for applies any more.
+        let e = states.evaluate(&[], &cold_bedroom, t(2), |_, _| None);
+        assert_eq!(transitions(&e), [(Transition::Resolved, Some("bedroom"))]);
+        assert!(states.0.is_empty());
+    }
+
+    #[test]
+    fn a_device_that_leaves_the_room_stops_holding_after_keep_firing_for() {
+        let mut states = States::default();
+        let e = states.evaluate(&[cold("2m")], &known("bedroom", 14.0), t(1), |_, _| None);
+        assert_eq!(transitions(&e), [(Transition::Firing, Some("bedroom"))]);
+        // Carried to the kitchen (still cold there): out of the rule's scope.
+        let moved = known("kitchen", 14.0);
+        assert!(states
+            .evaluate(&[cold("2m")], &moved, t(2), |_, _| None)
+            .is_empty());
+        assert!(states
+            .evaluate(&[cold("2m")], &moved, t(3), |_, _| None)
+            .is_empty());
+        let e = states.evaluate(&[cold("2m")], &moved, t(4), |_, _| None);
+        assert_eq!(transitions(&e), [(Transition::Resolved, Some("kitchen"))]);
+        assert!(states.0.is_empty());
     }
 }

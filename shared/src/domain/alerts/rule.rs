@@ -262,6 +262,26 @@ impl Rule {
         })
     }
 
+    /// What a series' observed value says, for people: `14.5 °C`,
+    /// `silent for 45 min`, `3.20 kWh in 1h`.
+    pub fn describe(&self, value: Option<f64>) -> String {
+        match (&self.condition, value) {
+            (Condition::Threshold { quantity, .. }, Some(v)) => {
+                format!("{v} {}", quantity.spec().unit)
+                    .trim_end()
+                    .to_owned()
+            }
+            (Condition::NoData { .. }, Some(seconds)) => {
+                format!("silent for {} min", (seconds / 60.0).floor())
+            }
+            (Condition::NoData { .. }, None) => "never heard from".to_owned(),
+            (Condition::Energy { window, .. }, Some(kwh)) => {
+                format!("{kwh:.2} kWh in {}", humanize(*window))
+            }
+            (_, None) => String::new(),
+        }
+    }
+
     /// Whether a value breaks the rule: past the threshold, or, once
     /// firing, not yet back past the clear value. `None` for rules that
     /// are not thresholds.
@@ -282,6 +302,17 @@ impl Rule {
             Condition::Energy { kwh, .. } => Some(value > *kwh),
             Condition::NoData { .. } => None,
         }
+    }
+}
+
+/// A duration as rules write it: the largest whole unit.
+fn humanize(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        _ if s >= 86_400 && s.is_multiple_of(86_400) => format!("{}d", s / 86_400),
+        _ if s >= 3600 && s.is_multiple_of(3600) => format!("{}h", s / 3600),
+        _ if s >= 60 && s.is_multiple_of(60) => format!("{}m", s / 60),
+        _ => format!("{s}s"),
     }
 }
 
@@ -338,6 +369,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(energy.breaks(3.5, false), Some(true));
+        assert_eq!(energy.describe(Some(3.5)), "3.50 kWh in 1h");
+        assert_eq!(cold.describe(Some(15.9)), "15.9 °C");
+        assert_eq!(quiet.describe(Some(2730.0)), "silent for 45 min");
+        assert_eq!(quiet.describe(None), "never heard from");
     }
 
     #[test]
