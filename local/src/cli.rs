@@ -398,6 +398,8 @@ impl StoreArgs {
         };
         Config {
             store,
+            // `serve`'s alert file says where alerts go (docs/alerts.md).
+            alerts: Default::default(),
             ingest_token: token.and_then(BearerToken::new),
             ingest_token_parameter: None,
             registry_cache_ttl: cache_ttl,

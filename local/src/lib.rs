@@ -8,6 +8,7 @@ pub mod alert_rules;
 pub mod blocks;
 pub mod migrate;
 pub mod mqtt;
+pub mod mqtt_alerts;
 pub mod portable;
 pub mod readiness;
 pub mod reindex;

@@ -229,12 +229,25 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
             )),
         };
     // A rules file that does not parse is a setting that cannot work.
-    let alert_rules = match &alerts.alert_rules {
-        Some(path) => {
-            ingester_local::alert_rules::load_with_json(path).map_err(Failure::Settings)?
-        }
-        None => Vec::new(),
+    let alert_file = match &alerts.alert_rules {
+        Some(path) => ingester_local::alert_rules::load_file(path).map_err(Failure::Settings)?,
+        None => Default::default(),
     };
+    let alert_rules = alert_file.rules;
+    let mqtt_settings = mqtt.settings();
+    let receivers = alert_file
+        .settings
+        .build(None, |name, topic| match &mqtt_settings {
+            Some(settings) => {
+                ingester_local::mqtt_alerts::MqttReceiver::start(name, topic, settings)
+                    .map(|r| std::sync::Arc::new(r) as _)
+            }
+            None => {
+                Err("an mqtt receiver publishes on the broker of --mqtt, which is not set".into())
+            }
+        })
+        .map_err(Failure::Settings)?;
+    let receiver_names: Vec<String> = receivers.names().iter().map(|n| n.to_string()).collect();
     let every = Duration::from_millis(poll_ms);
     let Some(opened) = stop.or(open(&config, stop)).await else {
         return Ok(true);
@@ -246,7 +259,7 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
             let Some(app) = stop.or(app(&config, s.clone(), access)).await else {
                 return Ok(true);
             };
-            let mut app = app?;
+            let mut app = app?.with_alert_receivers(receiver_names);
             let scheduled = match schedule {
                 Some(schedule) => {
                     let health = std::sync::Arc::new(BackupHealth::default());
@@ -257,10 +270,14 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
                 }
                 None => None,
             };
-            let evaluation =
-                ingester_local::scheduled_alerts::start(&s, &alert_rules, alerts.alert_every)
-                    .await
-                    .map_err(Failure::Other)?;
+            let evaluation = ingester_local::scheduled_alerts::start(
+                &s,
+                &alert_rules,
+                alerts.alert_every,
+                receivers,
+            )
+            .await
+            .map_err(Failure::Other)?;
             let feeder = tokio::spawn(purge_expired(s));
             let served = serve(app, addr, feeder, &mqtt, stop).await;
             if let Some(task) = scheduled {
@@ -275,12 +292,17 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
             let Some(app) = stop.or(app(&config, s.clone(), access)).await else {
                 return Ok(true);
             };
-            let evaluation =
-                ingester_local::scheduled_alerts::start(&s, &alert_rules, alerts.alert_every)
-                    .await
-                    .map_err(Failure::Other)?;
+            let evaluation = ingester_local::scheduled_alerts::start(
+                &s,
+                &alert_rules,
+                alerts.alert_every,
+                receivers,
+            )
+            .await
+            .map_err(Failure::Other)?;
             let feeder = tokio::spawn(poll_stream(poller, s, every));
-            let served = serve(app?, addr, feeder, &mqtt, stop).await;
+            let app = app?.with_alert_receivers(receiver_names);
+            let served = serve(app, addr, feeder, &mqtt, stop).await;
             evaluation.abort();
             served?;
         }

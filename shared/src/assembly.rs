@@ -28,6 +28,8 @@ pub enum AssemblyError {
     NoEmbeddedStore,
     #[error("this function needs a DynamoDB table (TABLE_NAME)")]
     NotDynamoDb,
+    #[error("alert receivers: {0}")]
+    Receivers(String),
     #[error("loading the registry: {0}")]
     Registry(StoreError),
 }
@@ -221,6 +223,24 @@ pub async fn http_function(
     let assembly = assemble(config).await?;
     let access = assembly.access.clone();
     app(config, assembly.into_dynamodb()?, access, routes).await
+}
+
+/// The alerts function's cold start: its store and the receivers its
+/// settings name (`config.alerts`); SNS on the assembly's SDK configuration.
+pub async fn alerts_function(
+    config: &Config,
+) -> Result<(DynamoStore, crate::alerts::Receivers), AssemblyError> {
+    let assembly = assemble(config).await?;
+    let receivers = config
+        .alerts
+        .build(assembly.sdk.as_ref(), |_, _| {
+            Err(
+                "an mqtt receiver publishes on a home broker: on AWS use sns, webhook or ntfy"
+                    .into(),
+            )
+        })
+        .map_err(AssemblyError::Receivers)?;
+    Ok((assembly.into_dynamodb()?, receivers))
 }
 
 /// A stream Lambda's cold start: the assembly's DynamoDB store.

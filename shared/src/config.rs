@@ -68,6 +68,10 @@ pub struct Config {
     /// price the dashboard shows energy's cost at (template parameters
     /// `PricePerKwh` and `Currency`); unset, no cost is shown.
     pub tariff: Option<Tariff>,
+    /// `ALERT_TOPIC_ARN`, `ALERT_WEBHOOK_URL`, `ALERT_NTFY_URL` and
+    /// `ALERT_REPEAT_INTERVAL` (default none, and `4h`): where the alerts
+    /// function sends notifications (docs/alerts.md).
+    pub alerts: crate::notify::AlertSettings,
 }
 
 /// How a switch is written: `enabled` or `disabled`.
@@ -252,7 +256,9 @@ impl Config {
             expected: "a price per kWh from 0 to 100 and a currency code of three capital letters",
             value: format!("{price} {currency}"),
         })?;
+        let alerts = crate::notify::AlertSettings::from_lookup(&get)?;
         Ok(Self {
+            alerts,
             store,
             ingest_token,
             ingest_token_parameter,

@@ -2,8 +2,10 @@
 //! starts on 127.0.0.1, a fresh table per test, and builders for the real
 //! Lambda event shapes.
 
+pub mod alertmanager;
 pub mod fault_proxy;
 pub mod household;
+pub mod http_receiver;
 pub mod influxd;
 pub mod lambda_bridge;
 pub mod local_server;

@@ -56,6 +56,7 @@ fn app_on(client: aws_sdk_dynamodb::Client) -> App<DynamoStore> {
         subscription: None,
         backups: None,
         tariff: None,
+        alert_receivers: None,
     }
 }
 

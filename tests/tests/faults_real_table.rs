@@ -45,6 +45,7 @@ fn app(url: &str, table: &str, concurrency: usize) -> App<DynamoStore> {
         subscription: None,
         backups: None,
         tariff: None,
+        alert_receivers: None,
     }
 }
 

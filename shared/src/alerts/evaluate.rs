@@ -3,10 +3,15 @@
 //! registry (each device's latest reading) and, for an energy rule, the
 //! device's readings over its window with the counter's reading before it;
 //! what changed written back, so that a restart or a cold start neither
-//! forgets a firing series nor reports its transition twice.
+//! forgets a firing series nor reports its transition twice. What receivers
+//! are due is queued for each (`deliver` sends it) before the states are
+//! written: a crash between the two queues it again, and the newer
+//! notification replaces the older.
 
+use super::deliver::Receivers;
 use crate::domain::aggregate::counter::bought_between;
-use crate::domain::alerts::{Condition, Event, Rule, RuleError};
+use crate::domain::alerts::notification::due;
+use crate::domain::alerts::{Condition, Delivery, Event, Rule, RuleError};
 use crate::domain::registry::RegistrySnapshot;
 use crate::model::{DeviceId, Quantity, Reading, TimeRange, Timestamp};
 use crate::store::alerts::changes;
@@ -17,6 +22,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Evaluated {
     pub events: Vec<Event>,
+    /// Notifications queued, one per receiver each.
+    pub queued: usize,
     /// Stored rules that no longer parse (written by a later version?): skipped.
     pub broken: Vec<(String, RuleError)>,
 }
@@ -112,11 +119,13 @@ async fn reference<S: Store>(
         .find(|r| r.get(Quantity::EnergyBought).is_some()))
 }
 
-/// Evaluates every stored rule at `now` against `registry`.
+/// Evaluates every stored rule at `now` against `registry`, queuing what
+/// `receivers` are due.
 pub async fn evaluate<S: Store + Alerts>(
     store: &S,
     registry: &RegistrySnapshot,
     now: Timestamp,
+    receivers: &Receivers,
 ) -> Result<Evaluated, StoreError> {
     let (rules, broken) = rules(store).await?;
     let before = store.alert_states().await?;
@@ -125,6 +134,26 @@ pub async fn evaluate<S: Store + Alerts>(
     let events = after.evaluate(&rules, registry, now, |rule, device| {
         kwh.get(&(rule.name.clone(), device.clone())).copied()
     });
+    let mut queued = Vec::new();
+    if !receivers.list.is_empty() {
+        let told = due(
+            &rules,
+            registry,
+            &before,
+            &mut after,
+            &events,
+            now,
+            receivers.repeat_interval,
+        );
+        for r in &receivers.list {
+            queued.extend(told.iter().map(|n| Delivery::new(r.name(), n.clone(), now)));
+        }
+        store.queue_deliveries(&queued).await?;
+    }
     store.save_alert_states(&changes(&before, &after)).await?;
-    Ok(Evaluated { events, broken })
+    Ok(Evaluated {
+        events,
+        queued: queued.len(),
+        broken,
+    })
 }

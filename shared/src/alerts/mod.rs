@@ -2,12 +2,15 @@
 //! and states (`domain::alerts`): `evaluate`, one live evaluation of the
 //! stored rules, its states kept in the store; `replay`, which evaluates
 //! rules over stored readings as if time had run; `active`, what is
-//! pending or firing now.
+//! pending or firing now; `deliver`, the notifications evaluation queued,
+//! sent to their receivers.
 
 pub mod active;
+pub mod deliver;
 pub mod evaluate;
 pub mod replay;
 
 pub use active::{active, Active};
+pub use deliver::{deliver, Receiver, Receivers, Sent, REPEAT_INTERVAL};
 pub use evaluate::{evaluate, Evaluated};
 pub use replay::replay;

@@ -4,6 +4,7 @@
 use super::extract::{Body, Id, Params};
 use super::params::NoParams;
 use super::{ApiError, App};
+use crate::domain::alerts::delivery::statuses;
 use crate::domain::alerts::{Rule, RuleName};
 use crate::ingest::IngestError;
 use crate::store::Store;
@@ -84,8 +85,17 @@ pub async fn delete_rule<S: Store>(
     }
 }
 
-/// `GET /alerts`: each series that is pending or firing, oldest first.
+/// `GET /alerts`: each series that is pending or firing, oldest first, and
+/// each receiver something waits for (with those the server was given),
+/// `failing` with its last error while deliveries to it fail.
 pub async fn alerts<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> Answer {
+    let configured: Vec<&str> = app
+        .alert_receivers
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let receivers = statuses(&app.store.deliveries().await?, &configured);
     let alerts: Vec<Value> = crate::alerts::active(&app.store)
         .await?
         .iter()
@@ -99,5 +109,5 @@ pub async fn alerts<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> A
             })
         })
         .collect();
-    Ok(Json(json!({ "alerts": alerts })).into_response())
+    Ok(Json(json!({ "alerts": alerts, "receivers": receivers })).into_response())
 }

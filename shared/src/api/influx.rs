@@ -199,11 +199,41 @@ pub async fn health<S: Store>(State(app): State<Arc<App<S>>>) -> Response {
             "backups": r,
         })
     }));
+    if let Some(names) = &app.alert_receivers {
+        checks.push(alert_check(&app.store, names).await);
+    }
     (
         [(header::CONTENT_TYPE, "application/json")],
         json!({"name": "influxdb", "message": "ready for queries and writes", "status": "pass", "checks": checks, "version": V2_VERSION}).to_string(),
     )
         .into_response()
+}
+
+/// The alert receivers' check: `fail` while deliveries to one fail, with
+/// its last error (docs/alerts.md).
+async fn alert_check<S: Store>(store: &S, names: &[String]) -> serde_json::Value {
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    match store.deliveries().await {
+        Ok(waiting) => {
+            let receivers = crate::domain::alerts::delivery::statuses(&waiting, &names);
+            let failing: Vec<String> = receivers
+                .iter()
+                .filter(|r| r.status == "failing")
+                .map(|r| format!("{}: {}", r.name, r.last_error.as_deref().unwrap_or("")))
+                .collect();
+            json!({
+                "name": "alerts",
+                "status": if failing.is_empty() { "pass" } else { "fail" },
+                "message": if failing.is_empty() {
+                    format!("{} receivers, none failing", receivers.len())
+                } else {
+                    format!("failing: {}", failing.join("; "))
+                },
+                "receivers": receivers,
+            })
+        }
+        Err(e) => json!({"name": "alerts", "status": "fail", "message": e.to_string()}),
+    }
 }
 
 /// `GET /ping`: 204 with the version headers of InfluxDB 1.

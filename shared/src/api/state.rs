@@ -37,6 +37,9 @@ pub struct App<S> {
     pub backups: Option<std::sync::Arc<super::backup_health::BackupHealth>>,
     /// The price the dashboard shows energy's cost at, when one is set.
     pub tariff: Option<crate::domain::tariff::Tariff>,
+    /// The alert receivers beside the server (`serve --alert-rules`), whose
+    /// health `GET /health` reports.
+    pub alert_receivers: Option<Vec<String>>,
 }
 
 impl<S: Store> App<S> {
@@ -57,6 +60,7 @@ impl<S: Store> App<S> {
             subscription: None,
             backups: None,
             tariff: None,
+            alert_receivers: None,
         })
     }
 
@@ -72,6 +76,12 @@ impl<S: Store> App<S> {
         health: std::sync::Arc<super::backup_health::BackupHealth>,
     ) -> Self {
         self.backups = Some(health);
+        self
+    }
+
+    /// Reports alert receivers' health in `GET /health` (none: no check).
+    pub fn with_alert_receivers(mut self, names: Vec<String>) -> Self {
+        self.alert_receivers = (!names.is_empty()).then_some(names);
         self
     }
 

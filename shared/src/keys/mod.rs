@@ -117,6 +117,16 @@ pub const ALERT_RULES_PARTITION: &str = "ALERT#RULE";
 /// Alert series that are not inactive: an item each, `sk` `<rule>#<device>`.
 pub const ALERT_STATES_PARTITION: &str = "ALERT#STATE";
 
+/// Notifications waiting for their receivers: an item each, `sk`
+/// `<receiver>#<rule>#<device>`.
+pub const ALERT_DELIVERIES_PARTITION: &str = "ALERT#DELIVERY";
+
+/// A delivery's `sk` in `ALERT_DELIVERIES_PARTITION` (receiver and rule
+/// names hold no `#`).
+pub fn alert_delivery_sk(receiver: &str, rule: &str, device: &str) -> String {
+    format!("{receiver}#{rule}#{device}")
+}
+
 /// A series' `sk` in `ALERT_STATES_PARTITION` (rule names hold no `#`).
 pub fn alert_state_sk(rule: &str, device: &DeviceId) -> String {
     format!("{rule}#{device}")

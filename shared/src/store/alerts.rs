@@ -1,10 +1,11 @@
 //! The port the alerts use case keeps its rules and series states through
 //! (docs/alerts.md), answered by both adapters: on DynamoDB, items in the
-//! partitions `ALERT#RULE` and `ALERT#STATE` (`keys`); in the embedded
-//! store, the tables `alert_rules` and `alert_states`.
+//! partitions `ALERT#RULE`, `ALERT#STATE` and `ALERT#DELIVERY` (`keys`);
+//! in the embedded store, the tables `alert_rules`, `alert_states` and
+//! `alert_deliveries`.
 
 use super::StoreError;
-use crate::domain::alerts::{SeriesKey, SeriesState, States};
+use crate::domain::alerts::{Delivery, SeriesKey, SeriesState, States};
 use std::future::Future;
 
 pub trait Alerts {
@@ -28,6 +29,23 @@ pub trait Alerts {
     fn save_alert_states(
         &self,
         changed: &[(SeriesKey, Option<SeriesState>)],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Queues notifications, each replacing what waits for the same
+    /// receiver and series.
+    fn queue_deliveries(
+        &self,
+        deliveries: &[Delivery],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Everything waiting for a receiver.
+    fn deliveries(&self) -> impl Future<Output = Result<Vec<Delivery>, StoreError>> + Send;
+    /// Removes a delivery that was sent, unless a newer one replaced it.
+    fn delivered(&self, delivery: &Delivery)
+        -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Keeps a failed attempt (`Delivery::failed`), unless a newer
+    /// delivery replaced it.
+    fn delivery_failed(
+        &self,
+        delivery: &Delivery,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 

@@ -1,16 +1,20 @@
-//! Alert rules and series states on DynamoDB (`store::Alerts`): an item per
-//! rule in `pk=ALERT#RULE` (its JSON as put), an item per series that is not
-//! inactive in `pk=ALERT#STATE`, `sk=<rule>#<device>` (`keys`). Neither
+//! Alert rules, series states and waiting notifications on DynamoDB
+//! (`store::Alerts`): an item per rule in `pk=ALERT#RULE` (its JSON as
+//! put), an item per series that is not inactive in `pk=ALERT#STATE`,
+//! `sk=<rule>#<device>`, and an item per notification waiting for a
+//! receiver in `pk=ALERT#DELIVERY`, `sk=<receiver>#<rule>#<device>` (`keys`). Neither
 //! partition can be a device's (ids hold no `#`), and neither `sk` is a
 //! reading's, so the stream functions and `reindex` pass them by.
 
 use super::calls::{self, Request};
 use super::{metered_write, s, unavailable, DynamoStore};
-use crate::domain::alerts::{Phase, SeriesKey, SeriesState, States};
-use crate::keys::{self, attr, ALERT_RULES_PARTITION, ALERT_STATES_PARTITION};
+use crate::domain::alerts::{Delivery, Phase, SeriesKey, SeriesState, States};
+use crate::keys::{
+    self, attr, ALERT_DELIVERIES_PARTITION, ALERT_RULES_PARTITION, ALERT_STATES_PARTITION,
+};
 use crate::model::Timestamp;
 use crate::store::{Alerts, StoreError};
-use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, ReturnValue};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity, ReturnValue};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -80,6 +84,53 @@ impl StateItem {
     }
 }
 
+/// A notification waiting for a receiver; times in milliseconds.
+#[derive(Serialize, Deserialize)]
+struct DeliveryItem {
+    pk: String,
+    sk: String,
+    receiver: String,
+    /// `domain::alerts::Notification` as JSON.
+    notification: String,
+    queued_at: i64,
+    attempts: u32,
+    next_attempt: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failing_since: Option<i64>,
+}
+
+impl DeliveryItem {
+    fn of(d: &Delivery) -> Result<Self, StoreError> {
+        Ok(Self {
+            pk: ALERT_DELIVERIES_PARTITION.into(),
+            sk: keys::alert_delivery_sk(&d.receiver, &d.notification.rule, &d.notification.device),
+            receiver: d.receiver.clone(),
+            notification: serde_json::to_string(&d.notification)
+                .map_err(|e| StoreError::Corrupt(format!("alert delivery: {e}")))?,
+            queued_at: d.queued_at.millis(),
+            attempts: d.attempts,
+            next_attempt: d.next_attempt.millis(),
+            last_error: d.last_error.clone(),
+            failing_since: d.failing_since.map(Timestamp::millis),
+        })
+    }
+
+    fn into_delivery(self) -> Result<Delivery, StoreError> {
+        Ok(Delivery {
+            receiver: self.receiver,
+            notification: serde_json::from_str(&self.notification)
+                .map_err(|e| StoreError::Corrupt(format!("alert delivery: {e}")))?,
+            queued_at: time(self.queued_at)?,
+            attempts: self.attempts,
+            next_attempt: time(self.next_attempt)?,
+            last_error: self.last_error,
+            failing_since: self.failing_since.map(time).transpose()?,
+        })
+    }
+}
+
 impl DynamoStore {
     async fn put_item_of<T: Serialize>(&self, item: &T) -> Result<(), StoreError> {
         let item: serde_dynamo::Item =
@@ -94,6 +145,42 @@ impl DynamoStore {
             .await
             .map_err(unavailable)?;
         metered_write(out.consumed_capacity());
+        Ok(())
+    }
+
+    /// Puts a delivery, or (with `queued_at`) replaces it only if it is
+    /// still the one queued then.
+    async fn put_delivery(
+        &self,
+        item: DeliveryItem,
+        queued_at: Option<i64>,
+    ) -> Result<(), StoreError> {
+        let row: serde_dynamo::Item =
+            serde_dynamo::to_item(&item).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let mut put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(row.into()))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total);
+        if let Some(q) = queued_at {
+            put = put
+                .condition_expression("#q = :q")
+                .expression_attribute_names("#q", "queued_at")
+                .expression_attribute_values(":q", AttributeValue::N(q.to_string()));
+        }
+        match put.retried(self).await {
+            Ok(out) => {
+                metered_write(out.consumed_capacity());
+            }
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                crate::store::metering::add_write_units(1.0);
+            }
+            Err(e) => return Err(unavailable(e)),
+        }
         Ok(())
     }
 
@@ -170,6 +257,69 @@ impl Alerts for DynamoStore {
                 }
             }
             Ok(())
+        })
+        .await
+    }
+
+    async fn queue_deliveries(&self, queued: &[Delivery]) -> Result<(), StoreError> {
+        calls::operation(&self.policy, async {
+            for d in queued {
+                self.put_delivery(DeliveryItem::of(d)?, None).await?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {
+        calls::operation(&self.policy, async {
+            let items: Vec<DeliveryItem> = self.partition(ALERT_DELIVERIES_PARTITION).await?;
+            items.into_iter().map(DeliveryItem::into_delivery).collect()
+        })
+        .await
+    }
+
+    async fn delivered(&self, d: &Delivery) -> Result<(), StoreError> {
+        calls::operation(&self.policy, async {
+            let sk =
+                keys::alert_delivery_sk(&d.receiver, &d.notification.rule, &d.notification.device);
+            let res = self
+                .client
+                .delete_item()
+                .table_name(&self.table)
+                .key(attr::PK, s(ALERT_DELIVERIES_PARTITION))
+                .key(attr::SK, s(&sk))
+                .condition_expression("#q = :q")
+                .expression_attribute_names("#q", "queued_at")
+                .expression_attribute_values(
+                    ":q",
+                    AttributeValue::N(d.queued_at.millis().to_string()),
+                )
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .retried(self)
+                .await;
+            match res {
+                Ok(out) => {
+                    metered_write(out.consumed_capacity());
+                }
+                // A newer notification replaced it: that one waits.
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                {
+                    crate::store::metering::add_write_units(1.0);
+                }
+                Err(e) => return Err(unavailable(e)),
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delivery_failed(&self, d: &Delivery) -> Result<(), StoreError> {
+        calls::operation(&self.policy, async {
+            self.put_delivery(DeliveryItem::of(d)?, Some(d.queued_at.millis()))
+                .await
         })
         .await
     }

@@ -378,9 +378,11 @@ impl DynamoStore {
                 .expression_attribute_values(":pk", s(pk))
                 .set_exclusive_start_key(start.take())
                 .set_limit(self.registry_page_limit)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .retried(self)
                 .await
                 .map_err(unavailable)?;
+            metered(page.consumed_capacity());
             for item in page.items() {
                 out.push(
                     serde_dynamo::from_item(item.clone())

@@ -1,8 +1,9 @@
-//! Alert rules and series states in the embedded store (`store::Alerts`):
-//! the tables `alert_rules` and `alert_states` (`schema::ALERTS`).
+//! Alert rules, series states and waiting notifications in the embedded
+//! store (`store::Alerts`): the tables `alert_rules`, `alert_states` and
+//! `alert_deliveries` (`schema::ALERTS`).
 
 use super::{db_err, write_with, SqliteStore};
-use crate::domain::alerts::{Phase, SeriesKey, SeriesState, States};
+use crate::domain::alerts::{Delivery, Phase, SeriesKey, SeriesState, States};
 use crate::model::{DeviceId, Timestamp};
 use crate::store::{Alerts, StoreError};
 use rusqlite::{params, Connection};
@@ -90,6 +91,88 @@ fn save(conn: &Connection, changed: &[(SeriesKey, Option<SeriesState>)]) -> Resu
     Ok(())
 }
 
+fn deliveries(conn: &Connection) -> Result<Vec<Delivery>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT receiver, notification, queued_at, attempts, next_attempt, last_error,
+                    failing_since
+             FROM alert_deliveries ORDER BY receiver, queued_at",
+        )
+        .map_err(db_err)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, u32>(3)?,
+                r.get::<_, i64>(4)?,
+                r.get::<_, Option<String>>(5)?,
+                r.get::<_, Option<i64>>(6)?,
+            ))
+        })
+        .map_err(db_err)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (receiver, json, queued_at, attempts, next_attempt, last_error, failing_since) =
+            row.map_err(db_err)?;
+        out.push(Delivery {
+            receiver,
+            notification: serde_json::from_str(&json)
+                .map_err(|e| StoreError::Corrupt(format!("alert delivery: {e}")))?,
+            queued_at: time(Some(queued_at))?.expect("a time"),
+            attempts,
+            next_attempt: time(Some(next_attempt))?.expect("a time"),
+            last_error,
+            failing_since: time(failing_since)?,
+        });
+    }
+    Ok(out)
+}
+
+fn put_delivery(conn: &Connection, d: &Delivery) -> Result<(), StoreError> {
+    let json = serde_json::to_string(&d.notification)
+        .map_err(|e| StoreError::Corrupt(format!("alert delivery: {e}")))?;
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO alert_deliveries
+         (receiver, rule, device, notification, queued_at, attempts, next_attempt, last_error,
+          failing_since)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            d.receiver,
+            d.notification.rule,
+            d.notification.device,
+            json,
+            d.queued_at.millis(),
+            d.attempts,
+            d.next_attempt.millis(),
+            d.last_error,
+            d.failing_since.map(Timestamp::millis),
+        ])
+    })
+    .map(|_| ())
+    .map_err(db_err)
+}
+
+/// Whether the delivery waiting for `d`'s receiver and series is `d` itself.
+fn still_queued(conn: &Connection, d: &Delivery) -> Result<bool, StoreError> {
+    conn.prepare_cached(
+        "SELECT 1 FROM alert_deliveries
+         WHERE receiver = ?1 AND rule = ?2 AND device = ?3 AND queued_at = ?4",
+    )
+    .and_then(|mut s| {
+        s.exists(params![
+            d.receiver,
+            d.notification.rule,
+            d.notification.device,
+            d.queued_at.millis()
+        ])
+    })
+    .map_err(db_err)
+}
+
 impl Alerts for SqliteStore {
     async fn alert_rules(&self) -> Result<Vec<(String, String)>, StoreError> {
         self.read(|conn| {
@@ -141,5 +224,53 @@ impl Alerts for SqliteStore {
         let changed = changed.to_vec();
         self.writing(move |w| write_with(w, |tx, _, _| save(tx, &changed)))
             .await
+    }
+
+    async fn queue_deliveries(&self, queued: &[Delivery]) -> Result<(), StoreError> {
+        let queued = queued.to_vec();
+        self.writing(move |w| {
+            write_with(w, |tx, _, _| {
+                queued.iter().try_for_each(|d| put_delivery(tx, d))
+            })
+        })
+        .await
+    }
+
+    async fn deliveries(&self) -> Result<Vec<Delivery>, StoreError> {
+        self.read(deliveries)
+    }
+
+    async fn delivered(&self, d: &Delivery) -> Result<(), StoreError> {
+        let d = d.clone();
+        self.writing(move |w| {
+            write_with(w, |tx, _, _| {
+                tx.execute(
+                    "DELETE FROM alert_deliveries
+                     WHERE receiver = ?1 AND rule = ?2 AND device = ?3 AND queued_at = ?4",
+                    params![
+                        d.receiver,
+                        d.notification.rule,
+                        d.notification.device,
+                        d.queued_at.millis()
+                    ],
+                )
+                .map(|_| ())
+                .map_err(db_err)
+            })
+        })
+        .await
+    }
+
+    async fn delivery_failed(&self, d: &Delivery) -> Result<(), StoreError> {
+        let d = d.clone();
+        self.writing(move |w| {
+            write_with(w, |tx, _, _| {
+                if still_queued(tx, &d)? {
+                    put_delivery(tx, &d)?;
+                }
+                Ok(())
+            })
+        })
+        .await
     }
 }

@@ -46,7 +46,9 @@ CREATE TABLE IF NOT EXISTS day_segments (
 ///    `upgrade`; NULL in rollups written before, which are sized when read).
 /// 7. `alert_rules` and `alert_states` (created on open; a version 6 file
 ///    needs nothing else).
-pub const VERSION: i64 = 7;
+/// 8. `alert_deliveries`: notifications waiting for their receivers
+///    (created on open; a version 7 file needs nothing else).
+pub const VERSION: i64 = 8;
 
 /// The families, each with its table: every reading kind, in variant order.
 pub const FAMILIES: [ReadingKind; 4] = ReadingKind::ALL;
@@ -220,7 +222,8 @@ pub fn create() -> String {
     sql
 }
 
-/// Alert rules, as put, and the series that are not inactive (docs/alerts.md).
+/// Alert rules, as put, the series that are not inactive, and the
+/// notifications waiting for their receivers (docs/alerts.md).
 pub const ALERTS: &str = "CREATE TABLE IF NOT EXISTS alert_rules (
         name TEXT PRIMARY KEY,
         rule TEXT NOT NULL
@@ -234,6 +237,18 @@ pub const ALERTS: &str = "CREATE TABLE IF NOT EXISTS alert_rules (
         value       REAL,
         notified    INTEGER,
         PRIMARY KEY (rule, device)
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS alert_deliveries (
+        receiver      TEXT NOT NULL,
+        rule          TEXT NOT NULL,
+        device        TEXT NOT NULL,
+        notification  TEXT NOT NULL,  -- domain::alerts::Notification as JSON
+        queued_at     INTEGER NOT NULL,
+        attempts      INTEGER NOT NULL,
+        next_attempt  INTEGER NOT NULL,
+        last_error    TEXT,
+        failing_since INTEGER,
+        PRIMARY KEY (receiver, rule, device)
     ) WITHOUT ROWID;\n";
 
 /// The Z-order index of the climate rows.

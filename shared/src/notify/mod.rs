@@ -1,0 +1,16 @@
+//! The alert receivers (issue 42, docs/alerts.md): adapters of the alerts
+//! use case's `Receiver` port, each telling one kind of listener:
+//! `webhook` posts Alertmanager's JSON (so a real Alertmanager routes it on),
+//! `ntfy` posts to a topic, `sns` publishes to the topic the template
+//! creates. The MQTT receiver is `ingester-local`'s (it owns the broker's
+//! client). `ReceiverSpec` is how settings name them.
+
+pub mod http;
+pub mod ntfy;
+pub mod settings;
+pub mod sns;
+pub mod spec;
+pub mod webhook;
+
+pub use settings::AlertSettings;
+pub use spec::{ReceiverSpec, SpecError};

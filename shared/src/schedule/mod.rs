@@ -1,0 +1,4 @@
+//! Handlers of scheduled events (EventBridge schedules in template.yaml):
+//! `alerts`, the alerts function's evaluation and delivery every minute.
+
+pub mod alerts;
