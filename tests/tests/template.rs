@@ -372,6 +372,24 @@ fn each_function_has_exactly_its_least_privileges() {
         "scoped to the rule: {source}"
     );
 
+    // Alerts: reads the table, writes series states and waiting
+    // notifications only, publishes to its topic, keeps failed runs.
+    let mut expected = vec![
+        stmt(&["dynamodb:Query", "dynamodb:GetItem"], &[table], ""),
+        stmt(
+            &["dynamodb:PutItem", "dynamodb:DeleteItem"],
+            &[table],
+            r#"{"ForAllValues:StringEquals":{"dynamodb:LeadingKeys":["ALERT#STATE","ALERT#DELIVERY"]}}"#,
+        ),
+        stmt(&["sns:Publish"], &["!Ref AlertTopic"], ""),
+        stmt(&["sqs:SendMessage"], &["!GetAtt AlertFailures.Arn"], ""),
+    ];
+    expected.sort();
+    assert_eq!(statements(&t, "AlertsFunction"), expected, "alerts");
+    let alerts = &t["Resources"]["AlertsFunction"]["Properties"];
+    assert_eq!(s(&alerts["Events"]["Every"]["Type"]), "Schedule");
+    assert_eq!(alerts["Timeout"].as_u64(), Some(50), "done within its minute");
+
     // No wildcard action anywhere, and no function without a role of its own.
     let text =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
