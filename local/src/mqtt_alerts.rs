@@ -7,7 +7,8 @@
 //! A client of its own (its id the subscription's with `-alerts`, a clean
 //! session: the alerts use case retries what was not acknowledged). A
 //! notification counts as sent when the broker's PUBACK comes back; while
-//! the broker is away the send fails at once and the notification waits in
+//! the broker is away the send fails (after a few seconds' wait for
+//! a connection under way) and the notification waits in
 //! the store for the next attempt.
 
 use crate::mqtt::Settings;
@@ -18,6 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, Mutex};
+
+/// How long a send waits for a connection under way.
+const CONNECT_WAIT: Duration = Duration::from_secs(3);
 
 /// How long the broker has to acknowledge a publish.
 const PUBACK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -112,8 +116,14 @@ impl Receiver for MqttReceiver {
         Box::pin(async move {
             let mut acks = self.acks.lock().await;
             while acks.try_recv().is_ok() {}
-            if !self.connected.load(Ordering::SeqCst) {
-                return Err("the MQTT broker is not connected".into());
+            // A connection being made (at start, or after a drop) is waited
+            // for a moment; a broker that stays away fails the send.
+            let deadline = tokio::time::Instant::now() + CONNECT_WAIT;
+            while !self.connected.load(Ordering::SeqCst) {
+                if tokio::time::Instant::now() >= deadline {
+                    return Err("the MQTT broker is not connected".into());
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
             let topic = format!("{}/{}/{}", self.topic, n.rule, n.device);
             self.client

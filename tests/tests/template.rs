@@ -388,7 +388,11 @@ fn each_function_has_exactly_its_least_privileges() {
     assert_eq!(statements(&t, "AlertsFunction"), expected, "alerts");
     let alerts = &t["Resources"]["AlertsFunction"]["Properties"];
     assert_eq!(s(&alerts["Events"]["Every"]["Type"]), "Schedule");
-    assert_eq!(alerts["Timeout"].as_u64(), Some(50), "done within its minute");
+    assert_eq!(
+        alerts["Timeout"].as_u64(),
+        Some(50),
+        "done within its minute"
+    );
 
     // No wildcard action anywhere, and no function without a role of its own.
     let text =

@@ -44,7 +44,11 @@ fn readings_at(at: Timestamp, m: i64) -> Vec<Reading> {
     let mut out = vec![
         climate("th-bedroom", "bedroom", at, bedroom, 50.0),
         climate("th-bathroom", "bathroom", at, 21.0, bathroom),
-        meter(at, 1000.0 + m as f64 * 0.05, if m == 100 { 9500.0 } else { 3000.0 }),
+        meter(
+            at,
+            1000.0 + m as f64 * 0.05,
+            if m == 100 { 9500.0 } else { 3000.0 },
+        ),
     ];
     if !(61..200).contains(&m) {
         out.push(climate("th-hall", "hall", at, 19.0, 45.0));
@@ -86,10 +90,22 @@ async fn sns_topic_with_an_http_subscriber(endpoint: &str) -> String {
 async fn the_household_questions_fire_and_resolve_through_the_scheduled_function() {
     let store = fresh_store(&moto(), "bin-alerts").await;
     let rules = [
-        ("bedroom-cold", json!({"kind": "threshold", "scope": {"room": "bedroom"}, "quantity": "temperature", "below": 16, "clear": 16.5, "for": "10m", "summary": "{room} is {value}"})),
-        ("mould", json!({"kind": "threshold", "scope": {"type": "climate"}, "quantity": "humidity", "above": 70, "for": "2h"})),
-        ("fuse", json!({"kind": "threshold", "scope": {"device": "meter-main"}, "quantity": "current_w", "above": 9000})),
-        ("quiet", json!({"kind": "no_data", "scope": {"type": "climate"}, "for": "30m"})),
+        (
+            "bedroom-cold",
+            json!({"kind": "threshold", "scope": {"room": "bedroom"}, "quantity": "temperature", "below": 16, "clear": 16.5, "for": "10m", "summary": "{room} is {value}"}),
+        ),
+        (
+            "mould",
+            json!({"kind": "threshold", "scope": {"type": "climate"}, "quantity": "humidity", "above": 70, "for": "2h"}),
+        ),
+        (
+            "fuse",
+            json!({"kind": "threshold", "scope": {"device": "meter-main"}, "quantity": "current_w", "above": 9000}),
+        ),
+        (
+            "quiet",
+            json!({"kind": "no_data", "scope": {"type": "climate"}, "for": "30m"}),
+        ),
     ];
     for (name, rule) in &rules {
         store.put_alert_rule(name, &rule.to_string()).await.unwrap();

@@ -97,7 +97,9 @@ async fn energy<S: Store>(
 }
 
 /// The device's last reading at or before `at` that carries the bought
-/// counter, among its last 100 (readings of watts alone come between).
+/// counter, among its last 100 (readings of watts alone come between),
+/// read newest first a few at a time: a meter's latest usually has it, and
+/// DynamoDB charges a query for every item it reads.
 async fn reference<S: Store>(
     store: &S,
     device: &DeviceId,
@@ -106,17 +108,30 @@ async fn reference<S: Store>(
     let Ok(range) = TimeRange::new(Timestamp::MIN, at.saturating_add_millis(1)) else {
         return Ok(None);
     };
-    let request = RangeRequest {
+    let mut request = RangeRequest {
         range,
         order: Order::Desc,
-        limit: 100,
+        limit: 4,
         after: None,
     };
-    let page = store.device_readings(device, &request).await?;
-    Ok(page
-        .readings
-        .into_iter()
-        .find(|r| r.get(Quantity::EnergyBought).is_some()))
+    let mut looked = 0;
+    while looked < 100 {
+        let page = store.device_readings(device, &request).await?;
+        looked += page.readings.len();
+        if let Some(found) = page
+            .readings
+            .into_iter()
+            .find(|r| r.get(Quantity::EnergyBought).is_some())
+        {
+            return Ok(Some(found));
+        }
+        match page.next {
+            Some(next) => request.after = Some(next),
+            None => break,
+        }
+        request.limit = 32;
+    }
+    Ok(None)
 }
 
 /// Evaluates every stored rule at `now` against `registry`, queuing what
