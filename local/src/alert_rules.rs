@@ -5,9 +5,9 @@
 //! again (`repeat_interval:`); and an event as the JSON line `alerts
 //! replay` prints.
 
+use shared::alert_settings::{parse_repeat, AlertSettings};
 use shared::domain::alerts::{Event, Rule, Transition};
-use shared::notify::settings::parse_repeat;
-use shared::notify::{AlertSettings, ReceiverSpec};
+use shared::notify::ReceiverSpec;
 use std::path::Path;
 
 /// What `serve --alert-rules` reads: the rules with their JSON, and the
@@ -123,7 +123,7 @@ mod tests {
             .iter()
             .map(|(n, _)| n.as_str())
             .collect();
-        assert_eq!(names, ["ha", "phone"]);
+        assert_eq!(names, ["phone", "ha"], "in the file's order");
         let e = parse_file(&format!(
             "{rules}receivers:\n  am: {{kind: webhook, url: 'localhost:9093'}}\n"
         ))

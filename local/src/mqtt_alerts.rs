@@ -13,8 +13,8 @@
 
 use crate::mqtt::Settings;
 use rumqttc::{AsyncClient, Event, Incoming, QoS};
-use shared::alerts::Receiver;
 use shared::domain::alerts::Notification;
+use shared::notify::Receiver;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,9 +7,10 @@
 //! at the next interval; a receiver that is down never holds up evaluation,
 //! and ingest waits for neither.
 
-use shared::alerts::{deliver, evaluate, Receivers};
+use shared::alerts::{deliver, evaluate};
 use shared::domain::alerts::{Rule, Transition};
 use shared::model::Timestamp;
+use shared::notify::Receivers;
 use shared::store::{Alerts, Store};
 use std::sync::Arc;
 use std::time::Duration;

@@ -229,7 +229,7 @@ pub async fn http_function(
 /// settings name (`config.alerts`); SNS on the assembly's SDK configuration.
 pub async fn alerts_function(
     config: &Config,
-) -> Result<(DynamoStore, crate::alerts::Receivers), AssemblyError> {
+) -> Result<(DynamoStore, crate::notify::Receivers), AssemblyError> {
     let assembly = assemble(config).await?;
     let receivers = config
         .alerts

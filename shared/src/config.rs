@@ -2,11 +2,15 @@
 //! on Lambda (`Config::from_env`), mapped from `ingester-local`'s flags at
 //! home. `assembly` builds the program from it.
 
+use crate::alert_settings::{parse_repeat, AlertSettings};
 use crate::auth::{BearerToken, ReadAccess};
+use crate::domain::alerts::notification::REPEAT_INTERVAL;
 use crate::domain::indexes::Indexes;
 use crate::domain::retention::Retention;
 use crate::domain::tariff::Tariff;
+use crate::notify::ReceiverSpec;
 use crate::retry::CallPolicy;
+use serde_json::json;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -71,7 +75,7 @@ pub struct Config {
     /// `ALERT_TOPIC_ARN`, `ALERT_WEBHOOK_URL`, `ALERT_NTFY_URL` and
     /// `ALERT_REPEAT_INTERVAL` (default none, and `4h`): where the alerts
     /// function sends notifications (docs/alerts.md).
-    pub alerts: crate::notify::AlertSettings,
+    pub alerts: AlertSettings,
 }
 
 /// How a switch is written: `enabled` or `disabled`.
@@ -256,7 +260,7 @@ impl Config {
             expected: "a price per kWh from 0 to 100 and a currency code of three capital letters",
             value: format!("{price} {currency}"),
         })?;
-        let alerts = crate::notify::AlertSettings::from_lookup(&get)?;
+        let alerts = alert_settings(&get)?;
         Ok(Self {
             alerts,
             store,
@@ -273,6 +277,49 @@ impl Config {
             tariff,
         })
     }
+}
+
+/// Where alerts go, from the environment (`get`); an empty variable is unset.
+fn alert_settings(get: &impl Fn(&str) -> Option<String>) -> Result<AlertSettings, ConfigError> {
+    let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+    let repeat_interval = match get("ALERT_REPEAT_INTERVAL") {
+        None => REPEAT_INTERVAL,
+        Some(v) => parse_repeat(&v).ok_or(ConfigError::Invalid {
+            name: "ALERT_REPEAT_INTERVAL",
+            expected: "a duration of at least a minute: 30m, 4h, 1d",
+            value: v.clone(),
+        })?,
+    };
+    let mut receivers = Vec::new();
+    let mut add = |var: &'static str, name: &str, spec: serde_json::Value| match get(var) {
+        None => Ok(()),
+        Some(_) => ReceiverSpec::parse(name, &spec)
+            .map(|s| receivers.push((name.to_owned(), s)))
+            .map_err(|e| ConfigError::Invalid {
+                name: var,
+                expected: "a receiver's address (docs/alerts.md)",
+                value: e.to_string(),
+            }),
+    };
+    add(
+        "ALERT_TOPIC_ARN",
+        "sns",
+        json!({"kind": "sns", "topic_arn": get("ALERT_TOPIC_ARN")}),
+    )?;
+    add(
+        "ALERT_WEBHOOK_URL",
+        "webhook",
+        json!({"kind": "webhook", "url": get("ALERT_WEBHOOK_URL")}),
+    )?;
+    add(
+        "ALERT_NTFY_URL",
+        "ntfy",
+        json!({"kind": "ntfy", "url": get("ALERT_NTFY_URL")}),
+    )?;
+    Ok(AlertSettings {
+        repeat_interval,
+        receivers,
+    })
 }
 
 #[cfg(test)]
@@ -355,5 +402,30 @@ mod tests {
             None
         );
         assert!(cfg(&[("TABLE_NAME", "t"), ("PRICE_PER_KWH", "lots")]).is_err());
+    }
+
+    fn settings(pairs: &[(&str, &str)]) -> Result<AlertSettings, ConfigError> {
+        let m: HashMap<&str, &str> = pairs.iter().copied().collect();
+        alert_settings(&|k| m.get(k).map(|v| v.to_string()))
+    }
+
+    #[test]
+    fn none_by_default_and_each_variable_a_receiver() {
+        assert_eq!(settings(&[]).unwrap(), AlertSettings::default());
+        let s = settings(&[
+            (
+                "ALERT_TOPIC_ARN",
+                "arn:aws:sns:eu-west-1:123456789012:alerts",
+            ),
+            ("ALERT_NTFY_URL", "https://ntfy.sh/house"),
+            ("ALERT_WEBHOOK_URL", ""),
+            ("ALERT_REPEAT_INTERVAL", "1h"),
+        ])
+        .unwrap();
+        let names: Vec<&str> = s.receivers.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["sns", "ntfy"]);
+        assert_eq!(s.repeat_interval, Duration::from_secs(3600));
+        assert!(settings(&[("ALERT_REPEAT_INTERVAL", "10s")]).is_err());
+        assert!(settings(&[("ALERT_WEBHOOK_URL", "not a url")]).is_err());
     }
 }

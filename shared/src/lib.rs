@@ -16,6 +16,7 @@
 //! `config` is the one configuration and `assembly` builds the program from
 //! it; `auth` holds the token and access rules; `retry` the one backoff.
 
+pub mod alert_settings;
 pub mod alerts;
 pub mod api;
 pub mod assembly;

@@ -7,8 +7,9 @@
 //! docs/cost.md to it; `COST_TABLE_WRITE=1` writes it there instead.
 
 use integration_tests::{dynalite, fresh_store, write_through_stream_functions};
-use shared::alerts::{evaluate, Receivers};
+use shared::alerts::evaluate;
 use shared::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
+use shared::notify::Receivers;
 use shared::store::metering::{metered, metered_writes};
 use shared::store::{Alerts, DynamoStore, Store};
 use std::fmt::Write;

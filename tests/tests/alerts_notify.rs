@@ -9,10 +9,11 @@
 use integration_tests::alertmanager::Alertmanager;
 use integration_tests::http_receiver::HttpReceiver;
 use integration_tests::{on_every_store, TestStore};
-use shared::alerts::{deliver, evaluate, Receivers};
+use shared::alerts::{deliver, evaluate};
 use shared::domain::alerts::delivery::statuses;
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
 use shared::notify::ReceiverSpec;
+use shared::notify::Receivers;
 use shared::store::{Alerts, Store};
 use std::time::Duration;
 

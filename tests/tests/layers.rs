@@ -459,6 +459,7 @@ fn every_module_and_function_has_a_layer() {
             "assembly",
             &[
                 "config.rs",
+                "alert_settings.rs",
                 "assembly.rs",
                 "auth.rs",
                 "retry.rs",
@@ -466,14 +467,14 @@ fn every_module_and_function_has_a_layer() {
                 "lib.rs",
             ],
         ),
-        ("edges", &["api", "mqtt", "stream"]),
+        ("edges", &["api", "mqtt", "stream", "schedule"]),
         (
             "use cases",
             &[
                 "ingest", "query.rs", "influxql", "registry", "rollups", "export", "alerts",
             ],
         ),
-        ("storage", &["store"]),
+        ("storage", &["store", "notify"]),
         ("domain", &["domain", "model", "keys"]),
     ];
     let placed: Vec<&str> = LAYERS.iter().flat_map(|(_, m)| m.iter().copied()).collect();
@@ -516,4 +517,48 @@ fn every_module_and_function_has_a_layer() {
             "docs/architecture.md does not show functions/{name}"
         );
     }
+}
+
+#[test]
+fn the_alert_receivers_are_adapters_and_the_alerts_use_case_names_none() {
+    // notify/ (webhook, ntfy, SNS) answers the port `notify::Receiver`: it
+    // sends what it is given and imports no use case, edge or store.
+    let forbidden = [
+        "crate::alerts",
+        "crate::api",
+        "crate::stream",
+        "crate::schedule",
+        "crate::registry",
+        "crate::ingest",
+        "crate::query",
+        "crate::store",
+        "crate::config",
+        "crate::assembly",
+    ];
+    let found = offenders("notify", &forbidden, &[]);
+    assert!(
+        found.is_empty(),
+        "notify/ reaches up:\n{}",
+        found.join("\n")
+    );
+    // The use case sees receivers through the port only.
+    let mut forbidden = vec![
+        "crate::api",
+        "crate::schedule",
+        "crate::assembly",
+        "crate::notify::webhook",
+        "crate::notify::ntfy",
+        "crate::notify::sns",
+        "crate::store::dynamodb",
+        "crate::store::sqlite",
+        "aws_sdk_sns",
+        "hyper",
+    ];
+    forbidden.extend(SDKS);
+    let found = offenders("alerts", &forbidden, &[]);
+    assert!(
+        found.is_empty(),
+        "alerts/ reaches out:\n{}",
+        found.join("\n")
+    );
 }

@@ -10,37 +10,11 @@
 
 use crate::domain::alerts::{Delivery, Notification};
 use crate::model::Timestamp;
+use crate::notify::{Receiver, Receivers};
 use crate::store::{Alerts, StoreError};
 use backon::{BackoffBuilder, Retryable};
-use futures_util::future::BoxFuture;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
-
-/// Where notifications go: an Alertmanager, ntfy, an MQTT topic, SNS.
-pub trait Receiver: Send + Sync {
-    /// Its name, as deliveries wait for it.
-    fn name(&self) -> &str;
-    /// Sends one notification; the error says why it was not taken.
-    fn send<'a>(&'a self, notification: &'a Notification) -> BoxFuture<'a, Result<(), String>>;
-}
-
-/// The receivers notifications are queued for, and how often a firing
-/// series is told again.
-#[derive(Clone, Default)]
-pub struct Receivers {
-    pub list: Vec<Arc<dyn Receiver>>,
-    pub repeat_interval: Duration,
-}
-
-impl Receivers {
-    pub fn names(&self) -> Vec<&str> {
-        self.list.iter().map(|r| r.name()).collect()
-    }
-}
-
-/// The default `repeat_interval`, as Alertmanager's.
-pub const REPEAT_INTERVAL: Duration = Duration::from_secs(4 * 3600);
 
 /// How long one attempt at a receiver may take.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -8,12 +8,12 @@
 //! written: a crash between the two queues it again, and the newer
 //! notification replaces the older.
 
-use super::deliver::Receivers;
 use crate::domain::aggregate::counter::bought_between;
 use crate::domain::alerts::notification::due;
 use crate::domain::alerts::{Condition, Delivery, Event, Rule, RuleError};
 use crate::domain::registry::RegistrySnapshot;
 use crate::model::{DeviceId, Quantity, Reading, TimeRange, Timestamp};
+use crate::notify::Receivers;
 use crate::store::alerts::changes;
 use crate::store::{Alerts, Order, RangeRequest, Store, StoreError};
 use std::collections::BTreeMap;

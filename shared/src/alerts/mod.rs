@@ -11,6 +11,6 @@ pub mod evaluate;
 pub mod replay;
 
 pub use active::{active, Active};
-pub use deliver::{deliver, Receiver, Receivers, Sent, REPEAT_INTERVAL};
+pub use deliver::{deliver, Sent};
 pub use evaluate::{evaluate, Evaluated};
 pub use replay::replay;

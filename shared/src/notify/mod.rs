@@ -3,14 +3,15 @@
 //! `webhook` posts Alertmanager's JSON (so a real Alertmanager routes it on),
 //! `ntfy` posts to a topic, `sns` publishes to the topic the template
 //! creates. The MQTT receiver is `ingester-local`'s (it owns the broker's
-//! client). `ReceiverSpec` is how settings name them.
+//! client). `receiver.rs` is the port they answer, `ReceiverSpec` how
+//! settings name them.
 
 pub mod http;
 pub mod ntfy;
-pub mod settings;
+pub mod receiver;
 pub mod sns;
 pub mod spec;
 pub mod webhook;
 
-pub use settings::AlertSettings;
+pub use receiver::{Receiver, Receivers};
 pub use spec::{ReceiverSpec, SpecError};

@@ -5,7 +5,7 @@
 //! ntfy's bearer token.
 
 use super::http::{client, post, HttpClient};
-use crate::alerts::Receiver;
+use super::Receiver;
 use crate::domain::alerts::Notification;
 use futures_util::future::BoxFuture;
 

@@ -4,7 +4,7 @@
 //! text; message attributes carry the status, rule and device for filter
 //! policies.
 
-use crate::alerts::Receiver;
+use super::Receiver;
 use crate::domain::alerts::Notification;
 use aws_sdk_sns::types::MessageAttributeValue;
 use futures_util::future::BoxFuture;

@@ -4,8 +4,8 @@
 //! whole, so a mistake stops the program at start with the receiver's name
 //! and field, never at the first alert.
 
+use super::Receiver;
 use super::{ntfy::Ntfy, sns::Sns, webhook::Webhook};
-use crate::alerts::Receiver;
 use crate::domain::alerts::rule::check_name;
 use serde::Deserialize;
 use std::sync::Arc;

@@ -9,7 +9,7 @@
 //! lets it lapse if we stop (as Prometheus's four evaluation intervals do).
 
 use super::http::{client, post, HttpClient};
-use crate::alerts::Receiver;
+use super::Receiver;
 use crate::domain::alerts::Notification;
 use futures_util::future::BoxFuture;
 use serde_json::json;

@@ -9,8 +9,9 @@
 //! A receiver that fails does not: its notifications wait in the table
 //! for the next minute's attempt, and `GET /alerts` shows it failing.
 
-use crate::alerts::{deliver, evaluate, Receivers};
+use crate::alerts::{deliver, evaluate};
 use crate::model::Timestamp;
+use crate::notify::Receivers;
 use crate::store::{Alerts, Store, StoreError};
 use serde_json::{json, Value};
 

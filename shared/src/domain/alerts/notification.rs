@@ -35,6 +35,9 @@ pub struct Notification {
     pub labels: BTreeMap<String, String>,
 }
 
+/// The default `repeat_interval`, as Alertmanager's.
+pub const REPEAT_INTERVAL: Duration = Duration::from_secs(4 * 3600);
+
 pub fn iso(ms: i64) -> String {
     Timestamp::from_millis(ms)
         .map(|t| t.with_text(str::to_owned))
