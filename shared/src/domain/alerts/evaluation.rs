@@ -122,36 +122,8 @@ impl States {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::registry::{DeviceRecord, RegistrySnapshot};
-    use crate::model::{Measurement, Reading, ReadingKind};
+    use crate::domain::alerts::fixtures::{one_sensor as known, t};
     use serde_json::json;
-
-    fn t(minute: i64) -> Timestamp {
-        Timestamp::from_millis(1_795_219_200_000 + minute * 60_000).unwrap()
-    }
-
-    /// A registry of one bedroom sensor, at `celsius` in `room`.
-    fn known(room: &str, celsius: f64) -> RegistrySnapshot {
-        let reading = Reading {
-            device_id: DeviceId::parse("th-1").unwrap(),
-            timestamp: t(0),
-            measurement: Measurement::climate(RoomId::parse(room).unwrap(), celsius, 50.0).unwrap(),
-        };
-        let record = DeviceRecord {
-            device_id: reading.device_id.clone(),
-            name: None,
-            types: [ReadingKind::Climate].into(),
-            quantities: Default::default(),
-            room: reading.room().cloned(),
-            first_seen: Some(t(0)),
-            last_seen: Some(t(0)),
-            latest: Some(reading),
-        };
-        RegistrySnapshot {
-            devices: [(record.device_id.clone(), record)].into(),
-            rooms: Default::default(),
-        }
-    }
 
     fn cold(keep: &str) -> Rule {
         Rule::parse(

@@ -7,6 +7,8 @@
 
 pub mod delivery;
 pub mod evaluation;
+#[cfg(test)]
+pub mod fixtures;
 pub mod notification;
 pub mod observe;
 pub mod rule;

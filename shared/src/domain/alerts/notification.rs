@@ -169,35 +169,12 @@ pub fn due(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::registry::{DeviceRecord, RegistrySnapshot};
-    use crate::model::{DeviceId, Measurement, Reading, ReadingKind, RoomId};
+    use crate::domain::alerts::fixtures::{one_sensor, t};
+    use crate::domain::registry::RegistrySnapshot;
     use serde_json::json;
 
-    fn t(minute: i64) -> Timestamp {
-        Timestamp::from_millis(1_795_219_200_000 + minute * 60_000).unwrap()
-    }
-
     fn bedroom_at(celsius: f64) -> RegistrySnapshot {
-        let reading = Reading {
-            device_id: DeviceId::parse("th-1").unwrap(),
-            timestamp: t(0),
-            measurement: Measurement::climate(RoomId::parse("bedroom").unwrap(), celsius, 50.0)
-                .unwrap(),
-        };
-        let record = DeviceRecord {
-            device_id: reading.device_id.clone(),
-            name: None,
-            types: [ReadingKind::Climate].into(),
-            quantities: Default::default(),
-            room: reading.room().cloned(),
-            first_seen: Some(t(0)),
-            last_seen: Some(t(0)),
-            latest: Some(reading),
-        };
-        RegistrySnapshot {
-            devices: [(record.device_id.clone(), record)].into(),
-            rooms: Default::default(),
-        }
+        one_sensor("bedroom", celsius)
     }
 
     /// One evaluation at `minute`, with what was due.

@@ -14,7 +14,10 @@ use crate::keys::{
 };
 use crate::model::Timestamp;
 use crate::store::{Alerts, StoreError};
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity, ReturnValue};
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConsumedCapacity, ReturnConsumedCapacity, ReturnValue,
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
@@ -131,6 +134,33 @@ impl DeliveryItem {
     }
 }
 
+/// A write conditioned on a delivery's `queued_at`: a failed condition (a
+/// newer notification replaced it) is no error, and costs the unit
+/// DynamoDB charges for it.
+fn unless_replaced<O, E, R>(
+    result: Result<O, SdkError<E, R>>,
+    consumed: impl Fn(&O) -> Option<&ConsumedCapacity>,
+) -> Result<(), StoreError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    match result {
+        Ok(out) => {
+            metered_write(consumed(&out));
+            Ok(())
+        }
+        Err(e)
+            if e.as_service_error().and_then(|s| s.code())
+                == Some("ConditionalCheckFailedException") =>
+        {
+            crate::store::metering::add_write_units(1.0);
+            Ok(())
+        }
+        Err(e) => Err(unavailable(e)),
+    }
+}
+
 impl DynamoStore {
     async fn put_item_of<T: Serialize>(&self, item: &T) -> Result<(), StoreError> {
         let item: serde_dynamo::Item =
@@ -169,19 +199,7 @@ impl DynamoStore {
                 .expression_attribute_names("#q", "queued_at")
                 .expression_attribute_values(":q", AttributeValue::N(q.to_string()));
         }
-        match put.retried(self).await {
-            Ok(out) => {
-                metered_write(out.consumed_capacity());
-            }
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                crate::store::metering::add_write_units(1.0);
-            }
-            Err(e) => return Err(unavailable(e)),
-        }
-        Ok(())
+        unless_replaced(put.retried(self).await, |o| o.consumed_capacity())
     }
 
     async fn delete_key(&self, pk: &str, sk: &str) -> Result<bool, StoreError> {
@@ -298,20 +316,7 @@ impl Alerts for DynamoStore {
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .retried(self)
                 .await;
-            match res {
-                Ok(out) => {
-                    metered_write(out.consumed_capacity());
-                }
-                // A newer notification replaced it: that one waits.
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-                {
-                    crate::store::metering::add_write_units(1.0);
-                }
-                Err(e) => return Err(unavailable(e)),
-            }
-            Ok(())
+            unless_replaced(res, |o| o.consumed_capacity())
         })
         .await
     }
