@@ -553,3 +553,88 @@ fn the_table_is_recoverable_and_protected_from_deletion() {
         "{condition}"
     );
 }
+
+/// The stack tells its operators when something breaks and keeps logs for a
+/// while, not forever (issue 43, docs/operations.md): every function has a
+/// log group with the `LogRetentionDays` retention (30 days by default); an
+/// alarm watches every failure queue, every function's errors and
+/// throttles, the stream functions' iterator age, the table's throttled
+/// reads and writes and the API's 5xx rate; each alarm tells the stack's
+/// topic, which an e-mail may subscribe to.
+#[test]
+fn the_stack_watches_itself_and_its_logs_expire() {
+    let t = template();
+    let resources = t["Resources"].as_mapping().unwrap();
+    let of_type = |ty: &str| -> Vec<String> {
+        resources
+            .iter()
+            .filter(|(_, r)| r["Type"].as_str() == Some(ty))
+            .map(|(n, _)| s(n))
+            .collect()
+    };
+    let functions = of_type("AWS::Serverless::Function");
+    assert_eq!(functions.len(), 6, "{functions:?}");
+    let retention = &t["Parameters"]["LogRetentionDays"];
+    assert_eq!(retention["Default"].as_u64(), Some(30));
+    let groups = of_type("AWS::Logs::LogGroup");
+    for f in &functions {
+        let group = groups
+            .iter()
+            .map(|g| &t["Resources"][g.as_str()]["Properties"])
+            .find(|p| format!("{:?}", p["LogGroupName"]).contains(&format!("/aws/lambda/${{{f}}}")))
+            .unwrap_or_else(|| panic!("{f} has no log group"));
+        assert!(format!("{:?}", group["RetentionInDays"]).contains("LogRetentionDays"));
+    }
+
+    // (namespace, metric, what it watches) of every alarm.
+    let alarms: Vec<(String, String, String)> = of_type("AWS::CloudWatch::Alarm")
+        .iter()
+        .map(|a| {
+            let p = &t["Resources"][a.as_str()]["Properties"];
+            assert_eq!(
+                format!("{:?}", p["AlarmActions"]),
+                format!("{:?}", p["OKActions"]),
+                "{a}"
+            );
+            assert!(format!("{:?}", p["AlarmActions"]).contains("OpsTopic"), "{a}");
+            let (ns, metric, dims) = if p["Metrics"].is_sequence() {
+                let m = &p["Metrics"][0]["MetricStat"]["Metric"];
+                (s(&m["Namespace"]), s(&m["MetricName"]), format!("{:?}", m["Dimensions"]))
+            } else {
+                (s(&p["Namespace"]), s(&p["MetricName"]), format!("{:?}", p["Dimensions"]))
+            };
+            (ns, metric, dims)
+        })
+        .collect();
+    let watched = |ns: &str, metric: &str, what: &str| {
+        alarms
+            .iter()
+            .any(|(n, m, d)| n == ns && m == metric && d.contains(what))
+    };
+    for q in of_type("AWS::SQS::Queue") {
+        assert!(
+            watched("AWS/SQS", "ApproximateNumberOfMessagesVisible", &format!("{q}.QueueName")),
+            "no alarm on {q}"
+        );
+    }
+    for f in &functions {
+        for metric in ["Errors", "Throttles"] {
+            assert!(watched("AWS/Lambda", metric, f), "no {metric} alarm on {f}");
+        }
+    }
+    for f in ["RegistryFunction", "RollupsFunction"] {
+        assert!(watched("AWS/Lambda", "IteratorAge", f), "no iterator age alarm on {f}");
+    }
+    for metric in ["ReadThrottleEvents", "WriteThrottleEvents"] {
+        assert!(watched("AWS/DynamoDB", metric, "ReadingsTable"), "{metric}");
+    }
+    assert!(watched("AWS/ApiGateway", "5xx", "HttpApi"));
+
+    // The topic, an e-mail subscription only when an address is given, its ARN an output.
+    assert_eq!(s(&t["Resources"]["OpsTopic"]["Type"]), "AWS::SNS::Topic");
+    let email = &t["Resources"]["OpsTopicEmail"];
+    assert_eq!(s(&email["Condition"]), "HasAlarmEmail");
+    assert_eq!(s(&email["Properties"]["Protocol"]), "email");
+    assert_eq!(t["Parameters"]["AlarmEmail"]["Default"].as_str(), Some(""));
+    assert!(t["Outputs"]["OpsTopicArn"].is_mapping());
+}
