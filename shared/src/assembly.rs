@@ -57,6 +57,7 @@ pub struct Assembly {
 /// client turns it off: its adapter owns retries (`dynamodb_client`).
 pub async fn sdk_config(endpoint: Option<&str>, budget: Duration) -> SdkConfig {
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(https_client())
         .region(RegionProviderChain::default_provider().or_else("us-east-1"))
         .retry_config(RetryConfig::standard().with_max_attempts(3))
         .timeout_config(
@@ -81,6 +82,16 @@ pub async fn sdk_config(endpoint: Option<&str>, budget: Duration) -> SdkConfig {
         }
     }
     loader.load().await
+}
+
+/// The one HTTPS client of every SDK client (and of the credential
+/// providers): rustls on ring with the system's roots. One crypto provider
+/// in a function, the smaller one (issue 43, docs/BENCHMARKS.md).
+pub fn https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https()
 }
 
 /// The DynamoDB client: the SDK's retry off (one retry owner: the adapter,
@@ -125,37 +136,17 @@ pub async fn fetch_token(
 }
 
 /// Builds what a configuration names: the SDK configuration (once, on
-/// DynamoDB; for SSM alone when the embedded store reads its token from it), the store (creating the table when asked),
-/// the token (from SSM when `INGEST_TOKEN_PARAMETER` is set) and the access
-/// rules. Fails fast, so a misconfigured process never serves.
+/// DynamoDB; for SSM alone when the embedded store reads its token from it),
+/// the store (creating the table when asked), the token (from SSM when
+/// `INGEST_TOKEN_PARAMETER` is set) and the access rules. Fails fast, so a
+/// misconfigured process never serves.
 pub async fn assemble(config: &Config) -> Result<Assembly, AssemblyError> {
-    let budget = config.dynamodb.budget;
-    let (engine, sdk) = match &config.store {
-        StoreConfig::DynamoDb {
-            table,
-            endpoint,
-            create_table,
-        } => {
-            let sdk = sdk_config(endpoint.as_deref(), budget).await;
-            let store = dynamodb_store(config, &sdk, table);
-            let table_error = |source| AssemblyError::Table {
-                table: table.clone(),
-                source,
-            };
-            // Created when missing, so that the same command line works again.
-            if *create_table && !store.table_exists().await.map_err(table_error)? {
-                store.create_table().await.map_err(table_error)?;
-                tracing::info!(table, "table created");
-            }
-            (Engine::DynamoDb(store), Some(sdk))
-        }
-        StoreConfig::Embedded { file } => (embedded(config, file.as_deref())?, None),
-    };
+    let (engine, sdk) = engine(config).await?;
     let token = match &config.ingest_token_parameter {
         Some(name) => {
             let ssm = match &sdk {
                 Some(sdk) => aws_sdk_ssm::Client::new(sdk),
-                None => aws_sdk_ssm::Client::new(&sdk_config(None, budget).await),
+                None => aws_sdk_ssm::Client::new(&sdk_config(None, config.dynamodb.budget).await),
             };
             Some(fetch_token(&ssm, name).await?)
         }
@@ -169,6 +160,42 @@ pub async fn assemble(config: &Config) -> Result<Assembly, AssemblyError> {
         },
         sdk,
     })
+}
+
+/// The store a configuration names, and on DynamoDB the SDK configuration it
+/// was built on: all a function that serves no request needs (no token, so
+/// no SSM client in its binary).
+async fn engine(config: &Config) -> Result<(Engine, Option<SdkConfig>), AssemblyError> {
+    match &config.store {
+        StoreConfig::DynamoDb {
+            table,
+            endpoint,
+            create_table,
+        } => {
+            let sdk = sdk_config(endpoint.as_deref(), config.dynamodb.budget).await;
+            let store = dynamodb_store(config, &sdk, table);
+            let table_error = |source| AssemblyError::Table {
+                table: table.clone(),
+                source,
+            };
+            // Created when missing, so that the same command line works again.
+            if *create_table && !store.table_exists().await.map_err(table_error)? {
+                store.create_table().await.map_err(table_error)?;
+                tracing::info!(table, "table created");
+            }
+            Ok((Engine::DynamoDb(store), Some(sdk)))
+        }
+        StoreConfig::Embedded { file } => Ok((embedded(config, file.as_deref())?, None)),
+    }
+}
+
+/// The DynamoDB store of a function that has no other engine, with its SDK
+/// configuration.
+async fn dynamodb_engine(config: &Config) -> Result<(DynamoStore, SdkConfig), AssemblyError> {
+    match engine(config).await? {
+        (Engine::DynamoDb(store), Some(sdk)) => Ok((store, sdk)),
+        _ => Err(AssemblyError::NotDynamoDb),
+    }
 }
 
 #[cfg(feature = "sqlite")]
@@ -243,7 +270,8 @@ pub async fn alerts_function(
     Ok((assembly.into_dynamodb()?, receivers))
 }
 
-/// A stream Lambda's cold start: the assembly's DynamoDB store.
+/// A stream Lambda's cold start: its DynamoDB store (no token: it serves no
+/// request).
 pub async fn stream_function(config: &Config) -> Result<DynamoStore, AssemblyError> {
-    assemble(config).await?.into_dynamodb()
+    Ok(dynamodb_engine(config).await?.0)
 }

@@ -12,8 +12,12 @@ pub struct LocalServer {
 }
 
 /// The `ingester-local` binary that cargo built beside the running bench or
-/// test binary (`target/<profile>/`), which must be built first.
+/// test binary (`target/<profile>/`), which must be built first; or
+/// `INGESTER_LOCAL_BINARY` (a release build driven by a debug-built bench).
 pub fn built_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("INGESTER_LOCAL_BINARY") {
+        return PathBuf::from(path);
+    }
     let exe = std::env::current_exe().unwrap();
     let path = exe
         .parent()

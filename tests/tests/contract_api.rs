@@ -658,6 +658,26 @@ async fn each_function_serves_only_its_own_routes<S: TestStore>() {
     assert_eq!(get(&query, "/devices/m/latest", &[]).await.0, 200);
 }
 
+/// A Lambda's binary links its own routes only (issue 43): built for the
+/// ingest function, the Router answers 404 to every read even on an App
+/// that would serve all; built for the query function, to every write.
+async fn a_binary_links_only_its_own_routes<S: TestStore>() {
+    use shared::api::{lambda::invoke, router_linking, IngestRoutes, QueryRoutes};
+    let all = app(S::fresh("linked").await, None, RouteSet::All).await;
+    let body = power("m", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0).to_string();
+    let write = || api_event("POST", "/readings", &[], Some(&body), &[]);
+    let read = || api_event("GET", "/devices/m/latest", &[], None, &[]);
+    let ingest = || router_linking::<S, IngestRoutes>(all.clone());
+    let query = || router_linking::<S, QueryRoutes>(all.clone());
+    assert_eq!(invoke(ingest(), write()).await.status_code, 200);
+    assert_eq!(invoke(ingest(), read()).await.status_code, 404);
+    assert_eq!(invoke(query(), read()).await.status_code, 200);
+    assert_eq!(invoke(query(), write()).await.status_code, 404);
+    let dashboard = || api_event("GET", "/", &[], None, &[]);
+    assert_eq!(invoke(ingest(), dashboard()).await.status_code, 404);
+    assert_eq!(invoke(query(), dashboard()).await.status_code, 200);
+}
+
 async fn the_cached_registry_reloads_only_after_its_ttl<S: TestStore>() {
     use shared::registry::RegistryCache;
     use std::time::Duration;
@@ -1058,6 +1078,7 @@ on_every_store!(
     a_configured_token_is_required_to_post,
     a_climate_reading_may_omit_the_room_of_a_registered_device,
     each_function_serves_only_its_own_routes,
+    a_binary_links_only_its_own_routes,
     the_cached_registry_reloads_only_after_its_ttl,
     a_cache_with_only_latest_values_stale_serves_rooms_as_cached,
     names_are_set_by_users_shown_in_lists_and_never_overwritten,

@@ -596,12 +596,23 @@ fn the_stack_watches_itself_and_its_logs_expire() {
                 format!("{:?}", p["OKActions"]),
                 "{a}"
             );
-            assert!(format!("{:?}", p["AlarmActions"]).contains("OpsTopic"), "{a}");
+            assert!(
+                format!("{:?}", p["AlarmActions"]).contains("OpsTopic"),
+                "{a}"
+            );
             let (ns, metric, dims) = if p["Metrics"].is_sequence() {
                 let m = &p["Metrics"][0]["MetricStat"]["Metric"];
-                (s(&m["Namespace"]), s(&m["MetricName"]), format!("{:?}", m["Dimensions"]))
+                (
+                    s(&m["Namespace"]),
+                    s(&m["MetricName"]),
+                    format!("{:?}", m["Dimensions"]),
+                )
             } else {
-                (s(&p["Namespace"]), s(&p["MetricName"]), format!("{:?}", p["Dimensions"]))
+                (
+                    s(&p["Namespace"]),
+                    s(&p["MetricName"]),
+                    format!("{:?}", p["Dimensions"]),
+                )
             };
             (ns, metric, dims)
         })
@@ -613,7 +624,11 @@ fn the_stack_watches_itself_and_its_logs_expire() {
     };
     for q in of_type("AWS::SQS::Queue") {
         assert!(
-            watched("AWS/SQS", "ApproximateNumberOfMessagesVisible", &format!("{q}.QueueName")),
+            watched(
+                "AWS/SQS",
+                "ApproximateNumberOfMessagesVisible",
+                &format!("{q}.QueueName")
+            ),
             "no alarm on {q}"
         );
     }
@@ -623,7 +638,10 @@ fn the_stack_watches_itself_and_its_logs_expire() {
         }
     }
     for f in ["RegistryFunction", "RollupsFunction"] {
-        assert!(watched("AWS/Lambda", "IteratorAge", f), "no iterator age alarm on {f}");
+        assert!(
+            watched("AWS/Lambda", "IteratorAge", f),
+            "no iterator age alarm on {f}"
+        );
     }
     for metric in ["ReadThrottleEvents", "WriteThrottleEvents"] {
         assert!(watched("AWS/DynamoDB", metric, "ReadingsTable"), "{metric}");

@@ -8,5 +8,5 @@ async fn main() -> Result<(), lambda_http::Error> {
     shared::telemetry::init();
     let config = shared::config::Config::from_env()?;
     let app = shared::assembly::http_function(&config, RouteSet::Ingest).await?;
-    lambda_http::run(api::router(app)).await
+    lambda_http::run(api::router_linking::<_, api::IngestRoutes>(app)).await
 }

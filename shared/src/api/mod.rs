@@ -21,7 +21,7 @@ mod views;
 
 pub use crate::auth::{Access, BearerToken, ReadAccess};
 pub use error::ApiError;
-pub use state::{App, RouteSet};
+pub use state::{AllRoutes, App, IngestRoutes, Linked, QueryRoutes, RouteSet};
 
 use crate::ingest::MAX_BODY_BYTES;
 use crate::model::{DeviceId, RoomId};
@@ -75,7 +75,13 @@ pub const ROUTES: [(&str, &str); 33] = [
 /// The application: every route, with the layers. A route of a set the process
 /// does not serve answers 404, as API Gateway would never send it there.
 pub fn router<S: Store>(app: App<S>) -> Router {
-    let set = Served(app.routes);
+    router_linking::<S, AllRoutes>(app)
+}
+
+/// The application of a binary that links only the routes of `L`: another
+/// set's handlers are never built into it (a Lambda's `main`).
+pub fn router_linking<S: Store, L: Linked>(app: App<S>) -> Router {
+    let set = Served::<L>(app.routes, std::marker::PhantomData);
     let access = app.access.clone();
     Router::new()
         .route(
@@ -94,13 +100,13 @@ pub fn router<S: Store>(app: App<S>) -> Router {
         )
         .route("/devices/{id}/latest", set.read(routes::device_latest::<S>))
         .route("/devices/{id}/energy", set.read(routes::device_energy::<S>))
-        .merge(owner_routes::<S, DeviceId>(set))
+        .merge(owner_routes::<S, DeviceId, L>(set))
         .route("/rooms", set.read(routes::rooms::<S>))
         .route(
             "/rooms/{id}",
             set.get_put(routes::room::<S>, routes::put_room::<S>),
         )
-        .merge(owner_routes::<S, RoomId>(set))
+        .merge(owner_routes::<S, RoomId, L>(set))
         .route("/alerts", set.read(alerts::alerts::<S>))
         .route("/alerts/rules", set.read(alerts::rules::<S>))
         .route(
@@ -122,8 +128,8 @@ pub fn router<S: Store>(app: App<S>) -> Router {
             access.clone(),
             layers::require_token,
         ))
-        .merge(influx_routes::<S>(set, access))
-        .merge(dashboard_routes::<S>(set))
+        .merge(influx_routes::<S, L>(set, access))
+        .merge(dashboard_routes::<S, L>(set))
         .fallback(routes::not_found)
         .with_state(Arc::new(app))
         .layer(
@@ -138,7 +144,7 @@ pub fn router<S: Store>(app: App<S>) -> Router {
 /// The InfluxDB API with the token as its clients send it: the writes (the
 /// ingest function's), InfluxQL on `/query` (the query function's), and the
 /// probes its clients make first (open, as InfluxDB's are).
-fn influx_routes<S: Store>(set: Served, access: Access) -> Router<Arc<App<S>>> {
+fn influx_routes<S: Store, L: Linked>(set: Served<L>, access: Access) -> Router<Arc<App<S>>> {
     let ingest = RouteSet::Ingest;
     let writes = Router::new()
         .route(
@@ -173,7 +179,7 @@ fn influx_routes<S: Store>(set: Served, access: Access) -> Router<Arc<App<S>>> {
 
 /// The dashboard: the query function's. Each page asks for the token itself
 /// (a sign-in page rather than a JSON 401).
-fn dashboard_routes<S: Store>(set: Served) -> Router<Arc<App<S>>> {
+fn dashboard_routes<S: Store, L: Linked>(set: Served<L>) -> Router<Arc<App<S>>> {
     Router::new()
         .route("/", set.read(dashboard::overview::<S>))
         .route("/ui/devices/{id}", set.read(dashboard::device_page::<S>))
@@ -194,7 +200,7 @@ fn dashboard_routes<S: Store>(set: Served) -> Router<Arc<App<S>>> {
 }
 
 /// The routes a device and a room both have.
-fn owner_routes<S: Store, O: routes::Owner>(set: Served) -> Router<Arc<App<S>>> {
+fn owner_routes<S: Store, O: routes::Owner, L: Linked>(set: Served<L>) -> Router<Arc<App<S>>> {
     Router::new()
         .route(
             &format!("{}/readings", O::PATH),
@@ -211,17 +217,25 @@ fn owner_routes<S: Store, O: routes::Owner>(set: Served) -> Router<Arc<App<S>>> 
 }
 
 /// The route set this process serves; another set's route becomes a 404.
-#[derive(Clone, Copy)]
-struct Served(RouteSet);
+/// `L` is what the binary links: a route outside it is a 404 whose handler
+/// the optimiser never keeps.
+struct Served<L>(RouteSet, std::marker::PhantomData<L>);
 
-impl Served {
+impl<L> Clone for Served<L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<L> Copy for Served<L> {}
+
+impl<L: Linked> Served<L> {
     fn route<S, H, T>(self, kind: RouteSet, filter: MethodFilter, handler: H) -> MethodRouter<S>
     where
         S: Clone + Send + Sync + 'static,
         H: Handler<T, S>,
         T: 'static,
     {
-        if self.0.serves(kind) {
+        if L::SET.serves(kind) && self.0.serves(kind) {
             on(filter, handler)
         } else {
             on(filter, routes::not_found)

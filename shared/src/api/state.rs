@@ -19,9 +19,39 @@ pub enum RouteSet {
 
 impl RouteSet {
     /// Whether this set serves a route of the given kind.
-    pub fn serves(self, kind: RouteSet) -> bool {
-        self == RouteSet::All || self == kind
+    pub const fn serves(self, kind: RouteSet) -> bool {
+        matches!(
+            (self, kind),
+            (RouteSet::All, _)
+                | (RouteSet::Ingest, RouteSet::Ingest)
+                | (RouteSet::Query, RouteSet::Query)
+        )
     }
+}
+
+/// The routes a binary can serve, known when it is compiled: a Lambda
+/// links the handlers of its own set only (issue 43), the others being dead
+/// code its optimiser drops. The process's `App::routes` narrows it further
+/// at run time (tests serve one set from a binary that links all).
+pub trait Linked: Send + Sync + 'static {
+    const SET: RouteSet;
+}
+
+/// The ingest function's routes.
+pub struct IngestRoutes;
+/// The query function's routes.
+pub struct QueryRoutes;
+/// Every route: `ingester-local`, the tests.
+pub struct AllRoutes;
+
+impl Linked for IngestRoutes {
+    const SET: RouteSet = RouteSet::Ingest;
+}
+impl Linked for QueryRoutes {
+    const SET: RouteSet = RouteSet::Query;
+}
+impl Linked for AllRoutes {
+    const SET: RouteSet = RouteSet::All;
 }
 
 /// Everything a route needs, built once.

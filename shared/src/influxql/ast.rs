@@ -3,7 +3,7 @@
 //! the executor turns them into our milliseconds.
 
 use chrono_tz::Tz;
-use regex::Regex;
+use regex_lite::Regex;
 
 #[derive(Debug, Clone)]
 pub enum Statement {

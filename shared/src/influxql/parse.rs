@@ -4,7 +4,7 @@
 //! (`found X, expected Y at line 1, char N`).
 
 use super::ast::*;
-use regex::Regex;
+use regex_lite::Regex;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
@@ -312,7 +312,7 @@ impl<'a> Parser<'a> {
                 Some((_, c)) => pattern.push(c),
             }
         }
-        regex::RegexBuilder::new(&pattern)
+        regex_lite::RegexBuilder::new(&pattern)
             .size_limit(1 << 20)
             .build()
             .map_err(|e| self.error_at(start, format!("invalid regex /{pattern}/: {e}")))

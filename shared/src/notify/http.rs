@@ -1,5 +1,5 @@
 //! The HTTP client of the webhook and ntfy receivers: hyper over rustls
-//! (the system's roots), the stack the AWS SDK already links, so a receiver
+//! (the system's roots) on ring, the stack the AWS SDK's client uses, so a receiver
 //! adds no TLS of its own to a function.
 
 use http_body_util::{BodyExt, Full};
@@ -11,8 +11,10 @@ pub type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<B
 
 /// A client for http and https URLs.
 pub fn client() -> Result<HttpClient, String> {
+    // ring named, not left to a process default: one crypto provider, the
+    // SDK's (`assembly::https_client`).
     let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_native_roots()
+        .with_provider_and_native_roots(rustls::crypto::ring::default_provider())
         .map_err(|e| format!("the system's TLS roots: {e}"))?
         .https_or_http()
         .enable_http1()
