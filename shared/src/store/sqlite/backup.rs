@@ -102,19 +102,14 @@ async fn copy_and_check(source: &Path, partial: &Path) -> Result<BackupReport, S
             super::register_functions(&conn).map_err(db_err)?;
             conn.busy_timeout(Duration::from_secs(30)).map_err(db_err)?;
             // One step of every page: the whole copy in one read transaction.
-            // The copy is written without a journal and without syncs of its
-            // own: it is a temporary file until it is checked, synced once
-            // (below) and renamed, so SQLite's crash safety would only sync
-            // it again and again (a third of the copy's time on a small file).
-            let copy = Connection::open(&to).and_then(|mut copy| {
-                copy.execute_batch("PRAGMA synchronous=OFF; PRAGMA journal_mode=OFF;")?;
+            let pages = Connection::open(&to).and_then(|mut copy| {
                 rusqlite::backup::Backup::new(&conn, &mut copy)?.step(-1)?;
                 // A file on its own (no -wal or -shm beside it); the store turns
                 // WAL on again when it opens a restored copy.
                 copy.query_row("PRAGMA journal_mode=DELETE", [], |_| Ok(()))?;
-                Ok(copy)
+                copy.close().map_err(|(_, e)| e)
             });
-            let copy = copy.map_err(|e| match e.sqlite_error_code() {
+            pages.map_err(|e| match e.sqlite_error_code() {
                 Some(rusqlite::ErrorCode::DiskFull) => StoreError::Unavailable(format!(
                     "the disk of {} is full: a backup needs about the store's size free ({} bytes)",
                     to.parent().unwrap_or(&to).display(),
@@ -122,10 +117,10 @@ async fn copy_and_check(source: &Path, partial: &Path) -> Result<BackupReport, S
                 )),
                 _ => StoreError::Unavailable(format!("copying {}: {e}", from.display())),
             })?;
-            drop(conn);
             let copied = started.elapsed().as_secs_f64();
             let started = std::time::Instant::now();
-            // Checked as written, on the same connection (its pages cached).
+            let copy = Connection::open_with_flags(&to, OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .map_err(db_err)?;
             super::register_functions(&copy).map_err(db_err)?;
             let check: String = copy
                 .query_row("PRAGMA integrity_check", [], |r| r.get(0))
