@@ -48,6 +48,10 @@ fn main() -> ExitCode {
     // Before any thread starts, so that every thread inherits it.
     ingester_local::stop::hold_signals();
     memory::no_transparent_huge_pages();
+    // rustls's process default (mqtts:// brokers): ring, the one provider
+    // the program names. Left to rustls, a build that links a second
+    // provider too (the tests' SDK clients) would have no default.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Under systemd stderr is the journal: no colour codes in it.
