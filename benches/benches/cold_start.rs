@@ -40,16 +40,6 @@ fn reading(device: usize, minute: i64) -> Reading {
     }
 }
 
-/// Peak resident memory (VmHWM) of a process, in KiB.
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM in /proc/<pid>/status")
-}
-
 fn as_value<T: serde::Serialize>(event: T) -> Value {
     serde_json::to_value(event).unwrap()
 }
@@ -107,7 +97,7 @@ async fn run(
         init,
         first: took[0],
         tenth: took[9],
-        peak_kib: peak_rss_kib(rt.pid()),
+        peak_kib: rt.peak_rss_kib(),
     }
 }
 

@@ -42,15 +42,6 @@ fn binary(name: &str) -> PathBuf {
     path
 }
 
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM in /proc/<pid>/status")
-}
-
 fn event_file(name: &str) -> Value {
     let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
@@ -64,7 +55,7 @@ async fn run(name: &str, env: &[(&str, &str)], event: &Value) -> (Duration, u64)
     let init = rt.ready().await - spawned;
     let answer = rt.invoke(event.clone()).await;
     assert!(answer.is_ok(), "{name}: {answer:?}");
-    (init, peak_rss_kib(rt.pid()))
+    (init, rt.peak_rss_kib())
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
