@@ -236,9 +236,15 @@ pub async fn app<S: Store>(
     access: Access,
     routes: RouteSet,
 ) -> Result<App<S>, AssemblyError> {
+    // `GET /health` reports the alert receivers a deployment has (on AWS
+    // the ingest function is told of the SNS topic's receiver).
+    let receivers = config.alerts.receivers.iter().map(|(name, _)| name.clone());
     App::new(store, access, routes, config.registry_cache_ttl)
         .await
-        .map(|app| app.with_tariff(config.tariff.clone()))
+        .map(|app| {
+            app.with_tariff(config.tariff.clone())
+                .with_alert_receivers(receivers.collect())
+        })
         .map_err(AssemblyError::Registry)
 }
 

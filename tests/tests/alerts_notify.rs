@@ -8,7 +8,7 @@
 
 use integration_tests::alertmanager::Alertmanager;
 use integration_tests::http_receiver::HttpReceiver;
-use integration_tests::{on_every_store, TestStore};
+use integration_tests::{api_event, handle, on_every_store, TestStore};
 use shared::alerts::{deliver, evaluate};
 use shared::domain::alerts::delivery::statuses;
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
@@ -128,6 +128,50 @@ async fn a_receiver_down_is_retried_with_backoff_then_catches_up<S: TestStore>()
     assert!(
         status[0].last_error.as_deref().unwrap().contains("503"),
         "{status:?}"
+    );
+    // The Router says so: GET /alerts, and GET /health of a deployment told
+    // of its receivers (the ingest function on AWS, `serve` at home).
+    let app = shared::api::App::new(
+        store.clone(),
+        shared::api::Access::open(),
+        shared::api::RouteSet::All,
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap()
+    .with_alert_receivers(vec!["sns".into()]);
+    let get = |path: &'static str| {
+        let app = app.clone();
+        async move {
+            let answer = handle(&app, api_event("GET", path, &[], None, &[])).await;
+            assert_eq!(answer.status_code, 200, "{path}");
+            let body = match answer.body {
+                Some(shared::aws_lambda_events::encodings::Body::Text(t)) => t,
+                other => panic!("{other:?}"),
+            };
+            serde_json::from_str::<serde_json::Value>(&body).unwrap()
+        }
+    };
+    let alerts = get("/alerts").await;
+    assert_eq!(alerts["receivers"][0]["name"], "phone", "{alerts}");
+    assert_eq!(alerts["receivers"][0]["status"], "failing", "{alerts}");
+    assert_eq!(alerts["receivers"][1]["name"], "sns", "{alerts}");
+    assert_eq!(alerts["receivers"][1]["status"], "ok", "{alerts}");
+    let health = get("/health").await;
+    let check = health["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "alerts")
+        .cloned()
+        .unwrap_or_else(|| panic!("no alerts check: {health}"));
+    assert_eq!(check["status"], "fail", "{check}");
+    assert!(
+        check["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("failing: phone:"),
+        "{check}"
     );
     // Before the backoff is over nothing is tried; after it, again (and it fails again).
     deliver(&store, &r, at(1).saturating_add_millis(20_000))

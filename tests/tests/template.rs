@@ -279,6 +279,12 @@ fn each_function_has_exactly_its_least_privileges() {
             &[table],
             r#"{"ForAllValues:StringEquals":{"dynamodb:LeadingKeys":["ALERT#RULE"]}}"#,
         ),
+        // What waits for the alert receivers, read by GET /health.
+        stmt(
+            &["dynamodb:Query"],
+            &[table],
+            r#"{"ForAllValues:StringEquals":{"dynamodb:LeadingKeys":["ALERT#DELIVERY"]}}"#,
+        ),
     ];
     expected.sort();
     assert_eq!(statements(&t, "IngestFunction"), expected, "ingest");

@@ -178,27 +178,19 @@ impl DynamoStore {
         Ok(())
     }
 
-    /// Puts a delivery, or (with `queued_at`) replaces it only if it is
-    /// still the one queued then.
-    async fn put_delivery(
-        &self,
-        item: DeliveryItem,
-        queued_at: Option<i64>,
-    ) -> Result<(), StoreError> {
+    /// Replaces a delivery only if it is still the one queued at `queued_at`.
+    async fn put_delivery(&self, item: DeliveryItem, queued_at: i64) -> Result<(), StoreError> {
         let row: serde_dynamo::Item =
             serde_dynamo::to_item(&item).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let mut put = self
+        let put = self
             .client
             .put_item()
             .table_name(&self.table)
             .set_item(Some(row.into()))
+            .condition_expression("#q = :q")
+            .expression_attribute_names("#q", "queued_at")
+            .expression_attribute_values(":q", AttributeValue::N(queued_at.to_string()))
             .return_consumed_capacity(ReturnConsumedCapacity::Total);
-        if let Some(q) = queued_at {
-            put = put
-                .condition_expression("#q = :q")
-                .expression_attribute_names("#q", "queued_at")
-                .expression_attribute_values(":q", AttributeValue::N(q.to_string()));
-        }
         unless_replaced(put.retried(self).await, |o| o.consumed_capacity())
     }
 
@@ -282,7 +274,7 @@ impl Alerts for DynamoStore {
     async fn queue_deliveries(&self, queued: &[Delivery]) -> Result<(), StoreError> {
         calls::operation(&self.policy, async {
             for d in queued {
-                self.put_delivery(DeliveryItem::of(d)?, None).await?;
+                self.put_item_of(&DeliveryItem::of(d)?).await?;
             }
             Ok(())
         })
@@ -323,7 +315,7 @@ impl Alerts for DynamoStore {
 
     async fn delivery_failed(&self, d: &Delivery) -> Result<(), StoreError> {
         calls::operation(&self.policy, async {
-            self.put_delivery(DeliveryItem::of(d)?, Some(d.queued_at.millis()))
+            self.put_delivery(DeliveryItem::of(d)?, d.queued_at.millis())
                 .await
         })
         .await
