@@ -98,6 +98,11 @@ pub(crate) enum Command {
         /// The backup file (replaced whole, only once the new copy is checked).
         #[arg(long)]
         to: PathBuf,
+        /// Stores up to this many bytes are copied through memory (the
+        /// fastest way); bigger ones page by page, in little memory. Lower
+        /// it on a machine short of memory.
+        #[arg(long, env = "INGESTER_BACKUP_IN_MEMORY_UP_TO", default_value_t = shared::store::sqlite::IN_MEMORY_LIMIT)]
+        in_memory_up_to: u64,
     },
     /// Put a backup in the embedded store's place: the backup is checked first, a store a server has open is refused, and the file replaced is kept beside it (DB.replaced-<time>) unless --discard-replaced (docs/backup.md).
     Restore {
@@ -304,6 +309,9 @@ pub(crate) struct BackupArgs {
     #[arg(long, env = "INGESTER_BACKUP_KEEP", default_value_t = 7,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) backup_keep: u64,
+    /// As `backup --in-memory-up-to`: stores up to this many bytes are copied through memory, bigger ones page by page.
+    #[arg(long, env = "INGESTER_BACKUP_IN_MEMORY_UP_TO", default_value_t = shared::store::sqlite::IN_MEMORY_LIMIT)]
+    pub(crate) backup_in_memory_up_to: u64,
 }
 
 /// What the dashboard shows energy's cost at (docs/dashboard.md).

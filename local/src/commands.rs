@@ -67,12 +67,19 @@ pub(crate) async fn migrate_between<
 pub(crate) async fn one_shot(command: Command, stop: &Stop) -> Result<bool, String> {
     match command {
         Command::Serve(_) => unreachable!("run serves"),
-        Command::Backup { db, to } => {
+        Command::Backup {
+            db,
+            to,
+            in_memory_up_to,
+        } => {
             let started = std::time::Instant::now();
             let spinner = indicatif::ProgressBar::new_spinner()
                 .with_message(format!("backing up {} to {}", db.display(), to.display()));
-            spinner.enable_steady_tick(Duration::from_millis(200));
-            let done = shared::store::sqlite::backup(&db, &to).await;
+            // Its ticking thread only where someone watches (a terminal).
+            if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                spinner.enable_steady_tick(Duration::from_millis(200));
+            }
+            let done = shared::store::sqlite::backup_with_limit(&db, &to, in_memory_up_to).await;
             spinner.finish_and_clear();
             let done = done.map_err(|e| format!("backup: {e}"))?;
             println!(

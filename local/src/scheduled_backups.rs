@@ -16,6 +16,8 @@ pub struct Schedule {
     pub dir: PathBuf,
     pub every: Duration,
     pub keep: usize,
+    /// Stores up to this size are copied through memory (`backup_with_limit`).
+    pub in_memory_up_to: u64,
 }
 
 const PREFIX: &str = "ingester-";
@@ -44,9 +46,10 @@ async fn once(schedule: &Schedule) -> Result<LastBackup, String> {
     let to = schedule.dir.join(&name);
     std::fs::create_dir_all(&schedule.dir)
         .map_err(|e| format!("{}: {e}", schedule.dir.display()))?;
-    let done = shared::store::sqlite::backup(&schedule.db, &to)
-        .await
-        .map_err(|e| e.to_string())?;
+    let done =
+        shared::store::sqlite::backup_with_limit(&schedule.db, &to, schedule.in_memory_up_to)
+            .await
+            .map_err(|e| e.to_string())?;
     rotate(&schedule.dir, schedule.keep).map_err(|e| format!("removing old backups: {e}"))?;
     Ok(LastBackup {
         file: to.display().to_string(),

@@ -221,6 +221,7 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
                     dir: dir.clone(),
                     every: backups.backup_every,
                     keep: backups.backup_keep as usize,
+                    in_memory_up_to: backups.backup_in_memory_up_to,
                 })
             }
             (Some(_), _) => return Err(Failure::Settings(

@@ -74,11 +74,33 @@ async fn all_of(store: &SqliteStore, d: usize) -> Vec<Reading> {
 }
 
 fn backup(db: &Path, to: &Path) -> std::process::Output {
+    backup_by(CopyWay::ThroughMemory, db, to)
+}
+
+/// The two ways a backup copies: through memory (stores up to
+/// `--in-memory-up-to`), or page by page by the online backup API.
+#[derive(Clone, Copy, Debug)]
+enum CopyWay {
+    ThroughMemory,
+    PageByPage,
+}
+
+impl CopyWay {
+    fn args(self) -> [&'static str; 2] {
+        match self {
+            CopyWay::ThroughMemory => ["--in-memory-up-to", "1000000000"],
+            CopyWay::PageByPage => ["--in-memory-up-to", "0"],
+        }
+    }
+}
+
+fn backup_by(copy: CopyWay, db: &Path, to: &Path) -> std::process::Output {
     Command::new(BIN)
         .args(["backup", "--db"])
         .arg(db)
         .arg("--to")
         .arg(to)
+        .args(copy.args())
         .output()
         .unwrap()
 }
@@ -94,7 +116,16 @@ fn integrity(db: &Path) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_during_ingest_holds_every_acknowledged_reading() {
-    let dir = dir("steady");
+    backup_during_ingest(CopyWay::ThroughMemory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_page_by_page_during_ingest_holds_every_acknowledged_reading() {
+    backup_during_ingest(CopyWay::PageByPage).await;
+}
+
+async fn backup_during_ingest(copy: CopyWay) {
+    let dir = dir(&format!("steady-{copy:?}"));
     let db = dir.join("ingester.db");
     let to = dir.join("copy.db");
     let store = SqliteStore::open(&db).unwrap();
@@ -123,7 +154,7 @@ async fn a_backup_during_ingest_holds_every_acknowledged_reading() {
     let before = acked.load(Ordering::SeqCst);
     let out = {
         let (db, to) = (db.clone(), to.clone());
-        tokio::task::spawn_blocking(move || backup(&db, &to))
+        tokio::task::spawn_blocking(move || backup_by(copy, &db, &to))
             .await
             .unwrap()
     };
@@ -186,15 +217,17 @@ async fn a_failed_or_killed_backup_leaves_no_file_and_the_source_whole() {
     let out = backup(&dir.join("none.db"), &dir.join("x.db"));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such store file"));
     assert!(!dir.join("x.db").exists());
-    // SIGKILL at moments across the copy.
+    // SIGKILL at moments across the copy, either way of copying.
     let to = dir.join("copy.db");
     let mut rng = fastrand::Rng::with_seed(41);
-    for _ in 0..6 {
+    for round in 0..12 {
+        let copy = [CopyWay::ThroughMemory, CopyWay::PageByPage][round % 2];
         let mut child = Command::new(BIN)
             .args(["backup", "--db"])
             .arg(&db)
             .arg("--to")
             .arg(&to)
+            .args(copy.args())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -208,7 +241,10 @@ async fn a_failed_or_killed_backup_leaves_no_file_and_the_source_whole() {
             assert_eq!(integrity(&to), "ok");
             std::fs::remove_file(&to).unwrap();
         } else {
-            assert!(!status.success(), "a backup that succeeded left no file");
+            assert!(
+                !status.success(),
+                "a backup that succeeded left no file ({copy:?})"
+            );
         }
         assert_eq!(integrity(&db), "ok");
         assert_eq!(store.stored_readings().await.unwrap(), count);
@@ -247,10 +283,19 @@ async fn a_full_disk_during_backup_is_a_clear_error_and_leaves_nothing() {
         assert!(store.write_readings(chunk).await.unwritten.is_empty());
     }
     let count = store.stored_readings().await.unwrap();
-    let small = dir.join("small");
+    for copy in [CopyWay::ThroughMemory, CopyWay::PageByPage] {
+        backup_to_a_full_disk(copy, &dir, &db);
+        assert_eq!(integrity(&db), "ok");
+        assert_eq!(store.stored_readings().await.unwrap(), count);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn backup_to_a_full_disk(copy: CopyWay, dir: &Path, db: &Path) {
+    let small = dir.join(format!("small-{copy:?}"));
     std::fs::create_dir_all(&small).unwrap();
     let script = r#"mount -t tmpfs -o size=48k tmpfs "$1" || exit 99
-"$2" backup --db "$3" --to "$1/ingester-backup.db"
+"$2" backup --db "$3" --to "$1/ingester-backup.db" $4 $5
 echo "exit $?"
 ls -A "$1""#;
     let out = Command::new("unshare")
@@ -265,7 +310,8 @@ ls -A "$1""#;
         ])
         .arg(&small)
         .arg(BIN)
-        .arg(&db)
+        .arg(db)
+        .args(copy.args())
         .output()
         .unwrap();
     let (stdout, stderr) = (
@@ -273,16 +319,16 @@ ls -A "$1""#;
         String::from_utf8_lossy(&out.stderr),
     );
     assert_ne!(out.status.code(), Some(99), "no tmpfs: {stderr}");
-    assert!(stdout.starts_with("exit 1\n"), "{stdout} {stderr}");
-    assert!(stderr.contains("is full"), "{stderr}");
+    assert!(
+        stdout.starts_with("exit 1\n"),
+        "{copy:?}: {stdout} {stderr}"
+    );
+    assert!(stderr.contains("is full"), "{copy:?}: {stderr}");
     assert_eq!(
         stdout.lines().count(),
         1,
-        "left in the full folder: {stdout}"
+        "left in the full folder ({copy:?}): {stdout}"
     );
-    assert_eq!(integrity(&db), "ok");
-    assert_eq!(store.stored_readings().await.unwrap(), count);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn restore(from: &Path, db: &Path) -> std::process::Output {

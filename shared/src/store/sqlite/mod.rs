@@ -23,7 +23,9 @@ mod names;
 mod periodic;
 mod registry;
 mod rollup_spans;
-pub use backup::{backup, partial_name, restore, BackupReport, Restored};
+pub use backup::{
+    backup, backup_with_limit, partial_name, restore, BackupReport, Restored, IN_MEMORY_LIMIT,
+};
 pub use rollup_spans::TxSpans;
 mod rollups;
 mod rows;
