@@ -92,6 +92,7 @@ pub(crate) async fn one_shot(command: Command, stop: &Stop) -> Result<bool, Stri
                     "copy_seconds": done.copy_seconds,
                     "check_seconds": done.check_seconds,
                     "sync_seconds": done.sync_seconds,
+                    "copied": if done.through_memory { "through memory" } else { "page by page" },
                 })
             );
             Ok(true)

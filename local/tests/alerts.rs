@@ -190,13 +190,7 @@ fn serve_tells_its_receivers_and_reports_the_one_that_fails() {
     assert_eq!(alerts["alerts"][0]["rule"], "bedroom-cold");
     let (_, health) = server.request("GET", "/health", None);
     let health: serde_json::Value = serde_json::from_str(&health).unwrap();
-    let check = health["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "alerts")
-        .unwrap()
-        .clone();
+    let check = integration_tests::health_check(&health, "alerts");
     assert_eq!(check["status"], "fail", "{check}");
     assert!(
         check["message"]

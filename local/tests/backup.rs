@@ -86,6 +86,14 @@ enum CopyWay {
 }
 
 impl CopyWay {
+    /// What the backup's report says of the way it copied.
+    fn reported(self) -> &'static str {
+        match self {
+            CopyWay::ThroughMemory => "through memory",
+            CopyWay::PageByPage => "page by page",
+        }
+    }
+
     fn args(self) -> [&'static str; 2] {
         match self {
             CopyWay::ThroughMemory => ["--in-memory-up-to", "1000000000"],
@@ -166,6 +174,7 @@ async fn backup_during_ingest(copy: CopyWay) {
         String::from_utf8_lossy(&out.stderr)
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["copied"], copy.reported(), "{report}");
     let in_copy = report["readings"].as_u64().unwrap();
     assert!(
         in_copy >= before,
@@ -422,13 +431,7 @@ fn backup_check(
         let (status, body) = server.request("GET", "/health", None);
         assert_eq!(status, 200, "{body}");
         let health: serde_json::Value = serde_json::from_str(&body).unwrap();
-        let check = health["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == "backup")
-            .cloned()
-            .expect("a backup check");
+        let check = integration_tests::health_check(&health, "backup");
         if done(&check) {
             return check;
         }

@@ -213,6 +213,16 @@ pub fn assert_no_negative_zero(v: &Value) {
     }
 }
 
+/// The check named `name` of a `GET /health` answer; a panic naming the
+/// answer when it has none.
+pub fn health_check(health: &Value, name: &str) -> Value {
+    health["checks"]
+        .as_array()
+        .and_then(|checks| checks.iter().find(|c| c["name"] == name))
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name} check: {health}"))
+}
+
 /// The `timestamp` of each reading of a `{"readings": [...]}` answer.
 pub fn timestamps(answer: &Value) -> Vec<&str> {
     answer["readings"]

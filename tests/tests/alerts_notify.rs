@@ -158,13 +158,7 @@ async fn a_receiver_down_is_retried_with_backoff_then_catches_up<S: TestStore>()
     assert_eq!(alerts["receivers"][1]["name"], "sns", "{alerts}");
     assert_eq!(alerts["receivers"][1]["status"], "ok", "{alerts}");
     let health = get("/health").await;
-    let check = health["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "alerts")
-        .cloned()
-        .unwrap_or_else(|| panic!("no alerts check: {health}"));
+    let check = integration_tests::health_check(&health, "alerts");
     assert_eq!(check["status"], "fail", "{check}");
     assert!(
         check["message"]

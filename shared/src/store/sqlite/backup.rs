@@ -38,6 +38,8 @@ pub struct BackupReport {
     pub copy_seconds: f64,
     pub check_seconds: f64,
     pub sync_seconds: f64,
+    /// Copied through memory (a store up to the limit), not page by page.
+    pub through_memory: bool,
 }
 
 /// The temporary name a backup to `target` is written under.
@@ -245,6 +247,7 @@ fn copy_through_memory(from: &Path, to: &Path) -> Result<BackupReport, StoreErro
         copy_seconds,
         check_seconds,
         sync_seconds,
+        through_memory: true,
     })
 }
 
@@ -294,6 +297,7 @@ async fn copy_and_check(source: &Path, partial: &Path) -> Result<BackupReport, S
         copy_seconds,
         check_seconds,
         sync_seconds,
+        through_memory: false,
     })
 }
 
