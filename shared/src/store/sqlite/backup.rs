@@ -67,7 +67,7 @@ pub async fn backup(source: &Path, target: &Path) -> Result<BackupReport, StoreE
 }
 
 /// [`backup`], through memory only for stores of up to `in_memory_limit`
-/// bytes (the tests' way to take the other path).
+/// bytes (`backup --in-memory-up-to`, `serve --backup-in-memory-up-to`).
 pub async fn backup_with_limit(
     source: &Path,
     target: &Path,
