@@ -433,6 +433,15 @@ fn serve_runs_without_transparent_huge_pages() {
         .lines()
         .find_map(|l| l.strip_prefix("THP_enabled:"))
         .map(str::trim);
+    // Off from before `main`: not one huge page was taken, the allocator's
+    // first included.
+    let rollup =
+        std::fs::read_to_string(format!("/proc/{}/smaps_rollup", server.0.child.id())).unwrap();
+    let huge = rollup
+        .lines()
+        .find_map(|l| l.strip_prefix("AnonHugePages:"))
+        .map(str::trim);
     server.stop();
     assert_eq!(thp, Some("0"), "{status}");
+    assert_eq!(huge, Some("0 kB"), "{rollup}");
 }

@@ -438,7 +438,14 @@ impl Column {
     }
 }
 
-fn read_header(r: &mut Reader<'_>) -> Result<(BlockHeader, Vec<u8>), BlockError> {
+/// The count of readings alone, read and bounded as [`header`] reads it:
+/// for counting a store's readings without the rest of each header.
+pub fn count(bytes: &[u8]) -> Result<u32, BlockError> {
+    read_count(&mut Reader::new(bytes))
+}
+
+/// The version and the count of readings, the header's first fields.
+fn read_count(r: &mut Reader<'_>) -> Result<u32, BlockError> {
     let version = r.byte()?;
     r.headless = version == VERSION_1;
     r.radix = version == VERSION;
@@ -461,6 +468,11 @@ fn read_header(r: &mut Reader<'_>) -> Result<(BlockHeader, Vec<u8>), BlockError>
     if count == 0 || count as usize > bound {
         return Err(corrupt(format!("a count of {count} readings")));
     }
+    Ok(count)
+}
+
+fn read_header(r: &mut Reader<'_>) -> Result<(BlockHeader, Vec<u8>), BlockError> {
+    let count = read_count(r)?;
     let time = |ms: i64| Timestamp::from_millis(ms).map_err(|e| corrupt(e.to_string()));
     let first = time(r.signed()?)?;
     let last = time(r.signed()?)?;
@@ -745,6 +757,8 @@ mod tests {
         let bytes = encode(&readings).unwrap();
         let h = header(&bytes).unwrap();
         assert_eq!(h.count, 1440);
+        assert_eq!(count(&bytes), Ok(1440));
+        assert_eq!(count(&encode(&readings[..7]).unwrap()), Ok(7));
         assert_eq!(
             (h.first, h.last),
             (readings[0].timestamp, readings[1439].timestamp)
@@ -786,6 +800,11 @@ mod tests {
         let mut huge = bytes.clone();
         huge[1..6].copy_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
         assert!(header(&huge).is_err());
+        assert!(count(&huge).is_err());
+        assert!(count(&[]).is_err());
+        let mut unknown = bytes.clone();
+        unknown[0] = 0xee;
+        assert!(count(&unknown).is_err());
         let mut longer = bytes.clone();
         longer.push(0);
         assert!(decode(&device(), &longer).is_err());

@@ -171,6 +171,22 @@ fn disk_full(to: &Path, from: &Path) -> StoreError {
     ))
 }
 
+/// Starts writing a file's dirty pages to its disk, without waiting: the
+/// disk works while the copy is checked, and the sync after the check finds
+/// little left to wait for. (From a thread of its own, the sync waited for a
+/// core behind the check and the count: 2.5 ms of a 12 ms backup.)
+fn start_writeback(file: &std::fs::File) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: sync_file_range takes a descriptor we hold open and
+        // integers; a failure only means the sync does all the work.
+        unsafe {
+            libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+        }
+    }
+}
+
 /// The copy through memory: the database as of one read transaction,
 /// serialized, checked in memory while those very bytes are written and
 /// synced.
@@ -212,6 +228,7 @@ fn copy_through_memory(from: &Path, to: &Path) -> Result<BackupReport, StoreErro
         let written = std::fs::File::create_new(to).and_then(|mut file| {
             use std::io::Write;
             file.write_all(&bytes)?;
+            start_writeback(&file);
             Ok(file)
         });
         written.map_err(|e| match e.kind() {

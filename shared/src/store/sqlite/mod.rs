@@ -500,14 +500,7 @@ fn count_readings(conn: &Connection) -> Result<u64, StoreError> {
             |r| r.get::<_, i64>(0),
         )
         .map_err(db_err)? as u64;
-    let mut sealed = 0u64;
-    for (device, device_id) in names::devices(conn)? {
-        sealed += blocks::headers(conn, device, &device_id, blocks::ALL_DAYS)?
-            .iter()
-            .map(|(_, h)| u64::from(h.count))
-            .sum::<u64>();
-    }
-    Ok(hot + sealed)
+    Ok(hot + blocks::sealed_readings(conn)?)
 }
 
 impl SqliteStore {
