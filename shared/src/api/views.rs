@@ -135,8 +135,8 @@ impl Serialize for Entry<'_> {
 
 impl StatsAnswer<'_> {
     /// The answer with its read units, as JSON: the bytes `serde_json`
-    /// writes for it (a test holds them equal), with a columns answer's rows
-    /// written by hand (counts are integers, and minima and maxima nearly
+    /// writes for it (a test holds them equal), with the buckets or a
+    /// columns answer's rows written by hand (counts are integers, and minima and maxima nearly
     /// always whole thousandths, written from their integer). Sized for about
     /// 230 bytes a bucket of two quantities, so a year is not grown and copied.
     pub fn to_json_with_read_units(&self, read_units: f64) -> Vec<u8> {
@@ -150,6 +150,7 @@ impl StatsAnswer<'_> {
             out.push(b':');
             match entry {
                 Entry::Rows(buckets, fields) => bucket_rows(&mut out, buckets, fields),
+                Entry::Buckets(buckets) => bucket_objects(&mut out, buckets),
                 other => super::json::to_writer(&mut out, other).expect("an entry serialises"),
             }
         }
@@ -201,6 +202,52 @@ impl StatsAnswer<'_> {
         entries.sort_by_key(|(k, _)| *k);
         entries
     }
+}
+
+/// `Entry::Buckets` as `serde_json` writes it (`BucketAnswer`):
+/// `[{"count","end","fields":{name:{"count","max","mean","min"}},"start"},...]`,
+/// by hand as the columns are, so that the default format is as quick to
+/// write (issue 44).
+fn bucket_objects(out: &mut Vec<u8>, buckets: &[BucketStats]) {
+    let quoted = |out: &mut Vec<u8>, t: crate::model::Timestamp| {
+        // An ISO 8601 time has nothing to escape.
+        t.with_text(|text| {
+            out.push(b'"');
+            out.extend_from_slice(text.as_bytes());
+            out.push(b'"');
+        })
+    };
+    let mut int = itoa::Buffer::new();
+    out.push(b'[');
+    for (i, b) in buckets.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"count\":");
+        out.extend_from_slice(int.format(b.count).as_bytes());
+        out.extend_from_slice(b",\"end\":");
+        quoted(out, b.end);
+        out.extend_from_slice(b",\"fields\":{");
+        for (j, (name, f)) in b.fields.iter().enumerate() {
+            if j > 0 {
+                out.push(b',');
+            }
+            super::json::to_writer(&mut *out, name).expect("a name serialises");
+            out.extend_from_slice(b":{\"count\":");
+            out.extend_from_slice(int.format(f.count).as_bytes());
+            out.extend_from_slice(b",\"max\":");
+            number(out, f.max);
+            out.extend_from_slice(b",\"mean\":");
+            number(out, rounded_mean(f));
+            out.extend_from_slice(b",\"min\":");
+            number(out, f.min);
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"},\"start\":");
+        quoted(out, b.start);
+        out.push(b'}');
+    }
+    out.push(b']');
 }
 
 /// `Entry::Rows` as `serde_json` writes it: `[[start,end,count,...],...]`.
