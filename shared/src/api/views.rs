@@ -136,9 +136,10 @@ impl Serialize for Entry<'_> {
 impl StatsAnswer<'_> {
     /// The answer with its read units, as JSON: the bytes `serde_json`
     /// writes for it (a test holds them equal), with the buckets or a
-    /// columns answer's rows written by hand (counts are integers, and minima and maxima nearly
-    /// always whole thousandths, written from their integer). Sized for about
-    /// 230 bytes a bucket of two quantities, so a year is not grown and copied.
+    /// columns answer's rows written by hand (counts are integers, and
+    /// minima and maxima nearly always whole thousandths, written from their
+    /// integer). Sized for about 230 bytes a bucket of two quantities, so a
+    /// year is not grown and copied.
     pub fn to_json_with_read_units(&self, read_units: f64) -> Vec<u8> {
         let mut out = Vec::with_capacity(1024 + self.a.buckets.len() * 256);
         out.push(b'{');
@@ -284,6 +285,9 @@ fn bucket_rows(out: &mut Vec<u8>, buckets: &[BucketStats], fields: &[&'static st
     out.push(b']');
 }
 
+/// The answer through `serde`: the reference the hand-written
+/// [`StatsAnswer::to_json_with_read_units`] is held to, byte for byte, by
+/// the property test below (the route writes by hand).
 impl Serialize for StatsAnswer<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let entries = self.entries();

@@ -628,6 +628,7 @@ mod tests {
         for old in [&v1, &v2] {
             assert!(same(&decode(&device(), old).unwrap(), &readings));
             assert_eq!(header(old).unwrap().count, 40);
+            assert_eq!(count(old), Ok(40));
         }
         let v3 = encode(&readings).unwrap();
         assert_eq!(v3[0], VERSION);

@@ -104,6 +104,11 @@ fn corrupt(device: &DeviceId, day: i64, e: block::BlockError) -> StoreError {
     StoreError::Corrupt(format!("block of {device} on day {day}: {e}"))
 }
 
+/// [`corrupt`] for a device known only by its number in `names`.
+fn corrupt_numbered(device: i64, day: i64, e: block::BlockError) -> StoreError {
+    StoreError::Corrupt(format!("block of device {device} on day {day}: {e}"))
+}
+
 /// Whether a device's day is sealed (a block, or segments).
 pub fn exists(conn: &Connection, device: i64, day: i64) -> Result<bool, StoreError> {
     conn.prepare_cached(
@@ -150,8 +155,7 @@ fn put(conn: &Connection, device: i64, day: i64, readings: &[Reading]) -> Result
             .map_err(db_err)?;
         return Ok(());
     }
-    let body = block::encode(readings)
-        .map_err(|e| StoreError::Corrupt(format!("block of device {device} on day {day}: {e}")))?;
+    let body = block::encode(readings).map_err(|e| corrupt_numbered(device, day, e))?;
     conn.prepare_cached("INSERT OR REPLACE INTO blocks (key, body) VALUES (?1, ?2)")
         .map_err(db_err)?
         .execute(params![key(device, day), body])
@@ -365,12 +369,10 @@ pub fn sealed_readings(conn: &Connection) -> Result<u64, StoreError> {
         while let Some(row) = rows.next().map_err(db_err)? {
             let (day, body) = day_and_body(row)?;
             let count = block::count(body).map_err(|e| {
-                let id = row.get::<_, i64>(0).unwrap_or_default() >> 32;
-                match super::names::device(conn, id) {
+                let number = row.get::<_, i64>(0).unwrap_or_default() >> 32;
+                match super::names::device(conn, number) {
                     Ok(device) => corrupt(&device, day, e),
-                    Err(_) => {
-                        StoreError::Corrupt(format!("block of device {id} on day {day}: {e}"))
-                    }
+                    Err(_) => corrupt_numbered(number, day, e),
                 }
             })?;
             sealed += u64::from(count);
