@@ -212,7 +212,7 @@ async fn pages_name_rooms_and_devices_and_draw_every_reading<S: TestStore>() {
     let hours_ago = |h: i64| {
         let ms = Timestamp::now().millis() - h * 3_600_000;
         let t = chrono::DateTime::from_timestamp_millis(ms).unwrap();
-        t.with_timezone(&chrono_tz::Asia::Tokyo)
+        t.with_timezone(&shared::model::Zone::named("Asia/Tokyo").unwrap())
             .format("%Y-%m-%dT%H:%M")
             .to_string()
     };

@@ -116,7 +116,7 @@ proptest! {
             1 => all.sort_by_key(|r| std::cmp::Reverse(r.timestamp)), // reversed
             _ => {} // as generated: late readings, and keys written again
         }
-        let tz = [None, Some(chrono_tz::Europe::Berlin), Some(chrono_tz::America::New_York), Some(chrono_tz::Asia::Kolkata)][zone];
+        let tz = [None, Some(shared::model::Zone::named("Europe/Berlin").unwrap()), Some(shared::model::Zone::named("America/New_York").unwrap()), Some(shared::model::Zone::named("Asia/Kolkata").unwrap())][zone];
         let bucketing = Bucketing::new([Width::Hour, Width::Day, Width::Week, Width::Month][width], tz);
         let range = TimeRange::new(
             Timestamp::from_millis(T0 + from_min * MINUTE).unwrap(),
@@ -226,7 +226,7 @@ proptest! {
             1 => all.sort_by_key(|r| std::cmp::Reverse(r.timestamp)),
             _ => {}
         }
-        let tz = [None, Some(chrono_tz::Europe::Berlin), Some(chrono_tz::America::New_York)][zone];
+        let tz = [None, Some(shared::model::Zone::named("Europe/Berlin").unwrap()), Some(shared::model::Zone::named("America/New_York").unwrap())][zone];
         let bucketing = Bucketing::new([Width::Hour, Width::Day, Width::Week, Width::Month][width], tz);
         let range = TimeRange::new(
             Timestamp::from_millis(PAST_T0 + from_min * MINUTE).unwrap(),

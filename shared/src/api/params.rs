@@ -181,7 +181,7 @@ pub fn stats_query(params: &StatsParams, now: Timestamp) -> Result<StatsQuery, P
     };
     let tz = match value("tz", &params.tz, &mut problems) {
         None => Some(None),
-        Some(v) => match v.parse::<chrono_tz::Tz>() {
+        Some(v) => match v.parse::<crate::model::Zone>() {
             Ok(tz) => Some(Some(tz)),
             Err(_) => {
                 problems.push((

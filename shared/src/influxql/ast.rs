@@ -2,7 +2,7 @@
 //! Time literals are already nanoseconds since the epoch (InfluxQL's unit);
 //! the executor turns them into our milliseconds.
 
-use chrono_tz::Tz;
+use crate::model::Zone;
 use regex_lite::Regex;
 
 #[derive(Debug, Clone)]
@@ -88,7 +88,7 @@ pub struct Select {
     pub offset: usize,
     pub slimit: Option<usize>,
     pub soffset: usize,
-    pub tz: Option<Tz>,
+    pub tz: Option<Zone>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

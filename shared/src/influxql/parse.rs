@@ -945,7 +945,10 @@ mod tests {
             (s.limit, s.offset, s.slimit, s.soffset),
             (Some(10), 2, Some(3), 1)
         );
-        assert_eq!(s.tz, Some(chrono_tz::Europe::Berlin));
+        assert_eq!(
+            s.tz,
+            Some(crate::model::Zone::named("Europe/Berlin").unwrap())
+        );
         // The WHERE keeps its shape: (tag AND tag) AND time AND time.
         let Some(Expr::Binary(_, Op::And, rhs)) = &s.condition else {
             panic!("{:?}", s.condition)

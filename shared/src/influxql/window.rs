@@ -6,16 +6,16 @@
 //! so a 23- or 25-hour day is one window.
 
 use crate::domain::aggregate::{Bucketing, Width};
+use crate::model::Zone;
 use crate::model::{Timestamp, DAY_MS};
 use chrono::{Offset, TimeZone};
-use chrono_tz::Tz;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Windows {
     /// Milliseconds.
     pub every: i64,
     pub offset: i64,
-    pub tz: Option<Tz>,
+    pub tz: Option<Zone>,
 }
 
 impl Windows {
@@ -144,7 +144,7 @@ mod tests {
         let w = Windows {
             every: DAY_MS,
             offset: 0,
-            tz: Some(chrono_tz::Europe::Berlin),
+            tz: Some(crate::model::Zone::named("Europe/Berlin").unwrap()),
         };
         // 2026-03-29 is 23 hours long in Berlin.
         let start = w.start_of(ms("2026-03-29T12:00:00Z"));
@@ -154,7 +154,7 @@ mod tests {
         let india = Windows {
             every: H,
             offset: 0,
-            tz: Some(chrono_tz::Asia::Kolkata),
+            tz: Some(crate::model::Zone::named("Asia/Kolkata").unwrap()),
         };
         assert_eq!(
             india.start_of(ms("2026-11-21T01:10:00Z")),
@@ -164,7 +164,7 @@ mod tests {
         let berlin_hours = Windows {
             every: H,
             offset: 0,
-            tz: Some(chrono_tz::Europe::Berlin),
+            tz: Some(crate::model::Zone::named("Europe/Berlin").unwrap()),
         };
         assert!(berlin_hours.as_bucketing(0, DAY_MS).is_some());
         assert_eq!(
@@ -177,8 +177,8 @@ mod tests {
     fn next_always_moves_forward() {
         for tz in [
             None,
-            Some(chrono_tz::Europe::Berlin),
-            Some(chrono_tz::Australia::Lord_Howe),
+            Some(crate::model::Zone::named("Europe/Berlin").unwrap()),
+            Some(crate::model::Zone::named("Australia/Lord_Howe").unwrap()),
         ] {
             for every in [60_000, 1_800_000, H, 2 * H, DAY_MS, 7 * DAY_MS] {
                 let w = Windows {

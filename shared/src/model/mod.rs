@@ -11,6 +11,7 @@ mod reading;
 mod span;
 mod timestamp;
 mod value_memo;
+mod zone;
 
 pub use climate_box::ClimateBox;
 pub use id_index::{FastMap, IdIndex, SharedText};
@@ -24,3 +25,4 @@ pub use reading::{plausible_time, FieldProblem, Measurement, Reading, BOUNDS};
 pub use span::{Span, DAY_MS, HOUR_MS};
 pub use timestamp::{TimeRange, Timestamp, TimestampError};
 pub use value_memo::ValueMemo;
+pub use zone::{UnknownZone, Zone, ZoneOffset};

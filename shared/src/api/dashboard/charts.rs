@@ -6,7 +6,7 @@
 //! (long ranges, from the aggregates and so from rollups), and bars (energy).
 
 use super::ticks;
-use chrono_tz::Tz;
+use crate::model::Zone;
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
@@ -69,7 +69,7 @@ pub struct Chart<'a> {
     pub unit: &'a str,
     pub from: i64,
     pub to: i64,
-    pub tz: Tz,
+    pub tz: Zone,
     pub width: u32,
     pub height: u32,
     pub data: &'a Data,
@@ -243,7 +243,7 @@ mod tests {
             unit: "°C",
             from: 0,
             to: 86_400_000,
-            tz: Tz::UTC,
+            tz: Zone::UTC,
             width: 600,
             height: 240,
             data,
@@ -341,8 +341,11 @@ mod tests {
             .map(|i| (from + i * 600_000, 17.3 + (i % 9) as f64 * 0.71))
             .collect();
         for (tz, hours) in [
-            (Tz::UTC, ["03:00", "06:00", "09:00"]),
-            (chrono_tz::Asia::Tokyo, ["12:00", "15:00", "18:00"]),
+            (Zone::UTC, ["03:00", "06:00", "09:00"]),
+            (
+                crate::model::Zone::named("Asia/Tokyo").unwrap(),
+                ["12:00", "15:00", "18:00"],
+            ),
         ] {
             let svg = svg(&Chart {
                 title: "t",

@@ -7,15 +7,15 @@
 
 use super::charts::Bar;
 use crate::domain::aggregate::{Bucketing, EnergyBucket, Width};
+use crate::model::Zone;
 use crate::model::{DeviceId, TimeRange, Timestamp};
 use crate::query::{self, StatsQuery};
 use crate::store::{DeviceRecord, Store, StoreError};
-use chrono_tz::Tz;
 
 /// Calendar periods ending now, in a zone.
 #[derive(Debug, Clone, Copy)]
 pub struct Calendar {
-    pub tz: Tz,
+    pub tz: Zone,
     pub now: Timestamp,
 }
 
@@ -107,7 +107,7 @@ async fn buckets<S: Store>(
     device: &DeviceId,
     range: TimeRange,
     width: Width,
-    tz: Tz,
+    tz: Zone,
 ) -> Result<Vec<EnergyBucket>, StoreError> {
     let q = StatsQuery {
         range,
@@ -226,7 +226,7 @@ mod tests {
     fn periods_are_whole_local_days_and_months() {
         // 2026-03-29T10:00Z: Berlin moved to summer time that night.
         let cal = Calendar {
-            tz: chrono_tz::Europe::Berlin,
+            tz: crate::model::Zone::named("Europe/Berlin").unwrap(),
             now: Timestamp::parse("2026-03-29T10:00:00Z").unwrap(),
         };
         let today = cal.one(Width::Day, 0);

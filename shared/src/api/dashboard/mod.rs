@@ -20,6 +20,7 @@ use super::params::{DashboardParams, LoginForm};
 use super::state::App;
 use crate::auth::SESSION_COOKIE;
 use crate::domain::aggregate::{Bucketing, Width};
+use crate::model::Zone;
 use crate::model::{DeviceId, Quantity, QuantityKind, RoomId, TimeRange, Timestamp};
 use crate::query::{self, Partition, StatsQuery};
 use crate::store::{Order, Store};
@@ -28,7 +29,6 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use charts::{BandPoint, Bar, Chart, Data, Line};
 use chrono::TimeZone;
-use chrono_tz::Tz;
 use std::sync::Arc;
 
 type AppState<S> = State<Arc<App<S>>>;
@@ -49,7 +49,7 @@ pub struct View {
     /// The picked range (`24h`, ...), or `None` for a custom one.
     pub pick: Option<&'static str>,
     pub range: TimeRange,
-    pub tz: Tz,
+    pub tz: Zone,
 }
 
 impl View {
@@ -97,10 +97,10 @@ impl View {
 pub fn view(p: &DashboardParams, now: Timestamp) -> Result<View, ApiError> {
     let mut problems = Vec::new();
     let tz = match p.tz.as_deref() {
-        None | Some("") => Tz::UTC,
-        Some(v) => v.parse::<Tz>().unwrap_or_else(|_| {
+        None | Some("") => Zone::UTC,
+        Some(v) => v.parse::<Zone>().unwrap_or_else(|_| {
             problems.push(("tz".into(), format!("{v:?} is not an IANA time zone name")));
-            Tz::UTC
+            Zone::UTC
         }),
     };
     let (pick, range) = match (&p.range, &p.from) {

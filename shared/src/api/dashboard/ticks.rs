@@ -2,8 +2,8 @@
 //! months of the viewer's zone, and values at round steps (1, 2 or 5 times
 //! a power of ten), as many as the chart's width has room for.
 
+use crate::model::Zone;
 use chrono::{Datelike, NaiveDate, TimeZone, Timelike, Weekday};
-use chrono_tz::Tz;
 
 const HOUR_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 24 * HOUR_MS;
@@ -29,7 +29,7 @@ pub enum TimeStep {
 
 impl TimeStep {
     /// A label for a tick of this step.
-    pub fn format(self, ms: i64, tz: Tz) -> String {
+    pub fn format(self, ms: i64, tz: Zone) -> String {
         let Some(t) = tz.timestamp_millis_opt(ms).single() else {
             return String::new();
         };
@@ -93,7 +93,7 @@ pub fn time_step(from: i64, to: i64, width: u32) -> TimeStep {
         .unwrap_or(TimeStep::Months(24))
 }
 
-fn local_midnight(d: NaiveDate, tz: Tz) -> Option<i64> {
+fn local_midnight(d: NaiveDate, tz: Zone) -> Option<i64> {
     let t = d.and_hms_opt(0, 0, 0)?;
     tz.from_local_datetime(&t)
         .earliest()
@@ -102,14 +102,14 @@ fn local_midnight(d: NaiveDate, tz: Tz) -> Option<i64> {
 
 /// The ticks of `step` in `[from, to)`, in `tz`, but for one in the last
 /// 3 % of the range, whose label would be cut at the chart's edge.
-pub fn time_ticks(from: i64, to: i64, step: TimeStep, tz: Tz) -> Vec<i64> {
+pub fn time_ticks(from: i64, to: i64, step: TimeStep, tz: Zone) -> Vec<i64> {
     let edge = to - (to - from) * 3 / 100;
     let mut out = every_tick(from, to, step, tz);
     out.retain(|t| *t < edge);
     out
 }
 
-fn every_tick(from: i64, to: i64, step: TimeStep, tz: Tz) -> Vec<i64> {
+fn every_tick(from: i64, to: i64, step: TimeStep, tz: Zone) -> Vec<i64> {
     let local = |ms: i64| tz.timestamp_millis_opt(ms).single();
     let mut out = Vec::new();
     match step {
@@ -221,7 +221,7 @@ mod tests {
             .timestamp_millis()
     }
 
-    fn labels(from: &str, to: &str, width: u32, tz: Tz) -> Vec<String> {
+    fn labels(from: &str, to: &str, width: u32, tz: Zone) -> Vec<String> {
         let (from, to) = (at(from), at(to));
         let step = time_step(from, to, width);
         time_ticks(from, to, step, tz)
@@ -233,20 +233,30 @@ mod tests {
     #[test]
     fn a_day_is_labelled_at_round_hours_of_the_zone() {
         // The odd times: 00:26, 06:00, 11:33, 17:06 for a day from 00:26.
-        let day = labels("2026-11-24T00:26:00Z", "2026-11-25T00:26:00Z", 720, Tz::UTC);
+        let day = labels(
+            "2026-11-24T00:26:00Z",
+            "2026-11-25T00:26:00Z",
+            720,
+            Zone::UTC,
+        );
         // Not 00:00, 26 minutes before the end: its label would be cut.
         assert_eq!(
             day,
             ["03:00", "06:00", "09:00", "12:00", "15:00", "18:00", "21:00"]
         );
-        let phone = labels("2026-11-24T00:26:00Z", "2026-11-25T00:26:00Z", 360, Tz::UTC);
+        let phone = labels(
+            "2026-11-24T00:26:00Z",
+            "2026-11-25T00:26:00Z",
+            360,
+            Zone::UTC,
+        );
         assert_eq!(phone, ["06:00", "12:00", "18:00"]);
         // Berlin is an hour ahead: its 06:00 is 05:00 UTC.
         let berlin = labels(
             "2026-11-24T00:26:00Z",
             "2026-11-25T00:26:00Z",
             360,
-            chrono_tz::Europe::Berlin,
+            crate::model::Zone::named("Europe/Berlin").unwrap(),
         );
         assert_eq!(
             berlin,
@@ -258,7 +268,7 @@ mod tests {
             "2026-11-24T00:26:00Z",
             "2026-11-25T00:26:00Z",
             720,
-            chrono_tz::Asia::Kolkata,
+            crate::model::Zone::named("Asia/Kolkata").unwrap(),
         );
         assert!(india.iter().all(|l| l.ends_with(":00")), "{india:?}");
         assert!(!india.is_empty());
@@ -266,19 +276,39 @@ mod tests {
 
     #[test]
     fn longer_ranges_are_labelled_at_days_weeks_and_months() {
-        let week = labels("2026-11-18T10:00:00Z", "2026-11-25T10:00:00Z", 720, Tz::UTC);
+        let week = labels(
+            "2026-11-18T10:00:00Z",
+            "2026-11-25T10:00:00Z",
+            720,
+            Zone::UTC,
+        );
         assert_eq!(
             week,
             ["19 Nov", "20 Nov", "21 Nov", "22 Nov", "23 Nov", "24 Nov", "25 Nov"]
         );
-        let month = labels("2026-10-26T10:00:00Z", "2026-11-25T10:00:00Z", 720, Tz::UTC);
+        let month = labels(
+            "2026-10-26T10:00:00Z",
+            "2026-11-25T10:00:00Z",
+            720,
+            Zone::UTC,
+        );
         assert_eq!(month, ["02 Nov", "09 Nov", "16 Nov", "23 Nov"], "Mondays");
-        let year = labels("2025-11-25T10:00:00Z", "2026-11-25T10:00:00Z", 720, Tz::UTC);
+        let year = labels(
+            "2025-11-25T10:00:00Z",
+            "2026-11-25T10:00:00Z",
+            720,
+            Zone::UTC,
+        );
         assert_eq!(
             year,
             ["Jan 2026", "Mar 2026", "May 2026", "Jul 2026", "Sep 2026", "Nov 2026"]
         );
-        let year_phone = labels("2025-11-25T10:00:00Z", "2026-11-25T10:00:00Z", 360, Tz::UTC);
+        let year_phone = labels(
+            "2025-11-25T10:00:00Z",
+            "2026-11-25T10:00:00Z",
+            360,
+            Zone::UTC,
+        );
         assert_eq!(year_phone, ["Jan 2026", "Apr 2026", "Jul 2026", "Oct 2026"]);
     }
 
@@ -310,7 +340,7 @@ mod tests {
             width in 200u32..2000,
             zone in 0usize..4,
         ) {
-            let tz = [Tz::UTC, chrono_tz::Europe::Berlin, chrono_tz::America::New_York, chrono_tz::Asia::Kolkata][zone];
+            let tz = [Zone::UTC, crate::model::Zone::named("Europe/Berlin").unwrap(), crate::model::Zone::named("America/New_York").unwrap(), crate::model::Zone::named("Asia/Kolkata").unwrap()][zone];
             let to = from + span;
             let step = time_step(from, to, width);
             let ticks = time_ticks(from, to, step, tz);

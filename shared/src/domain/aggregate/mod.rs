@@ -7,9 +7,9 @@
 pub mod counter;
 pub mod rollup;
 
+use crate::model::Zone;
 use crate::model::{Reading, TimeRange, Timestamp};
 use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
-use chrono_tz::Tz;
 use counter::{Chain, Counter, Counters, Growth};
 use rollup::{CounterSpan, Tally};
 use std::collections::BTreeMap;
@@ -91,11 +91,11 @@ impl Width {
 pub struct Bucketing {
     width: Width,
     /// Day, week and month buckets start at local midnight here; `None` is UTC.
-    tz: Option<Tz>,
+    tz: Option<Zone>,
 }
 
 impl Bucketing {
-    pub fn new(width: Width, tz: Option<Tz>) -> Self {
+    pub fn new(width: Width, tz: Option<Zone>) -> Self {
         Self { width, tz }
     }
 
@@ -109,10 +109,10 @@ impl Bucketing {
 
     /// The zone whose calendar places the buckets; `None` when they are a
     /// fixed length from the epoch (sub-day widths, and UTC days).
-    fn calendar(&self) -> Option<Tz> {
+    fn calendar(&self) -> Option<Zone> {
         match self.width {
             Width::Day => self.tz,
-            Width::Week | Width::Month => Some(self.tz.unwrap_or(chrono_tz::UTC)),
+            Width::Week | Width::Month => Some(self.tz.unwrap_or(Zone::UTC)),
             _ => None,
         }
     }
@@ -181,7 +181,7 @@ impl Bucketing {
 }
 
 /// The first instant of a local date (DST gaps at midnight start the day later).
-fn local_midnight(tz: Tz, date: NaiveDate) -> Timestamp {
+fn local_midnight(tz: Zone, date: NaiveDate) -> Timestamp {
     let ms = (0..=3)
         .find_map(|h| {
             tz.from_local_datetime(&date.and_hms_opt(h, 0, 0)?)
@@ -551,7 +551,10 @@ mod tests {
         let start = week.start_of(ts("2026-11-22T23:59:00Z"));
         assert_eq!(start.to_string(), "2026-11-16T00:00:00.000Z");
         assert_eq!(week.end_of(start).to_string(), "2026-11-23T00:00:00.000Z");
-        let berlin_month = Bucketing::new(Width::Month, Some(chrono_tz::Europe::Berlin));
+        let berlin_month = Bucketing::new(
+            Width::Month,
+            Some(crate::model::Zone::named("Europe/Berlin").unwrap()),
+        );
         // 23:30 UTC on 31 October is 00:30 on 1 November in Berlin (CET).
         let start = berlin_month.start_of(ts("2026-10-31T23:30:00Z"));
         assert_eq!(start.to_string(), "2026-10-31T23:00:00.000Z");
@@ -581,7 +584,12 @@ mod tests {
         let year = TimeRange::new(ts("2026-01-01T00:00:00Z"), ts("2027-01-01T00:00:00Z")).unwrap();
         assert!(Bucketing::new(Width::Minute, None).max_buckets(&year) > MAX_BUCKETS);
         assert!(
-            Bucketing::new(Width::Day, Some(chrono_tz::Europe::Berlin)).max_buckets(&year) < 400
+            Bucketing::new(
+                Width::Day,
+                Some(crate::model::Zone::named("Europe/Berlin").unwrap())
+            )
+            .max_buckets(&year)
+                < 400
         );
     }
 

@@ -966,7 +966,10 @@ mod tests {
             ]
         );
         // Local days in a whole-hour zone compose hours; in India, readings.
-        let berlin = Bucketing::new(Width::Day, Some(chrono_tz::Europe::Berlin));
+        let berlin = Bucketing::new(
+            Width::Day,
+            Some(crate::model::Zone::named("Europe/Berlin").unwrap()),
+        );
         assert_eq!(
             shown(&segments(&berlin, r, Timestamp::MAX)),
             [
@@ -975,7 +978,10 @@ mod tests {
                 "raw 11-04T05:00..11-04T05:15"
             ]
         );
-        let india = Bucketing::new(Width::Day, Some(chrono_tz::Asia::Kolkata));
+        let india = Bucketing::new(
+            Width::Day,
+            Some(crate::model::Zone::named("Asia/Kolkata").unwrap()),
+        );
         assert_eq!(
             shown(&segments(&india, r, Timestamp::MAX)),
             ["raw 11-01T10:30..11-04T05:15"]
@@ -1028,7 +1034,7 @@ mod tests {
         ) {
             let all = readings(&h);
             let hours = hours(Chain::default(), &all);
-            let tz = [None, Some(chrono_tz::Europe::Berlin), Some(chrono_tz::America::New_York), Some(chrono_tz::Asia::Tokyo)][zone];
+            let tz = [None, Some(crate::model::Zone::named("Europe/Berlin").unwrap()), Some(crate::model::Zone::named("America/New_York").unwrap()), Some(crate::model::Zone::named("Asia/Tokyo").unwrap())][zone];
             let b = Bucketing::new(if hourly { Width::Hour } else { Width::Day }, tz);
             // A range of whole buckets: whole hours, or local days.
             let from = b.start_of(ts(T0 + from_h * HOUR_MS));
