@@ -13,8 +13,7 @@ use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, SdkConfig};
 use std::time::Duration;
 
-/// How long establishing a connection to an AWS endpoint may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+pub use crate::https::CONNECT_TIMEOUT;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AssemblyError {
@@ -84,14 +83,11 @@ pub async fn sdk_config(endpoint: Option<&str>, budget: Duration) -> SdkConfig {
     loader.load().await
 }
 
-/// The one HTTPS client of every SDK client (and of the credential
-/// providers): rustls on ring with the system's roots. One crypto provider
-/// in a function, the smaller one (issue 43, docs/BENCHMARKS.md).
+/// The one HTTP client of every SDK client (and of the credential
+/// providers): HTTP/1.1 over rustls on ring with the system's roots, the
+/// stack the alert receivers use too (`https`, issue 43).
 pub fn https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
-    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
-    aws_smithy_http_client::Builder::new()
-        .tls_provider(Provider::Rustls(CryptoMode::Ring))
-        .build_https()
+    crate::https::sdk::client()
 }
 
 /// The DynamoDB client: the SDK's retry off (one retry owner: the adapter,

@@ -24,6 +24,7 @@ pub mod auth;
 pub mod config;
 pub mod domain;
 pub mod export;
+pub mod https;
 pub mod influxql;
 pub mod ingest;
 pub mod keys;

@@ -1,24 +1,17 @@
-//! The HTTP client of the webhook and ntfy receivers: hyper over rustls
-//! (the system's roots) on ring, the stack the AWS SDK's client uses, so a receiver
-//! adds no TLS of its own to a function.
+//! The HTTP client of the webhook and ntfy receivers, on the stack the AWS
+//! SDK's clients use (`crate::https`), so a receiver adds no TLS of its own
+//! to a function.
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
-pub type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+pub type HttpClient = Client<crate::https::Connector, Full<Bytes>>;
 
 /// A client for http and https URLs.
 pub fn client() -> Result<HttpClient, String> {
-    // ring named, not left to a process default: one crypto provider, the
-    // SDK's (`assembly::https_client`).
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_provider_and_native_roots(rustls::crypto::ring::default_provider())
-        .map_err(|e| format!("the system's TLS roots: {e}"))?
-        .https_or_http()
-        .enable_http1()
-        .build();
+    let https = crate::https::connector(Some(crate::https::CONNECT_TIMEOUT))?;
     Ok(Client::builder(TokioExecutor::new()).build(https))
 }
 
