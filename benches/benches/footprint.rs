@@ -7,7 +7,7 @@
 //! functions do, answering with a DescribeTable).
 //!
 //! `cargo bench -p system-benches --bench footprint` after `cargo build
-//! --release -p ingest -p query -p registry -p rollups -p mqtt -p alerts
+//! --release -p ingest -p query -p dashboard -p registry -p rollups -p mqtt -p alerts
 //! -p system-benches` (each function built on its own, as `sam build`
 //! builds it; `scripts/bench` does this). Needs MOTO_ENDPOINT. Under
 //! `cargo test` it runs once against the debug binaries, as a smoke test;
@@ -114,11 +114,13 @@ async fn main() {
     ))
     .unwrap();
     let list = serde_json::to_value(api_event("GET", "/devices", &[], None, &[])).unwrap();
-    let rows: [(&str, Value); 8] = [
+    let overview = serde_json::to_value(api_event("GET", "/", &[], None, &[])).unwrap();
+    let rows: [(&str, Value); 9] = [
         ("hello-lambda", json!({})),
         ("hello-dynamodb", json!({})),
         ("ingest", post),
         ("query", list),
+        ("dashboard", overview),
         ("registry", event_file("04-stream-registry.json")),
         ("rollups", event_file("04-stream-registry.json")),
         ("mqtt", event_file("13-iot-rule-tasmota.json")),
@@ -126,7 +128,7 @@ async fn main() {
     ];
     let mut results = Vec::new();
     for (name, event) in &rows {
-        let load = if matches!(*name, "ingest" | "query" | "mqtt") {
+        let load = if matches!(*name, "ingest" | "query" | "dashboard" | "mqtt") {
             registry_load().await
         } else {
             0.0

@@ -20,7 +20,7 @@ base, token = sys.argv[1], sys.argv[2]
 url = urllib.parse.urlparse(base)
 # Two hours back, on a 5-minute boundary (the panel's windows): inside the accepted window.
 # `--written-from START`: the readings below were written from START by the caller
-# (the query function serves no writes; functions/query/tests/influxql_client.rs).
+# (the dashboard function serves no writes; functions/dashboard/tests/influxql_client.rs).
 written_from = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[3] == "--written-from" else None
 start = written_from or (int(time.time()) // 300 - 25) * 300
 temps = [20.0 + (i % 9) * 0.25 for i in range(120)]

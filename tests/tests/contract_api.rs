@@ -660,9 +660,10 @@ async fn each_function_serves_only_its_own_routes<S: TestStore>() {
 
 /// A Lambda's binary links its own routes only (issue 43): built for the
 /// ingest function, the Router answers 404 to every read even on an App
-/// that would serve all; built for the query function, to every write.
+/// that would serve all; built for the query function, to every write and
+/// page; built for the dashboard function, to every write and JSON read.
 async fn a_binary_links_only_its_own_routes<S: TestStore>() {
-    use shared::api::{lambda::invoke, router_linking, IngestRoutes, QueryRoutes};
+    use shared::api::{lambda::invoke, router_linking, DashboardRoutes, IngestRoutes, QueryRoutes};
     let all = app(S::fresh("linked").await, None, RouteSet::All).await;
     let body = power("m", "2026-11-21T01:00:00Z", 1.0, 0.0, 0.0).to_string();
     let write = || api_event("POST", "/readings", &[], Some(&body), &[]);
@@ -673,9 +674,16 @@ async fn a_binary_links_only_its_own_routes<S: TestStore>() {
     assert_eq!(invoke(ingest(), read()).await.status_code, 404);
     assert_eq!(invoke(query(), read()).await.status_code, 200);
     assert_eq!(invoke(query(), write()).await.status_code, 404);
+    let pages = || router_linking::<S, DashboardRoutes>(all.clone());
     let dashboard = || api_event("GET", "/", &[], None, &[]);
+    let influxql = || api_event("GET", "/query", &[("q", "SHOW DATABASES")], None, &[]);
     assert_eq!(invoke(ingest(), dashboard()).await.status_code, 404);
-    assert_eq!(invoke(query(), dashboard()).await.status_code, 200);
+    assert_eq!(invoke(query(), dashboard()).await.status_code, 404);
+    assert_eq!(invoke(query(), influxql()).await.status_code, 404);
+    assert_eq!(invoke(pages(), dashboard()).await.status_code, 200);
+    assert_eq!(invoke(pages(), influxql()).await.status_code, 200);
+    assert_eq!(invoke(pages(), read()).await.status_code, 404);
+    assert_eq!(invoke(pages(), write()).await.status_code, 404);
 }
 
 async fn the_cached_registry_reloads_only_after_its_ttl<S: TestStore>() {

@@ -151,11 +151,15 @@ async fn same_table(t: &Yaml, indexes: shared::store::Indexes) {
 async fn the_template_routes_are_the_router_routes() {
     let t = template();
     let mut declared = BTreeSet::new();
-    for (_, resource) in t["Resources"].as_mapping().unwrap() {
+    // (function, method, path) of each route the template sends to a function.
+    let mut routed = BTreeSet::new();
+    for (name, resource) in t["Resources"].as_mapping().unwrap() {
         if let Some(events) = resource["Properties"]["Events"].as_mapping() {
             for (_, e) in events {
                 if e["Type"].as_str() == Some("HttpApi") {
-                    declared.insert((s(&e["Properties"]["Method"]), s(&e["Properties"]["Path"])));
+                    let route = (s(&e["Properties"]["Method"]), s(&e["Properties"]["Path"]));
+                    routed.insert((s(name), route.0.clone(), route.1.clone()));
+                    declared.insert(route);
                 }
             }
         }
@@ -167,7 +171,7 @@ async fn the_template_routes_are_the_router_routes() {
     assert_eq!(declared, served);
 
     // And the router serves each of them: no 405, no unknown-route 404.
-    let app = app(
+    let all = app(
         fresh_store(&dynalite(), "routes").await,
         None,
         RouteSet::All,
@@ -176,13 +180,33 @@ async fn the_template_routes_are_the_router_routes() {
     for (method, path) in ROUTES {
         let path = path.replace("{id}", "x1");
         let (status, body) =
-            answer(&handle(&app, api_event(method, &path, &[], Some("[]"), &[])).await);
+            answer(&handle(&all, api_event(method, &path, &[], Some("[]"), &[])).await);
         let message = body["error"]["message"].as_str().unwrap_or("");
         assert_ne!(status, 405, "{method} {path}: {body}");
         assert!(
             !(status == 404 && message.starts_with("no route")),
             "{method} {path}: {body}"
         );
+    }
+
+    // Each HTTP function serves exactly the routes the template sends it.
+    let store = fresh_store(&dynalite(), "routes-by-function").await;
+    for (function, set) in [
+        ("IngestFunction", RouteSet::Ingest),
+        ("QueryFunction", RouteSet::Query),
+        ("DashboardFunction", RouteSet::Dashboard),
+    ] {
+        let served_by = app(store.clone(), None, set).await;
+        for (method, path) in ROUTES {
+            let sent_here =
+                routed.contains(&(function.to_owned(), method.to_owned(), path.to_owned()));
+            let path = path.replace("{id}", "x1");
+            let (status, body) =
+                answer(&handle(&served_by, api_event(method, &path, &[], Some("[]"), &[])).await);
+            let message = body["error"]["message"].as_str().unwrap_or("");
+            let served = !(status == 404 && message.starts_with("no route"));
+            assert_eq!(served, sent_here, "{function}: {method} {path}: {body}");
+        }
     }
 }
 
@@ -306,6 +330,8 @@ fn each_function_has_exactly_its_least_privileges() {
     ];
     expected.sort();
     assert_eq!(statements(&t, "QueryFunction"), expected, "query");
+    // The dashboard reads what the query function reads.
+    assert_eq!(statements(&t, "DashboardFunction"), expected, "dashboard");
 
     let mut expected = vec![
         stmt(&["dynamodb:UpdateItem"], &[table], registry_only),
@@ -418,14 +444,19 @@ fn each_function_has_exactly_its_least_privileges() {
     }
 }
 
-/// The query function's price settings come from the template's parameters,
-/// and their defaults set no price (the dashboard shows no cost); a price a
-/// deployer gives is one `Config` takes.
+/// The dashboard function's price settings come from the template's
+/// parameters, and their defaults set no price (the dashboard shows no
+/// cost); a price a deployer gives is one `Config` takes. No other function
+/// shows a cost.
 #[test]
-fn the_price_parameters_reach_the_query_function_and_default_to_none() {
+fn the_price_parameters_reach_the_dashboard_function_and_default_to_none() {
     use serde_yaml_ng::value::Tag;
     let t = template();
-    let env = &t["Resources"]["QueryFunction"]["Properties"]["Environment"]["Variables"];
+    let env = &t["Resources"]["DashboardFunction"]["Properties"]["Environment"]["Variables"];
+    for other in ["IngestFunction", "QueryFunction"] {
+        let vars = &t["Resources"][other]["Properties"]["Environment"]["Variables"];
+        assert!(vars["PRICE_PER_KWH"].is_null(), "{other}");
+    }
     let parameter_of = |name: &str| match &env[name] {
         Yaml::Tagged(tagged) if tagged.tag == Tag::new("Ref") => s(&tagged.value),
         other => panic!("{name}: {other:?}"),
@@ -579,7 +610,7 @@ fn the_stack_watches_itself_and_its_logs_expire() {
             .collect()
     };
     let functions = of_type("AWS::Serverless::Function");
-    assert_eq!(functions.len(), 6, "{functions:?}");
+    assert_eq!(functions.len(), 7, "{functions:?}");
     let retention = &t["Parameters"]["LogRetentionDays"];
     assert_eq!(retention["Default"].as_u64(), Some(30));
     let groups = of_type("AWS::Logs::LogGroup");

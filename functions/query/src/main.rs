@@ -1,5 +1,6 @@
 //! `query` Lambda: the library's one HTTP Router under `lambda_http`, serving the
-//! read routes (every GET). Wiring only; the routes live in `shared::api`.
+//! JSON API's reads (lists, ranges, latest, stats, energy, search, alerts).
+//! Wiring only; the routes live in `shared::api`.
 
 use shared::api::{self, RouteSet};
 

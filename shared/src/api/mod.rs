@@ -21,7 +21,7 @@ mod views;
 
 pub use crate::auth::{Access, BearerToken, ReadAccess};
 pub use error::ApiError;
-pub use state::{AllRoutes, App, IngestRoutes, Linked, QueryRoutes, RouteSet};
+pub use state::{AllRoutes, App, DashboardRoutes, IngestRoutes, Linked, QueryRoutes, RouteSet};
 
 use crate::ingest::MAX_BODY_BYTES;
 use crate::model::{DeviceId, RoomId};
@@ -155,11 +155,11 @@ fn influx_routes<S: Store, L: Linked>(set: Served<L>, access: Access) -> Router<
             "/write",
             set.write(MethodFilter::POST, MAX_BODY_BYTES, influx::write_v1::<S>),
         )
-        // InfluxQL reads (docs/influxql.md): the query function's.
+        // InfluxQL reads (docs/influxql.md): Grafana's, the dashboard function's.
         .route(
             "/query",
             set.route(
-                RouteSet::Query,
+                RouteSet::Dashboard,
                 MethodFilter::GET.or(MethodFilter::POST),
                 influx::query::<S>,
             )
@@ -177,25 +177,29 @@ fn influx_routes<S: Store, L: Linked>(set: Served<L>, access: Access) -> Router<
         .route("/ping", set.route(ingest, MethodFilter::GET, influx::ping))
 }
 
-/// The dashboard: the query function's. Each page asks for the token itself
-/// (a sign-in page rather than a JSON 401).
+/// The dashboard: the dashboard function's. Each page asks for the token
+/// itself (a sign-in page rather than a JSON 401).
 fn dashboard_routes<S: Store, L: Linked>(set: Served<L>) -> Router<Arc<App<S>>> {
     Router::new()
-        .route("/", set.read(dashboard::overview::<S>))
-        .route("/ui/devices/{id}", set.read(dashboard::device_page::<S>))
-        .route("/ui/rooms/{id}", set.read(dashboard::room_page::<S>))
+        .route("/", set.page(dashboard::overview::<S>))
+        .route("/ui/devices/{id}", set.page(dashboard::device_page::<S>))
+        .route("/ui/rooms/{id}", set.page(dashboard::room_page::<S>))
         .route(
             "/devices/{id}/chart.svg",
-            set.read(dashboard::device_chart::<S>),
+            set.page(dashboard::device_chart::<S>),
         )
         .route(
             "/rooms/{id}/chart.svg",
-            set.read(dashboard::room_chart::<S>),
+            set.page(dashboard::room_chart::<S>),
         )
         .route(
             "/ui/login",
-            set.route(RouteSet::Query, MethodFilter::POST, dashboard::login::<S>)
-                .layer(layers::body_limit(4096)),
+            set.route(
+                RouteSet::Dashboard,
+                MethodFilter::POST,
+                dashboard::login::<S>,
+            )
+            .layer(layers::body_limit(4096)),
         )
 }
 
@@ -242,7 +246,7 @@ impl<L: Linked> Served<L> {
         }
     }
 
-    /// A `GET` route (the query function's).
+    /// A `GET` route of the JSON API (the query function's).
     fn read<S, H, T>(self, handler: H) -> MethodRouter<S>
     where
         S: Clone + Send + Sync + 'static,
@@ -250,6 +254,16 @@ impl<L: Linked> Served<L> {
         T: 'static,
     {
         self.route(RouteSet::Query, MethodFilter::GET, handler)
+    }
+
+    /// A `GET` route of the dashboard (the dashboard function's).
+    fn page<S, H, T>(self, handler: H) -> MethodRouter<S>
+    where
+        S: Clone + Send + Sync + 'static,
+        H: Handler<T, S>,
+        T: 'static,
+    {
+        self.route(RouteSet::Dashboard, MethodFilter::GET, handler)
     }
 
     /// A record read with `GET` and renamed with `PUT`.

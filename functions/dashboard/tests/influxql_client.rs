@@ -1,4 +1,4 @@
-//! The `influxdb` Python client's `query()` against the `query` binary under
+//! The `influxdb` Python client's `query()` against the `dashboard` binary under
 //! the Lambda Runtime API emulator, through plain HTTP turned into API Gateway
 //! events (`integration_tests::lambda_bridge`): the Lambda path of
 //! `tests/clients/influxql_client.py`, which `scripts/test` also runs against
@@ -11,7 +11,7 @@ use shared::model::{Reading, Timestamp};
 use std::path::Path;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_influxdb_client_reads_the_query_function() {
+async fn the_influxdb_client_reads_the_dashboard_function() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let python = root.join(".tools/venv/bin/python");
     assert!(
@@ -19,7 +19,7 @@ async fn the_influxdb_client_reads_the_query_function() {
         "{} is missing: run scripts/install-test-tools",
         python.display()
     );
-    // The readings the script expects (its own writes, which the query function does not serve).
+    // The readings the script expects (its own writes, which the dashboard function does not serve).
     let now = Timestamp::now().millis() / 1000;
     let start = (now / 300 - 25) * 300;
     let mut readings = Vec::new();
@@ -36,7 +36,7 @@ async fn the_influxdb_client_reads_the_query_function() {
 
     let mut rt = Runtime::start().await;
     rt.spawn(
-        env!("CARGO_BIN_EXE_query"),
+        env!("CARGO_BIN_EXE_dashboard"),
         &[
             ("TABLE_NAME", store.table()),
             ("AWS_ENDPOINT_URL_DYNAMODB", &dynalite()),

@@ -1,0 +1,14 @@
+//! `dashboard` Lambda: the library's one HTTP Router under `lambda_http`,
+//! serving what people and Grafana look at: the dashboard's pages, charts and
+//! sign-in, and InfluxQL on `/query`. Wiring only; the routes live in
+//! `shared::api`.
+
+use shared::api::{self, RouteSet};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    shared::telemetry::init();
+    let config = shared::config::Config::from_env()?;
+    let app = shared::assembly::http_function(&config, RouteSet::Dashboard).await?;
+    lambda_http::run(api::router_linking::<_, api::DashboardRoutes>(app)).await
+}
