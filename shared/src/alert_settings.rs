@@ -38,7 +38,7 @@ impl AlertSettings {
     /// The receivers built; MQTT ones by `mqtt` (the caller's broker client).
     pub fn build(
         &self,
-        sdk: Option<&aws_config::SdkConfig>,
+        sdk: Option<&aws_types::SdkConfig>,
         mqtt: impl Fn(&str, &str) -> Result<Arc<dyn Receiver>, String>,
     ) -> Result<Receivers, String> {
         let mut list = Vec::new();

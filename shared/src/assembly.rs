@@ -7,10 +7,8 @@ use crate::api::{App, RouteSet};
 use crate::auth::{Access, BearerToken};
 use crate::config::{Config, StoreConfig};
 use crate::store::{DynamoStore, Store, StoreError};
-use aws_config::meta::region::RegionProviderChain;
-use aws_config::retry::RetryConfig;
-use aws_config::timeout::TimeoutConfig;
-use aws_config::{BehaviorVersion, SdkConfig};
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_types::SdkConfig;
 use std::time::Duration;
 
 pub use crate::https::CONNECT_TIMEOUT;
@@ -49,38 +47,14 @@ pub struct Assembly {
     pub sdk: Option<SdkConfig>,
 }
 
-/// The SDK configuration: the standard credential and region chains (the
-/// region defaults to us-east-1 where none is set, as local servers ignore
-/// it), `endpoint` when given, connect and attempt timeouts, and the SDK's
-/// standard retry for the clients that keep it (SSM, Streams). DynamoDB's
-/// client turns it off: its adapter owns retries (`dynamodb_client`).
+/// The SDK configuration every AWS client of the process is built from
+/// (`sdk`: on Lambda from the environment alone, elsewhere by aws-config's
+/// chains when built in): `endpoint` when given, connect and attempt
+/// timeouts, and the SDK's standard retry for the clients that keep it
+/// (SSM, Streams, SNS). DynamoDB's client turns it off: its adapter owns
+/// retries (`dynamodb_client`).
 pub async fn sdk_config(endpoint: Option<&str>, budget: Duration) -> SdkConfig {
-    let mut loader = aws_config::defaults(BehaviorVersion::latest())
-        .http_client(https_client())
-        .region(RegionProviderChain::default_provider().or_else("us-east-1"))
-        .retry_config(RetryConfig::standard().with_max_attempts(3))
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(CONNECT_TIMEOUT)
-                .operation_attempt_timeout(budget)
-                .build(),
-        );
-    if let Some(url) = endpoint {
-        loader = loader.endpoint_url(url);
-        // Local servers accept any credentials; AWS needs real ones from the usual chain.
-        let local =
-            url.contains("://127.") || url.contains("://localhost") || url.contains("://[::1]");
-        if local && std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
-            loader = loader.credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-                "local",
-                "local",
-                None,
-                None,
-                "ingester-local",
-            ));
-        }
-    }
-    loader.load().await
+    crate::sdk::config(endpoint, budget).await
 }
 
 /// The one HTTP client of every SDK client (and of the credential

@@ -36,6 +36,7 @@ pub mod registry;
 pub mod retry;
 pub mod rollups;
 pub mod schedule;
+pub mod sdk;
 pub mod store;
 pub mod stream;
 pub mod telemetry;

@@ -16,7 +16,7 @@ pub struct Sns {
 }
 
 impl Sns {
-    pub fn new(name: &str, topic_arn: &str, sdk: &aws_config::SdkConfig) -> Self {
+    pub fn new(name: &str, topic_arn: &str, sdk: &aws_types::SdkConfig) -> Self {
         Self {
             name: name.to_owned(),
             topic_arn: topic_arn.to_owned(),

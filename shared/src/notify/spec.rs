@@ -82,7 +82,7 @@ impl ReceiverSpec {
         &self,
         name: &str,
         repeat_interval: Duration,
-        sdk: Option<&aws_config::SdkConfig>,
+        sdk: Option<&aws_types::SdkConfig>,
     ) -> Result<Option<Arc<dyn Receiver>>, SpecError> {
         let fail = |message: String| SpecError {
             name: name.to_owned(),
