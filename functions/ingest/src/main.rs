@@ -3,7 +3,9 @@
 
 use shared::api::{self, RouteSet};
 
-#[tokio::main]
+// One event at a time per sandbox, on a fraction of a vCPU: one thread
+// serves it (no worker threads, no per-thread allocator arenas; issue 43).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     shared::telemetry::init();
     let config = shared::config::Config::from_env()?;

@@ -5,7 +5,9 @@
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use shared::mqtt::iot_rule::RuleMessage;
 
-#[tokio::main]
+// One event at a time per sandbox, on a fraction of a vCPU: one thread
+// serves it (no worker threads, no per-thread allocator arenas; issue 43).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     let config = shared::config::Config::from_env()?;
