@@ -223,3 +223,31 @@ async fn init_error(State(s): State<Arc<Emulator>>, body: String) -> StatusCode 
         Err(serde_json::from_str(&body).unwrap_or(Value::String(body))),
     )
 }
+
+/// A sample event of `events/`, as a function is sent it.
+pub fn sample_event(name: &str) -> Value {
+    let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The JSON body of a function's answer to API Gateway.
+pub fn answer_body(answer: &Value) -> Value {
+    serde_json::from_str(answer["body"].as_str().unwrap()).unwrap()
+}
+
+/// A dynalite table holding the readings of the sample batch post
+/// (`events/02-post-readings-batch.json`), as the read functions' tests start.
+pub async fn sample_batch_table(name: &str) -> shared::store::DynamoStore {
+    let posted: Vec<Value> = serde_json::from_str(
+        sample_event("02-post-readings-batch.json")["body"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let now = shared::model::Timestamp::now();
+    let readings: Vec<shared::model::Reading> = posted
+        .iter()
+        .map(|v| shared::model::Reading::from_json(v, now, |_| None).unwrap())
+        .collect();
+    crate::dynalite_table_with(name, &readings).await
+}

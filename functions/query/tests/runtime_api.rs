@@ -1,33 +1,21 @@
 //! The `query` binary under a Lambda Runtime API emulator, against a dynalite
 //! table created as `template.yaml` defines it, answers the sample events.
 
-use integration_tests::runtime_api::Runtime;
-use integration_tests::{dynalite, dynalite_table_with};
+use integration_tests::dynalite;
+use integration_tests::runtime_api::{answer_body, sample_batch_table, sample_event, Runtime};
 use serde_json::{json, Value};
-use shared::model::{Reading, Timestamp};
 
 fn event(name: &str) -> Value {
-    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    sample_event(name)
 }
 
 fn body(answer: &Value) -> Value {
-    serde_json::from_str(answer["body"].as_str().unwrap()).unwrap()
+    answer_body(answer)
 }
 
 #[tokio::test]
 async fn the_query_binary_answers_the_sample_events() {
-    let posted: Vec<Value> = serde_json::from_str(
-        event("02-post-readings-batch.json")["body"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
-    let readings: Vec<Reading> = posted
-        .iter()
-        .map(|v| Reading::from_json(v, Timestamp::now(), |_| None).unwrap())
-        .collect();
-    let store = dynalite_table_with("bin-query", &readings).await;
+    let store = sample_batch_table("bin-query").await;
 
     let mut rt = Runtime::start().await;
     rt.spawn(
