@@ -15,6 +15,7 @@
 //! footprint -- --bench` measures release binaries from a debug build of
 //! the bench itself.
 
+use integration_tests::fault_proxy::{Fault, FaultProxy};
 use integration_tests::runtime_api::Runtime;
 use integration_tests::{api_event, fresh_store, moto};
 use serde_json::{json, Value};
@@ -47,15 +48,23 @@ fn event_file(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// Init and peak RSS of one start of `name` given `event`.
-async fn run(name: &str, env: &[(&str, &str)], event: &Value) -> (Duration, u64) {
+/// One start of `name` given `event`: its init, how long of that it waited
+/// on the DynamoDB server behind `proxy`, and its peak RSS.
+async fn run(
+    name: &str,
+    env: &[(&str, &str)],
+    event: &Value,
+    proxy: &FaultProxy,
+) -> (Duration, Duration, u64) {
     let mut rt = Runtime::start().await;
+    proxy.seen.lock().unwrap().upstream.clear();
     let spawned = Instant::now();
     rt.spawn(binary(name).to_str().unwrap(), env);
     let init = rt.ready().await - spawned;
+    let waited = proxy.seen.lock().unwrap().waited();
     let answer = rt.invoke(event.clone()).await;
     assert!(answer.is_ok(), "{name}: {answer:?}");
-    (init, rt.peak_rss_kib())
+    (init, waited, rt.peak_rss_kib())
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -79,28 +88,15 @@ async fn main() {
     assert!(store.write_readings(&seed).await.unwritten.is_empty());
     let plan = shared::domain::registry::plan(seed.iter().enumerate());
     assert!(shared::registry::apply(&store, &plan).await.is_empty());
-    // What moto takes to answer the registry load, as a function's init
-    // pays it: a new client, so a new connection, each time. The ingest,
-    // query and mqtt functions load the registry during their init (so
-    // that the first request pays nothing), and moto's Query is far slower
-    // than DynamoDB's. Measured again just before each of them: the stream
-    // functions' events before mqtt's add to the registry it loads.
-    let registry_load = || async {
-        let mut loads = Vec::new();
-        for _ in 0..5 {
-            let cold = shared::store::DynamoStore::new(
-                integration_tests::client(&moto()),
-                store.table().to_string(),
-            );
-            let started = Instant::now();
-            cold.load_registry().await.unwrap();
-            loads.push(started.elapsed().as_secs_f64() * 1000.0);
-        }
-        median(loads)
-    };
+    // The functions talk to moto through a proxy that times moto's answers.
+    // The ingest, query, dashboard and mqtt functions load the registry
+    // during their init (so that the first request pays nothing), and
+    // moto's Query is far slower than DynamoDB's and swings by more than a
+    // function's own init: what each start waited on moto is subtracted.
+    let proxy = FaultProxy::start(&moto(), Fault::HoldBack(|_| false)).await;
     let env = [
         ("TABLE_NAME", store.table()),
-        ("AWS_ENDPOINT_URL_DYNAMODB", &moto()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", &proxy.url),
     ];
     let scheduled = json!({"version": "0", "id": "1", "detail-type": "Scheduled Event",
         "source": "aws.events", "account": "123456789012", "time": Timestamp::now().to_string(),
@@ -128,28 +124,23 @@ async fn main() {
     ];
     let mut results = Vec::new();
     for (name, event) in &rows {
-        let load = if matches!(*name, "ingest" | "query" | "dashboard" | "mqtt") {
-            registry_load().await
-        } else {
-            0.0
-        };
-        let (mut inits, mut peaks) = (Vec::new(), Vec::new());
+        let (mut inits, mut owns, mut peaks) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps {
-            let (init, peak) = run(name, &env, event).await;
+            let (init, waited, peak) = run(name, &env, event, &proxy).await;
             inits.push(init.as_secs_f64() * 1000.0);
+            owns.push(init.saturating_sub(waited).as_secs_f64() * 1000.0);
             peaks.push(peak as f64 / 1024.0);
         }
         let size = std::fs::metadata(binary(name)).unwrap().len() as f64 / 1e6;
-        results.push((*name, size, median(inits), median(peaks), load));
+        results.push((*name, size, median(inits), median(owns), median(peaks)));
     }
-    let (_, floor_size, floor_init, floor_rss, _) = results[1];
-    println!("\nfootprint under the Runtime API emulator, 20 registered devices in moto, median of {reps}; moto's registry load (a new client each time, measured from this process just before the function's runs) subtracted from the init of those that load it:");
+    let (_, floor_size, _, floor_init, floor_rss) = results[1];
+    println!("\nfootprint under the Runtime API emulator, 20 registered devices in moto, median of {reps}; what each start's init waited on moto (timed by a proxy) subtracted:");
     println!(
-        "| binary | size | ÷ floor | init | init − registry load | ÷ floor | peak RSS | ÷ floor |"
+        "| binary | size | ÷ floor | init | init − waiting on moto | ÷ floor | peak RSS | ÷ floor |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    for (name, size, init, rss, load) in &results {
-        let own = init - load;
+    for (name, size, init, own, rss) in &results {
         println!(
             "| {name} | {size:.2} MB | {:.2} | {init:.1} ms | {own:.1} ms | {:.2} | {rss:.1} MiB | {:.2} |",
             size / floor_size,

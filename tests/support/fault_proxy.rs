@@ -29,6 +29,32 @@ pub struct Seen {
     pub batch_calls: usize,
     /// Requests passed on, by operation (`UpdateItem`, `Query`, ...).
     pub calls: std::collections::BTreeMap<String, usize>,
+    /// When each request passed on was sent to the server and when its
+    /// answer was whole.
+    pub upstream: Vec<(std::time::Instant, std::time::Instant)>,
+}
+
+impl Seen {
+    /// How long at least one request was waiting on the server: what a
+    /// client behind the proxy waited on the server itself, requests made
+    /// side by side counted once.
+    pub fn waited(&self) -> std::time::Duration {
+        let mut spans = self.upstream.clone();
+        spans.sort();
+        let mut total = std::time::Duration::ZERO;
+        let mut current: Option<(std::time::Instant, std::time::Instant)> = None;
+        for (from, to) in spans {
+            current = match current {
+                Some((a, b)) if from <= b => Some((a, b.max(to))),
+                Some((a, b)) => {
+                    total += b - a;
+                    Some((from, to))
+                }
+                None => Some((from, to)),
+            };
+        }
+        total + current.map_or(std::time::Duration::ZERO, |(a, b)| b - a)
+    }
 }
 
 struct ProxyState {
@@ -138,15 +164,16 @@ async fn proxy(State(s): State<Arc<ProxyState>>, request: Request) -> Response {
             upstream = upstream.header(name, value);
         }
     }
-    let answer = match s
+    let asked = std::time::Instant::now();
+    let answered = s
         .client
         .request(
             upstream
                 .body(Full::new(bytes::Bytes::from(forward)))
                 .unwrap(),
         )
-        .await
-    {
+        .await;
+    let answer = match answered {
         Ok(r) => r,
         // The server is gone: what a dead endpoint looks like to the SDK.
         Err(_) => {
@@ -164,6 +191,11 @@ async fn proxy(State(s): State<Arc<ProxyState>>, request: Request) -> Response {
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
+    s.seen
+        .lock()
+        .unwrap()
+        .upstream
+        .push((asked, std::time::Instant::now()));
     let body = if is_batch && status.is_success() {
         let mut json: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
         let table = table.unwrap();
