@@ -86,23 +86,15 @@ pub fn dynamodb_store(config: &Config, sdk: &SdkConfig, table: &str) -> DynamoSt
 
 /// Reads the token from an SSM SecureString (decrypted). The value never
 /// appears in an error: only the parameter's name does.
-pub async fn fetch_token(
-    ssm: &aws_sdk_ssm::Client,
-    name: &str,
-) -> Result<BearerToken, AssemblyError> {
+pub async fn fetch_token(sdk: &SdkConfig, name: &str) -> Result<BearerToken, AssemblyError> {
     let fail = |reason: String| AssemblyError::TokenParameter {
         name: name.to_owned(),
         reason,
     };
-    let out = ssm
-        .get_parameter()
-        .name(name)
-        .with_decryption(true)
-        .send()
+    let value = crate::sdk::parameter::get_decrypted(sdk, name)
         .await
-        .map_err(|e| fail(aws_sdk_ssm::error::DisplayErrorContext(&e).to_string()))?;
-    let value = out.parameter().and_then(|p| p.value()).unwrap_or_default();
-    BearerToken::new(value).ok_or_else(|| fail("is empty".into()))
+        .map_err(fail)?;
+    BearerToken::new(&value).ok_or_else(|| fail("is empty".into()))
 }
 
 /// Builds what a configuration names: the SDK configuration (once, on
@@ -114,11 +106,15 @@ pub async fn assemble(config: &Config) -> Result<Assembly, AssemblyError> {
     let (engine, sdk) = engine(config).await?;
     let token = match &config.ingest_token_parameter {
         Some(name) => {
-            let ssm = match &sdk {
-                Some(sdk) => aws_sdk_ssm::Client::new(sdk),
-                None => aws_sdk_ssm::Client::new(&sdk_config(None, config.dynamodb.budget).await),
+            let embedded;
+            let sdk = match &sdk {
+                Some(sdk) => sdk,
+                None => {
+                    embedded = sdk_config(None, config.dynamodb.budget).await;
+                    &embedded
+                }
             };
-            Some(fetch_token(&ssm, name).await?)
+            Some(fetch_token(sdk, name).await?)
         }
         None => config.ingest_token.clone(),
     };

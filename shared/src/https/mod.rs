@@ -6,7 +6,10 @@
 
 pub mod sdk;
 
+use http_body_util::Full;
+use hyper::body::Bytes;
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
 use std::time::Duration;
 
 /// How long establishing a connection (to an AWS endpoint, a receiver) may take.
@@ -28,4 +31,16 @@ pub fn connector(connect_timeout: Option<Duration>) -> Result<Connector, String>
         .https_or_http()
         .enable_http1()
         .wrap_connector(tcp))
+}
+
+/// A client of whole-body requests (the alert receivers', SSM's), pooled,
+/// giving up a connect after [`CONNECT_TIMEOUT`].
+pub type Client = hyper_util::client::legacy::Client<Connector, Full<Bytes>>;
+
+/// A [`Client`].
+pub fn client() -> Result<Client, String> {
+    Ok(
+        hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .build(connector(Some(CONNECT_TIMEOUT))?),
+    )
 }

@@ -4,15 +4,12 @@
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 
-pub type HttpClient = Client<crate::https::Connector, Full<Bytes>>;
+pub use crate::https::Client as HttpClient;
 
 /// A client for http and https URLs.
 pub fn client() -> Result<HttpClient, String> {
-    let https = crate::https::connector(Some(crate::https::CONNECT_TIMEOUT))?;
-    Ok(Client::builder(TokioExecutor::new()).build(https))
+    crate::https::client()
 }
 
 /// POSTs `body` with `headers`; a 2xx is success, anything else an error

@@ -12,6 +12,7 @@
 //! ([`profiles`]) everywhere but on Lambda.
 
 pub mod environment;
+pub mod parameter;
 #[cfg(feature = "aws-profiles")]
 mod profiles;
 
