@@ -267,15 +267,7 @@ fn the_program_is_assembled_in_one_place() {
             }
         }
     }
-    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
-    for entry in std::fs::read_dir(&functions).unwrap() {
-        let entry = entry.unwrap();
-        if !entry.file_type().unwrap().is_dir() {
-            continue;
-        }
-        let bin = entry.file_name().to_string_lossy().into_owned();
-        let main = entry.path().join("src/main.rs");
-        let text = std::fs::read_to_string(&main).unwrap();
+    for (bin, text) in function_mains() {
         assert!(text.contains("shared::assembly::"), "{bin} builds its own");
         assert!(!text.contains("aws_config"), "{bin} loads an SDK config");
     }
@@ -453,6 +445,23 @@ fn the_dashboard_reads_through_the_query_use_case() {
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
+/// Each function crate's name and its `main.rs`: a crate per function in
+/// `functions/`, beside them their one build script (link.rs).
+fn function_mains() -> Vec<(String, String)> {
+    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
+    let mut mains = Vec::new();
+    for entry in std::fs::read_dir(&functions).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(entry.path().join("src/main.rs")).unwrap();
+            mains.push((name, text));
+        }
+    }
+    assert!(mains.len() >= 7, "{mains:?}");
+    mains
+}
+
 /// Every module of the library and every function crate has its place in
 /// docs/architecture.md's layers: a new one must be placed here (and so
 /// guarded by the tests above) before it builds.
@@ -502,16 +511,7 @@ fn every_module_and_function_has_a_layer() {
             "docs/architecture.md does not show {module}"
         );
     }
-    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
-    for entry in std::fs::read_dir(&functions).unwrap() {
-        let entry = entry.unwrap();
-        // A crate per function; beside them, their one build script (link.rs).
-        if !entry.file_type().unwrap().is_dir() {
-            continue;
-        }
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let main = functions.join(&name).join("src/main.rs");
-        let text = std::fs::read_to_string(&main).unwrap();
+    for (name, text) in function_mains() {
         assert!(
             text.contains("shared::assembly::"),
             "{name} is not assembled"
