@@ -24,28 +24,40 @@ pub fn connector(connect_timeout: Option<Duration>) -> Result<Connector, String>
     tcp.enforce_http(false);
     tcp.set_nodelay(true);
     tcp.set_connect_timeout(connect_timeout);
-    let mut roots = rustls::RootCertStore::empty();
-    let found = system_roots();
-    let (added, _) = roots.add_parsable_certificates(found.certs);
-    if added == 0 {
-        return Err(format!(
-            "no TLS roots in the system's store: {:?}",
-            found.errors
-        ));
-    }
-    // ring named, not left to a process default: one crypto provider.
-    let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| format!("TLS: {e}"))?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    let tls = tls_config()?;
     Ok(hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
+        .with_tls_config((*tls).clone())
         .https_or_http()
         .enable_http1()
         .wrap_connector(tcp))
+}
+
+/// TLS with the system's roots, read once per process: every connector of
+/// a cold start (the SDK's, SSM's, a receiver's) shares them.
+fn tls_config() -> Result<std::sync::Arc<rustls::ClientConfig>, String> {
+    static TLS: std::sync::OnceLock<Result<std::sync::Arc<rustls::ClientConfig>, String>> =
+        std::sync::OnceLock::new();
+    TLS.get_or_init(|| {
+        let mut roots = rustls::RootCertStore::empty();
+        let found = system_roots();
+        let (added, _) = roots.add_parsable_certificates(found.certs);
+        if added == 0 {
+            return Err(format!(
+                "no TLS roots in the system's store: {:?}",
+                found.errors
+            ));
+        }
+        // ring named, not left to a process default: one crypto provider.
+        let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        Ok(std::sync::Arc::new(tls))
+    })
+    .clone()
 }
 
 /// The system's trusted roots: its bundle file alone where it has one

@@ -5,12 +5,7 @@
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 
-pub use crate::https::Client as HttpClient;
-
-/// A client for http and https URLs.
-pub fn client() -> Result<HttpClient, String> {
-    crate::https::client()
-}
+pub use crate::https::{client, Client as HttpClient};
 
 /// POSTs `body` with `headers`; a 2xx is success, anything else an error
 /// with the status and the start of the answer.

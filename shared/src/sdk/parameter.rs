@@ -27,31 +27,29 @@ pub async fn get_decrypted(sdk: &SdkConfig, name: &str) -> Result<String, String
     let client = crate::https::client()?;
     let endpoint = endpoint(sdk)?;
     let body = serde_json::json!({"Name": name, "WithDecryption": true}).to_string();
-    let mut delays = backon::BackoffBuilder::build(crate::retry::exponential(
-        Duration::from_millis(50),
-        Duration::from_secs(1),
-    ));
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        // Each attempt within the configuration's attempt timeout.
-        let attempt = sdk
-            .timeout_config()
-            .and_then(|t| t.operation_attempt_timeout())
-            .unwrap_or(Duration::from_secs(5));
-        let called = tokio::time::timeout(attempt, call(sdk, &client, &endpoint, &body))
+    // Each attempt within the configuration's attempt timeout.
+    let attempt = sdk
+        .timeout_config()
+        .and_then(|t| t.operation_attempt_timeout())
+        .unwrap_or(Duration::from_secs(5));
+    let once = || async {
+        tokio::time::timeout(attempt, call(sdk, &client, &endpoint, &body))
             .await
-            .unwrap_or_else(|_| Err(Failure::Transient(format!("{endpoint}: timed out"))));
-        match called {
-            Ok(answer) => return value(&answer),
-            Err(Failure::Final(reason)) => return Err(reason),
-            Err(Failure::Transient(reason)) if tries > RETRIES => return Err(reason),
-            Err(Failure::Transient(_)) => {
-                let delay = delays.next().unwrap_or_default();
-                tokio::time::sleep(crate::retry::full_jitter(delay)).await;
-            }
-        }
-    }
+            .unwrap_or_else(|_| Err(Failure::Transient(format!("{endpoint}: timed out"))))
+    };
+    // The program's one backoff, as the DynamoDB adapter retries (`calls`).
+    use backon::Retryable;
+    let answer = once
+        .retry(
+            crate::retry::exponential(Duration::from_millis(50), Duration::from_secs(1))
+                .with_max_times(RETRIES),
+        )
+        .sleep(tokio::time::sleep)
+        .when(|failure| matches!(failure, Failure::Transient(_)))
+        .adjust(|_, delay| Some(crate::retry::full_jitter(delay?)))
+        .await
+        .map_err(|(Failure::Transient(reason) | Failure::Final(reason))| reason)?;
+    value(&answer)
 }
 
 /// Why a call failed, and whether trying again may help.
