@@ -142,7 +142,7 @@ pub fn router_linking<S: Store, L: Linked>(app: App<S>) -> Router {
 }
 
 /// The InfluxDB API with the token as its clients send it: the writes (the
-/// ingest function's), InfluxQL on `/query` (the query function's), and the
+/// ingest function's), InfluxQL on `/query` (the dashboard function's), and the
 /// probes its clients make first (open, as InfluxDB's are).
 fn influx_routes<S: Store, L: Linked>(set: Served<L>, access: Access) -> Router<Arc<App<S>>> {
     let ingest = RouteSet::Ingest;
