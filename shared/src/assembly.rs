@@ -202,26 +202,34 @@ pub async fn app<S: Store>(
     access: Access,
     routes: RouteSet,
 ) -> Result<App<S>, AssemblyError> {
-    // `GET /health` reports the alert receivers a deployment has (on AWS
-    // the ingest function is told of the SNS topic's receiver).
-    let receivers = config.alerts.receivers.iter().map(|(name, _)| name.clone());
     App::new(store, access, routes, config.registry_cache_ttl)
         .await
-        .map(|app| {
-            app.with_tariff(config.tariff.clone())
-                .with_alert_receivers(receivers.collect())
-        })
+        .map(|app| configured(config, app))
         .map_err(AssemblyError::Registry)
 }
 
-/// An HTTP Lambda's cold start: the assembly on DynamoDB, then its app.
+/// The settings an app takes from the configuration beyond its store.
+fn configured<S: Store>(config: &Config, app: App<S>) -> App<S> {
+    // `GET /health` reports the alert receivers a deployment has (on AWS
+    // the ingest function is told of the SNS topic's receiver).
+    let receivers = config.alerts.receivers.iter().map(|(name, _)| name.clone());
+    app.with_tariff(config.tariff.clone())
+        .with_alert_receivers(receivers.collect())
+}
+
+/// An HTTP Lambda's cold start: the assembly on DynamoDB, then its app,
+/// whose first request loads the registry (no call in init, issue 43).
 pub async fn http_function(
     config: &Config,
     routes: RouteSet,
 ) -> Result<App<DynamoStore>, AssemblyError> {
     let assembly = assemble(config).await?;
     let access = assembly.access.clone();
-    app(config, assembly.into_dynamodb()?, access, routes).await
+    let store = assembly.into_dynamodb()?;
+    Ok(configured(
+        config,
+        App::loading_on_first_request(store, access, routes, config.registry_cache_ttl),
+    ))
 }
 
 /// The alerts function's cold start: its store and the receivers its

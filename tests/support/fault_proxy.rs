@@ -29,17 +29,26 @@ pub struct Seen {
     pub batch_calls: usize,
     /// Requests passed on, by operation (`UpdateItem`, `Query`, ...).
     pub calls: std::collections::BTreeMap<String, usize>,
-    /// When each request passed on was sent to the server and when its
-    /// answer was whole.
-    pub upstream: Vec<(std::time::Instant, std::time::Instant)>,
+    /// When each request reached the proxy and when its answer left it:
+    /// the proxy's own work counted as the server's, so that what a client
+    /// behind it is timed for excludes every hop (the footprint bench).
+    pub held: Vec<(std::time::Instant, std::time::Instant)>,
 }
 
 impl Seen {
     /// How long at least one request was waiting on the server: what a
     /// client behind the proxy waited on the server itself, requests made
     /// side by side counted once.
+    /// [`Seen::waited`], then forgets those requests: what the next step
+    /// waits is timed from here.
+    pub fn take_waited(&mut self) -> std::time::Duration {
+        let waited = self.waited();
+        self.held.clear();
+        waited
+    }
+
     pub fn waited(&self) -> std::time::Duration {
-        let mut spans = self.upstream.clone();
+        let mut spans = self.held.clone();
         spans.sort();
         let mut total = std::time::Duration::ZERO;
         let mut current: Option<(std::time::Instant, std::time::Instant)> = None;
@@ -71,6 +80,12 @@ pub struct FaultProxy {
 
 impl FaultProxy {
     pub async fn start(upstream: &str, fault: Fault) -> FaultProxy {
+        Self::start_on(0, upstream, fault).await
+    }
+
+    /// On a given port of 127.0.0.1 (0: any): a server that comes up where a
+    /// client was already pointed.
+    pub async fn start_on(port: u16, upstream: &str, fault: Fault) -> FaultProxy {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let state = Arc::new(ProxyState {
             upstream: upstream.trim_end_matches('/').to_owned(),
@@ -79,7 +94,9 @@ impl FaultProxy {
             client: Client::builder(TokioExecutor::new()).build_http(),
         });
         let app = Router::new().fallback(proxy).with_state(state);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         FaultProxy { url, seen }
@@ -95,6 +112,17 @@ fn key(w: &Value) -> (String, String) {
 }
 
 async fn proxy(State(s): State<Arc<ProxyState>>, request: Request) -> Response {
+    let arrived = std::time::Instant::now();
+    let response = pass_on(&s, request).await;
+    s.seen
+        .lock()
+        .unwrap()
+        .held
+        .push((arrived, std::time::Instant::now()));
+    response
+}
+
+async fn pass_on(s: &ProxyState, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let bytes = to_bytes(body, 64 << 20).await.unwrap();
     let operation = parts
@@ -164,7 +192,6 @@ async fn proxy(State(s): State<Arc<ProxyState>>, request: Request) -> Response {
             upstream = upstream.header(name, value);
         }
     }
-    let asked = std::time::Instant::now();
     let answered = s
         .client
         .request(
@@ -191,11 +218,6 @@ async fn proxy(State(s): State<Arc<ProxyState>>, request: Request) -> Response {
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
-    s.seen
-        .lock()
-        .unwrap()
-        .upstream
-        .push((asked, std::time::Instant::now()));
     let body = if is_batch && status.is_success() {
         let mut json: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
         let table = table.unwrap();

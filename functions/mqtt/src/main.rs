@@ -12,11 +12,16 @@ async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     let config = shared::config::Config::from_env()?;
     let store = shared::assembly::stream_function(&config).await?;
-    let registry = shared::registry::RegistryCache::load(&store, config.registry_cache_ttl).await?;
+    // Loaded by the first message, not in init (issue 43).
+    let registry = shared::registry::RegistryCache::unloaded(config.registry_cache_ttl);
     let (store, registry) = (&store, &registry);
     lambda_runtime::run(service_fn(
         move |event: LambdaEvent<RuleMessage>| async move {
             // An error makes Lambda retry, then hand the message to the failure queue.
+            registry
+                .ensure_loaded(store)
+                .await
+                .map_err(|e| Error::from(format!("loading the registry: {e}")))?;
             shared::mqtt::iot_rule::handle(store, registry, &event.payload)
                 .await
                 .map_err(|e| Error::from(e.to_string()))

@@ -2,6 +2,7 @@
 //! table created as `template.yaml` defines it, answers the sample events.
 
 use integration_tests::dynalite;
+use integration_tests::fault_proxy::{Fault, FaultProxy};
 use integration_tests::runtime_api::{answer_body, sample_batch_table, sample_event, Runtime};
 use serde_json::{json, Value};
 
@@ -64,5 +65,50 @@ async fn the_query_binary_answers_the_sample_events() {
             body(&post)["error"]["code"].clone()
         ),
         (json!(404), json!("not_found"))
+    );
+}
+
+/// The cold start makes no call (issue 43): the function initialises with
+/// nothing listening at the table's endpoint, its first request, which
+/// loads the registry, is a 503 (`storage_unavailable`), and once the endpoint
+/// answers the next request loads it and is answered.
+#[tokio::test]
+async fn the_first_request_loads_the_registry_and_a_failed_load_is_retried() {
+    let store = sample_batch_table("bin-query-first-load").await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let mut rt = Runtime::start().await;
+    rt.spawn(
+        env!("CARGO_BIN_EXE_query"),
+        &[
+            ("TABLE_NAME", store.table()),
+            ("AWS_ENDPOINT_URL_DYNAMODB", &endpoint),
+            ("DYNAMODB_BUDGET_MS", "300"),
+        ],
+    );
+    rt.ready().await;
+    let refused = rt.invoke(event("05-get-devices.json")).await.unwrap();
+    assert_eq!(refused["statusCode"], 503, "{refused}");
+    assert_eq!(
+        body(&refused)["error"]["code"],
+        "storage_unavailable",
+        "{refused}"
+    );
+
+    let proxy = FaultProxy::start_on(port, &dynalite(), Fault::HoldBack(|_| false)).await;
+    let devices = rt.invoke(event("05-get-devices.json")).await.unwrap();
+    assert_eq!(devices["statusCode"], 200, "{devices}");
+    assert_eq!(body(&devices)["devices"].as_array().unwrap().len(), 3);
+    // One registry load (its DEVICE and ROOM queries), not one per request.
+    let queries = proxy.seen.lock().unwrap().calls.get("Query").copied();
+    let again = rt.invoke(event("05-get-devices.json")).await.unwrap();
+    assert_eq!(again["statusCode"], 200);
+    assert_eq!(
+        proxy.seen.lock().unwrap().calls.get("Query").copied(),
+        queries
     );
 }

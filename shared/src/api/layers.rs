@@ -1,7 +1,7 @@
 //! Cross-cutting concerns as tower layers, each written once and put on the
 //! one Router: request tracing, gzip both ways, JSON error bodies for what the
 //! router and tower-http answer themselves (405 with `Allow`, 413, 415), the
-//! bearer token, and the body limit of a route.
+//! bearer token, the body limit of a route, and the registry's first load.
 
 use super::extract::BodyLimit;
 use super::{Access, ApiError};
@@ -131,4 +131,18 @@ pub async fn json_errors(req: Request, next: Next) -> Response {
         }
     }
     answer
+}
+
+/// The registry loaded before any handler reads it: on Lambda the first
+/// request loads it (`App::loading_on_first_request`); a load that fails is
+/// a 503 (`storage_unavailable`). One atomic read once loaded.
+pub async fn registry_loaded<S: crate::store::Store>(
+    State(app): State<std::sync::Arc<super::App<S>>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    match app.registry.ensure_loaded(&app.store).await {
+        Ok(()) => next.run(req).await,
+        Err(e) => ApiError::from(e).into_response(),
+    }
 }

@@ -83,6 +83,7 @@ pub fn router<S: Store>(app: App<S>) -> Router {
 pub fn router_linking<S: Store, L: Linked>(app: App<S>) -> Router {
     let set = Served::<L>(app.routes, std::marker::PhantomData);
     let access = app.access.clone();
+    let app = Arc::new(app);
     Router::new()
         .route(
             "/readings",
@@ -131,7 +132,11 @@ pub fn router_linking<S: Store, L: Linked>(app: App<S>) -> Router {
         .merge(influx_routes::<S, L>(set, access))
         .merge(dashboard_routes::<S, L>(set))
         .fallback(routes::not_found)
-        .with_state(Arc::new(app))
+        .with_state(app.clone())
+        .layer(middleware::from_fn_with_state(
+            app,
+            layers::registry_loaded::<S>,
+        ))
         .layer(
             ServiceBuilder::new()
                 .layer(layers::trace())

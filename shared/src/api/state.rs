@@ -93,7 +93,24 @@ impl<S: Store> App<S> {
         registry_ttl: Duration,
     ) -> Result<Self, StoreError> {
         let registry = RegistryCache::load(&store, registry_ttl).await?;
-        Ok(Self {
+        Ok(Self::with_registry(store, registry, access, routes))
+    }
+
+    /// As [`App::new`], but the registry is loaded by the first request
+    /// (`layers::registry_loaded`), not here: a Lambda's init makes no call
+    /// (issue 43). A first load that fails is that request's 503, and the
+    /// next request tries again.
+    pub fn loading_on_first_request(
+        store: S,
+        access: Access,
+        routes: RouteSet,
+        registry_ttl: Duration,
+    ) -> Self {
+        Self::with_registry(store, RegistryCache::unloaded(registry_ttl), access, routes)
+    }
+
+    fn with_registry(store: S, registry: RegistryCache, access: Access, routes: RouteSet) -> Self {
+        Self {
             store,
             registry,
             access,
@@ -102,7 +119,7 @@ impl<S: Store> App<S> {
             backups: None,
             tariff: None,
             alert_receivers: None,
-        })
+        }
     }
 
     /// Shows energy's cost at this price on the dashboard.

@@ -1,4 +1,5 @@
-//! The registry as loaded at cold start, refreshed when older than a bound.
+//! The registry as loaded at cold start (or, on Lambda, by the first
+//! request: [`RegistryCache::unloaded`]), refreshed when older than a bound.
 //!
 //! A refresh that is only due to age runs in the background: the request that
 //! notices it is served the snapshot it has (at most one TTL old, as before),
@@ -31,6 +32,9 @@ struct Inner {
     /// Set when only latest values (and times) changed: reload before
     /// `current`, not before `current_for_rooms`.
     stale_latest: AtomicBool,
+    /// Clear until a first load succeeded: until then there is no snapshot
+    /// to fall back on, so a failed load is the caller's error.
+    loaded: AtomicBool,
 }
 
 impl RegistryCache {
@@ -41,6 +45,18 @@ impl RegistryCache {
     }
 
     pub fn with_snapshot(snapshot: RegistrySnapshot, ttl: Duration) -> Self {
+        Self::holding(snapshot, ttl, true)
+    }
+
+    /// A cache with nothing in it yet: [`RegistryCache::ensure_loaded`]
+    /// loads it. A Lambda's cold start does no call of its own, as the SDK's
+    /// floor does none (issue 43): its first request loads the registry,
+    /// which it would have waited for behind the init anyway.
+    pub fn unloaded(ttl: Duration) -> Self {
+        Self::holding(RegistrySnapshot::default(), ttl, false)
+    }
+
+    fn holding(snapshot: RegistrySnapshot, ttl: Duration, loaded: bool) -> Self {
         Self {
             inner: Arc::new(Inner {
                 state: RwLock::new((Arc::new(snapshot), Instant::now())),
@@ -48,8 +64,25 @@ impl RegistryCache {
                 ttl,
                 stale: AtomicBool::new(false),
                 stale_latest: AtomicBool::new(false),
+                loaded: AtomicBool::new(loaded),
             }),
         }
+    }
+
+    /// Loads the registry if no load has succeeded yet; a load's failure is
+    /// the error (no snapshot to serve instead). Requests that arrive during
+    /// the first load wait for it; once loaded this is one atomic read.
+    pub async fn ensure_loaded<S: Store>(&self, store: &S) -> Result<(), StoreError> {
+        let inner = &self.inner;
+        if inner.loaded.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _guard = inner.reloading.lock().await;
+        if !inner.loaded.load(Ordering::Acquire) {
+            let fresh = store.load_registry().await?;
+            inner.replace(fresh);
+        }
+        Ok(())
     }
 
     /// The snapshot as it is, without reloading.
@@ -93,6 +126,8 @@ impl RegistryCache {
         stale: impl Fn(&Inner) -> bool,
     ) -> Arc<RegistrySnapshot> {
         let inner = &self.inner;
+        // Never loaded (a path that skipped `ensure_loaded`): load first.
+        let stale = |inner: &Inner| stale(inner) || !inner.loaded.load(Ordering::Acquire);
         if stale(inner) {
             let _guard = inner.reloading.lock().await;
             if stale(inner) {
@@ -117,6 +152,11 @@ impl RegistryCache {
 }
 
 impl Inner {
+    fn replace(&self, fresh: RegistrySnapshot) {
+        *self.state.write().unwrap_or_else(|p| p.into_inner()) = (Arc::new(fresh), Instant::now());
+        self.loaded.store(true, Ordering::Release);
+    }
+
     fn snapshot(&self) -> Arc<RegistrySnapshot> {
         self.state
             .read()
@@ -141,10 +181,7 @@ impl Inner {
         let latest_was_stale = self.stale_latest.swap(false, Ordering::AcqRel);
         let was_stale = self.stale.swap(false, Ordering::AcqRel);
         match store.load_registry().await {
-            Ok(fresh) => {
-                *self.state.write().unwrap_or_else(|p| p.into_inner()) =
-                    (Arc::new(fresh), Instant::now());
-            }
+            Ok(fresh) => self.replace(fresh),
             Err(err) => {
                 if was_stale {
                     self.stale.store(true, Ordering::Release);
