@@ -29,6 +29,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use charts::{BandPoint, Bar, Chart, Data, Line};
 use chrono::TimeZone;
+use futures_util::{future, stream, FutureExt, StreamExt, TryStreamExt};
 use std::sync::Arc;
 
 type AppState<S> = State<Arc<App<S>>>;
@@ -39,6 +40,8 @@ pub const QUIET_AFTER_MS: i64 = 60 * 60 * 1000;
 const MAX_RAW_POINTS: usize = 3000;
 const HOUR_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 24 * HOUR_MS;
+/// How many rooms' or meters' reads the overview makes side by side.
+const SIDE_BY_SIDE: usize = 8;
 
 /// The ranges the picker offers, ending now, and their days.
 pub const PICKS: [(&str, i64); 4] = [("24h", 1), ("7d", 7), ("30d", 30), ("1y", 365)];
@@ -382,36 +385,63 @@ pub async fn overview<S: Store>(
     let view = view(&p, now)?;
     let registry = app.registry.current(&app.store).await;
     let day = TimeRange::new(now.saturating_add_millis(-DAY_MS), now).expect("a day");
-    let mut rooms = Vec::new();
-    for room in registry.rooms.values() {
-        let q = StatsQuery {
-            range: day,
-            bucketing: Bucketing::new(Width::Hour, None),
-        };
-        let stats = query::stats(&app.store, Partition::Room(&room.room_id), &q).await?;
-        let points: Vec<(i64, f64)> = stats
-            .buckets
-            .iter()
-            .filter_map(|b| {
-                let f = b.fields.get(Quantity::Temperature.name())?;
-                Some((b.start.millis() + HOUR_MS / 2, f.sum / f.count as f64))
-            })
-            .collect();
-        let spark = charts::sparkline(
-            &points,
-            day.from().millis(),
-            day.to().millis(),
-            &format!("{}: temperature, last 24 hours", pages::room_name(room)),
-        );
-        rooms.push((room.clone(), spark));
-    }
+    // Each room's and each meter's reads side by side, a few at a time: on
+    // DynamoDB a household's overview is a couple of hundred calls, which
+    // one after another took as many round trips. (Owned records and
+    // store: a stream of borrowing closures is not `Send` for every
+    // lifetime, which axum's handlers must be.)
+    let rooms = stream::iter(registry.rooms.values().cloned().collect::<Vec<_>>())
+        .map(|room| {
+            let store = app.store.clone();
+            async move {
+                let q = StatsQuery {
+                    range: day,
+                    bucketing: Bucketing::new(Width::Hour, None),
+                };
+                let stats = query::stats(&store, Partition::Room(&room.room_id), &q).await?;
+                let points: Vec<(i64, f64)> = stats
+                    .buckets
+                    .iter()
+                    .filter_map(|b| {
+                        let f = b.fields.get(Quantity::Temperature.name())?;
+                        Some((b.start.millis() + HOUR_MS / 2, f.sum / f.count as f64))
+                    })
+                    .collect();
+                let spark = charts::sparkline(
+                    &points,
+                    day.from().millis(),
+                    day.to().millis(),
+                    &format!("{}: temperature, last 24 hours", pages::room_name(&room)),
+                );
+                Ok::<_, ApiError>((room, spark))
+            }
+        })
+        .buffered(SIDE_BY_SIDE)
+        .try_collect::<Vec<_>>();
     // Today, yesterday, this month and last month in the view's zone, of each meter.
     let cal = energy::Calendar { tz: view.tz, now };
-    let mut electricity = Vec::new();
-    for meter in registry.devices.values().filter(|d| energy::is_meter(d)) {
-        let periods = energy::periods(&app.store, meter, cal).await?;
-        electricity.push((meter.clone(), periods));
-    }
+    let meters: Vec<_> = registry
+        .devices
+        .values()
+        .filter(|d| energy::is_meter(d))
+        .cloned()
+        .collect();
+    let electricity = stream::iter(meters)
+        .map(|meter| {
+            let store = app.store.clone();
+            async move {
+                let periods: Vec<(&'static str, energy::Totals)> =
+                    energy::periods(&store, &meter, cal).await?;
+                Ok::<_, ApiError>((meter, periods))
+            }
+        })
+        .buffered(SIDE_BY_SIDE)
+        .try_collect::<Vec<_>>()
+        // Boxed: the compiler cannot otherwise prove this future `Send`
+        // for every lifetime of the `&'static str` in its items (rustc
+        // issue 102211), which axum's handlers must be.
+        .boxed();
+    let (rooms, electricity) = future::try_join(rooms, electricity).await?;
     let devices: Vec<_> = registry.devices.values().cloned().collect();
     let alerts = firing(&app.store, |_| true).await?;
     Ok(html(
