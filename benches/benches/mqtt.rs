@@ -10,26 +10,8 @@
 use integration_tests::local_server::{built_binary, LocalServer};
 use integration_tests::mosquitto::{free_port, Broker};
 use serde_json::Value;
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// Publishes each line as a message at QoS 1 (`mosquitto_pub -l`).
-fn publish_lines(broker: &Broker, topic: &str, lines: &[String]) {
-    let mut child = Command::new("mosquitto_pub")
-        .args(["-h", "127.0.0.1", "-p", &broker.port.to_string(), "-q", "1"])
-        .args(["-t", topic, "-l"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Closing stdin ends the publisher once it has sent every line.
-    let mut stdin = child.stdin.take().unwrap();
-    for l in lines {
-        writeln!(stdin, "{l}").unwrap();
-    }
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
-}
 
 fn stored(server: &LocalServer) -> u64 {
     let (_, text) = server.request("GET", "/health", None);
@@ -101,18 +83,18 @@ fn main() {
     // Taking turns: the baseline, then ours, twice.
     for round in 1..=2 {
         let started = Instant::now();
-        publish_lines(&broker, "bench/nobody", &one);
+        broker.publish_lines("bench/nobody", &one);
         let baseline = started.elapsed();
 
         let before = stored(&server);
         let started = Instant::now();
-        publish_lines(&broker, &format!("readings/single-{round}"), &one);
+        broker.publish_lines(&format!("readings/single-{round}"), &one);
         until_stored(&server, before + n as u64);
         let single = started.elapsed();
 
         let before = stored(&server);
         let started = Instant::now();
-        publish_lines(&broker, &format!("readings/batch-{round}"), &batches);
+        broker.publish_lines(&format!("readings/batch-{round}"), &batches);
         until_stored(&server, before + batches.len() as u64);
         let batched = started.elapsed();
 

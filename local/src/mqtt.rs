@@ -1,9 +1,10 @@
 //! `ingester-local serve --mqtt` (issue 26; docs/mqtt.md): a subscription
-//! to a home broker whose messages go through the same ingest as HTTP
-//! (`shared::mqtt::ingest_message`).
+//! to a home broker whose messages go through the same ingest as HTTP,
+//! the messages in flight stored together (`shared::mqtt::ingest_messages`).
 //!
 //! QoS 1 with a persistent session (`clean_session = false`) and manual
-//! acknowledgements: a message is acknowledged only once it is stored, or
+//! acknowledgements: a message is acknowledged only once it is stored (the
+//! messages that arrived together in one write, acknowledged after it), or
 //! once it is clear it never can be (then it is logged with its topic and
 //! reason, counted, and sent to the dead-letter topic if one is set). A
 //! message the store cannot take yet is not acknowledged: the connection is
@@ -17,7 +18,7 @@ use rumqttc::{
 };
 use shared::model::Timestamp;
 use shared::mqtt::subscription::SubscriptionHealth;
-use shared::mqtt::{ingest_message, MessageError};
+use shared::mqtt::{ingest_messages, Message, MessageError};
 use shared::registry::RegistryCache;
 use shared::store::Store;
 use std::path::PathBuf;
@@ -27,6 +28,12 @@ use std::time::Duration;
 /// The topics subscribed to when none is given: every shape of docs/mqtt.md.
 pub const DEFAULT_TOPICS: [&str; 4] =
     ["readings/#", "tele/+/SENSOR", "zigbee2mqtt/#", "+/status/+"];
+
+/// Most messages stored in one write: more than a broker keeps in flight
+/// to one client by default (mosquitto's `max_inflight_messages` is 20,
+/// EMQX's 32), so a batch is whatever has arrived, and its memory stays
+/// bounded with a broker set to send more.
+pub const MAX_BATCH: usize = 100;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -110,17 +117,41 @@ enum Handled {
     Later,
 }
 
+/// Stores the messages the broker has in flight to us in one write
+/// (`ingest_messages`): what became of each, in order.
 async fn handle<S: Store>(
     store: &S,
     registry: &RegistryCache,
     client: &AsyncClient,
     settings: &Settings,
     health: &SubscriptionHealth,
-    message: &Publish,
-) -> Handled {
+    batch: &[Publish],
+) -> Vec<Handled> {
     let received = Timestamp::now();
-    match ingest_message(store, registry, &message.topic, &message.payload, received).await {
-        Ok(_) => {
+    let messages: Vec<Message> = batch
+        .iter()
+        .map(|m| Message {
+            topic: &m.topic,
+            payload: &m.payload,
+        })
+        .collect();
+    let outcomes = ingest_messages(store, registry, &messages, received).await;
+    batch
+        .iter()
+        .zip(outcomes)
+        .map(|(message, outcome)| handled(client, settings, health, message, outcome))
+        .collect()
+}
+
+fn handled(
+    client: &AsyncClient,
+    settings: &Settings,
+    health: &SubscriptionHealth,
+    message: &Publish,
+    outcome: Result<(), MessageError>,
+) -> Handled {
+    match outcome {
+        Ok(()) => {
             health.stored();
             Handled::Done
         }
@@ -160,10 +191,12 @@ fn connect(settings: &Settings) -> Result<(AsyncClient, EventLoop), String> {
 /// Runs the subscription until the task is dropped.
 ///
 /// The event loop is polled without pause (rumqttc needs that to send the
-/// acknowledgements); a worker stores the messages in their order and
-/// acknowledges each one it is done with. When the store cannot take a
-/// message, the worker stops and the connection is dropped, so the broker
-/// delivers that message, and those after it, again.
+/// acknowledgements); a worker takes the messages that have arrived (at
+/// most the broker's in-flight window, and [`MAX_BATCH`]), stores them in
+/// one write, and acknowledges, in their order, each one it is done with.
+/// When the store cannot take a message, the worker stops there and the
+/// connection is dropped, so the broker delivers that message, and those
+/// after it, again.
 pub async fn run<S: Store>(
     settings: Settings,
     store: S,
@@ -183,14 +216,19 @@ pub async fn run<S: Store>(
                 health.clone(),
             );
             tokio::spawn(async move {
-                while let Some(message) = inbox.recv().await {
-                    match handle(&store, &registry, &client, &settings, &health, &message).await {
-                        Handled::Done => {
-                            if let Err(e) = client.ack(&message).await {
-                                tracing::warn!(error = %e, "acknowledging failed");
+                let mut batch = Vec::new();
+                while inbox.recv_many(&mut batch, MAX_BATCH).await > 0 {
+                    let handled =
+                        handle(&store, &registry, &client, &settings, &health, &batch).await;
+                    for (message, handled) in batch.drain(..).zip(handled) {
+                        match handled {
+                            Handled::Done => {
+                                if let Err(e) = client.ack(&message).await {
+                                    tracing::warn!(error = %e, "acknowledging failed");
+                                }
                             }
+                            Handled::Later => return,
                         }
-                        Handled::Later => return,
                     }
                 }
             })

@@ -2,7 +2,8 @@
 //! (issue 26), with publishes from `mosquitto_pub` at QoS 1: every payload
 //! shape stored and read back through the HTTP API; a bad message followed
 //! by good ones, counted in `/health`; messages published while the server
-//! is stopped, all stored once it is back; a broker restart, reconnected;
+//! is stopped, all stored once it is back; a server killed (SIGKILL) while
+//! messages pour in loses none; a broker restart, reconnected;
 //! a broker with a password, and one over TLS verified against a CA.
 
 use integration_tests::local_server::LocalServer;
@@ -161,6 +162,84 @@ fn messages_published_while_the_server_is_down_arrive_after_it_restarts() {
         .map(|r| r["current_w"].as_f64().unwrap())
         .collect();
     assert_eq!(watts, (0..20).map(f64::from).collect::<Vec<_>>());
+    stop(server);
+}
+
+/// The readings of `device` the server holds, counted from its stats.
+fn count_of(server: &LocalServer, device: &str) -> u64 {
+    let (_, stats) = get(
+        server,
+        &format!(
+            "/devices/{device}/stats?from=2026-11-01T00:00:00Z&to=2026-11-10T00:00:00Z&bucket=1d"
+        ),
+    );
+    stats["buckets"]
+        .as_array()
+        .map(|b| {
+            b.iter()
+                .map(|b| b["fields"]["current_w"]["count"].as_u64().unwrap_or(0))
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// The messages in flight are stored in one write and acknowledged after
+/// it (issue 44): a server killed with SIGKILL while thousands of messages
+/// pour in has acknowledged none it had not stored, so once it is back the
+/// broker's redeliveries leave every message stored, once.
+#[test]
+fn a_server_killed_mid_stream_loses_no_message() {
+    let dir = temp_dir("killed");
+    let db = dir.join("ingester.db");
+    let broker = Broker::start(&dir, free_port());
+    let mut server = serve(&db, &broker);
+    connected(&server);
+    let n: u64 = 10_000;
+    let lines: Vec<String> = (0..n)
+        // A minute apart from 2026-11-01: a week, all in the past.
+        .map(|i| {
+            format!(
+                r#"{{"timestamp":{},"current_w":{i}}}"#,
+                1_793_491_200 + i * 60
+            )
+        })
+        .collect();
+    let publisher = {
+        let port = broker.port;
+        std::thread::spawn(move || {
+            integration_tests::mosquitto::publish_lines(port, "readings/killed-meter", &lines)
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let at_kill = loop {
+        let stored = subscription(&server)["stored"].as_u64().unwrap_or(0);
+        if stored >= 1000 {
+            break stored;
+        }
+        assert!(Instant::now() < deadline, "stored {stored} of {n}");
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    server.child.kill().unwrap();
+    let _ = server.child.wait();
+    assert!(
+        at_kill < n,
+        "killed after all {n} were stored: nothing was in flight"
+    );
+    publisher.join().unwrap();
+
+    let server = serve(&db, &broker);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count_of(&server, "killed-meter") < n {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {n} readings stored after the restart ({at_kill} when killed; {})",
+            count_of(&server, "killed-meter"),
+            subscription(&server)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(count_of(&server, "killed-meter"), n);
+    assert_eq!(subscription(&server)["rejected"], 0);
     stop(server);
 }
 

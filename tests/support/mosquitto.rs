@@ -15,6 +15,26 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Each line a QoS 1 message to `topic` of the broker on `port`
+/// (`mosquitto_pub -l`), returning once the publisher has sent them all
+/// (and the broker acknowledged them).
+pub fn publish_lines(port: u16, topic: &str, lines: &[String]) {
+    use std::io::Write;
+    let mut child = Command::new("mosquitto_pub")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q", "1"])
+        .args(["-t", topic, "-l"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Closing stdin ends the publisher once it has sent every line.
+    let mut stdin = child.stdin.take().unwrap();
+    for l in lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success(), "mosquitto_pub -l {topic}");
+}
+
 /// A mosquitto with a persistent store, on 127.0.0.1 only; stopped on drop.
 pub struct Broker {
     child: Child,
@@ -75,6 +95,11 @@ impl Broker {
             .status()
             .unwrap();
         assert!(ok.success(), "mosquitto_pub {topic}");
+    }
+
+    /// Each line a QoS 1 message to `topic` ([`publish_lines`]).
+    pub fn publish_lines(&self, topic: &str, lines: &[String]) {
+        publish_lines(self.port, topic, lines)
     }
 
     /// Stops it (its persistence file is written on the way out).

@@ -83,8 +83,9 @@ pub struct Ingested {
 }
 
 /// Parses a body into readings, resolving a reading's room from the
-/// registry when it names none.
-fn parse(
+/// registry when it names none; also how many lines carried no quantity of
+/// ours (line protocol).
+pub fn parse(
     wire: Wire<'_>,
     now: Timestamp,
     registry: &crate::store::RegistrySnapshot,
@@ -121,15 +122,50 @@ pub async fn ingest<S: Store>(
 ) -> Result<Ingested, IngestError> {
     let snapshot = registry.current_for_rooms(store).await;
     let (readings, skipped_lines) = parse(wire, now, &snapshot)?;
-    let moves = store.registry_follows_writes() && snapshot.may_move_devices(&readings);
-    if readings.is_empty() {
-        return Ok(Ingested {
-            written: 0,
-            duplicates: 0,
+    let report = write(store, registry, &snapshot, readings).await;
+    if report.unwritten.is_empty() {
+        Ok(Ingested {
+            written: report.items_written,
+            duplicates: report.duplicates,
             skipped_lines,
-        });
+        })
+    } else {
+        Err(IngestError::Unavailable {
+            unwritten: report.unwritten,
+            total: report.total,
+        })
     }
+}
+
+/// What [`write`] did with its readings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub total: usize,
+    pub items_written: usize,
+    pub duplicates: usize,
+    /// The indices of the readings not stored.
+    pub unwritten: Vec<usize>,
+}
+
+/// Writes parsed readings (one request's, or a batch of MQTT messages')
+/// in one store write, and marks the cache as the write changed the
+/// registry. `snapshot` is the registry they were parsed against.
+pub async fn write<S: Store>(
+    store: &S,
+    registry: &RegistryCache,
+    snapshot: &crate::store::RegistrySnapshot,
+    readings: Vec<Reading>,
+) -> Written {
     let total = readings.len();
+    if readings.is_empty() {
+        return Written {
+            total,
+            items_written: 0,
+            duplicates: 0,
+            unwritten: Vec::new(),
+        };
+    }
+    let moves = store.registry_follows_writes() && snapshot.may_move_devices(&readings);
     let WriteReport {
         unwritten,
         items_written,
@@ -142,13 +178,10 @@ pub async fn ingest<S: Store>(
             registry.invalidate_latest();
         }
     }
-    if unwritten.is_empty() {
-        Ok(Ingested {
-            written: items_written,
-            duplicates,
-            skipped_lines,
-        })
-    } else {
-        Err(IngestError::Unavailable { unwritten, total })
+    Written {
+        total,
+        items_written,
+        duplicates,
+        unwritten,
     }
 }

@@ -3,10 +3,10 @@
 
 use super::payload::{self, Decoded};
 use crate::ingest::line_protocol::Precision;
-use crate::ingest::{ingest, IngestError, Ingested, Wire, MAX_BODY_BYTES};
-use crate::model::Timestamp;
+use crate::ingest::{self, IngestError, Ingested, Wire, MAX_BODY_BYTES};
+use crate::model::{Reading, Timestamp};
 use crate::registry::RegistryCache;
-use crate::store::Store;
+use crate::store::{RegistrySnapshot, Store};
 
 /// Why an MQTT message was not stored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,35 +50,56 @@ pub async fn ingest_message<S: Store>(
     payload: &[u8],
     received: Timestamp,
 ) -> Result<Ingested, MessageError> {
-    let body = match payload::decode(topic, payload)? {
-        Decoded::Json(b) => b,
+    let snapshot = registry.current_for_rooms(store).await;
+    let (readings, skipped_lines) = readings_of(topic, payload, received, &snapshot)?;
+    let written = ingest::write(store, registry, &snapshot, readings).await;
+    if written.unwritten.is_empty() {
+        Ok(Ingested {
+            written: written.items_written,
+            duplicates: written.duplicates,
+            skipped_lines,
+        })
+    } else {
+        Err(IngestError::Unavailable {
+            unwritten: written.unwritten,
+            total: written.total,
+        }
+        .into())
+    }
+}
+
+/// A message's readings, parsed as the HTTP write of the same body would
+/// be, and how many of its lines carried no quantity of ours.
+pub(super) fn readings_of(
+    topic: &str,
+    payload: &[u8],
+    received: Timestamp,
+    snapshot: &RegistrySnapshot,
+) -> Result<(Vec<Reading>, usize), MessageError> {
+    let wire_body;
+    let wire = match payload::decode(topic, payload)? {
+        Decoded::Json(b) => {
+            if b.len() > MAX_BODY_BYTES {
+                return Err(IngestError::TooLarge(format!(
+                    "a message of {} bytes; the limit is {MAX_BODY_BYTES}",
+                    b.len()
+                ))
+                .into());
+            }
+            wire_body = b;
+            Wire::Json(&wire_body)
+        }
         Decoded::LineProtocol(b) => {
-            return Ok(ingest(
-                store,
-                registry,
-                Wire::LineProtocol {
-                    body: &b,
-                    precision: Precision::Nanoseconds,
-                },
-                received,
-            )
-            .await?)
+            wire_body = b;
+            Wire::LineProtocol {
+                body: &wire_body,
+                precision: Precision::Nanoseconds,
+            }
         }
         Decoded::Nothing(why) => {
             tracing::debug!(topic, why, "message without readings");
-            return Ok(Ingested {
-                written: 0,
-                duplicates: 0,
-                skipped_lines: 0,
-            });
+            return Ok((Vec::new(), 0));
         }
     };
-    if body.len() > MAX_BODY_BYTES {
-        return Err(IngestError::TooLarge(format!(
-            "a message of {} bytes; the limit is {MAX_BODY_BYTES}",
-            body.len()
-        ))
-        .into());
-    }
-    Ok(ingest(store, registry, Wire::Json(&body), received).await?)
+    Ok(ingest::parse(wire, received, snapshot)?)
 }

@@ -1,12 +1,15 @@
 //! The MQTT edge (docs/mqtt.md): a message's topic and payload become a
-//! write of ours (`payload`), stored by the one ingest (`message`); AWS IoT
+//! write of ours (`payload`), stored by the one ingest (`message`; the
+//! messages in flight from a broker together, `batch`); AWS IoT
 //! Core's rule delivers them to a Lambda (`iot_rule`, run by
 //! `functions/mqtt`), a home broker to `ingester-local serve --mqtt`
 //! (`local/src/mqtt.rs`), whose health `subscription` keeps for `/health`.
 
+mod batch;
 pub mod iot_rule;
 mod message;
 pub mod payload;
 pub mod subscription;
 
+pub use batch::{ingest_messages, Message};
 pub use message::{ingest_message, MessageError};

@@ -1,0 +1,129 @@
+//! The messages a broker has in flight to us, stored in one write (issue
+//! 44): each is decoded on its own, so a bad one is rejected alone, and the
+//! readings of the rest are written together, one transaction on the
+//! embedded store instead of one per message. What became of each message
+//! comes back in order, for the subscription to acknowledge the stored
+//! ones (never one before it is stored).
+
+use super::message::{readings_of, MessageError};
+use crate::ingest::{self, IngestError};
+use crate::model::Timestamp;
+use crate::registry::RegistryCache;
+use crate::store::Store;
+
+/// One message: its topic and payload.
+pub struct Message<'a> {
+    pub topic: &'a str,
+    pub payload: &'a [u8],
+}
+
+/// Ingests `messages` as [`super::ingest_message`] would one by one, in one
+/// write: each message's outcome, in order. A message some of whose
+/// readings were not stored is `IngestError::Unavailable` (indices within
+/// the message), so that it is delivered again.
+pub async fn ingest_messages<S: Store>(
+    store: &S,
+    registry: &RegistryCache,
+    messages: &[Message<'_>],
+    received: Timestamp,
+) -> Vec<Result<(), MessageError>> {
+    let snapshot = registry.current_for_rooms(store).await;
+    let mut readings = Vec::new();
+    // Each message's readings are `spans[i]` of `readings`, or its error.
+    let mut spans = Vec::with_capacity(messages.len());
+    for m in messages {
+        spans.push(readings_of(m.topic, m.payload, received, &snapshot).map(
+            |(mut of_message, _)| {
+                let from = readings.len();
+                readings.append(&mut of_message);
+                from..readings.len()
+            },
+        ));
+    }
+    let written = ingest::write(store, registry, &snapshot, readings).await;
+    spans
+        .into_iter()
+        .map(|span| {
+            let span = span?;
+            let unwritten: Vec<usize> = written
+                .unwritten
+                .iter()
+                .filter(|i| span.contains(i))
+                .map(|i| i - span.start)
+                .collect();
+            if unwritten.is_empty() {
+                Ok(())
+            } else {
+                Err(IngestError::Unavailable {
+                    unwritten,
+                    total: span.len(),
+                }
+                .into())
+            }
+        })
+        .collect()
+}
+
+#[cfg(all(test, feature = "sqlite"))]
+mod tests {
+    use super::*;
+    use crate::model::{DeviceId, Quantity};
+    use crate::store::{Order, RangeRequest, SqliteStore};
+    use std::time::Duration;
+
+    /// Each message's outcome is its own: a bad message between good ones is
+    /// rejected alone, the good ones' readings are all stored (a message of
+    /// two readings too), and a message with nothing to store is done.
+    #[tokio::test]
+    async fn a_batch_stores_the_good_messages_and_rejects_the_bad_one_alone() {
+        let store = SqliteStore::in_memory().unwrap();
+        let registry = RegistryCache::load(&store, Duration::from_secs(30))
+            .await
+            .unwrap();
+        let messages = [
+            Message {
+                topic: "readings/m-1",
+                payload: br#"{"timestamp":1793491200,"current_w":1}"#,
+            },
+            Message {
+                topic: "readings/m-1",
+                payload: br#"{"timestamp":1793491260,"current_w":"lots"}"#,
+            },
+            Message {
+                topic: "readings/m-1",
+                payload: br#"[{"timestamp":1793491320,"current_w":3},{"timestamp":1793491380,"current_w":4}]"#,
+            },
+            Message {
+                topic: "zigbee2mqtt/bridge/state",
+                payload: br#"{"state":"online"}"#,
+            },
+        ];
+        let received = Timestamp::from_millis(1_793_500_000_000).unwrap();
+        let outcomes = ingest_messages(&store, &registry, &messages, received).await;
+        let ok: Vec<bool> = outcomes.iter().map(Result::is_ok).collect();
+        assert_eq!(ok, [true, false, true, true], "{outcomes:?}");
+        assert!(!outcomes[1].as_ref().unwrap_err().may_succeed_later());
+        let page = store
+            .device_readings(
+                &DeviceId::parse("m-1").unwrap(),
+                &RangeRequest {
+                    range: crate::model::TimeRange::new(
+                        Timestamp::from_millis(1_793_491_200_000).unwrap(),
+                        received,
+                    )
+                    .unwrap(),
+                    order: Order::Asc,
+                    limit: 10,
+                    after: None,
+                },
+            )
+            .await
+            .unwrap();
+        let watts: Vec<f64> = page
+            .readings
+            .iter()
+            .filter_map(|r| r.get(Quantity::Power))
+            .collect();
+        assert_eq!(watts, [1.0, 3.0, 4.0]);
+    }
+}
