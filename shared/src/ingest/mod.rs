@@ -122,19 +122,9 @@ pub async fn ingest<S: Store>(
 ) -> Result<Ingested, IngestError> {
     let snapshot = registry.current_for_rooms(store).await;
     let (readings, skipped_lines) = parse(wire, now, &snapshot)?;
-    let report = write(store, registry, &snapshot, readings).await;
-    if report.unwritten.is_empty() {
-        Ok(Ingested {
-            written: report.items_written,
-            duplicates: report.duplicates,
-            skipped_lines,
-        })
-    } else {
-        Err(IngestError::Unavailable {
-            unwritten: report.unwritten,
-            total: report.total,
-        })
-    }
+    write(store, registry, &snapshot, readings)
+        .await
+        .into_ingested(skipped_lines)
 }
 
 /// What [`write`] did with its readings.
@@ -145,6 +135,24 @@ pub struct Written {
     pub duplicates: usize,
     /// The indices of the readings not stored.
     pub unwritten: Vec<usize>,
+}
+
+impl Written {
+    /// A request's answer: what it stored, or which of its readings are not.
+    pub fn into_ingested(self, skipped_lines: usize) -> Result<Ingested, IngestError> {
+        if self.unwritten.is_empty() {
+            Ok(Ingested {
+                written: self.items_written,
+                duplicates: self.duplicates,
+                skipped_lines,
+            })
+        } else {
+            Err(IngestError::Unavailable {
+                unwritten: self.unwritten,
+                total: self.total,
+            })
+        }
+    }
 }
 
 /// Writes parsed readings (one request's, or a batch of MQTT messages')

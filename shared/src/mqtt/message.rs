@@ -52,20 +52,9 @@ pub async fn ingest_message<S: Store>(
 ) -> Result<Ingested, MessageError> {
     let snapshot = registry.current_for_rooms(store).await;
     let (readings, skipped_lines) = readings_of(topic, payload, received, &snapshot)?;
-    let written = ingest::write(store, registry, &snapshot, readings).await;
-    if written.unwritten.is_empty() {
-        Ok(Ingested {
-            written: written.items_written,
-            duplicates: written.duplicates,
-            skipped_lines,
-        })
-    } else {
-        Err(IngestError::Unavailable {
-            unwritten: written.unwritten,
-            total: written.total,
-        }
-        .into())
-    }
+    Ok(ingest::write(store, registry, &snapshot, readings)
+        .await
+        .into_ingested(skipped_lines)?)
 }
 
 /// A message's readings, parsed as the HTTP write of the same body would
