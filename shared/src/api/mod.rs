@@ -84,7 +84,7 @@ pub fn router_linking<S: Store, L: Linked>(app: App<S>) -> Router {
     let set = Served::<L>(app.routes, std::marker::PhantomData);
     let access = app.access.clone();
     let app = Arc::new(app);
-    Router::new()
+    let router = Router::new()
         .route(
             "/readings",
             set.write(
@@ -132,18 +132,24 @@ pub fn router_linking<S: Store, L: Linked>(app: App<S>) -> Router {
         .merge(influx_routes::<S, L>(set, access))
         .merge(dashboard_routes::<S, L>(set))
         .fallback(routes::not_found)
-        .with_state(app.clone())
-        .layer(middleware::from_fn_with_state(
+        .with_state(app.clone());
+    // Only an app whose registry is not loaded yet (a Lambda's) checks it
+    // on every request: at home it was loaded at start.
+    let router = if app.registry.is_loaded() {
+        router
+    } else {
+        router.layer(middleware::from_fn_with_state(
             app,
             layers::registry_loaded::<S>,
         ))
-        .layer(
-            ServiceBuilder::new()
-                .layer(layers::trace())
-                .layer(layers::compression())
-                .layer(middleware::from_fn(layers::json_errors))
-                .layer(layers::decompression()),
-        )
+    };
+    router.layer(
+        ServiceBuilder::new()
+            .layer(layers::trace())
+            .layer(layers::compression())
+            .layer(middleware::from_fn(layers::json_errors))
+            .layer(layers::decompression()),
+    )
 }
 
 /// The InfluxDB API with the token as its clients send it: the writes (the

@@ -85,6 +85,11 @@ impl RegistryCache {
         Ok(())
     }
 
+    /// Whether a load has succeeded (always, but for [`RegistryCache::unloaded`]).
+    pub fn is_loaded(&self) -> bool {
+        self.inner.loaded.load(Ordering::Acquire)
+    }
+
     /// The snapshot as it is, without reloading.
     pub fn snapshot(&self) -> Arc<RegistrySnapshot> {
         self.inner.snapshot()
