@@ -125,21 +125,21 @@ async fn handle<S: Store>(
     client: &AsyncClient,
     settings: &Settings,
     health: &SubscriptionHealth,
-    batch: &[Publish],
+    batch: &[(Publish, Timestamp)],
 ) -> Vec<Handled> {
-    let received = Timestamp::now();
     let messages: Vec<Message> = batch
         .iter()
-        .map(|m| Message {
+        .map(|(m, received)| Message {
             topic: &m.topic,
             payload: &m.payload,
+            received: *received,
         })
         .collect();
-    let outcomes = ingest_messages(store, registry, &messages, received).await;
+    let outcomes = ingest_messages(store, registry, &messages).await;
     batch
         .iter()
         .zip(outcomes)
-        .map(|(message, outcome)| handled(client, settings, health, message, outcome))
+        .map(|((message, _), outcome)| handled(client, settings, health, message, outcome))
         .collect()
 }
 
@@ -206,7 +206,9 @@ pub async fn run<S: Store>(
     let mut reconnect = shared::retry::Reconnect::new(FIRST_BACKOFF, MAX_BACKOFF);
     loop {
         let (client, mut events) = connect(&settings)?;
-        let (messages, mut inbox) = tokio::sync::mpsc::unbounded_channel::<Publish>();
+        // Each message with the time it arrived: a payload without a time
+        // takes it (not the time its batch is stored).
+        let (messages, mut inbox) = tokio::sync::mpsc::unbounded_channel::<(Publish, Timestamp)>();
         let worker = {
             let (client, settings, store, registry, health) = (
                 client.clone(),
@@ -220,7 +222,7 @@ pub async fn run<S: Store>(
                 while inbox.recv_many(&mut batch, MAX_BATCH).await > 0 {
                     let handled =
                         handle(&store, &registry, &client, &settings, &health, &batch).await;
-                    for (message, handled) in batch.drain(..).zip(handled) {
+                    for ((message, _), handled) in batch.drain(..).zip(handled) {
                         match handled {
                             Handled::Done => {
                                 if let Err(e) = client.ack(&message).await {
@@ -251,7 +253,7 @@ pub async fn run<S: Store>(
                         }
                     }
                     Ok(Event::Incoming(Incoming::Publish(message))) => {
-                        let _ = messages.send(message);
+                        let _ = messages.send((message, Timestamp::now()));
                     }
                     Ok(_) => {}
                     Err(e) => {

@@ -11,10 +11,14 @@ use crate::model::Timestamp;
 use crate::registry::RegistryCache;
 use crate::store::Store;
 
-/// One message: its topic and payload.
+/// One message: its topic, payload, and when it arrived (the time of a
+/// payload that carries none). Each message keeps its own: one time for a
+/// whole batch would give two time-less messages of a device the same key,
+/// and the second would be dropped as a duplicate.
 pub struct Message<'a> {
     pub topic: &'a str,
     pub payload: &'a [u8],
+    pub received: Timestamp,
 }
 
 /// Ingests `messages` as [`super::ingest_message`] would one by one, in one
@@ -25,14 +29,13 @@ pub async fn ingest_messages<S: Store>(
     store: &S,
     registry: &RegistryCache,
     messages: &[Message<'_>],
-    received: Timestamp,
 ) -> Vec<Result<(), MessageError>> {
     let snapshot = registry.current_for_rooms(store).await;
     let mut readings = Vec::new();
     // Each message's readings are `spans[i]` of `readings`, or its error.
     let mut spans = Vec::with_capacity(messages.len());
     for m in messages {
-        spans.push(readings_of(m.topic, m.payload, received, &snapshot).map(
+        spans.push(readings_of(m.topic, m.payload, m.received, &snapshot).map(
             |(mut of_message, _)| {
                 let from = readings.len();
                 readings.append(&mut of_message);
@@ -73,45 +76,52 @@ mod tests {
 
     /// Each message's outcome is its own: a bad message between good ones is
     /// rejected alone, the good ones' readings are all stored (a message of
-    /// two readings too), and a message with nothing to store is done.
+    /// two readings too), a message with nothing to store is done, and two
+    /// messages of a device that carry no time each keep the time they
+    /// arrived (with one time for the batch the second was a duplicate).
     #[tokio::test]
     async fn a_batch_stores_the_good_messages_and_rejects_the_bad_one_alone() {
         let store = SqliteStore::in_memory().unwrap();
         let registry = RegistryCache::load(&store, Duration::from_secs(30))
             .await
             .unwrap();
+        let at = |ms: i64| Timestamp::from_millis(ms).unwrap();
+        let arrived = 1_793_500_000_000;
+        let message = |topic, payload, ms| Message {
+            topic,
+            payload,
+            received: at(ms),
+        };
         let messages = [
-            Message {
-                topic: "readings/m-1",
-                payload: br#"{"timestamp":1793491200,"current_w":1}"#,
-            },
-            Message {
-                topic: "readings/m-1",
-                payload: br#"{"timestamp":1793491260,"current_w":"lots"}"#,
-            },
-            Message {
-                topic: "readings/m-1",
-                payload: br#"[{"timestamp":1793491320,"current_w":3},{"timestamp":1793491380,"current_w":4}]"#,
-            },
-            Message {
-                topic: "zigbee2mqtt/bridge/state",
-                payload: br#"{"state":"online"}"#,
-            },
+            message(
+                "readings/m-1",
+                br#"{"timestamp":1793491200,"current_w":1}"#.as_slice(),
+                arrived,
+            ),
+            message(
+                "readings/m-1",
+                br#"{"timestamp":1793491260,"current_w":"lots"}"#,
+                arrived,
+            ),
+            message(
+                "readings/m-1",
+                br#"[{"timestamp":1793491320,"current_w":3},{"timestamp":1793491380,"current_w":4}]"#,
+                arrived,
+            ),
+            message("zigbee2mqtt/bridge/state", br#"{"state":"online"}"#, arrived),
+            message("readings/m-1", br#"{"current_w":5}"#, arrived),
+            message("readings/m-1", br#"{"current_w":6}"#, arrived + 1000),
         ];
-        let received = Timestamp::from_millis(1_793_500_000_000).unwrap();
-        let outcomes = ingest_messages(&store, &registry, &messages, received).await;
+        let outcomes = ingest_messages(&store, &registry, &messages).await;
         let ok: Vec<bool> = outcomes.iter().map(Result::is_ok).collect();
-        assert_eq!(ok, [true, false, true, true], "{outcomes:?}");
+        assert_eq!(ok, [true, false, true, true, true, true], "{outcomes:?}");
         assert!(!outcomes[1].as_ref().unwrap_err().may_succeed_later());
         let page = store
             .device_readings(
                 &DeviceId::parse("m-1").unwrap(),
                 &RangeRequest {
-                    range: crate::model::TimeRange::new(
-                        Timestamp::from_millis(1_793_491_200_000).unwrap(),
-                        received,
-                    )
-                    .unwrap(),
+                    range: crate::model::TimeRange::new(at(1_793_491_200_000), at(arrived + 2000))
+                        .unwrap(),
                     order: Order::Asc,
                     limit: 10,
                     after: None,
@@ -124,6 +134,6 @@ mod tests {
             .iter()
             .filter_map(|r| r.get(Quantity::Power))
             .collect();
-        assert_eq!(watts, [1.0, 3.0, 4.0]);
+        assert_eq!(watts, [1.0, 3.0, 4.0, 5.0, 6.0]);
     }
 }
