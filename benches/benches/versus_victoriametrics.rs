@@ -23,23 +23,21 @@
 //!
 //! `cargo bench -p system-benches --bench versus_victoriametrics` after
 //! `cargo build --release -p ingester-local` (`scripts/bench` does both and
-//! installs `victoria-metrics` when it is missing). Under `cargo test` it runs
+//! installs `victoria-metrics` when it is missing). `VERSUS_VM_DAYS=365`
+//! posts a year of the household instead of 30 days. Under `cargo test` it runs
 //! one day against the debug server, and VictoriaMetrics only if installed.
 
 mod common;
 
 use common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-use std::time::Duration;
+use std::path::Path;
 
 /// `victoria-metrics` on loopback (the tests' own, `integration_tests::victoria`),
 /// with what this bench asks of it; stopped on drop.
 struct Victoria {
     inner: integration_tests::victoria::Victoria,
     url: String,
-    dir: PathBuf,
 }
 
 impl Peer for Victoria {
@@ -55,7 +53,6 @@ impl Victoria {
         let inner = integration_tests::victoria::Victoria::start(dir)?;
         Some(Victoria {
             url: inner.url.clone(),
-            dir: inner.dir.clone(),
             inner,
         })
     }
@@ -128,27 +125,19 @@ impl Victoria {
     }
 
     /// Flushes and merges what it holds, stops cleanly, and reports its bytes on disk.
-    fn stop(mut self) -> u64 {
-        self.get("/internal/force_flush", &[]);
-        self.get("/internal/force_merge", &[]);
-        // The merge runs in the background: wait until the size settles.
-        let mut last = 0;
-        for _ in 0..60 {
-            std::thread::sleep(Duration::from_millis(500));
-            let now = dir_size(&self.dir);
-            if now == last {
-                break;
-            }
-            last = now;
-        }
-        self.inner.stop_cleanly();
-        dir_size(&self.dir)
+    fn stop(self) -> u64 {
+        self.inner.stop_merged()
     }
 }
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
-    let days = if full { 30 } else { 1 };
+    // VERSUS_VM_DAYS=365 (or 1825) holds a year (five years) of the
+    // household: how reads keep up with the store's size (issue 44).
+    let days = std::env::var("VERSUS_VM_DAYS")
+        .ok()
+        .map(|d| d.parse::<i64>().expect("VERSUS_VM_DAYS: a number of days"))
+        .unwrap_or(if full { 30 } else { 1 });
     let dir = std::env::temp_dir().join(format!("versus-vm-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

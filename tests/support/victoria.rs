@@ -92,6 +92,26 @@ impl Victoria {
 }
 
 impl Victoria {
+    /// Flushes and merges what it holds, stops cleanly, and reports its
+    /// bytes on disk (what the benches set against ours).
+    pub fn stop_merged(mut self) -> u64 {
+        for path in ["/internal/force_flush", "/internal/force_merge"] {
+            ureq::get(&format!("{}{path}", self.url)).call().unwrap();
+        }
+        // The merge runs in the background: wait until the size settles.
+        let mut last = 0;
+        for _ in 0..60 {
+            std::thread::sleep(Duration::from_millis(500));
+            let now = crate::influxd::dir_size(&self.dir);
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        self.stop_cleanly();
+        crate::influxd::dir_size(&self.dir)
+    }
+
     /// SIGINT, as its docs say to stop it so that it closes its files; waits.
     pub fn stop_cleanly(&mut self) {
         let _ = Command::new("kill")

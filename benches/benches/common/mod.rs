@@ -9,6 +9,8 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+pub mod noise;
+
 pub const DAY_MS: i64 = 86_400_000;
 
 /// One reading of the scenario.
@@ -260,24 +262,11 @@ pub fn walking_household(days: i64, start_ms: i64) -> Vec<Sample> {
         hi: 60_000,
         per_unit: 10.0,
     };
-    let (mut wh, mut energy) = (5_210_125i64, 0.0f64);
+    let mut meter = Meter::default();
     let mut out = Vec::with_capacity(4 * n as usize);
     for i in 0..n as usize {
         let watts = w.step(&mut rng, 50);
-        energy += watts / 60.0;
-        let whole = energy.floor();
-        wh += whole as i64;
-        energy -= whole;
-        out.push(Sample {
-            device: "meter-1".into(),
-            room: None,
-            ms: start_ms + i as i64 * 60_000,
-            values: vec![
-                ("cumulative_kwh_p", wh as f64 / 1000.0),
-                ("cumulative_kwh_n", 812.5),
-                ("current_w", watts),
-            ],
-        });
+        out.push(meter.reading(start_ms + i as i64 * 60_000, watts));
         for s in &sensors {
             out.push(Sample {
                 device: s[i].device.clone(),
@@ -288,6 +277,43 @@ pub fn walking_household(days: i64, start_ms: i64) -> Vec<Sample> {
         }
     }
     out
+}
+
+/// A household's meter: its kWh counter grows in whole Wh by the watts
+/// of each minute.
+pub struct Meter {
+    wh: i64,
+    /// Wh not yet counted.
+    energy: f64,
+}
+
+impl Default for Meter {
+    fn default() -> Self {
+        Meter {
+            wh: 5_210_125,
+            energy: 0.0,
+        }
+    }
+}
+
+impl Meter {
+    /// Its reading at `ms`, after a minute at `watts`.
+    pub fn reading(&mut self, ms: i64, watts: f64) -> Sample {
+        self.energy += watts / 60.0;
+        let whole = self.energy.floor();
+        self.wh += whole as i64;
+        self.energy -= whole;
+        Sample {
+            device: "meter-1".into(),
+            room: None,
+            ms,
+            values: vec![
+                ("cumulative_kwh_p", self.wh as f64 / 1000.0),
+                ("cumulative_kwh_n", 812.5),
+                ("current_w", watts),
+            ],
+        }
+    }
 }
 
 /// A peer database that takes line protocol.

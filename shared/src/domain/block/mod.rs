@@ -7,8 +7,10 @@
 //! - header: a version byte; the reading count; the first and last times;
 //!   per quantity present (in catalogue order) its count, min, max and sum,
 //!   so a block answers aggregates and box tests without being decoded;
-//! - times: the first delta, then deltas of deltas (0 for a sensor that
-//!   reports on a fixed interval);
+//! - times: their step (the greatest common divisor of their deltas, a
+//!   minute for a sensor that reports on the minute, however irregularly;
+//!   version 4), then in steps the first delta and deltas of deltas (0 for
+//!   a sensor that reports on a fixed interval);
 //! - rooms: a dictionary, then runs of (length, room);
 //! - which quantities each reading has: runs of (length, bit mask);
 //! - one column per quantity: when every value is an exact number of
@@ -25,13 +27,21 @@
 //! - `r = 0`: bit-packed in frames of 32, each frame at the width of its
 //!   widest value (a frame of zeros is one byte). Best where a rare jump
 //!   would widen every value: it widens one frame.
-//! - `r > 0`: every value is below `r`, and groups of as many values as fit
-//!   in 64 bits are written as one number in base `r`, in as few bytes as
-//!   it needs. A sensor's steps of -1, 0 or +1 unit (zigzag 0 to 2) cost
+//! - `r > 0`: a varint count of exceptions, the values at or above `r`;
+//!   then every value's digit in base `r` (`v % r`), groups of as many as
+//!   fit in 64 bits written as one number in as few bytes as it needs; then
+//!   two streams of their own (frames, or radix mode without exceptions):
+//!   each exception's distance past the one before, and each one's
+//!   `v / r - 1`. A sensor's steps of -1, 0 or +1 unit (zigzag 0 to 2) cost
 //!   1.6 bits where frames spend 2.25; a stream of equal values (`r = 1`: a
-//!   fixed interval's times) costs nothing.
+//!   fixed interval's times) costs nothing; a meter's watts that move by up
+//!   to 250 W a minute keep 9 bits when a spike one minute in twenty would
+//!   set 12 for all (the encoder tries the radix above the largest value
+//!   and above the largest of the narrowest width that holds seven eighths
+//!   of them).
 //!
-//! Everything else is varints. (Version 2, still read, had frames only;
+//! Everything else is varints. (Version 3, still read, had no exceptions;
+//! version 2 had frames only;
 //! version 1 also packed the head into the first frame, where one large
 //! value widened 31 small ones.) Decoding the thousandths
 //! (`m as f64 / 1000.0`) is the same computation the encoder checked against
@@ -42,10 +52,14 @@ use std::borrow::Borrow;
 
 mod numbers;
 #[cfg(test)]
+use numbers::stream_len;
+#[cfg(test)]
 use numbers::tail;
-use numbers::{stream_len, unzigzag, zigzag, Reader, Writer, FRAME};
+use numbers::{stream_plan, unzigzag, zigzag, Reader, Writer, FRAME};
 
-const VERSION: u8 = 3;
+const VERSION: u8 = 4;
+/// Version 3, still read: radix streams without exceptions.
+const VERSION_3: u8 = 3;
 /// Version 2, still read: every stream in frames.
 const VERSION_2: u8 = 2;
 /// The first version, still read: heads inside the first frame.
@@ -171,12 +185,22 @@ fn encode_with<R: Borrow<Reading>>(readings: &[R], mut out: Writer) -> Result<Ve
         c.write_header(&mut out);
     }
 
-    // Times: the first delta, then deltas of deltas.
+    // Times: their step (the greatest common divisor of the deltas: a
+    // minute for a sensor that sends on the minute, whenever it sends),
+    // then in steps the first delta and the deltas of deltas.
+    let step = readings
+        .clone()
+        .zip(readings.clone().skip(1))
+        .fold(0u64, |g, (a, b)| {
+            gcd(g, (b.timestamp.millis() - a.timestamp.millis()) as u64)
+        })
+        .max(1);
+    out.unsigned(step);
     let mut previous = (first.timestamp.millis(), None::<i64>);
     let mut times = Vec::with_capacity(readings.len() - 1);
     for r in readings.clone().skip(1) {
         let t = r.timestamp.millis();
-        let delta = t - previous.0;
+        let delta = (t - previous.0) / step as i64;
         times.push(zigzag(previous.1.map_or(delta, |d| delta - d)));
         previous = (t, Some(delta));
     }
@@ -239,6 +263,15 @@ pub fn decode_picked(
     let mut times = Vec::with_capacity(n);
     let mut t = header.first.millis();
     times.push(t);
+    // Version 4 (whose streams are patched) writes the times' step first.
+    let step = if r.patched {
+        i64::try_from(r.unsigned()?)
+            .ok()
+            .filter(|s| *s >= 1)
+            .ok_or_else(|| corrupt("a time step"))?
+    } else {
+        1
+    };
     let mut delta = None::<i64>;
     for v in r.stream(n - 1, 1)? {
         let v = unzigzag(v);
@@ -248,8 +281,9 @@ pub fn decode_picked(
                 .checked_add(v)
                 .ok_or_else(|| corrupt("a time delta overflows"))?,
         };
-        t = t
-            .checked_add(d)
+        t = d
+            .checked_mul(step)
+            .and_then(|d| t.checked_add(d))
             .ok_or_else(|| corrupt("a time overflows"))?;
         times.push(t);
         delta = Some(d);
@@ -428,13 +462,14 @@ impl Column {
             .collect();
         let zig = |xs: Vec<i64>| xs.into_iter().map(zigzag).collect::<Vec<u64>>();
         let (deltas, dods) = (zig(deltas), zig(dods));
-        let (kind, head, chosen) = if stream_len(&dods, 2) < stream_len(&deltas, 1) {
-            (DELTA_OF_DELTA, 2, dods)
+        let (by_dods, by_deltas) = (stream_plan(&dods, 2), stream_plan(&deltas, 1));
+        let (kind, head, chosen, radix) = if by_dods.0 < by_deltas.0 {
+            (DELTA_OF_DELTA, 2, dods, by_dods.1)
         } else {
-            (DELTA, 1, deltas)
+            (DELTA, 1, deltas, by_deltas.1)
         };
         out.byte(kind);
-        out.stream(&chosen, head);
+        out.planned(&chosen, head, radix);
     }
 }
 
@@ -448,8 +483,9 @@ pub fn count(bytes: &[u8]) -> Result<u32, BlockError> {
 fn read_count(r: &mut Reader<'_>) -> Result<u32, BlockError> {
     let version = r.byte()?;
     r.headless = version == VERSION_1;
-    r.radix = version == VERSION;
-    if ![VERSION, VERSION_2, VERSION_1].contains(&version) {
+    r.radix = version == VERSION || version == VERSION_3;
+    r.patched = version == VERSION;
+    if ![VERSION, VERSION_3, VERSION_2, VERSION_1].contains(&version) {
         return Err(corrupt(format!(
             "version {version}; this build reads {VERSION}"
         )));
@@ -611,6 +647,9 @@ mod tests {
     /// release before version 2 holds such blocks).
     const VERSION_1_BLOCK: &str = "012880e0b8b6bf68c6b2d6b8bf6802052801cccd029cce02a0ac68062801a0c205b0c505f896dd0111c2d401000000380080000000000080030008000000000038008000000000008003000800000000003800800000000000800300080000000000380080000000000080030004087008000207626564726f6f6d0468616c6c1e010a0228600a000dae900010800240000a0001200005800014000240000a000128000480001400025000080001280004a00010000250000840012000032c4b9664000a880b20c0000208308000020c208000030820c0000208308000020c208000030820c000020830800002aeeb";
 
+    /// The same as version 3 wrote them (radix mode without exceptions).
+    const VERSION_3_BLOCK: &str = "032880e0b8b6bf68c6b2d6b8bf6802052801cccd029cce02a0ac68062801a0c205b0c505f896dd01c2a90709bbd4e242b8a394a43c7ae630f36b06000207626564726f6f6d0468616c6c1e010a0228600a00ae2106802da6f218217136059159a25a6400880704baaeebbaaeebbaaeeb3a";
+
     /// The same as version 2 wrote them (frames only).
     const VERSION_2_BLOCK: &str = "022880e0b8b6bf68c6b2d6b8bf6802052801cccd029cce02a0ac68062801a0c205b0c505f896dd01c2a9070400870087008700870087008700870087040087000207626564726f6f6d0468616c6c1e010a0228600a00ae21036459b22c59962c4b9625cb920365c9126400880702baaeebbaaeebbaae02eb3a";
 
@@ -624,15 +663,19 @@ mod tests {
     #[test]
     fn blocks_of_versions_1_and_2_still_decode_and_each_version_is_smaller() {
         let readings = forty_readings();
-        let (v1, v2) = (unhex(VERSION_1_BLOCK), unhex(VERSION_2_BLOCK));
-        for old in [&v1, &v2] {
+        let (v1, v2, v3) = (
+            unhex(VERSION_1_BLOCK),
+            unhex(VERSION_2_BLOCK),
+            unhex(VERSION_3_BLOCK),
+        );
+        for old in [&v1, &v2, &v3] {
             assert!(same(&decode(&device(), old).unwrap(), &readings));
             assert_eq!(header(old).unwrap().count, 40);
             assert_eq!(count(old), Ok(40));
         }
-        let v3 = encode(&readings).unwrap();
-        assert_eq!(v3[0], VERSION);
-        assert!(same(&decode(&device(), &v3).unwrap(), &readings));
+        let v4 = encode(&readings).unwrap();
+        assert_eq!(v4[0], VERSION);
+        assert!(same(&decode(&device(), &v4).unwrap(), &readings));
         // Version 2: the heads no longer widen the first frame of each
         // stream. Version 3: small steps in radix mode.
         assert!(
@@ -642,36 +685,147 @@ mod tests {
             v1.len()
         );
         assert!(v3.len() < v2.len(), "{} against {}", v3.len(), v2.len());
+        // Version 4: a byte more per radix stream (its count of exceptions,
+        // none here).
+        assert!(
+            v4.len() <= v3.len() + 8,
+            "{} against {}",
+            v4.len(),
+            v3.len()
+        );
     }
 
     #[test]
-    fn radix_mode_packs_small_steps_and_frames_keep_rare_jumps_narrow() {
+    fn each_mode_wins_where_it_should() {
         // Steps of -1, 0, +1: 40 values of radix 3 in eight bytes.
         let steps: Vec<u64> = (0..400u64).map(|i| i * 7 % 3).collect();
-        assert_eq!(tail(&steps), (1 + 80, 3));
+        assert_eq!(tail(&steps), (1 + 1 + 80, 3));
         // Zeros (a fixed interval's deltas of deltas): nothing past the
-        // radix; other equal values are a radix above them.
-        assert_eq!(tail(&[0; 1000]), (1, 1));
+        // radix and its count of exceptions; other equal values are a radix
+        // above them.
+        assert_eq!(tail(&[0; 1000]), (2, 1));
         assert_eq!(tail(&[5; 1000]).1, 6);
-        // One jump among zeros: frames, where it widens one frame only.
+        // One jump among zeros: zeros of radix 1, and the jump an
+        // exception (its count, then its distance and value as streams of
+        // one value each).
         let mut jumpy = vec![0u64; 320];
         jumpy[100] = 60_000;
-        assert_eq!(tail(&jumpy).1, 0);
+        assert_eq!(tail(&jumpy), (1 + 1 + 3 + 4, 1));
+        // Steps of up to 250 with a spike one in twenty: the radix of the
+        // steps, the spikes exceptions; smaller than either mode without.
+        let spiky = spiky_steps(1440);
+        let (len, radix) = tail(&spiky);
+        assert!((400..=501).contains(&radix), "{radix}");
+        let largest = spiky.iter().max().unwrap() + 1;
+        let plain = numbers::varint_len(largest) + numbers::radix_len(largest, spiky.len()) + 1;
+        let frames = 1 + numbers::packed_len(&spiky);
+        assert!(
+            len * 100 < plain.min(frames) * 90,
+            "{len} against {plain} and {frames}"
+        );
+        // Wide values with no common width: frames.
+        let wide: Vec<u64> = (0..320u64)
+            .map(|i| (i * 2_654_435_761) % (1 << 24))
+            .collect();
+        assert_eq!(tail(&wide).1, 0);
         for values in [
             steps,
             vec![0; 1000],
             vec![5; 1000],
             jumpy,
+            spiky,
+            wide,
             vec![],
             vec![u64::MAX, 0],
         ] {
             let mut w = Writer::default();
             w.stream(&values, 1);
             assert_eq!(w.bytes.len(), stream_len(&values, 1));
-            let mut r = Reader::new(&w.bytes);
-            r.radix = true;
-            assert_eq!(r.stream(values.len(), 1).unwrap(), values);
-            assert!(r.done());
+            assert_eq!(read_stream(&w.bytes, values.len(), 1), values);
+        }
+    }
+
+    /// Zigzag steps of a walk of up to ±250 with a spike of 1500 one value
+    /// in twenty (up, then down again).
+    fn spiky_steps(n: usize) -> Vec<u64> {
+        let mut rng = fastrand::Rng::with_seed(44);
+        let mut spiking = false;
+        (0..n)
+            .map(|_| {
+                let spike = !spiking && rng.f64() < 0.05;
+                let step = rng.i64(-250..=250)
+                    + if spike { 1500 } else { 0 }
+                    + if spiking { -1500 } else { 0 };
+                spiking = spike;
+                zigzag(step)
+            })
+            .collect()
+    }
+
+    /// A version 4 stream of `n` values with a head of `head`, all of it.
+    fn read_stream(bytes: &[u8], n: usize, head: usize) -> Vec<u64> {
+        let mut r = Reader::new(bytes);
+        r.radix = true;
+        r.patched = true;
+        let values = r.stream(n, head).unwrap();
+        assert!(r.done());
+        values
+    }
+
+    #[test]
+    fn irregular_times_on_the_minute_cost_their_steps_not_their_milliseconds() {
+        // A sensor that sends only when a value moves: gaps of 1 to 20
+        // minutes, always on the minute.
+        let mut rng = fastrand::Rng::with_seed(3);
+        let mut at = 1_795_219_200_000i64;
+        let readings: Vec<Reading> = (0..300)
+            .map(|_| {
+                at += 60_000 * rng.i64(1..=20);
+                climate(at, "hall", 21.5, 40.0)
+            })
+            .collect();
+        let bytes = encode(&readings).unwrap();
+        assert!(same(&decode(&device(), &bytes).unwrap(), &readings));
+        // Deltas of deltas within ±19 minutes: under 6 bits a reading in
+        // steps of a minute, where milliseconds took over 20.
+        assert!(bytes.len() < 300 * 6 / 8 + 80, "{}", bytes.len());
+        // A millisecond off the minute, and the step is a millisecond again.
+        let mut off = readings.clone();
+        off[150].timestamp = Timestamp::from_millis(off[150].timestamp.millis() + 1).unwrap();
+        let bytes = encode(&off).unwrap();
+        assert!(same(&decode(&device(), &bytes).unwrap(), &off));
+    }
+
+    #[test]
+    fn the_encoder_picks_the_smallest_of_its_codings() {
+        for values in [
+            spiky_steps(1440),
+            spiky_steps(31),
+            (0..1440u64).map(|i| i * 7 % 3).collect(),
+            (0..500u64)
+                .map(|i| if i % 50 == 0 { 9000 } else { i % 2 })
+                .collect(),
+            (0..300u64)
+                .map(|i| (i * 2_654_435_761) % (1 << 24))
+                .collect(),
+        ] {
+            let sizes: Vec<(usize, u64)> = std::iter::once(0)
+                .chain(
+                    numbers::radix_candidates(&values)
+                        .into_iter()
+                        .map(|(r, _)| r),
+                )
+                .map(|radix| {
+                    let mut w = Writer::default();
+                    w.tail_in(&values, radix);
+                    (w.bytes.len(), radix)
+                })
+                .collect();
+            let smallest = sizes.iter().map(|(len, _)| *len).min().unwrap();
+            assert_eq!(tail(&values).0, smallest, "{sizes:?}");
+            let mut w = Writer::default();
+            w.stream(&values, 0);
+            assert_eq!(w.bytes.len(), smallest, "{sizes:?}");
         }
     }
 
@@ -849,8 +1003,45 @@ mod tests {
         (time, proptest::option::of(0u8..3), quantities)
     }
 
+    /// Values of the shapes streams hold: small steps, wide ones, zeros
+    /// with rare jumps, and any.
+    fn stream_values() -> impl Strategy<Value = Vec<u64>> {
+        prop_oneof![
+            proptest::collection::vec(0u64..5, 0..200),
+            proptest::collection::vec(0u64..600, 0..200),
+            proptest::collection::vec(prop_oneof![9 => Just(0u64), 1 => any::<u64>()], 0..200),
+            proptest::collection::vec(any::<u64>(), 0..50),
+        ]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        #[test]
+        fn every_coding_of_a_stream_round_trips(values in stream_values(), head in 0usize..3) {
+            let head = head.min(values.len());
+            let rest = &values[head..];
+            let largest = rest.iter().max().map_or(Some(1), |m| m.checked_add(1));
+            let radixes = std::iter::once(0)
+                .chain(numbers::radix_candidates(rest).into_iter().map(|(r, _)| r))
+                .chain(largest.filter(|r| *r <= numbers::MAX_RADIX))
+                .chain([1, 2, 3, 255, 256, 1000])
+                // As the encoder writes them: at most a quarter exceptions.
+                .filter(|r| *r == 0 || rest.iter().filter(|v| *v >= r).count() * 4 <= rest.len());
+            for radix in radixes {
+                let mut w = Writer::default();
+                for v in &values[..head] {
+                    w.unsigned(*v);
+                }
+                w.tail_in(rest, radix);
+                prop_assert_eq!(read_stream(&w.bytes, values.len(), head), values.clone(), "radix {}", radix);
+            }
+            // And the encoder's own choice, its length as `stream_len` says.
+            let mut w = Writer::default();
+            w.stream(&values, head);
+            prop_assert_eq!(w.bytes.len(), stream_len(&values, head));
+            prop_assert_eq!(read_stream(&w.bytes, values.len(), head), values.clone());
+        }
 
         /// Any batch (gaps, the same time twice, missing quantities, any
         /// values, the first and last representable times) round-trips bit

@@ -1,6 +1,6 @@
 //! The number streams of a block (`super`): LEB128 varints, zigzag
 //! integers, and a stream's tail in the smaller of two modes, bit-packed
-//! frames of 32 or groups in one radix (the module comment of `super`
+//! frames of 32 or groups in one radix with exceptions (the module comment of `super`
 //! tells when each wins). General coding, apart from the block's layout,
 //! as VictoriaMetrics keeps `lib/encoding` apart from its blocks.
 
@@ -29,27 +29,127 @@ pub(super) fn varint_len(v: u64) -> usize {
 }
 
 /// Bytes `Writer::stream` takes for `values` with a head of `head`.
+#[cfg(test)]
 pub(super) fn stream_len(values: &[u64], head: usize) -> usize {
-    let head = head.min(values.len());
-    values[..head].iter().map(|v| varint_len(*v)).sum::<usize>() + tail(&values[head..]).0
+    stream_plan(values, head).0
 }
 
-/// A stream's tail as version 3 writes it: its bytes, mode varint included,
-/// and the radix (0: frames).
+/// Bytes `Writer::stream` takes for `values` with a head of `head`, and
+/// the radix of its tail (for `Writer::planned`).
+pub(super) fn stream_plan(values: &[u64], head: usize) -> (usize, u64) {
+    let head = head.min(values.len());
+    let (len, radix) = tail(&values[head..]);
+    let head_len = values[..head].iter().map(|v| varint_len(*v)).sum::<usize>();
+    (head_len + len, radix)
+}
+
+/// A stream's tail as version 4 writes it: its bytes, mode varint included,
+/// and the radix (0: frames). In radix mode, values at or above the radix
+/// are exceptions (`Writer::patched`): a noisy column whose rare spikes
+/// would set the radix of every value keeps the radix of the rest.
 pub(super) fn tail(values: &[u64]) -> (usize, u64) {
-    let frames = 1 + packed_len(values);
-    let Some(radix) = values.iter().max().map_or(Some(1), |m| m.checked_add(1)) else {
-        return (frames, 0);
-    };
-    if radix > MAX_RADIX {
-        return (frames, 0);
+    tail_among(values, true)
+}
+
+/// [`tail`], with exceptions or without (the streams of exceptions
+/// themselves: one level, so that trying a radix stays one pass or two).
+fn tail_among(values: &[u64], with_exceptions: bool) -> (usize, u64) {
+    let mut best = (1 + packed_len(values), 0);
+    // The radix without exceptions first: it bounds what one with them may
+    // cost before its exceptions are looked at.
+    let mut candidates = radix_candidates(values);
+    candidates.sort_by_key(|(_, exceptions)| *exceptions);
+    for (r, exceptions) in candidates {
+        let digits = varint_len(r) + radix_len(r, values.len());
+        let len = if exceptions == 0 {
+            digits + 1
+        } else if with_exceptions
+            // At least their count and a byte for each of their two streams.
+            && digits + varint_len(exceptions as u64) + 2 < best.0
+        {
+            varint_len(r) + patched_len(values, r)
+        } else {
+            continue;
+        };
+        if len < best.0 {
+            best = (len, r);
+        }
     }
-    let in_radix = varint_len(radix) + radix_len(radix, values.len());
-    if in_radix < frames {
-        (in_radix, radix)
+    best
+}
+
+/// The radixes worth trying for `values`, each with how many values would
+/// be exceptions: one above the largest (none), and one above the largest
+/// of the narrowest bit width that holds at least seven eighths of the
+/// values (more exceptions than that rarely pay, and each radix tried
+/// costs passes over the values on every write).
+pub(super) fn radix_candidates(values: &[u64]) -> Vec<(u64, usize)> {
+    // Per bit width, how many values have it and the largest.
+    let (mut counts, mut largest) = ([0usize; 65], [0u64; 65]);
+    for v in values {
+        let width = (64 - v.leading_zeros()) as usize;
+        counts[width] += 1;
+        largest[width] = largest[width].max(*v);
+    }
+    let mut out = Vec::new();
+    let (mut below, mut max) = (0usize, 0u64);
+    for width in 0..=64 {
+        if counts[width] == 0 {
+            continue;
+        }
+        below += counts[width];
+        max = max.max(largest[width]);
+        let Some(r) = max.checked_add(1).filter(|r| *r <= MAX_RADIX) else {
+            break;
+        };
+        if below == values.len() || (below * 8 >= values.len() * 7 && out.is_empty()) {
+            out.push((r, values.len() - below));
+        }
+    }
+    // A radix with exceptions is worth a look only where its digits save
+    // more than its exceptions are likely to cost (three bits each at the
+    // least, in practice): most streams of smooth readings stop here.
+    if let [(r, exceptions), (largest, 0)] = out[..] {
+        let saved = radix_len(largest, values.len()).saturating_sub(radix_len(r, values.len()));
+        if saved <= 3 + exceptions * 3 / 8 {
+            out.remove(0);
+        }
+    }
+    if values.is_empty() {
+        out.push((1, 0));
+    }
+    out
+}
+
+/// Bytes `Writer::patched` takes for `values` in radix `r`, the exception
+/// count included.
+pub(super) fn patched_len(values: &[u64], r: u64) -> usize {
+    let (gaps, highs) = exceptions(values, r);
+    let nested = if gaps.is_empty() {
+        0
     } else {
-        (frames, 0)
+        tail_among(&gaps, false).0 + tail_among(&highs, false).0
+    };
+    radix_len(r, values.len()) + varint_len(gaps.len() as u64) + nested
+}
+
+/// The exceptions of `values` in radix `r`: each one's distance past the
+/// one before, and `v / r - 1`.
+fn exceptions(values: &[u64], r: u64) -> (Vec<u64>, Vec<u64>) {
+    let (mut gaps, mut highs, mut last) = (Vec::new(), Vec::new(), None);
+    for (i, v) in values.iter().enumerate() {
+        if *v >= r {
+            gaps.push(gap(last, i));
+            highs.push(v / r - 1);
+            last = Some(i);
+        }
     }
+    (gaps, highs)
+}
+
+/// How far an exception at `i` is past the one before (`None`: the first).
+fn gap(last: Option<usize>, i: usize) -> u64 {
+    (i - last.map_or(0, |l| l + 1)) as u64
 }
 
 /// Values of radix `r` (at least 2) in one group: as many as fit in 64 bits.
@@ -127,11 +227,53 @@ impl Writer {
         }
         let rest = &values[head..];
         let radix = if self.frames_only { 0 } else { tail(rest).1 };
+        self.tail_in(rest, radix);
+    }
+
+    /// `values` as `stream` writes them, its radix already chosen by
+    /// [`stream_plan`].
+    pub(super) fn planned(&mut self, values: &[u64], head: usize, radix: u64) {
+        if self.frames_only {
+            return self.stream(values, head);
+        }
+        let head = head.min(values.len());
+        for v in &values[..head] {
+            self.unsigned(*v);
+        }
+        self.tail_in(&values[head..], radix);
+    }
+
+    /// A stream's tail in the mode of `radix` (0: frames): the mode varint,
+    /// then the values.
+    pub(super) fn tail_in(&mut self, values: &[u64], radix: u64) {
         self.unsigned(radix);
         if radix == 0 {
-            self.packed(rest);
+            self.packed(values);
         } else {
-            self.radix(rest, radix);
+            self.patched(values, radix);
+        }
+    }
+
+    /// `values` in radix `r` with exceptions (version 4): the count of
+    /// values at or above `r`, every value's digit (`v % r`), then, as two
+    /// streams of their own, each exception's distance past the one before
+    /// and its `v / r - 1` (a spike one minute in twenty: 9 bits each,
+    /// where varints took 16).
+    pub(super) fn patched(&mut self, values: &[u64], r: u64) {
+        if values.iter().all(|v| *v < r) {
+            self.unsigned(0);
+            return self.radix(values, r);
+        }
+        let (gaps, highs) = exceptions(values, r);
+        self.unsigned(gaps.len() as u64);
+        if gaps.is_empty() {
+            self.radix(values, r);
+            return;
+        }
+        let digits: Vec<u64> = values.iter().map(|v| v % r).collect();
+        self.radix(&digits, r);
+        for nested in [gaps, highs] {
+            self.tail_in(&nested, tail_among(&nested, false).1);
         }
     }
 
@@ -191,8 +333,10 @@ pub(super) struct Reader<'a> {
     at: usize,
     /// Version 1's streams: heads inside the first frame.
     pub(super) headless: bool,
-    /// Version 3's streams: a mode after the head.
+    /// Version 3's and 4's streams: a mode after the head.
     pub(super) radix: bool,
+    /// Version 4's: radix streams carry exceptions (`Writer::patched`).
+    pub(super) patched: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -202,6 +346,7 @@ impl<'a> Reader<'a> {
             at: 0,
             headless: false,
             radix: false,
+            patched: false,
         }
     }
 
@@ -218,6 +363,7 @@ impl<'a> Reader<'a> {
         let radix = if self.radix { self.unsigned()? } else { 0 };
         match radix {
             0 => out.extend(self.packed(n - head)?),
+            r if r <= MAX_RADIX && self.patched => self.patched_values(n - head, r, &mut out)?,
             r if r <= MAX_RADIX => self.radix_values(n - head, r, &mut out)?,
             r => return Err(corrupt(format!("a radix of {r}"))),
         }
@@ -257,6 +403,46 @@ impl<'a> Reader<'a> {
                 return Err(corrupt("a group of values past its radix"));
             }
             left -= k;
+        }
+        Ok(())
+    }
+
+    /// `n` values written by `Writer::patched`, appended to `out`.
+    pub(super) fn patched_values(
+        &mut self,
+        n: usize,
+        r: u64,
+        out: &mut Vec<u64>,
+    ) -> Result<(), BlockError> {
+        let exceptions = self.unsigned()?;
+        // The encoder's exceptions are at most an eighth of the values
+        // (`radix_candidates`); a quarter is the bound read.
+        if exceptions.saturating_mul(4) > n as u64 {
+            return Err(corrupt("more exceptions than a stream has"));
+        }
+        let start = out.len();
+        self.radix_values(n, r, out)?;
+        if exceptions == 0 {
+            return Ok(());
+        }
+        let gaps = self.stream(exceptions as usize, 0)?;
+        let highs = self.stream(exceptions as usize, 0)?;
+        let mut at = None::<usize>;
+        for (gap, high) in gaps.into_iter().zip(highs) {
+            let i = usize::try_from(gap)
+                .ok()
+                .and_then(|gap| {
+                    at.map_or(Some(0), |a: usize| a.checked_add(1))?
+                        .checked_add(gap)
+                })
+                .filter(|i| *i < n)
+                .ok_or_else(|| corrupt("an exception past the values"))?;
+            out[start + i] = high
+                .checked_add(1)
+                .and_then(|h| h.checked_mul(r))
+                .and_then(|h| h.checked_add(out[start + i]))
+                .ok_or_else(|| corrupt("an exception too large"))?;
+            at = Some(i);
         }
         Ok(())
     }
