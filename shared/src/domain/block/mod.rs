@@ -964,12 +964,28 @@ mod tests {
         longer.push(0);
         assert!(decode(&device(), &longer).is_err());
         let mut rng = fastrand::Rng::with_seed(3);
-        for _ in 0..2000 {
-            let mut flipped = bytes.clone();
-            let i = rng.usize(..flipped.len());
-            flipped[i] ^= 1 << rng.u8(..8);
-            // Either an error or readings: never a panic.
-            let _ = decode(&device(), &flipped);
+        // And a block of version 4's codings: a time step of a minute and
+        // exceptions (a temperature with rare spikes).
+        let mut at = 1_795_219_200_000i64;
+        let spiky: Vec<Reading> = (0..300)
+            .map(|_| {
+                at += 60_000 * rng.i64(1..=3);
+                let spike = if rng.f64() < 0.05 { 15.0 } else { 0.0 };
+                climate(at, "hall", 20.0 + rng.f64().round() / 10.0 + spike, 40.0)
+            })
+            .collect();
+        let spiky = encode(&spiky).unwrap();
+        for cut in 0..spiky.len() {
+            assert!(decode(&device(), &spiky[..cut]).is_err(), "cut at {cut}");
+        }
+        for block in [&bytes, &spiky] {
+            for _ in 0..2000 {
+                let mut flipped = block.clone();
+                let i = rng.usize(..flipped.len());
+                flipped[i] ^= 1 << rng.u8(..8);
+                // Either an error or readings: never a panic.
+                let _ = decode(&device(), &flipped);
+            }
         }
     }
 
