@@ -192,7 +192,13 @@ fn encode_with<R: Borrow<Reading>>(readings: &[R], mut out: Writer) -> Result<Ve
         .clone()
         .zip(readings.clone().skip(1))
         .fold(0u64, |g, (a, b)| {
-            gcd(g, (b.timestamp.millis() - a.timestamp.millis()) as u64)
+            let delta = (b.timestamp.millis() - a.timestamp.millis()) as u64;
+            // Most deltas are the step again: one division, no recursion.
+            if g != 0 && delta.is_multiple_of(g) {
+                g
+            } else {
+                gcd(g, delta)
+            }
         })
         .max(1);
     out.unsigned(step);

@@ -54,10 +54,11 @@ pub(super) fn tail(values: &[u64]) -> (usize, u64) {
 /// [`tail`], with exceptions or without (the streams of exceptions
 /// themselves: one level, so that trying a radix stays one pass or two).
 fn tail_among(values: &[u64], with_exceptions: bool) -> (usize, u64) {
-    let mut best = (1 + packed_len(values), 0);
+    let widths = Widths::of(values);
+    let mut best = (1 + widths.frames, 0);
     // The radix without exceptions first: it bounds what one with them may
     // cost before its exceptions are looked at.
-    let mut candidates = radix_candidates(values);
+    let mut candidates = widths.radix_candidates(values);
     candidates.sort_by_key(|(_, exceptions)| *exceptions);
     for (r, exceptions) in candidates {
         let digits = varint_len(r) + radix_len(r, values.len());
@@ -83,42 +84,71 @@ fn tail_among(values: &[u64], with_exceptions: bool) -> (usize, u64) {
 /// of the narrowest bit width that holds at least seven eighths of the
 /// values (more exceptions than that rarely pay, and each radix tried
 /// costs passes over the values on every write).
+#[cfg(test)]
 pub(super) fn radix_candidates(values: &[u64]) -> Vec<(u64, usize)> {
-    // Per bit width, how many values have it and the largest.
-    let (mut counts, mut largest) = ([0usize; 65], [0u64; 65]);
-    for v in values {
-        let width = (64 - v.leading_zeros()) as usize;
-        counts[width] += 1;
-        largest[width] = largest[width].max(*v);
-    }
-    let mut out = Vec::new();
-    let (mut below, mut max) = (0usize, 0u64);
-    for width in 0..=64 {
-        if counts[width] == 0 {
-            continue;
-        }
-        below += counts[width];
-        max = max.max(largest[width]);
-        let Some(r) = max.checked_add(1).filter(|r| *r <= MAX_RADIX) else {
-            break;
+    Widths::of(values).radix_candidates(values)
+}
+
+/// One pass over a stream: the bytes its frames take, and per bit width
+/// how many values have it and the largest.
+struct Widths {
+    frames: usize,
+    counts: [usize; 65],
+    largest: [u64; 65],
+}
+
+impl Widths {
+    fn of(values: &[u64]) -> Widths {
+        let mut w = Widths {
+            frames: 0,
+            counts: [0; 65],
+            largest: [0; 65],
         };
-        if below == values.len() || (below * 8 >= values.len() * 7 && out.is_empty()) {
-            out.push((r, values.len() - below));
+        for frame in values.chunks(FRAME) {
+            let mut any = 0u64;
+            for v in frame {
+                any |= v;
+                let width = (64 - v.leading_zeros()) as usize;
+                w.counts[width] += 1;
+                w.largest[width] = w.largest[width].max(*v);
+            }
+            w.frames += 1 + (frame.len() * (64 - any.leading_zeros()) as usize).div_ceil(8);
         }
+        w
     }
-    // A radix with exceptions is worth a look only where its digits save
-    // more than its exceptions are likely to cost (three bits each at the
-    // least, in practice): most streams of smooth readings stop here.
-    if let [(r, exceptions), (largest, 0)] = out[..] {
-        let saved = radix_len(largest, values.len()).saturating_sub(radix_len(r, values.len()));
-        if saved <= 3 + exceptions * 3 / 8 {
-            out.remove(0);
+
+    /// [`radix_candidates`] of the values these widths are of.
+    fn radix_candidates(&self, values: &[u64]) -> Vec<(u64, usize)> {
+        let (counts, largest) = (&self.counts, &self.largest);
+        let mut out = Vec::new();
+        let (mut below, mut max) = (0usize, 0u64);
+        for width in 0..=64 {
+            if counts[width] == 0 {
+                continue;
+            }
+            below += counts[width];
+            max = max.max(largest[width]);
+            let Some(r) = max.checked_add(1).filter(|r| *r <= MAX_RADIX) else {
+                break;
+            };
+            if below == values.len() || (below * 8 >= values.len() * 7 && out.is_empty()) {
+                out.push((r, values.len() - below));
+            }
         }
+        // A radix with exceptions is worth a look only where its digits save
+        // more than its exceptions are likely to cost (three bits each at the
+        // least, in practice): most streams of smooth readings stop here.
+        if let [(r, exceptions), (largest, 0)] = out[..] {
+            let saved = radix_len(largest, values.len()).saturating_sub(radix_len(r, values.len()));
+            if saved <= 3 + exceptions * 3 / 8 {
+                out.remove(0);
+            }
+        }
+        if values.is_empty() {
+            out.push((1, 0));
+        }
+        out
     }
-    if values.is_empty() {
-        out.push((1, 0));
-    }
-    out
 }
 
 /// Bytes `Writer::patched` takes for `values` in radix `r`, the exception
@@ -179,6 +209,7 @@ pub(super) fn radix_len(r: u64, n: usize) -> usize {
 }
 
 /// Bytes `Writer::packed` takes for `values`.
+#[cfg(test)]
 pub(super) fn packed_len(values: &[u64]) -> usize {
     values
         .chunks(FRAME)
