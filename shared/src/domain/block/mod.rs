@@ -27,8 +27,9 @@
 //! - `r = 0`: bit-packed in frames of 32, each frame at the width of its
 //!   widest value (a frame of zeros is one byte). Best where a rare jump
 //!   would widen every value: it widens one frame.
-//! - `r > 0`: a varint count of exceptions, the values at or above `r`;
-//!   then every value's digit in base `r` (`v % r`), groups of as many as
+//! - `r > 0`: (in version 4 the varint is `2r - 1`, or `2r` when
+//!   exceptions follow, and then a varint count of them, the values at or
+//!   above `r`); every value's digit in base `r` (`v % r`), groups of as many as
 //!   fit in 64 bits written as one number in as few bytes as it needs; then
 //!   two streams of their own (frames, or radix mode without exceptions):
 //!   each exception's distance past the one before, and each one's
@@ -705,15 +706,14 @@ mod tests {
     fn each_mode_wins_where_it_should() {
         // Steps of -1, 0, +1: 40 values of radix 3 in eight bytes.
         let steps: Vec<u64> = (0..400u64).map(|i| i * 7 % 3).collect();
-        assert_eq!(tail(&steps), (1 + 1 + 80, 3));
+        assert_eq!(tail(&steps), (1 + 80, 3));
         // Zeros (a fixed interval's deltas of deltas): nothing past the
-        // radix and its count of exceptions; other equal values are a radix
-        // above them.
-        assert_eq!(tail(&[0; 1000]), (2, 1));
+        // mode; other equal values are a radix above them.
+        assert_eq!(tail(&[0; 1000]), (1, 1));
         assert_eq!(tail(&[5; 1000]).1, 6);
         // One jump among zeros: zeros of radix 1, and the jump an
-        // exception (its count, then its distance and value as streams of
-        // one value each).
+        // exception (the mode, its count, then its distance and value as
+        // streams of one value each).
         let mut jumpy = vec![0u64; 320];
         jumpy[100] = 60_000;
         assert_eq!(tail(&jumpy), (1 + 1 + 3 + 4, 1));

@@ -61,14 +61,14 @@ fn tail_among(values: &[u64], with_exceptions: bool) -> (usize, u64) {
     let mut candidates = widths.radix_candidates(values);
     candidates.sort_by_key(|(_, exceptions)| *exceptions);
     for (r, exceptions) in candidates {
-        let digits = varint_len(r) + radix_len(r, values.len());
+        let digits = radix_len(r, values.len());
         let len = if exceptions == 0 {
-            digits + 1
+            varint_len(mode(r, false)) + digits
         } else if with_exceptions
             // At least their count and a byte for each of their two streams.
-            && digits + varint_len(exceptions as u64) + 2 < best.0
+            && varint_len(mode(r, true)) + digits + varint_len(exceptions as u64) + 2 < best.0
         {
-            varint_len(r) + patched_len(values, r)
+            varint_len(mode(r, true)) + patched_len(values, r)
         } else {
             continue;
         };
@@ -148,6 +148,16 @@ impl Widths {
             out.push((1, 0));
         }
         out
+    }
+}
+
+/// A stream's mode in version 4: 0 for frames, `2r - 1` for radix `r`,
+/// `2r` for radix `r` with exceptions (their count follows).
+fn mode(r: u64, with_exceptions: bool) -> u64 {
+    if with_exceptions {
+        2 * r
+    } else {
+        2 * r - 1
     }
 }
 
@@ -277,10 +287,14 @@ impl Writer {
     /// A stream's tail in the mode of `radix` (0: frames): the mode varint,
     /// then the values.
     pub(super) fn tail_in(&mut self, values: &[u64], radix: u64) {
-        self.unsigned(radix);
         if radix == 0 {
+            self.unsigned(0);
             self.packed(values);
+        } else if values.iter().all(|v| *v < radix) {
+            self.unsigned(mode(radix, false));
+            self.radix(values, radix);
         } else {
+            self.unsigned(mode(radix, true));
             self.patched(values, radix);
         }
     }
@@ -291,16 +305,8 @@ impl Writer {
     /// and its `v / r - 1` (a spike one minute in twenty: 9 bits each,
     /// where varints took 16).
     pub(super) fn patched(&mut self, values: &[u64], r: u64) {
-        if values.iter().all(|v| *v < r) {
-            self.unsigned(0);
-            return self.radix(values, r);
-        }
         let (gaps, highs) = exceptions(values, r);
         self.unsigned(gaps.len() as u64);
-        if gaps.is_empty() {
-            self.radix(values, r);
-            return;
-        }
         let digits: Vec<u64> = values.iter().map(|v| v % r).collect();
         self.radix(&digits, r);
         for nested in [gaps, highs] {
@@ -391,10 +397,15 @@ impl<'a> Reader<'a> {
         for _ in 0..head {
             out.push(self.unsigned()?);
         }
-        let radix = if self.radix { self.unsigned()? } else { 0 };
+        let mode = if self.radix { self.unsigned()? } else { 0 };
+        // Version 4's mode says whether exceptions follow (`mode`).
+        let (radix, patched) = match mode {
+            m if self.patched && m > 0 => (m.div_ceil(2), m % 2 == 0),
+            m => (m, false),
+        };
         match radix {
             0 => out.extend(self.packed(n - head)?),
-            r if r <= MAX_RADIX && self.patched => self.patched_values(n - head, r, &mut out)?,
+            r if r <= MAX_RADIX && patched => self.patched_values(n - head, r, &mut out)?,
             r if r <= MAX_RADIX => self.radix_values(n - head, r, &mut out)?,
             r => return Err(corrupt(format!("a radix of {r}"))),
         }
@@ -448,14 +459,11 @@ impl<'a> Reader<'a> {
         let exceptions = self.unsigned()?;
         // The encoder's exceptions are at most an eighth of the values
         // (`radix_candidates`); a quarter is the bound read.
-        if exceptions.saturating_mul(4) > n as u64 {
-            return Err(corrupt("more exceptions than a stream has"));
+        if exceptions == 0 || exceptions.saturating_mul(4) > n as u64 {
+            return Err(corrupt("a count of exceptions"));
         }
         let start = out.len();
         self.radix_values(n, r, out)?;
-        if exceptions == 0 {
-            return Ok(());
-        }
         let gaps = self.stream(exceptions as usize, 0)?;
         let highs = self.stream(exceptions as usize, 0)?;
         let mut at = None::<usize>;
