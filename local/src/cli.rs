@@ -20,6 +20,36 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+/// Back up the embedded store's file while a server may be writing to it: a consistent snapshot of one moment, checked (integrity, readings counted), written under a temporary name and renamed onto --to (docs/backup.md).
+#[derive(clap::Args, Debug)]
+pub(crate) struct BackupCommand {
+    /// The store file to back up.
+    #[arg(long, env = "INGESTER_DB", default_value = "ingester.db")]
+    pub(crate) db: PathBuf,
+    /// The backup file (replaced whole, only once the new copy is checked).
+    #[arg(long)]
+    pub(crate) to: PathBuf,
+    /// Stores up to this many bytes are copied through memory (the
+    /// fastest way); bigger ones page by page, in little memory. Lower
+    /// it on a machine short of memory.
+    #[arg(long, env = "INGESTER_BACKUP_IN_MEMORY_UP_TO", default_value_t = shared::store::sqlite::IN_MEMORY_LIMIT)]
+    pub(crate) in_memory_up_to: u64,
+}
+
+impl BackupCommand {
+    /// `ingester-local backup ...` parsed as a command of its own: clap then
+    /// builds this command's flags alone, not every command's (a third of a
+    /// millisecond of a 1 MB backup's few). Exits on `--help` or an error,
+    /// as the whole command line does.
+    pub(crate) fn parse_alone(args: &[std::ffi::OsString]) -> Self {
+        use clap::{Args, FromArgMatches};
+        let command =
+            Self::augment_args(clap::Command::new("backup")).bin_name("ingester-local backup");
+        let matches = command.get_matches_from(args);
+        Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
 /// A subscription to an MQTT broker beside the server (docs/mqtt.md).
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct MqttArgs {
@@ -90,20 +120,7 @@ pub(crate) enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
-    /// Back up the embedded store's file while a server may be writing to it: a consistent snapshot of one moment, checked (integrity, readings counted), written under a temporary name and renamed onto --to (docs/backup.md).
-    Backup {
-        /// The store file to back up.
-        #[arg(long, env = "INGESTER_DB", default_value = "ingester.db")]
-        db: PathBuf,
-        /// The backup file (replaced whole, only once the new copy is checked).
-        #[arg(long)]
-        to: PathBuf,
-        /// Stores up to this many bytes are copied through memory (the
-        /// fastest way); bigger ones page by page, in little memory. Lower
-        /// it on a machine short of memory.
-        #[arg(long, env = "INGESTER_BACKUP_IN_MEMORY_UP_TO", default_value_t = shared::store::sqlite::IN_MEMORY_LIMIT)]
-        in_memory_up_to: u64,
-    },
+    Backup(BackupCommand),
     /// Put a backup in the embedded store's place: the backup is checked first, a store a server has open is refused, and the file replaced is kept beside it (DB.replaced-<time>) unless --discard-replaced (docs/backup.md).
     Restore {
         /// The backup file.

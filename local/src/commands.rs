@@ -67,36 +67,7 @@ pub(crate) async fn migrate_between<
 pub(crate) async fn one_shot(command: Command, stop: &Stop) -> Result<bool, String> {
     match command {
         Command::Serve(_) => unreachable!("run serves"),
-        Command::Backup {
-            db,
-            to,
-            in_memory_up_to,
-        } => {
-            let started = std::time::Instant::now();
-            let spinner = indicatif::ProgressBar::new_spinner()
-                .with_message(format!("backing up {} to {}", db.display(), to.display()));
-            // Its ticking thread only where someone watches (a terminal).
-            if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-                spinner.enable_steady_tick(Duration::from_millis(200));
-            }
-            let done = shared::store::sqlite::backup_with_limit(&db, &to, in_memory_up_to).await;
-            spinner.finish_and_clear();
-            let done = done.map_err(|e| format!("backup: {e}"))?;
-            println!(
-                "{}",
-                serde_json::json!({
-                    "to": to.display().to_string(),
-                    "readings": done.readings,
-                    "bytes": done.bytes,
-                    "seconds": started.elapsed().as_secs_f64(),
-                    "copy_seconds": done.copy_seconds,
-                    "check_seconds": done.check_seconds,
-                    "sync_seconds": done.sync_seconds,
-                    "copied": if done.through_memory { "through memory" } else { "page by page" },
-                })
-            );
-            Ok(true)
-        }
+        Command::Backup(backup) => backup_command(backup),
         Command::Restore {
             from,
             db,
@@ -368,4 +339,40 @@ where
         }
     }
     ok
+}
+
+/// `ingester-local backup`: on the calling thread, no runtime needed.
+pub(crate) fn backup_command(backup: BackupCommand) -> Result<bool, String> {
+    let BackupCommand {
+        db,
+        to,
+        in_memory_up_to,
+    } = backup;
+    let started = std::time::Instant::now();
+    let spinner = indicatif::ProgressBar::new_spinner().with_message(format!(
+        "backing up {} to {}",
+        db.display(),
+        to.display()
+    ));
+    // Its ticking thread only where someone watches (a terminal).
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        spinner.enable_steady_tick(Duration::from_millis(200));
+    }
+    let done = shared::store::sqlite::backup_blocking(&db, &to, in_memory_up_to);
+    spinner.finish_and_clear();
+    let done = done.map_err(|e| format!("backup: {e}"))?;
+    println!(
+        "{}",
+        serde_json::json!({
+            "to": to.display().to_string(),
+            "readings": done.readings,
+            "bytes": done.bytes,
+            "seconds": started.elapsed().as_secs_f64(),
+            "copy_seconds": done.copy_seconds,
+            "check_seconds": done.check_seconds,
+            "sync_seconds": done.sync_seconds,
+            "copied": if done.through_memory { "through memory" } else { "page by page" },
+        })
+    );
+    Ok(true)
 }

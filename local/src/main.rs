@@ -61,13 +61,26 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .compact()
         .init();
-    let cli = Cli::parse();
-    // A backup or a restore is one blocking task: its runtime needs no
-    // worker threads (their start was a twentieth of a 2 MB backup's time).
-    let mut builder = if matches!(
-        cli.command,
-        Command::Backup { .. } | Command::Restore { .. }
-    ) {
+    // A backup is one blocking task, run as it is with no runtime: starting
+    // one, and parsing every command's flags, were a third of a 1 MB
+    // backup's time (docs/BENCHMARKS.md, "Backup during ingest"). A stop
+    // signal takes its default action there: what it leaves is the partial
+    // file, under its temporary name, which the next backup removes.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "backup") {
+        ingester_local::stop::let_signals_through();
+        return match commands::backup_command(cli::BackupCommand::parse_alone(&args[1..])) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let cli = Cli::parse_from(args);
+    // A restore is one blocking task: its runtime needs no worker threads
+    // (their start was a twentieth of a 2 MB backup's time).
+    let mut builder = if matches!(cli.command, Command::Restore { .. }) {
         tokio::runtime::Builder::new_current_thread()
     } else {
         tokio::runtime::Builder::new_multi_thread()

@@ -45,6 +45,13 @@ pub fn hold_signals() {
     mask(libc::SIG_BLOCK);
 }
 
+/// Lets the stop signals through again, with their default action, for a
+/// command that runs without `Stop::listen` (`backup`).
+pub fn let_signals_through() {
+    #[cfg(unix)]
+    mask(libc::SIG_UNBLOCK);
+}
+
 impl Stop {
     /// Installs the handlers (inside a Tokio runtime, on the thread that
     /// called `hold_signals`), then lets the signals through: one that came

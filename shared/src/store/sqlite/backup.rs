@@ -75,6 +75,31 @@ pub async fn backup_with_limit(
     target: &Path,
     in_memory_limit: u64,
 ) -> Result<BackupReport, StoreError> {
+    let (from, to) = (source.to_owned(), target.to_owned());
+    tokio::task::spawn_blocking(move || backup_blocking(&from, &to, in_memory_limit))
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("the backup's thread: {e}")))?
+}
+
+/// Whether a backup of the store at `source` goes through memory: its file
+/// and WAL are at most `in_memory_limit` bytes.
+fn fits_in_memory(source: &Path, in_memory_limit: u64) -> bool {
+    let size = [source.to_owned(), wal_of(source, "-wal")]
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum::<u64>();
+    size <= in_memory_limit
+}
+
+/// [`backup_with_limit`] on the calling thread: what `ingester-local backup`
+/// runs, with no async runtime to start (its start was a sixth of a 1 MB
+/// backup's time, docs/BENCHMARKS.md).
+pub fn backup_blocking(
+    source: &Path,
+    target: &Path,
+    in_memory_limit: u64,
+) -> Result<BackupReport, StoreError> {
     if !source.is_file() {
         return Err(StoreError::Unavailable(format!(
             "{}: no such store file",
@@ -82,28 +107,15 @@ pub async fn backup_with_limit(
         )));
     }
     let partial = partial_name(target);
-    let size = [source.to_owned(), wal_of(source, "-wal")]
-        .iter()
-        .filter_map(|p| std::fs::metadata(p).ok())
-        .map(|m| m.len())
-        .sum::<u64>();
-    let result = if size <= in_memory_limit {
-        let (from, to) = (source.to_owned(), partial.clone());
-        tokio::task::spawn_blocking(move || copy_through_memory(&from, &to))
-            .await
-            .map_err(|e| StoreError::Unavailable(format!("the backup's thread: {e}")))?
+    let result = if fits_in_memory(source, in_memory_limit) {
+        copy_through_memory(source, &partial)
     } else {
-        copy_and_check(source, &partial).await
+        copy_and_check(source, &partial)
     };
     match result {
         Ok(report) => {
             std::fs::rename(&partial, target).map_err(|e| io("renaming onto", target, e))?;
-            if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
-                // The rename itself survives a power loss once its folder is synced.
-                if let Ok(d) = std::fs::File::open(dir) {
-                    let _ = d.sync_all();
-                }
-            }
+            sync_folder_of(target);
             Ok(report)
         }
         Err(e) => {
@@ -116,6 +128,20 @@ pub async fn backup_with_limit(
             }
             Err(e)
         }
+    }
+}
+
+/// Syncs the folder `path` was just renamed into: the rename itself
+/// survives a power loss once its folder is synced. A bare file name is in
+/// the working folder (`Path::parent` is then empty: before, such a rename
+/// went unsynced).
+fn sync_folder_of(path: &Path) {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
     }
 }
 
@@ -248,7 +274,9 @@ fn write_synced(bytes: &[u8], to: &Path) -> std::io::Result<(std::fs::File, f64)
 /// serialized once; then, side by side, those bytes written and synced, and
 /// the same bytes checked and their readings counted in place. (Counted
 /// from the written file, the count paid for opening and mapping it again:
-/// the longest of the three, 3 ms of a 2 MB backup's 11.)
+/// the longest of the three, 3 ms of a 2 MB backup's 11. Counted on a
+/// connection of its own, beside the check, it paid for reading the schema
+/// again, which takes longer than the count.)
 fn copy_through_memory(from: &Path, to: &Path) -> Result<BackupReport, StoreError> {
     // A stale partial file of an earlier, interrupted backup.
     let _ = std::fs::remove_file(to);
@@ -257,12 +285,10 @@ fn copy_through_memory(from: &Path, to: &Path) -> Result<BackupReport, StoreErro
     let copy_seconds = started.elapsed().as_secs_f64();
     let started = std::time::Instant::now();
     let bytes: &[u8] = &image;
-    let (written, counted, checked) = std::thread::scope(|scope| {
+    let (written, checked) = std::thread::scope(|scope| {
         let write = scope.spawn(|| write_synced(bytes, to));
-        let count =
-            scope.spawn(|| ImageDb::open(bytes).and_then(|db| super::count_readings(&db.conn)));
-        let checked = ImageDb::open(bytes).and_then(|db| integrity(&db.conn));
-        (write.join(), count.join(), checked)
+        let checked = ImageDb::open(bytes).and_then(|db| check(&db.conn));
+        (write.join(), checked)
     });
     let check_seconds = started.elapsed().as_secs_f64();
     let panicked = |what: &str| StoreError::Unavailable(format!("the backup's {what} panicked"));
@@ -271,8 +297,7 @@ fn copy_through_memory(from: &Path, to: &Path) -> Result<BackupReport, StoreErro
         Err(e) if e.kind() == std::io::ErrorKind::StorageFull => return Err(disk_full(to, from)),
         Err(e) => return Err(io("writing", to, e)),
     };
-    checked?;
-    let readings = counted.map_err(|_| panicked("count"))??;
+    let readings = checked?;
     Ok(BackupReport {
         readings,
         bytes: file.metadata().map_err(|e| io("reading", to, e))?.len(),
@@ -285,44 +310,34 @@ fn copy_through_memory(from: &Path, to: &Path) -> Result<BackupReport, StoreErro
 
 /// The copy page by page, by SQLite's online backup API, checked from the
 /// file.
-async fn copy_and_check(source: &Path, partial: &Path) -> Result<BackupReport, StoreError> {
+fn copy_and_check(from: &Path, to: &Path) -> Result<BackupReport, StoreError> {
     // A stale partial file of an earlier, interrupted backup.
-    let _ = std::fs::remove_file(partial);
-    let (from, to) = (source.to_owned(), partial.to_owned());
-    let (readings, copy_seconds, check_seconds) =
-        tokio::task::spawn_blocking(move || -> Result<(u64, f64, f64), StoreError> {
-            let started = std::time::Instant::now();
-            let conn = open_source(&from)?;
-            // One step of every page: the whole copy in one read transaction.
-            let pages = Connection::open(&to).and_then(|mut copy| {
-                rusqlite::backup::Backup::new(&conn, &mut copy)?.step(-1)?;
-                // A file on its own (no -wal or -shm beside it); the store turns
-                // WAL on again when it opens a restored copy.
-                copy.query_row("PRAGMA journal_mode=DELETE", [], |_| Ok(()))?;
-                copy.close().map_err(|(_, e)| e)
-            });
-            pages.map_err(|e| match e.sqlite_error_code() {
-                Some(rusqlite::ErrorCode::DiskFull) => disk_full(&to, &from),
-                _ => StoreError::Unavailable(format!("copying {}: {e}", from.display())),
-            })?;
-            let copied = started.elapsed().as_secs_f64();
-            let started = std::time::Instant::now();
-            let copy = Connection::open_with_flags(&to, OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .map_err(db_err)?;
-            super::register_functions(&copy).map_err(db_err)?;
-            let readings = check(&copy)?;
-            Ok((readings, copied, started.elapsed().as_secs_f64()))
-        })
-        .await
-        .map_err(|e| StoreError::Unavailable(format!("the backup's thread: {e}")))??;
+    let _ = std::fs::remove_file(to);
     let started = std::time::Instant::now();
-    let file = std::fs::File::open(partial).map_err(|e| io("reading", partial, e))?;
-    file.sync_all().map_err(|e| io("syncing", partial, e))?;
+    let conn = open_source(from)?;
+    // One step of every page: the whole copy in one read transaction.
+    let pages = Connection::open(to).and_then(|mut copy| {
+        rusqlite::backup::Backup::new(&conn, &mut copy)?.step(-1)?;
+        // A file on its own (no -wal or -shm beside it); the store turns
+        // WAL on again when it opens a restored copy.
+        copy.query_row("PRAGMA journal_mode=DELETE", [], |_| Ok(()))?;
+        copy.close().map_err(|(_, e)| e)
+    });
+    pages.map_err(|e| match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DiskFull) => disk_full(to, from),
+        _ => StoreError::Unavailable(format!("copying {}: {e}", from.display())),
+    })?;
+    let copy_seconds = started.elapsed().as_secs_f64();
+    let started = std::time::Instant::now();
+    let copy = Connection::open_with_flags(to, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(db_err)?;
+    super::register_functions(&copy).map_err(db_err)?;
+    let readings = check(&copy)?;
+    let check_seconds = started.elapsed().as_secs_f64();
+    let started = std::time::Instant::now();
+    let file = std::fs::File::open(to).map_err(|e| io("reading", to, e))?;
+    file.sync_all().map_err(|e| io("syncing", to, e))?;
     let sync_seconds = started.elapsed().as_secs_f64();
-    let bytes = file
-        .metadata()
-        .map_err(|e| io("reading", partial, e))?
-        .len();
+    let bytes = file.metadata().map_err(|e| io("reading", to, e))?.len();
     Ok(BackupReport {
         readings,
         bytes,
@@ -450,11 +465,7 @@ fn restore_now(from: &Path, db: &Path, discard: bool) -> Result<Restored, StoreE
         replaced = (!discard).then_some(aside);
     }
     std::fs::rename(&partial, db).map_err(|e| io("renaming onto", db, e))?;
-    if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
+    sync_folder_of(db);
     drop(lock);
     Ok(Restored { readings, replaced })
 }

@@ -24,7 +24,8 @@ mod periodic;
 mod registry;
 mod rollup_spans;
 pub use backup::{
-    backup, backup_with_limit, partial_name, restore, BackupReport, Restored, IN_MEMORY_LIMIT,
+    backup, backup_blocking, backup_with_limit, partial_name, restore, BackupReport, Restored,
+    IN_MEMORY_LIMIT,
 };
 pub use rollup_spans::TxSpans;
 mod rollups;
