@@ -6,6 +6,7 @@
 
 pub mod counter;
 pub mod rollup;
+pub mod rollup_body;
 
 use crate::model::Zone;
 use crate::model::{Reading, TimeRange, Timestamp};

@@ -402,7 +402,7 @@ pub struct StoredCounter {
     pub l: (i64, f64),
 }
 
-const STORED_VERSION: u8 = 2;
+pub(crate) const STORED_VERSION: u8 = 2;
 
 fn stored_fields(t: &Tally) -> Vec<StoredField> {
     t.fields

@@ -51,7 +51,7 @@
 use crate::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
 use std::borrow::Borrow;
 
-mod numbers;
+pub(crate) mod numbers;
 #[cfg(test)]
 use numbers::stream_len;
 #[cfg(test)]

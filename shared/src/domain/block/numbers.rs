@@ -9,11 +9,11 @@ use super::{corrupt, BlockError};
 /// Largest radix of a stream in radix mode (`Writer::radix`).
 pub(super) const MAX_RADIX: u64 = 1 << 16;
 
-pub(super) fn zigzag(v: i64) -> u64 {
+pub(crate) fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 
-pub(super) fn unzigzag(v: u64) -> i64 {
+pub(crate) fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
@@ -228,18 +228,18 @@ pub(super) fn packed_len(values: &[u64]) -> usize {
 }
 
 #[derive(Default)]
-pub(super) struct Writer {
-    pub(super) bytes: Vec<u8>,
+pub(crate) struct Writer {
+    pub(crate) bytes: Vec<u8>,
     /// Every stream in frames (see `encode`).
     pub(super) frames_only: bool,
 }
 
 impl Writer {
-    pub(super) fn byte(&mut self, b: u8) {
+    pub(crate) fn byte(&mut self, b: u8) {
         self.bytes.push(b);
     }
 
-    pub(super) fn unsigned(&mut self, mut v: u64) {
+    pub(crate) fn unsigned(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.bytes.push(v as u8 | 0x80);
             v >>= 7;
@@ -247,15 +247,15 @@ impl Writer {
         self.bytes.push(v as u8);
     }
 
-    pub(super) fn signed(&mut self, v: i64) {
+    pub(crate) fn signed(&mut self, v: i64) {
         self.unsigned(zigzag(v));
     }
 
-    pub(super) fn float(&mut self, v: f64) {
+    pub(crate) fn float(&mut self, v: f64) {
         self.bytes.extend_from_slice(&v.to_bits().to_le_bytes());
     }
 
-    pub(super) fn bytes(&mut self, b: &[u8]) {
+    pub(crate) fn bytes(&mut self, b: &[u8]) {
         self.unsigned(b.len() as u64);
         self.bytes.extend_from_slice(b);
     }
@@ -365,7 +365,7 @@ impl Writer {
     }
 }
 
-pub(super) struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     pub(super) bytes: &'a [u8],
     at: usize,
     /// Version 1's streams: heads inside the first frame.
@@ -377,7 +377,7 @@ pub(super) struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    pub(super) fn new(bytes: &'a [u8]) -> Self {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
         Self {
             bytes,
             at: 0,
@@ -486,11 +486,11 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    pub(super) fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.at == self.bytes.len()
     }
 
-    pub(super) fn byte(&mut self) -> Result<u8, BlockError> {
+    pub(crate) fn byte(&mut self) -> Result<u8, BlockError> {
         let b = *self
             .bytes
             .get(self.at)
@@ -499,7 +499,7 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
 
-    pub(super) fn unsigned(&mut self) -> Result<u64, BlockError> {
+    pub(crate) fn unsigned(&mut self) -> Result<u64, BlockError> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.byte()?;
@@ -513,11 +513,11 @@ impl<'a> Reader<'a> {
         Err(corrupt("a varint is too long"))
     }
 
-    pub(super) fn signed(&mut self) -> Result<i64, BlockError> {
+    pub(crate) fn signed(&mut self) -> Result<i64, BlockError> {
         self.unsigned().map(unzigzag)
     }
 
-    pub(super) fn float(&mut self) -> Result<f64, BlockError> {
+    pub(crate) fn float(&mut self) -> Result<f64, BlockError> {
         let end = self.at + 8;
         let raw = self
             .bytes
@@ -529,7 +529,7 @@ impl<'a> Reader<'a> {
         )))
     }
 
-    pub(super) fn bytes(&mut self) -> Result<&'a [u8], BlockError> {
+    pub(crate) fn bytes(&mut self) -> Result<&'a [u8], BlockError> {
         let len = self.unsigned()? as usize;
         let end = self
             .at

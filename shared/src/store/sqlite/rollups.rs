@@ -4,7 +4,9 @@
 //! `rebuild`), over `RollupSpans` (`rollup_spans.rs`).
 //!
 //! - Day rollups: one row per device and day; the body is the rollup's
-//!   stored shape in postcard's compact binary form.
+//!   stored shape, each number in its shortest exact form
+//!   (`domain::aggregate::rollup_body`, version 3; versions 1 and 2, in
+//!   postcard's binary form, are still read).
 //! - Hour rollups are not stored (since version 4): 24 rows a day cost more
 //!   bytes than the readings' own block. An hour rollup is computed when
 //!   read, from its day's readings (one block) and the chain its day
@@ -14,6 +16,7 @@ use super::rows::Bounds;
 use super::series;
 use super::{db_err, StoreError};
 use crate::domain::aggregate::rollup::{postcard_version, spans, Rollup, Stored, StoredV1};
+use crate::domain::aggregate::rollup_body;
 use crate::model::{DeviceId, Span, TimeRange, Timestamp};
 use crate::store::Order;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -46,6 +49,7 @@ fn decode_sized(
     use crate::domain::billing;
     let corrupt =
         |e: String| StoreError::Corrupt(format!("{} rollup at {start}: {e}", span.as_str()));
+    let start_ms = start;
     let start = Timestamp::from_millis(start).map_err(|e| corrupt(e.to_string()))?;
     if postcard_version(body) == Some(1) {
         // Written before each counter was followed on its own: sized as
@@ -58,7 +62,7 @@ fn decode_sized(
         }
         return Ok(rollup);
     }
-    let stored: Stored<&str> = postcard::from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
+    let stored = stored_of(start_ms, body).map_err(corrupt)?;
     if let Some((pk_len, bytes)) = sized {
         *bytes += match size.and_then(|s| usize::try_from(s).ok()) {
             Some(body_size) => billing::rollup_item_size(pk_len, body_size),
@@ -66,6 +70,15 @@ fn decode_sized(
         };
     }
     stored.decode(span, start).map_err(corrupt)
+}
+
+/// The stored shape in a body of version 2 (postcard) or 3 (`rollup_body`)
+/// of a rollup starting at `start_ms`.
+pub(super) fn stored_of(start_ms: i64, body: &[u8]) -> Result<Stored<&str>, String> {
+    match postcard_version(body) {
+        Some(rollup_body::VERSION) => rollup_body::decode(body, start_ms),
+        _ => postcard::from_bytes(body).map_err(|e| e.to_string()),
+    }
 }
 
 /// The newest rollup of a span starting before `before`.
@@ -114,8 +127,11 @@ pub fn first_after(
 
 pub fn put(conn: &Connection, device: i64, r: &Rollup) -> Result<(), StoreError> {
     let stored = Stored::from(r);
-    let body =
-        postcard::to_allocvec(&stored).map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?;
+    let body = match rollup_body::encode(&stored, r.start.millis()) {
+        Some(body) => body,
+        None => postcard::to_allocvec(&stored)
+            .map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?,
+    };
     let size = crate::domain::billing::stored_size(&stored) as i64;
     conn.prepare_cached(
         "INSERT OR REPLACE INTO rollups (device, span, start, body, size)

@@ -704,7 +704,6 @@ async fn a_version_2_file_gets_its_rollups_on_open() {
 /// metered as before, from their bodies, until they are written again.
 #[tokio::test]
 async fn rollups_keep_their_size_and_a_version_5_file_gets_the_column() {
-    use crate::domain::aggregate::rollup::Stored;
     use crate::model::Span;
     let dir = temp_dir("rollup-sizes");
     let path = dir.join("ingester.db");
@@ -734,11 +733,11 @@ async fn rollups_keep_their_size_and_a_version_5_file_gets_the_column() {
             Some(8),
         )
         .unwrap();
-        let sizes: Vec<(Vec<u8>, Option<i64>)> = writer
+        let sizes: Vec<(i64, Vec<u8>, Option<i64>)> = writer
             .conn
-            .prepare("SELECT body, size FROM rollups ORDER BY start")
+            .prepare("SELECT start, body, size FROM rollups ORDER BY start")
             .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .unwrap()
             .map(Result::unwrap)
             .collect();
@@ -752,8 +751,8 @@ async fn rollups_keep_their_size_and_a_version_5_file_gets_the_column() {
     assert!(days.len() >= 2, "{}", days.len());
     assert_eq!(sizes.len(), days.len());
     let mut from_bodies = 0;
-    for (body, size) in &sizes {
-        let stored: Stored<&str> = postcard::from_bytes(body).unwrap();
+    for (start, body, size) in &sizes {
+        let stored = rollups::stored_of(*start, body).unwrap();
         let body_size = crate::domain::billing::stored_size(&stored);
         assert_eq!(*size, Some(body_size as i64));
         from_bodies += crate::domain::billing::rollup_item_size(8, body_size);
@@ -768,7 +767,7 @@ async fn rollups_keep_their_size_and_a_version_5_file_gets_the_column() {
     let store = SqliteStore::open(&path).unwrap();
     let (days_after, bytes_after, sizes_after) = metered(&store);
     assert_eq!((days_after, bytes_after), (days.clone(), bytes));
-    assert!(sizes_after.iter().all(|(_, size)| size.is_none()));
+    assert!(sizes_after.iter().all(|(_, _, size)| size.is_none()));
     let version: i64 = store
         .lock()
         .conn
@@ -779,8 +778,8 @@ async fn rollups_keep_their_size_and_a_version_5_file_gets_the_column() {
     let late = reading("sensor-1", Some("hall"), 3, 25.0);
     assert!(store.write_readings(&[late]).await.unwritten.is_empty());
     let (_, _, sizes_now) = metered(&store);
-    assert!(sizes_now[0].1.is_some());
-    assert!(sizes_now[1..].iter().all(|(_, size)| size.is_none()));
+    assert!(sizes_now[0].2.is_some());
+    assert!(sizes_now[1..].iter().all(|(_, _, size)| size.is_none()));
 }
 
 /// A statement with `device = ?` runs with one device after another without
@@ -839,24 +838,16 @@ fn statements_are_not_prepared_again_for_each_device() {
 /// `rollups rebuild` writes them again as version 2.
 #[tokio::test]
 async fn version_1_rollups_of_a_bought_only_meter_read_until_rebuilt() {
-    use crate::domain::aggregate::rollup::{spans, Stored, StoredV1};
+    use crate::domain::aggregate::rollup::{spans, StoredV1};
     use crate::model::Span;
     let store = SqliteStore::in_memory().unwrap();
     let device = DeviceId::parse("tasmota-1").unwrap();
-    let readings: Vec<Reading> = (0..3 * 144)
-        .map(|i| Reading {
-            device_id: device.clone(),
-            timestamp: at(i * 10),
-            measurement: Measurement::new(
-                None,
-                vec![
-                    (Quantity::EnergyBought, 500.0 + i as f64 * 0.125),
-                    (Quantity::Power, 750.0),
-                ],
-            )
-            .unwrap(),
-        })
-        .collect();
+    let readings = three_meter_days(&device, |i| {
+        vec![
+            (Quantity::EnergyBought, 500.0 + i as f64 * 0.125),
+            (Quantity::Power, 750.0),
+        ]
+    });
     assert!(store.write_readings(&readings).await.unwritten.is_empty());
     let range = crate::model::TimeRange::new(at(0), at(3 * 1440)).unwrap();
     let fresh = store.rollups(&device, Span::Day, &range).await.unwrap();
@@ -877,7 +868,7 @@ async fn version_1_rollups_of_a_bought_only_meter_read_until_rebuilt() {
             .collect();
         assert!(!bodies.is_empty());
         for ((device, span, start), body) in bodies {
-            let now: Stored = postcard::from_bytes(&body).unwrap();
+            let now = rollups::stored_of(start, &body).unwrap();
             assert!(now.b.is_some() || now.k.0.is_some(), "{now:?}");
             let old = StoredV1 {
                 v: 1,
@@ -906,7 +897,7 @@ async fn version_1_rollups_of_a_bought_only_meter_read_until_rebuilt() {
             "version 1 left the counter out"
         );
     }
-    // Rebuilt, they are version 2 again and carry the energy themselves.
+    // Rebuilt, they are version 3 again and carry the energy themselves.
     crate::rollups::Upkeep::rebuild_rollups(&store, &device, range)
         .await
         .unwrap();
@@ -915,6 +906,91 @@ async fn version_1_rollups_of_a_bought_only_meter_read_until_rebuilt() {
     assert_eq!(
         rebuilt,
         spans(Span::Day, Default::default(), readings.iter())
+    );
+}
+
+/// Three days of a meter, a reading every ten minutes, its `i`th reading's
+/// values from `values(i)`.
+fn three_meter_days(
+    device: &DeviceId,
+    values: impl Fn(i64) -> Vec<(Quantity, f64)>,
+) -> Vec<Reading> {
+    (0..3 * 144)
+        .map(|i| Reading {
+            device_id: device.clone(),
+            timestamp: at(i * 10),
+            measurement: Measurement::new(None, values(i)).unwrap(),
+        })
+        .collect()
+}
+
+/// Rollup bodies as versions before 3 wrote them (postcard, 8-byte floats,
+/// quantities by name) read as they did: a store's years of rollups are not
+/// rewritten when it is upgraded, and new days are written as version 3.
+#[tokio::test]
+async fn version_2_rollup_bodies_read_as_before_and_new_ones_are_version_3() {
+    use crate::domain::aggregate::rollup::Stored;
+    use crate::domain::aggregate::rollup_body;
+    use crate::model::Span;
+    let store = SqliteStore::in_memory().unwrap();
+    let device = DeviceId::parse("meter-7").unwrap();
+    let readings = three_meter_days(&device, |i| {
+        vec![
+            (Quantity::EnergyBought, 500.0 + i as f64 * 0.125),
+            (Quantity::EnergySold, 20.0 + (i / 7) as f64 * 0.001),
+            (Quantity::Power, 750.0 + (i % 13) as f64 * 0.1),
+        ]
+    });
+    assert!(store.write_readings(&readings).await.unwritten.is_empty());
+    let range = crate::model::TimeRange::new(at(0), at(3 * 1440)).unwrap();
+    let fresh = store.rollups(&device, Span::Day, &range).await.unwrap();
+    assert_eq!(fresh.len(), 3);
+    let bodies = |store: &SqliteStore| -> Vec<(i64, Vec<u8>)> {
+        store
+            .lock()
+            .conn
+            .prepare("SELECT start, body FROM rollups ORDER BY start")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let mut saved = 0;
+    for (start, body) in bodies(&store) {
+        assert_eq!(body[0], rollup_body::VERSION);
+        let stored = rollups::stored_of(start, &body).unwrap();
+        let owned: Stored = postcard::from_bytes(&postcard::to_allocvec(&stored).unwrap()).unwrap();
+        let old = postcard::to_allocvec(&owned).unwrap();
+        assert_eq!(old[0], 2);
+        saved += old.len() - body.len();
+        store
+            .lock()
+            .conn
+            .execute(
+                "UPDATE rollups SET body = ?1 WHERE start = ?2",
+                rusqlite::params![old, start],
+            )
+            .unwrap();
+    }
+    // Three meter days: more than a hundred bytes each saved.
+    assert!(saved > 300, "{saved}");
+    assert_eq!(
+        store.rollups(&device, Span::Day, &range).await.unwrap(),
+        fresh
+    );
+    // A day written again is written as version 3.
+    assert!(store
+        .write_readings(&readings[..1])
+        .await
+        .unwritten
+        .is_empty());
+    let after = bodies(&store);
+    assert_eq!(after[0].1[0], rollup_body::VERSION);
+    assert!(after[1..].iter().all(|(_, body)| body[0] == 2));
+    assert_eq!(
+        store.rollups(&device, Span::Day, &range).await.unwrap(),
+        fresh
     );
 }
 

@@ -1,0 +1,425 @@
+//! A day rollup's body as the embedded store keeps it (version 3): the
+//! fields of [`Stored`], each number in its shortest exact form. A stored
+//! rollup is mostly numbers, which postcard writes as 8-byte floats, and
+//! quantity names, which it writes out: 239 bytes for a meter's day, 90 for
+//! a room sensor's, a fifth of a year's file (docs/BENCHMARKS.md). Here:
+//!
+//! - a quantity is its catalogue position (one byte), as in a block's header;
+//! - a number is a varint: exact thousandths (what sensors and meters
+//!   report) as themselves; a sum that a float's rounding took a few units
+//!   off thousandths as those thousandths and the units (its bits' distance
+//!   from them); anything else as its 8 bytes;
+//! - a time is its distance from the rollup's start.
+//!
+//! Bodies of versions 1 and 2 (postcard) are still read; a version-2 body is
+//! what the shape's DynamoDB item holds, and what `size` meters.
+
+use super::rollup::{Stored, StoredCounter, StoredField, StoredMark, StoredRoom, STORED_VERSION};
+use crate::domain::block::numbers::{unzigzag, zigzag, Reader, Writer};
+use crate::model::Quantity;
+
+/// The body's first byte (versions 1 and 2 are postcard's).
+pub const VERSION: u8 = 3;
+
+/// A number's form, in its head's low two bits.
+const EXACT: u64 = 0;
+const NEAR: u64 = 1;
+const RAW: u64 = 2;
+/// Most units a `NEAR` number may be from its thousandths.
+const NEAREST: u64 = 1 << 20;
+
+/// The body of `stored`, a rollup starting at `start_ms`; `None` where a
+/// field has no catalogue quantity (postcard keeps any name).
+pub fn encode<S: AsRef<str>>(stored: &Stored<S>, start_ms: i64) -> Option<Vec<u8>> {
+    let mut out = Writer::default();
+    out.byte(VERSION);
+    out.unsigned(stored.n);
+    fields(&mut out, &stored.f)?;
+    out.unsigned(stored.r.len() as u64);
+    for (room, tally) in &stored.r {
+        out.bytes(room.as_ref().as_bytes());
+        match tally {
+            None => out.byte(0),
+            Some((count, f)) => {
+                out.byte(1);
+                out.unsigned(*count);
+                fields(&mut out, f)?;
+            }
+        }
+    }
+    out.byte(u8::from(stored.b.is_some()) | u8::from(stored.s.is_some()) << 1);
+    for c in [&stored.b, &stored.s].into_iter().flatten() {
+        counter(&mut out, c, start_ms);
+    }
+    out.byte(u8::from(stored.k.0.is_some()) | u8::from(stored.k.1.is_some()) << 1);
+    for m in [&stored.k.0, &stored.k.1].into_iter().flatten() {
+        mark(&mut out, m, start_ms);
+    }
+    Some(out.bytes)
+}
+
+fn fields<S: AsRef<str>>(out: &mut Writer, f: &[StoredField<S>]) -> Option<()> {
+    out.unsigned(f.len() as u64);
+    for (name, count, min, max, sum) in f {
+        out.byte(Quantity::parse(name.as_ref())?.index() as u8);
+        out.unsigned(*count);
+        for v in [min, max, sum] {
+            number(out, *v);
+        }
+    }
+    Some(())
+}
+
+fn counter(out: &mut Writer, c: &StoredCounter, start_ms: i64) {
+    out.byte(u8::from(c.e.is_some()) | u8::from(c.g.is_some()) << 1);
+    if let Some(e) = &c.e {
+        mark(out, e, start_ms);
+    }
+    if let Some((kwh, resets)) = c.g {
+        number(out, kwh);
+        out.unsigned(resets.into());
+    }
+    out.signed(c.first.wrapping_sub(start_ms));
+    number(out, c.i.0);
+    out.unsigned(c.i.1.into());
+    mark(out, &c.l, start_ms);
+}
+
+fn mark(out: &mut Writer, (at, reference): &StoredMark, start_ms: i64) {
+    out.signed(at.wrapping_sub(start_ms));
+    number(out, *reference);
+}
+
+fn number(out: &mut Writer, v: f64) {
+    let t = (v * 1000.0).round();
+    if v.is_finite() && t.abs() < 9.0e15 {
+        let thousandths = t as i64;
+        let near = thousandths as f64 / 1000.0;
+        let head = zigzag(thousandths) << 2;
+        if near.to_bits() == v.to_bits() {
+            out.unsigned(head | EXACT);
+            return;
+        }
+        let units = (v.to_bits() as i64).wrapping_sub(near.to_bits() as i64);
+        if near.is_sign_negative() == v.is_sign_negative() && units.unsigned_abs() < NEAREST {
+            out.unsigned(head | NEAR);
+            out.signed(units);
+            return;
+        }
+    }
+    out.unsigned(RAW);
+    out.float(v);
+}
+
+/// The rollup starting at `start_ms` that `body` (version 3) holds; room
+/// names are borrowed from it. An error says what does not decode.
+pub fn decode(body: &[u8], start_ms: i64) -> Result<Stored<&str>, String> {
+    let mut r = Reader::new(body);
+    let e = |e: crate::domain::block::BlockError| e.to_string();
+    if r.byte().map_err(e)? != VERSION {
+        return Err("not a version 3 rollup".into());
+    }
+    let n = r.unsigned().map_err(e)?;
+    let f = read_fields(&mut r)?;
+    let rooms = r.unsigned().map_err(e)?;
+    let mut rs: Vec<StoredRoom<&str>> = Vec::new();
+    for _ in 0..rooms {
+        let name = std::str::from_utf8(r.bytes().map_err(e)?)
+            .map_err(|_| "a room's name is not UTF-8".to_string())?;
+        let tally = match r.byte().map_err(e)? {
+            0 => None,
+            1 => Some((r.unsigned().map_err(e)?, read_fields(&mut r)?)),
+            other => return Err(format!("a room's tally flag {other}")),
+        };
+        rs.push((name, tally));
+    }
+    let counters = flags(&mut r)?;
+    let b = (counters & 1 != 0)
+        .then(|| read_counter(&mut r, start_ms))
+        .transpose()?;
+    let s = (counters & 2 != 0)
+        .then(|| read_counter(&mut r, start_ms))
+        .transpose()?;
+    let kept = flags(&mut r)?;
+    let k0 = (kept & 1 != 0)
+        .then(|| read_mark(&mut r, start_ms))
+        .transpose()?;
+    let k1 = (kept & 2 != 0)
+        .then(|| read_mark(&mut r, start_ms))
+        .transpose()?;
+    if !r.done() {
+        return Err("bytes after the rollup".into());
+    }
+    Ok(Stored {
+        v: STORED_VERSION,
+        n,
+        f,
+        r: rs,
+        b,
+        s,
+        k: (k0, k1),
+    })
+}
+
+fn flags(r: &mut Reader) -> Result<u8, String> {
+    match r.byte().map_err(|e| e.to_string())? {
+        f if f < 4 => Ok(f),
+        f => Err(format!("flags {f}")),
+    }
+}
+
+fn read_fields<'a>(r: &mut Reader) -> Result<Vec<StoredField<&'a str>>, String> {
+    let e = |e: crate::domain::block::BlockError| e.to_string();
+    let len = r.unsigned().map_err(e)?;
+    if len > Quantity::ALL.len() as u64 {
+        return Err(format!("{len} quantities"));
+    }
+    let mut out = Vec::with_capacity(len as usize);
+    for _ in 0..len {
+        let q = *Quantity::ALL
+            .get(r.byte().map_err(e)? as usize)
+            .ok_or("an unknown quantity")?;
+        let count = r.unsigned().map_err(e)?;
+        out.push((
+            q.name(),
+            count,
+            read_number(r)?,
+            read_number(r)?,
+            read_number(r)?,
+        ));
+    }
+    Ok(out)
+}
+
+fn read_counter(r: &mut Reader, start_ms: i64) -> Result<StoredCounter, String> {
+    let e = |e: crate::domain::block::BlockError| e.to_string();
+    let has = flags(r)?;
+    let entering = (has & 1 != 0).then(|| read_mark(r, start_ms)).transpose()?;
+    let growth = match has & 2 != 0 {
+        true => Some((read_number(r)?, resets(r)?)),
+        false => None,
+    };
+    let first = start_ms.wrapping_add(r.signed().map_err(e)?);
+    let inside = (read_number(r)?, resets(r)?);
+    Ok(StoredCounter {
+        e: entering,
+        g: growth,
+        first,
+        i: inside,
+        l: read_mark(r, start_ms)?,
+    })
+}
+
+fn resets(r: &mut Reader) -> Result<u32, String> {
+    let v = r.unsigned().map_err(|e| e.to_string())?;
+    u32::try_from(v).map_err(|_| format!("{v} resets"))
+}
+
+fn read_mark(r: &mut Reader, start_ms: i64) -> Result<StoredMark, String> {
+    let at = start_ms.wrapping_add(r.signed().map_err(|e| e.to_string())?);
+    Ok((at, read_number(r)?))
+}
+
+fn read_number(r: &mut Reader) -> Result<f64, String> {
+    let e = |e: crate::domain::block::BlockError| e.to_string();
+    let head = r.unsigned().map_err(e)?;
+    let near = || unzigzag(head >> 2) as f64 / 1000.0;
+    match head & 3 {
+        EXACT => Ok(near()),
+        NEAR => {
+            let units = r.signed().map_err(e)?;
+            Ok(f64::from_bits(
+                (near().to_bits() as i64).wrapping_add(units) as u64,
+            ))
+        }
+        RAW if head == RAW => r.float().map_err(e),
+        _ => Err(format!("a number's head {head}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const START: i64 = 1_795_000_000_000 - 1_795_000_000_000 % 86_400_000;
+
+    fn meter_day() -> Stored<&'static str> {
+        // As a meter's day stores it: sums of a float's running total.
+        let sum_w: f64 = (0..1440).map(|i| 350.0 + f64::from(i % 97) * 0.1).sum();
+        let counter = StoredCounter {
+            e: Some((START - 60_000, 5210.125)),
+            g: Some((0.006, 0)),
+            first: START,
+            i: (8.431, 0),
+            l: (START + 86_340_000, 5218.562),
+        };
+        Stored {
+            v: STORED_VERSION,
+            n: 1440,
+            f: vec![
+                (
+                    "cumulative_kwh_p",
+                    1440,
+                    5210.131,
+                    5218.562,
+                    7_508_541.263_000_1,
+                ),
+                ("cumulative_kwh_n", 1440, 812.5, 812.5, 1_170_000.0),
+                ("current_w", 1440, 150.0, 550.0, sum_w),
+            ],
+            r: vec![],
+            b: Some(counter.clone()),
+            s: Some(StoredCounter {
+                e: None,
+                g: None,
+                ..counter
+            }),
+            k: (None, None),
+        }
+    }
+
+    #[test]
+    fn a_meters_day_takes_under_half_the_bytes_of_postcard() {
+        let stored = meter_day();
+        let body = encode(&stored, START).unwrap();
+        let postcard = postcard::to_allocvec(&stored).unwrap();
+        assert!(
+            body.len() * 2 < postcard.len(),
+            "{} bytes against {}",
+            body.len(),
+            postcard.len()
+        );
+        assert_eq!(decode(&body, START).unwrap(), stored);
+    }
+
+    #[test]
+    fn a_name_outside_the_catalogue_is_left_to_postcard() {
+        let mut stored = meter_day();
+        stored.f[0].0 = "not_a_quantity";
+        assert_eq!(encode(&stored, START), None);
+    }
+
+    #[test]
+    fn numbers_take_the_shortest_exact_form() {
+        let len = |v: f64| {
+            let mut out = Writer::default();
+            number(&mut out, v);
+            let back = read_number(&mut Reader::new(&out.bytes)).unwrap();
+            assert_eq!(back.to_bits(), v.to_bits(), "{v}");
+            out.bytes.len()
+        };
+        assert_eq!(len(21.5), 3);
+        assert_eq!(len(0.0), 1);
+        assert_eq!(len(-0.0), 9);
+        assert!(len(0.1 + 0.2) <= 3, "{}", len(0.1 + 0.2));
+        assert_eq!(len(f64::NAN), 9);
+        assert_eq!(len(1e300), 9);
+        assert_eq!(len(std::f64::consts::PI), 9);
+    }
+
+    fn number_strategy() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            (-9_000_000_000_000i64..9_000_000_000_000).prop_map(|t| t as f64 / 1000.0),
+            proptest::collection::vec(-100_000i64..100_000, 1..50)
+                .prop_map(|ts| ts.iter().map(|t| *t as f64 / 1000.0).sum()),
+            any::<f64>(),
+        ]
+    }
+
+    fn fields_strategy() -> impl Strategy<Value = Vec<StoredField<&'static str>>> {
+        proptest::sample::subsequence(Quantity::ALL.to_vec(), 0..=4).prop_flat_map(|qs| {
+            qs.into_iter()
+                .map(|q| {
+                    (
+                        any::<u64>(),
+                        number_strategy(),
+                        number_strategy(),
+                        number_strategy(),
+                    )
+                        .prop_map(move |(c, a, b, s)| (q.name(), c, a, b, s))
+                })
+                .collect::<Vec<_>>()
+        })
+    }
+
+    fn mark_strategy() -> impl Strategy<Value = StoredMark> {
+        (any::<i64>(), number_strategy())
+    }
+
+    fn counter_strategy() -> impl Strategy<Value = StoredCounter> {
+        (
+            proptest::option::of(mark_strategy()),
+            proptest::option::of((number_strategy(), any::<u32>())),
+            any::<i64>(),
+            (number_strategy(), any::<u32>()),
+            mark_strategy(),
+        )
+            .prop_map(|(e, g, first, i, l)| StoredCounter { e, g, first, i, l })
+    }
+
+    fn stored_strategy() -> impl Strategy<Value = Stored<String>> {
+        (
+            any::<u64>(),
+            fields_strategy(),
+            proptest::collection::vec(
+                (
+                    "[a-z0-9-]{1,12}",
+                    proptest::option::of((any::<u64>(), fields_strategy())),
+                ),
+                0..3,
+            ),
+            proptest::option::of(counter_strategy()),
+            proptest::option::of(counter_strategy()),
+            (
+                proptest::option::of(mark_strategy()),
+                proptest::option::of(mark_strategy()),
+            ),
+        )
+            .prop_map(|(n, f, r, b, s, k)| {
+                let own = |f: Vec<StoredField<&str>>| {
+                    f.into_iter()
+                        .map(|(q, c, a, b, s)| (q.to_owned(), c, a, b, s))
+                        .collect()
+                };
+                Stored {
+                    v: STORED_VERSION,
+                    n,
+                    f: own(f),
+                    r: r.into_iter()
+                        .map(|(room, t)| (room, t.map(|(c, f)| (c, own(f)))))
+                        .collect(),
+                    b,
+                    s,
+                    k,
+                }
+            })
+    }
+
+    /// Floats compared by their bits (NaN included).
+    fn bits(s: &Stored<&str>) -> String {
+        format!("{:?}", postcard::to_allocvec(s).unwrap())
+    }
+
+    proptest! {
+        #[test]
+        fn every_rollup_round_trips_bit_for_bit(stored in stored_strategy(), start in any::<i64>()) {
+            let body = encode(&stored, start).unwrap();
+            let back = decode(&body, start).unwrap();
+            let bytes = postcard::to_allocvec(&stored).unwrap();
+            let borrowed: Stored<&str> = postcard::from_bytes(&bytes).unwrap();
+            prop_assert_eq!(bits(&back), bits(&borrowed));
+        }
+
+        #[test]
+        fn a_damaged_body_is_an_error_not_a_panic(stored in stored_strategy(), cut in any::<prop::sample::Index>(), flip in any::<(prop::sample::Index, u8)>()) {
+            let body = encode(&stored, START).unwrap();
+            let short = &body[..cut.index(body.len())];
+            prop_assert!(decode(short, START).is_err());
+            let mut flipped = body.clone();
+            let at = flip.0.index(body.len());
+            flipped[at] ^= flip.1 | 1;
+            let _ = decode(&flipped, START);
+        }
+    }
+}
