@@ -499,18 +499,24 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
 
+    /// A varint of at most ten bytes (the tenth's bits past 64 dropped).
     pub(crate) fn unsigned(&mut self) -> Result<u64, BlockError> {
+        let mut at = self.at;
         let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.byte()?;
-            v |= u64::from(b & 0x7f)
-                .checked_shl(shift)
-                .ok_or_else(|| corrupt("a varint is too long"))?;
-            if b & 0x80 == 0 {
+        let mut shift = 0;
+        while let Some(&b) = self.bytes.get(at) {
+            at += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                self.at = at;
                 return Ok(v);
             }
+            shift += 7;
+            if shift > 63 {
+                return Err(corrupt("a varint is too long"));
+            }
         }
-        Err(corrupt("a varint is too long"))
+        Err(corrupt("it ends early"))
     }
 
     pub(crate) fn signed(&mut self) -> Result<i64, BlockError> {
