@@ -62,7 +62,7 @@ fn main() -> ExitCode {
         .compact()
         .init();
     // A backup is one blocking task, run as it is with no runtime: starting
-    // one, and parsing every command's flags, were a third of a 1 MB
+    // one, and parsing every command's flags, were a sixth of a 1 MB
     // backup's time (docs/BENCHMARKS.md, "Backup during ingest"). A stop
     // signal takes its default action there: what it leaves is the partial
     // file, under its temporary name, which the next backup removes.
