@@ -112,10 +112,29 @@ fn figures(shape: &str, days: i64, samples: &[Sample], full: bool) {
         (secs, serde_json::from_slice(&out.stdout).unwrap())
     };
     let backup = |to: &std::path::Path| backup_with(to, &[]);
+    // `cp`, and with `sync` `cp` then `sync FILE` (coreutils' fsync of the
+    // copy): what a durable copy costs; our backup syncs before its rename.
+    let cp_then = |to: &std::path::Path, sync: bool| -> f64 {
+        let t = Instant::now();
+        assert!(Command::new("cp")
+            .arg(&db)
+            .arg(to)
+            .status()
+            .unwrap()
+            .success());
+        if sync {
+            assert!(Command::new("sync").arg(to).status().unwrap().success());
+        }
+        t.elapsed().as_secs_f64()
+    };
+    let cp = |to: &std::path::Path| cp_then(to, false);
+    let cp_sync = |to: &std::path::Path| cp_then(to, true);
     // Right after the import: history in order is appended as segments of
     // each day (docs/embedded-store.md), which the sealer merges into the
     // days' blocks each minute; a backup in between copies and checks both.
     let (fresh_secs, _) = backup(&dir.join("fresh.db"));
+    // `cp` of the same file, as it is then.
+    let fresh_cp_secs = cp(&dir.join("fresh-cp.db"));
     let fresh_bytes = std::fs::metadata(&db).unwrap().len();
     let segments = || -> i64 {
         let conn =
@@ -137,23 +156,6 @@ fn figures(shape: &str, days: i64, samples: &[Sample], full: bool) {
         std::thread::sleep(Duration::from_millis(500));
     }
     let bytes = std::fs::metadata(&db).unwrap().len();
-    // `cp`, and with `sync` `cp` then `sync FILE` (coreutils' fsync of the
-    // copy): what a durable copy costs; our backup syncs before its rename.
-    let cp_then = |to: &std::path::Path, sync: bool| -> f64 {
-        let t = Instant::now();
-        assert!(Command::new("cp")
-            .arg(&db)
-            .arg(to)
-            .status()
-            .unwrap()
-            .success());
-        if sync {
-            assert!(Command::new("sync").arg(to).status().unwrap().success());
-        }
-        t.elapsed().as_secs_f64()
-    };
-    let cp = |to: &std::path::Path| cp_then(to, false);
-    let cp_sync = |to: &std::path::Path| cp_then(to, true);
     // Each twice, the better of two (the first warms the page cache for both).
     let (idle_secs, report) = [dir.join("idle-1.db"), dir.join("idle-2.db")]
         .iter()
@@ -182,7 +184,7 @@ fn figures(shape: &str, days: i64, samples: &[Sample], full: bool) {
     println!(
         "| `ingester-local backup` right after the import, before the sealer's minute merged its {fresh_segments} day segments (the file {:.1} MB) | {fresh_secs:.3} s (÷ cp {:.1}) |",
         fresh_bytes as f64 / 1e6,
-        fresh_secs / cp_secs
+        fresh_secs / fresh_cp_secs
     );
     println!(
         "| `ingester-local backup`, the server idle (a checked, synced copy of {} readings) | {idle_secs:.3} s |",

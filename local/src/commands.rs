@@ -67,7 +67,7 @@ pub(crate) async fn migrate_between<
 pub(crate) async fn one_shot(command: Command, stop: &Stop) -> Result<bool, String> {
     match command {
         Command::Serve(_) => unreachable!("run serves"),
-        Command::Backup(backup) => backup_command(backup),
+        Command::Backup(_) => unreachable!("main runs backup before any runtime starts"),
         Command::Restore {
             from,
             db,
@@ -342,7 +342,7 @@ where
 }
 
 /// `ingester-local backup`: on the calling thread, no runtime needed.
-pub(crate) fn backup_command(backup: BackupCommand) -> Result<bool, String> {
+pub(crate) fn backup_command(backup: BackupCommand) -> Result<(), String> {
     let BackupCommand {
         db,
         to,
@@ -374,5 +374,5 @@ pub(crate) fn backup_command(backup: BackupCommand) -> Result<bool, String> {
             "copied": if done.through_memory { "through memory" } else { "page by page" },
         })
     );
-    Ok(true)
+    Ok(())
 }

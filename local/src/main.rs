@@ -70,7 +70,7 @@ fn main() -> ExitCode {
     if args.get(1).is_some_and(|a| a == "backup") {
         ingester_local::stop::let_signals_through();
         return match commands::backup_command(cli::BackupCommand::parse_alone(&args[1..])) {
-            Ok(_) => ExitCode::SUCCESS,
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");
                 ExitCode::FAILURE
