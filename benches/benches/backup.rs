@@ -165,6 +165,8 @@ fn figures(shape: &str, days: i64, samples: &[Sample], full: bool) {
         std::thread::sleep(Duration::from_millis(500));
     }
     let bytes = std::fs::metadata(&db).unwrap().len();
+    // What the WAL beside it holds then (`cp` copies the file alone).
+    let wal_bytes = std::fs::metadata(db.with_extension("db-wal")).map_or(0, |m| m.len());
     // Taking turns, ROUNDS times each (the first round warms the page
     // cache for both): the medians are the figures, the best of each
     // printed beside them. (Until 2026-11-26 the better of two of each:
@@ -192,9 +194,10 @@ fn figures(shape: &str, days: i64, samples: &[Sample], full: bool) {
         .fold(f64::MAX, f64::min);
     let field = |k: &str| report[k].as_f64().unwrap_or(0.0);
     println!(
-        "\n| backup of {days} days of 4 devices, {shape} ({} readings; the file {:.1} MB) | figure |\n|---|---|",
+        "\n| backup of {days} days of 4 devices, {shape} ({} readings; the file {:.1} MB, its WAL {:.1} MB) | figure |\n|---|---|",
         samples.len(),
-        bytes as f64 / 1e6
+        bytes as f64 / 1e6,
+        wal_bytes as f64 / 1e6
     );
     println!(
         "| `ingester-local backup` right after the import, before the sealer's minute merged its {fresh_segments} day segments (the file {:.1} MB) | {fresh_secs:.3} s (÷ cp {:.1}) |",
