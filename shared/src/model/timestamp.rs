@@ -1,6 +1,7 @@
 //! UTC instants with millisecond precision. Their text form is fixed width
 //! (`2026-11-22T01:02:03.000Z`), so string order is time order (DESIGN §3).
 
+use super::DAY_MS;
 use chrono::{DateTime, Utc};
 use std::fmt;
 
@@ -97,11 +98,11 @@ impl Timestamp {
     }
 }
 
-const DAY_MS: i64 = 86_400_000;
-
 /// The proleptic Gregorian (year, month, day) of a day counted from
 /// 1970-01-01 (Howard Hinnant's `civil_from_days`, for days from the epoch
-/// on): the year runs from March, so that the leap day ends it.
+/// on): the year runs from March, so that the leap day ends it. (jiff,
+/// which the time zones use, does this too, but its `Timestamp` ends on
+/// 9999-12-30, short of our range's last day.)
 fn civil_from_days(days: u32) -> (u32, u32, u32) {
     // Days since 0000-03-01, in 400-year eras of 146,097 days.
     let z = days + 719_468;
