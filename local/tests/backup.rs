@@ -340,6 +340,53 @@ ls -A "$1""#;
     );
 }
 
+/// A store whose file is damaged (the blocks table's root page no longer
+/// a b-tree page) fails the backup's check, whichever way it copies: exit
+/// status 1, an error that names the integrity check, and neither the
+/// final file nor the partial one left behind.
+#[tokio::test]
+async fn a_damaged_store_fails_the_check_and_leaves_no_file() {
+    let dir = dir("damaged");
+    let db = dir.join("ingester.db");
+    {
+        let store = SqliteStore::open(&db).unwrap();
+        for chunk in minutes(0, 3 * 1440).chunks(1000) {
+            assert!(store.write_readings(chunk).await.unwritten.is_empty());
+        }
+    }
+    assert_eq!(integrity(&db), "ok");
+    let (root, page_size): (i64, i64) = {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        (
+            conn.query_row(
+                "SELECT rootpage FROM sqlite_schema WHERE name = 'blocks'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap(),
+            conn.query_row("PRAGMA page_size", [], |r| r.get(0))
+                .unwrap(),
+        )
+    };
+    let mut bytes = std::fs::read(&db).unwrap();
+    // A page's first byte is its b-tree type (2, 5, 10 or 13).
+    bytes[((root - 1) * page_size) as usize] = 0x7f;
+    std::fs::write(&db, &bytes).unwrap();
+    for copy in [CopyWay::ThroughMemory, CopyWay::PageByPage] {
+        let to = dir.join("backup.db");
+        let out = backup_by(copy, &db, &to);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{copy:?}: {stderr}");
+        assert!(stderr.contains("integrity check"), "{copy:?}: {stderr}");
+        assert!(!to.exists(), "{copy:?}");
+        assert!(
+            !shared::store::sqlite::partial_name(&to).exists(),
+            "{copy:?}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn restore(from: &Path, db: &Path) -> std::process::Output {
     Command::new(BIN)
         .arg("restore")

@@ -9,10 +9,10 @@
 //! not block the writer, and the copy is the database as of the
 //! transaction's start. A store of up to [`IN_MEMORY_LIMIT`] (a household's
 //! years are a few MB) is read into memory in one step
-//! (`sqlite3_serialize`), checked there while the same bytes are written and
-//! synced; a bigger one is copied page by page by SQLite's online backup
-//! API and checked from the file, so that a backup never needs the store's
-//! size in memory. (`VACUUM INTO` also makes such a copy, compacted, but
+//! (`sqlite3_serialize`), and that snapshot is checked in the same read
+//! transaction while the bytes are written and synced; a bigger one is
+//! copied page by page by SQLite's online backup API and checked from the
+//! file, so that a backup never needs the store's size in memory. (`VACUUM INTO` also makes such a copy, compacted, but
 //! rebuilds every b-tree: it took 1.3 to 1.8 times as long as the backup
 //! API, and the backup API 2 to 3 times as long as the copy through memory,
 //! docs/BENCHMARKS.md.) Either way the copy is written under a temporary
@@ -60,7 +60,8 @@ fn io(what: &str, path: &Path, e: std::io::Error) -> StoreError {
 /// Stores up to this size (their file and WAL) are backed up through memory.
 pub const IN_MEMORY_LIMIT: u64 = 128 << 20;
 
-/// How much of a file the copy through memory maps (SQLite's `mmap_size`).
+/// How much of the store's file the copy through memory maps (SQLite's
+/// `mmap_size`).
 const MAP_BYTES: i64 = 1 << 30;
 
 /// Backs up the store's file at `source` to `target` (module comment).
@@ -190,55 +191,12 @@ fn disk_full(to: &Path, from: &Path) -> StoreError {
     ))
 }
 
-/// A read-only database over bytes it borrows: SQLite reads the image in
-/// place, copying nothing, and several can read one image side by side.
-struct ImageDb<'image> {
-    conn: Connection,
-    image: std::marker::PhantomData<&'image [u8]>,
-}
-
-impl<'image> ImageDb<'image> {
-    fn open(image: &'image [u8]) -> Result<Self, StoreError> {
-        let conn = Connection::open_in_memory().map_err(db_err)?;
-        let len = i64::try_from(image.len())
-            .map_err(|_| StoreError::Unavailable("the store is too big to copy".into()))?;
-        // SAFETY: the connection lives in `Self`, which the borrow keeps from
-        // outliving `image`; READONLY (without FREEONCLOSE or RESIZEABLE)
-        // tells SQLite never to write, grow or free the buffer.
-        let rc = unsafe {
-            rusqlite::ffi::sqlite3_deserialize(
-                conn.handle(),
-                c"main".as_ptr(),
-                image.as_ptr().cast_mut(),
-                len,
-                len,
-                rusqlite::ffi::SQLITE_DESERIALIZE_READONLY as _,
-            )
-        };
-        if rc != rusqlite::ffi::SQLITE_OK {
-            return Err(StoreError::Unavailable(format!(
-                "sqlite: reading the copy in memory failed (code {rc})"
-            )));
-        }
-        // Pages read in place, not copied into a page cache.
-        conn.pragma_update(None, "mmap_size", MAP_BYTES)
-            .map_err(db_err)?;
-        super::register_functions(&conn).map_err(db_err)?;
-        Ok(ImageDb {
-            conn,
-            image: std::marker::PhantomData,
-        })
-    }
-}
-
 /// The database as of one read transaction of the store's file at `from`,
 /// as the bytes of a file on its own.
-fn snapshot(from: &Path) -> Result<rusqlite::serialize::OwnedData, StoreError> {
-    let mut source = open_source(from)?;
-    // Pages read from the mapped file, not copied into a page cache first.
-    source
-        .pragma_update(None, "mmap_size", MAP_BYTES)
-        .map_err(db_err)?;
+fn snapshot(
+    source: &mut Connection,
+    from: &Path,
+) -> Result<rusqlite::serialize::OwnedData, StoreError> {
     let mut image = match source.serialize(MAIN_DB).map_err(db_err)? {
         Data::Owned(image) => image,
         Data::Shared(_) => {
@@ -272,24 +230,35 @@ fn write_synced(bytes: &[u8], to: &Path) -> std::io::Result<(std::fs::File, f64)
 
 /// The copy through memory: the database as of one read transaction,
 /// serialized once; then, side by side, those bytes written and synced, and
-/// the same bytes checked and their readings counted in place. (Counted
-/// from the written file, the count paid for opening and mapping it again:
-/// the longest of the three, 3 ms of a 2 MB backup's 11. Counted on a
-/// connection of its own, beside the check, it paid for reading the schema
-/// again, which takes longer than the count.)
+/// the same snapshot checked and its readings counted, in that read
+/// transaction on the connection that took it (the copy is its pages byte
+/// for byte). (Counted from the written file, the count paid for opening
+/// and mapping it again: the longest of the three, 3 ms of a 2 MB backup's
+/// 11. Checked on a second connection over the copy's bytes, the check paid
+/// for opening it and reading the schema again: 0.3 ms of a 1 MB backup's
+/// 4.5, docs/BENCHMARKS.md.)
 fn copy_through_memory(from: &Path, to: &Path) -> Result<BackupReport, StoreError> {
     // A stale partial file of an earlier, interrupted backup.
     let _ = std::fs::remove_file(to);
     let started = std::time::Instant::now();
-    let image = snapshot(from)?;
+    let mut source = open_source(from)?;
+    // Pages read from the mapped file, not copied into a page cache first.
+    source
+        .pragma_update(None, "mmap_size", MAP_BYTES)
+        .map_err(db_err)?;
+    // One read transaction for the copy and its check: the check reads the
+    // snapshot the copy holds, on the connection that has its schema.
+    source.execute_batch("BEGIN").map_err(db_err)?;
+    let image = snapshot(&mut source, from)?;
     let copy_seconds = started.elapsed().as_secs_f64();
     let started = std::time::Instant::now();
     let bytes: &[u8] = &image;
     let (written, checked) = std::thread::scope(|scope| {
         let write = scope.spawn(|| write_synced(bytes, to));
-        let checked = ImageDb::open(bytes).and_then(|db| check(&db.conn));
+        let checked = check(&source);
         (write.join(), checked)
     });
+    let _ = source.execute_batch("COMMIT");
     let check_seconds = started.elapsed().as_secs_f64();
     let panicked = |what: &str| StoreError::Unavailable(format!("the backup's {what} panicked"));
     let (file, sync_seconds) = match written.map_err(|_| panicked("write"))? {
