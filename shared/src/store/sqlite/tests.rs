@@ -566,6 +566,47 @@ async fn the_checkpointer_copies_the_wal_into_the_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A burst leaves its WAL beside the file until the store has been quiet
+/// for a while (300 ms under test); then the checkpointer cuts it to
+/// nothing, and the store answers and takes writes as before.
+#[tokio::test]
+async fn a_quiet_store_s_wal_is_cut_to_nothing() {
+    let dir = temp_dir("quiet-wal");
+    let path = dir.join("q.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let wal = path.with_extension("db-wal");
+    let wal_bytes = || std::fs::metadata(&wal).map_or(0, |m| m.len());
+    let readings: Vec<Reading> = (0..5000)
+        .map(|m| reading("m-1", None, m, m as f64))
+        .collect();
+    let started = std::time::Instant::now();
+    assert!(store.write_readings(&readings).await.unwritten.is_empty());
+    // The burst left a WAL, unless the quiet period since it has passed
+    // already (a slow machine): never cut sooner.
+    let burst = wal_bytes();
+    assert!(
+        burst > 0 || started.elapsed() >= super::QUIET_BEFORE_TRUNCATE,
+        "the WAL was cut before the store had been quiet"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while wal_bytes() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the quiet store kept a WAL of {} bytes",
+            wal_bytes()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(store.stored_readings().await.unwrap(), 5000);
+    let more = [reading("m-1", None, 6000, 1.0)];
+    assert!(store.write_readings(&more).await.unwritten.is_empty());
+    assert_eq!(store.stored_readings().await.unwrap(), 5001);
+    drop(store);
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.stored_readings().await.unwrap(), 5001);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 mod rollups_kept {
     use super::*;
     use crate::domain::aggregate::rollup::spans;
