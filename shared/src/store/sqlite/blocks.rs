@@ -19,25 +19,30 @@
 //!   before, so a read concatenates them. Any other write to the day, and
 //!   the sealer (every minute, and when the store closes), merges them back
 //!   into the day's block.
+//! - A block longer than a sixth of a page is cut in two (`block_tail`): a
+//!   head in `blocks`, of a length at which rows fill their page, and its
+//!   tail in `block_tails` under the same key. Every read joins them.
 
-use super::db_err;
 use super::rows::{self, Bounds};
+use super::{block_tail, db_err};
 use crate::domain::block;
 use crate::model::{DeviceId, Reading, DAY_MS, HOUR_MS};
 use crate::store::{Order, StoreError};
 use rusqlite::{params, Connection, OptionalExtension};
+use std::borrow::Cow;
 
 /// How long after its end a day is sealed: a buffered sender's last batch
 /// of the day usually arrives within it.
 pub const GRACE_MS: i64 = HOUR_MS;
 
-/// A device's rows in a key range, blocks and segments, as (key, seq, body),
-/// in the day's order, then `$tail` (the order, and a limit).
+/// A device's rows in a key range, blocks and segments, as (key, seq,
+/// body, tail), in the day's order, then `$tail` (the order, and a limit).
 macro_rules! rows_sql {
     ($tail:literal) => {
         concat!(
-            "SELECT key, 0 AS seq, body FROM blocks WHERE key BETWEEN ?1 AND ?2
-             UNION ALL SELECT key, seq, body FROM day_segments WHERE key BETWEEN ?1 AND ?2
+            "SELECT b.key AS key, 0 AS seq, b.body, t.body FROM blocks b
+                 LEFT JOIN block_tails t ON t.key = b.key WHERE b.key BETWEEN ?1 AND ?2
+             UNION ALL SELECT key, seq, body, NULL FROM day_segments WHERE key BETWEEN ?1 AND ?2
              ORDER BY ",
             $tail
         )
@@ -135,7 +140,7 @@ pub fn load(
     let mut out = Vec::new();
     while let Some(row) = rows.next().map_err(db_err)? {
         let (day, body) = day_and_body(row)?;
-        out.extend(block::decode(device_id, body).map_err(|e| corrupt(device_id, day, e))?);
+        out.extend(block::decode(device_id, &body).map_err(|e| corrupt(device_id, day, e))?);
     }
     Ok(out)
 }
@@ -148,18 +153,40 @@ fn put(conn: &Connection, device: i64, day: i64, readings: &[Reading]) -> Result
         .map_err(db_err)?
         .execute(params![key(device, day)])
         .map_err(db_err)?;
+    let k = key(device, day);
+    let delete_tail = || {
+        conn.prepare_cached("DELETE FROM block_tails WHERE key = ?1")
+            .map_err(db_err)?
+            .execute(params![k])
+            .map_err(db_err)
+    };
     if readings.is_empty() {
         conn.prepare_cached("DELETE FROM blocks WHERE key = ?1")
             .map_err(db_err)?
-            .execute(params![key(device, day)])
+            .execute(params![k])
             .map_err(db_err)?;
+        delete_tail()?;
         return Ok(());
     }
     let body = block::encode(readings).map_err(|e| corrupt_numbered(device, day, e))?;
+    let page_size: i64 = conn
+        .prepare_cached("PRAGMA page_size")
+        .map_err(db_err)?
+        .query_row([], |r| r.get(0))
+        .map_err(db_err)?;
+    let (head, tail) = body.split_at(block_tail::head_len(body.len(), page_size as usize));
     conn.prepare_cached("INSERT OR REPLACE INTO blocks (key, body) VALUES (?1, ?2)")
         .map_err(db_err)?
-        .execute(params![key(device, day), body])
+        .execute(params![k, head])
         .map_err(db_err)?;
+    if tail.is_empty() {
+        delete_tail()?;
+    } else {
+        conn.prepare_cached("INSERT OR REPLACE INTO block_tails (key, body) VALUES (?1, ?2)")
+            .map_err(db_err)?
+            .execute(params![k, tail])
+            .map_err(db_err)?;
+    }
     Ok(())
 }
 
@@ -273,7 +300,7 @@ pub fn readings(
         let (day, body) = day_and_body(row)?;
         let wanted = n - out.len();
         let limited = keep.is_none();
-        let mut day_readings = block::decode_picked(device_id, body, |times| {
+        let mut day_readings = block::decode_picked(device_id, &body, |times| {
             decoded += times.len();
             let lo = times.partition_point(|t| *t < bounds.lo);
             let hi = times.partition_point(|t| *t <= bounds.hi).max(lo);
@@ -317,14 +344,21 @@ pub fn readings(
     Ok((out, decoded))
 }
 
-/// A `ROWS` row (key, seq, body): its day and its block's bytes.
-fn day_and_body<'r>(row: &'r rusqlite::Row<'_>) -> Result<(i64, &'r [u8]), StoreError> {
+/// A `ROWS` row (key, seq, body, tail): its day and its block's bytes,
+/// the head alone (borrowed) when there is no tail.
+fn day_and_body<'r>(row: &'r rusqlite::Row<'_>) -> Result<(i64, Cow<'r, [u8]>), StoreError> {
     let k: i64 = row.get(0).map_err(db_err)?;
-    let body = row
-        .get_ref(2)
-        .map_err(db_err)?
-        .as_blob()
-        .map_err(|e| StoreError::Unavailable(format!("sqlite: {e}")))?;
+    let blob = |i: usize| -> Result<Option<&'r [u8]>, StoreError> {
+        row.get_ref(i)
+            .map_err(db_err)?
+            .as_blob_or_null()
+            .map_err(|e| StoreError::Unavailable(format!("sqlite: {e}")))
+    };
+    let head = blob(2)?.ok_or_else(|| StoreError::Corrupt(format!("block {k}: no body")))?;
+    let body = match blob(3)? {
+        None => Cow::Borrowed(head),
+        Some(tail) => Cow::Owned([head, tail].concat()),
+    };
     Ok((k & LAST_DAY, body))
 }
 
@@ -349,7 +383,7 @@ pub fn headers(
         let (day, body) = day_and_body(row)?;
         out.push((
             day,
-            block::header(body).map_err(|e| corrupt(device_id, day, e))?,
+            block::header(&body).map_err(|e| corrupt(device_id, day, e))?,
         ));
     }
     Ok(out)
@@ -361,14 +395,15 @@ pub fn headers(
 /// file's opening).
 pub fn sealed_readings(conn: &Connection) -> Result<u64, StoreError> {
     let mut sealed = 0u64;
-    for table in ["blocks", "day_segments"] {
-        let mut stmt = conn
-            .prepare_cached(&format!("SELECT key, 0, body FROM {table}"))
-            .map_err(db_err)?;
+    for sql in [
+        "SELECT b.key, 0, b.body, t.body FROM blocks b LEFT JOIN block_tails t ON t.key = b.key",
+        "SELECT key, seq, body, NULL FROM day_segments",
+    ] {
+        let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
         let mut rows = stmt.query([]).map_err(db_err)?;
         while let Some(row) = rows.next().map_err(db_err)? {
             let (day, body) = day_and_body(row)?;
-            let count = block::count(body).map_err(|e| {
+            let count = block::count(&body).map_err(|e| {
                 let number = row.get::<_, i64>(0).unwrap_or_default() >> 32;
                 match super::names::device(conn, number) {
                     Ok(device) => corrupt(&device, day, e),
@@ -388,19 +423,24 @@ pub fn time_span(
     device_id: &DeviceId,
 ) -> Result<Option<(i64, i64)>, StoreError> {
     let edge = |order: Order| -> Result<Option<block::BlockHeader>, StoreError> {
-        let row: Option<(i64, Vec<u8>)> = conn
+        let mut stmt = conn
             .prepare_cached(match order {
                 Order::Asc => EDGE_ROWS[0],
                 Order::Desc => EDGE_ROWS[1],
             })
-            .map_err(db_err)?
-            .query_row(params![key(device, 0), key(device, LAST_DAY)], |r| {
-                Ok((r.get(0)?, r.get(2)?))
-            })
-            .optional()
             .map_err(db_err)?;
-        row.map(|(k, body)| block::header(&body).map_err(|e| corrupt(device_id, k & LAST_DAY, e)))
-            .transpose()
+        let mut rows = stmt
+            .query(params![key(device, 0), key(device, LAST_DAY)])
+            .map_err(db_err)?;
+        match rows.next().map_err(db_err)? {
+            None => Ok(None),
+            Some(row) => {
+                let (day, body) = day_and_body(row)?;
+                block::header(&body)
+                    .map(Some)
+                    .map_err(|e| corrupt(device_id, day, e))
+            }
+        }
     };
     Ok(match (edge(Order::Asc)?, edge(Order::Desc)?) {
         (Some(first), Some(last)) => Some((first.first.millis(), last.last.millis())),
@@ -425,6 +465,7 @@ pub fn delete_before(
     }
     for sql in [
         "DELETE FROM blocks WHERE key >= ?1 AND key < ?2",
+        "DELETE FROM block_tails WHERE key >= ?1 AND key < ?2",
         "DELETE FROM day_segments WHERE key >= ?1 AND key < ?2",
     ] {
         tx.prepare_cached(sql)

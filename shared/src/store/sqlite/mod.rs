@@ -18,6 +18,7 @@
 
 mod alerts;
 mod backup;
+mod block_tail;
 mod blocks;
 mod names;
 mod periodic;

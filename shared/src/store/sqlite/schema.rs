@@ -27,6 +27,10 @@ const BLOCKS: &str = "CREATE TABLE IF NOT EXISTS blocks (
     key  INTEGER PRIMARY KEY,  -- device << 32 | day
     body BLOB NOT NULL         -- domain::block
 );
+CREATE TABLE IF NOT EXISTS block_tails (
+    key  INTEGER PRIMARY KEY,  -- as blocks.key
+    body BLOB NOT NULL         -- the block's bytes after those in blocks.body
+);
 CREATE TABLE IF NOT EXISTS day_segments (
     key  INTEGER NOT NULL,     -- as blocks.key
     seq  INTEGER NOT NULL,     -- 1, 2, ...: their order in the day
@@ -52,7 +56,11 @@ CREATE TABLE IF NOT EXISTS day_segments (
 ///    which a build before cannot read: a version 8 file needs nothing (its
 ///    bodies are still read), but a restore by an older build refuses a
 ///    version 9 file instead of failing on its rollups.
-pub const VERSION: i64 = 9;
+/// 10. `block_tails`: a long block's bytes after the head that `blocks`
+///    keeps (`block_tail`), created on open; a version 9 file's whole blocks
+///    are read as they are, but a build before would read a cut block's
+///    head alone, so it refuses a version 10 file.
+pub const VERSION: i64 = 10;
 
 /// The families, each with its table: every reading kind, in variant order.
 pub const FAMILIES: [ReadingKind; 4] = ReadingKind::ALL;

@@ -541,3 +541,117 @@ async fn a_full_disk_refuses_the_whole_write_and_keeps_what_was_stored() {
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A day of a noisy sensor: its hundredths move at random, minute by minute.
+fn noisy_day(day: i64, seed: u64) -> Vec<Reading> {
+    let mut x = seed;
+    (day * 1440..(day + 1) * 1440)
+        .map(|m| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            make(1, m, 2, (x % 1000) as f64 / 100.0)
+        })
+        .collect()
+}
+
+/// (head, tail) lengths of every block, by key.
+fn cut_lengths(store: &SqliteStore) -> Vec<(usize, Option<usize>)> {
+    let w = store.lock();
+    let mut stmt = w
+        .conn
+        .prepare("SELECT length(b.body), length(t.body) FROM blocks b LEFT JOIN block_tails t ON t.key = b.key ORDER BY b.key")
+        .unwrap();
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)? as usize,
+                r.get::<_, Option<i64>>(1)?.map(|t| t as usize),
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows
+}
+
+/// A block longer than a sixth of a page is kept as a head that fills a
+/// page with its neighbours and a tail; it reads back whole, as a version 9
+/// file's whole block (no tail) does; a day written again is cut again, one
+/// that became short loses its tail, and retention takes tails with heads.
+#[tokio::test]
+async fn a_long_block_is_cut_to_fill_pages_and_reads_whole() {
+    let store = SqliteStore::in_memory().unwrap();
+    let days: Vec<Reading> = [noisy_day(0, 7), noisy_day(1, 11)].concat();
+    assert!(store.write_readings(&days).await.unwritten.is_empty());
+    let cut = cut_lengths(&store);
+    assert_eq!(cut.len(), 2);
+    for (head, tail) in &cut {
+        let tail = tail.expect("a noisy day's block is long enough to be cut");
+        assert_eq!(*head, block_tail::head_len(head + tail, 4096), "{cut:?}");
+        assert!([2030, 1348, 1008, 803].contains(head), "{cut:?}");
+    }
+    let device = days[0].device_id.clone();
+    let all = |store: &SqliteStore| {
+        let store = store.clone();
+        let device = device.clone();
+        async move {
+            store
+                .device_readings(&device, &request(Order::Asc, 5000, None))
+                .await
+                .unwrap()
+                .readings
+        }
+    };
+    assert_eq!(all(&store).await, days);
+    assert_eq!(store.stored_readings().await.unwrap(), 2880);
+    let newest = store
+        .device_readings(&device, &request(Order::Desc, 1, None))
+        .await
+        .unwrap();
+    assert_eq!(newest.readings, vec![days[2879].clone()]);
+
+    // As a version 9 file kept them: whole, with no tails.
+    store
+        .lock()
+        .conn
+        .execute_batch(
+            "UPDATE blocks SET body = CAST(body || (SELECT t.body FROM block_tails t
+                 WHERE t.key = blocks.key) AS BLOB);
+             DELETE FROM block_tails;",
+        )
+        .unwrap();
+    assert_eq!(table_rows(&store, "block_tails"), 0);
+    assert_eq!(all(&store).await, days);
+    assert_eq!(store.stored_readings().await.unwrap(), 2880);
+
+    // A late reading into the first day: written again, and cut again.
+    let late = make(1, 0, 2, 5.0);
+    assert!(store
+        .write_readings(std::slice::from_ref(&late))
+        .await
+        .unwritten
+        .is_empty());
+    let mut want = days.clone();
+    want[0] = late;
+    assert_eq!(all(&store).await, want);
+    assert_eq!(table_rows(&store, "block_tails"), 1);
+
+    // The second day written again with a short, quiet block: no tail.
+    let quiet: Vec<Reading> = (1440..2880).map(|m| make(1, m, 2, 1.0)).collect();
+    assert!(store.write_readings(&quiet).await.unwritten.is_empty());
+    let cut = cut_lengths(&store);
+    assert!(cut[0].1.is_some() && cut[1].1.is_none(), "{cut:?}");
+    let want: Vec<Reading> = [&want[..1440], &quiet[..]].concat();
+    assert_eq!(all(&store).await, want);
+
+    // Retention to 12:00 of the second day takes the first day's head and
+    // tail (the reading at the cut expires too).
+    let store = store.with_retention(Retention::days(1));
+    let now_s = (START + 86_400_000 + 12 * 3_600_000) / 1000 + 86_400;
+    assert_eq!(store.delete_expired(now_s).await.unwrap(), 1440 + 721);
+    assert_eq!(
+        (block_rows(&store), table_rows(&store, "block_tails")),
+        (1, 0)
+    );
+}
