@@ -10,7 +10,8 @@
 //! fill a page (the largest such length it reaches, `k` from 2 to 6), and
 //! the rest of its bytes, its tail, in `block_tails` under the same key,
 //! where the short tails of many days share pages. A block is read whole:
-//! its head, then its tail.
+//! its head, then its tail. (A file from before version 10 has its long
+//! blocks cut when it is opened, `upgrade`.)
 
 /// What a `blocks` row takes in its leaf page besides its body's bytes: a
 /// cell pointer (2), the payload's length (2) and the key (up to 7, a

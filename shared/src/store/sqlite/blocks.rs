@@ -169,12 +169,7 @@ fn put(conn: &Connection, device: i64, day: i64, readings: &[Reading]) -> Result
         return Ok(());
     }
     let body = block::encode(readings).map_err(|e| corrupt_numbered(device, day, e))?;
-    let page_size: i64 = conn
-        .prepare_cached("PRAGMA page_size")
-        .map_err(db_err)?
-        .query_row([], |r| r.get(0))
-        .map_err(db_err)?;
-    let (head, tail) = body.split_at(block_tail::head_len(body.len(), page_size as usize));
+    let (head, tail) = body.split_at(block_tail::head_len(body.len(), page_size(conn)?));
     conn.prepare_cached("INSERT OR REPLACE INTO blocks (key, body) VALUES (?1, ?2)")
         .map_err(db_err)?
         .execute(params![k, head])
@@ -182,12 +177,61 @@ fn put(conn: &Connection, device: i64, day: i64, readings: &[Reading]) -> Result
     if tail.is_empty() {
         delete_tail()?;
     } else {
-        conn.prepare_cached("INSERT OR REPLACE INTO block_tails (key, body) VALUES (?1, ?2)")
-            .map_err(db_err)?
-            .execute(params![k, tail])
-            .map_err(db_err)?;
+        put_tail(conn, k, tail)?;
     }
     Ok(())
+}
+
+fn page_size(conn: &Connection) -> Result<usize, StoreError> {
+    conn.prepare_cached("PRAGMA page_size")
+        .map_err(db_err)?
+        .query_row([], |r| r.get::<_, i64>(0))
+        .map(|size| size as usize)
+        .map_err(db_err)
+}
+
+fn put_tail(conn: &Connection, k: i64, tail: &[u8]) -> Result<(), StoreError> {
+    conn.prepare_cached("INSERT OR REPLACE INTO block_tails (key, body) VALUES (?1, ?2)")
+        .map_err(db_err)?
+        .execute(params![k, tail])
+        .map_err(db_err)?;
+    Ok(())
+}
+
+/// Cuts the whole blocks of a file from before version 10 that
+/// `block_tail` would cut, in the caller's transaction, a thousand rows a
+/// query: how many were cut.
+pub fn cut_whole_blocks(tx: &Connection) -> Result<usize, StoreError> {
+    let page_size = page_size(tx)?;
+    let (mut cut, mut after) = (0, i64::MIN);
+    loop {
+        let batch: Vec<(i64, Vec<u8>)> = tx
+            .prepare_cached(
+                "SELECT key, body FROM blocks b WHERE key > ?1
+                 AND NOT EXISTS (SELECT 1 FROM block_tails t WHERE t.key = b.key)
+                 ORDER BY key LIMIT 1000",
+            )
+            .map_err(db_err)?
+            .query_map(params![after], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(db_err)?
+            .collect::<Result<_, _>>()
+            .map_err(db_err)?;
+        let Some((last, _)) = batch.last() else {
+            return Ok(cut);
+        };
+        after = *last;
+        for (k, body) in batch {
+            let (head, tail) = body.split_at(block_tail::head_len(body.len(), page_size));
+            if !tail.is_empty() {
+                tx.prepare_cached("UPDATE blocks SET body = ?2 WHERE key = ?1")
+                    .map_err(db_err)?
+                    .execute(params![k, head])
+                    .map_err(db_err)?;
+                put_tail(tx, k, tail)?;
+                cut += 1;
+            }
+        }
+    }
 }
 
 /// Writes readings of one device's day into its block, in the caller's

@@ -57,9 +57,9 @@ CREATE TABLE IF NOT EXISTS day_segments (
 ///    bodies are still read), but a restore by an older build refuses a
 ///    version 9 file instead of failing on its rollups.
 /// 10. `block_tails`: a long block's bytes after the head that `blocks`
-///     keeps (`block_tail`), created on open: a version 9 file's whole
-///     blocks are read as they are, but a build before would read a cut
-///     block's head alone, so a restore by one refuses a version 10 file.
+///     keeps (`block_tail`); `upgrade` cuts a version 4 to 9 file's long
+///     blocks once. A build before would read a cut block's head alone, so
+///     a restore by one refuses a version 10 file.
 pub const VERSION: i64 = 10;
 
 /// The families, each with its table: every reading kind, in variant order.

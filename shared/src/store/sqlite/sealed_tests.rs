@@ -655,3 +655,57 @@ async fn a_long_block_is_cut_to_fill_pages_and_reads_whole() {
         (1, 0)
     );
 }
+
+/// A version 9 file (every block whole, in one row) is cut when it is
+/// opened: its long blocks become head and tail, once, and read as before.
+#[tokio::test]
+async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
+    let dir = std::env::temp_dir().join(format!("v9-blocks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ingester.db");
+    let days: Vec<Reading> = [noisy_day(0, 3), noisy_day(1, 5)].concat();
+    // A quiet day: a block short enough to stay whole.
+    let quiet: Vec<Reading> = (2 * 1440..3 * 1440).map(|m| make(1, m, 2, 1.0)).collect();
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        assert!(store.write_readings(&days).await.unwritten.is_empty());
+        assert!(store.write_readings(&quiet).await.unwritten.is_empty());
+    }
+    // As version 9 wrote it.
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "UPDATE blocks SET body = CAST(body || (SELECT t.body FROM block_tails t
+                 WHERE t.key = blocks.key) AS BLOB)
+                 WHERE key IN (SELECT key FROM block_tails);
+             DROP TABLE block_tails;
+             PRAGMA user_version = 9;",
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let cut = cut_lengths(&store);
+    assert_eq!(cut.len(), 3);
+    assert!(
+        cut[0].1.is_some() && cut[1].1.is_some() && cut[2].1.is_none(),
+        "{cut:?}"
+    );
+    for (head, tail) in &cut[..2] {
+        assert_eq!(*head, block_tail::head_len(head + tail.unwrap(), 4096));
+    }
+    let version: i64 = store
+        .lock()
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, schema::VERSION);
+    let page = store
+        .device_readings(&days[0].device_id, &request(Order::Asc, 5000, None))
+        .await
+        .unwrap();
+    assert_eq!(page.readings, [&days[..], &quiet[..]].concat());
+    assert_eq!(store.stored_readings().await.unwrap(), 3 * 1440);
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -7,7 +7,9 @@
 //! - version 3 loses its stored hour rollups (computed from then on) and
 //!   gains the `blocks` table;
 //! - versions 2 to 5 gain `rollups.size`, NULL in their rollups (sized when
-//!   read, and kept when a rollup is written again).
+//!   read, and kept when a rollup is written again);
+//! - versions 4 to 9 have their long blocks cut to fill their pages
+//!   (`block_tail`).
 //!
 //! Each is one transaction. Their readings stay rows: the sealer then moves
 //! closed days into blocks, a device's day to a transaction, so that the
@@ -17,7 +19,7 @@
 mod from_v1_items;
 
 use super::names;
-use super::{db_err, schema};
+use super::{blocks, db_err, schema};
 use crate::model::{TimeRange, Timestamp};
 use crate::store::StoreError;
 use from_v1_items::from_items;
@@ -48,6 +50,12 @@ pub struct Moved {
 
 /// Brings a file to the current schema; a no-op for a current or new file.
 pub fn to_current(conn: &mut Connection) -> Result<Option<Moved>, StoreError> {
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(db_err)?;
+    if (4..10).contains(&version) {
+        with_cut_blocks(conn)?;
+    }
     if !has_table(conn, "items")? {
         // Version 2 had the time-series tables but no rollups.
         if has_table(conn, "readings_climate")? && !has_table(conn, "rollups")? {
@@ -112,6 +120,24 @@ fn from_v3(conn: &mut Connection) -> Result<(), StoreError> {
     tx.pragma_update(None, "user_version", schema::VERSION)
         .map_err(db_err)?;
     tx.commit().map_err(db_err)
+}
+
+/// Versions 4 to 9 to 10, in one transaction: `block_tails`, and every
+/// block that `block_tail` would cut, cut (before, a block was one row).
+fn with_cut_blocks(conn: &mut Connection) -> Result<(), StoreError> {
+    let started = std::time::Instant::now();
+    let tx = conn.transaction().map_err(db_err)?;
+    tx.execute_batch(&schema::create()).map_err(db_err)?;
+    let cut = blocks::cut_whole_blocks(&tx)?;
+    tx.pragma_update(None, "user_version", schema::VERSION)
+        .map_err(db_err)?;
+    tx.commit().map_err(db_err)?;
+    tracing::info!(
+        blocks = cut,
+        seconds = started.elapsed().as_secs_f64(),
+        "long blocks cut to fill their pages (version 10, once)"
+    );
+    Ok(())
 }
 
 /// Versions 2 to 5 to 6: `rollups.size`, a column added in place (no
