@@ -684,7 +684,11 @@ async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
         )
         .unwrap();
     }
+    let whole = std::fs::metadata(&path).unwrap().len();
     let store = SqliteStore::open(&path).unwrap();
+    // Written anew: smaller than with whole blocks.
+    let now = std::fs::metadata(&path).unwrap().len();
+    assert!(now < whole, "{now} bytes, {whole} before");
     let cut = cut_lengths(&store);
     assert_eq!(cut.len(), 3);
     assert!(
