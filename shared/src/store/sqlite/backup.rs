@@ -12,8 +12,9 @@
 //! (`sqlite3_serialize`), and that snapshot is checked in the same read
 //! transaction while the bytes are written and synced; a bigger one is
 //! copied page by page by SQLite's online backup API and checked from the
-//! file, so that a backup never needs the store's size in memory. (`VACUUM INTO` also makes such a copy, compacted, but
-//! rebuilds every b-tree: it took 1.3 to 1.8 times as long as the backup
+//! file, so that a backup never needs the store's size in memory.
+//! (`VACUUM INTO` also makes such a copy, compacted, but rebuilds every
+//! b-tree: it took 1.3 to 1.8 times as long as the backup
 //! API, and the backup API 2 to 3 times as long as the copy through memory,
 //! docs/BENCHMARKS.md.) Either way the copy is written under a temporary
 //! name beside the target, checked (`PRAGMA integrity_check`, its readings

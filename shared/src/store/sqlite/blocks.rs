@@ -154,31 +154,20 @@ fn put(conn: &Connection, device: i64, day: i64, readings: &[Reading]) -> Result
         .execute(params![key(device, day)])
         .map_err(db_err)?;
     let k = key(device, day);
-    let delete_tail = || {
-        conn.prepare_cached("DELETE FROM block_tails WHERE key = ?1")
-            .map_err(db_err)?
-            .execute(params![k])
-            .map_err(db_err)
-    };
     if readings.is_empty() {
-        conn.prepare_cached("DELETE FROM blocks WHERE key = ?1")
-            .map_err(db_err)?
-            .execute(params![k])
-            .map_err(db_err)?;
-        delete_tail()?;
+        for sql in [
+            "DELETE FROM blocks WHERE key = ?1",
+            "DELETE FROM block_tails WHERE key = ?1",
+        ] {
+            conn.prepare_cached(sql)
+                .map_err(db_err)?
+                .execute(params![k])
+                .map_err(db_err)?;
+        }
         return Ok(());
     }
     let body = block::encode(readings).map_err(|e| corrupt_numbered(device, day, e))?;
-    let (head, tail) = body.split_at(block_tail::head_len(body.len(), page_size(conn)?));
-    conn.prepare_cached("INSERT OR REPLACE INTO blocks (key, body) VALUES (?1, ?2)")
-        .map_err(db_err)?
-        .execute(params![k, head])
-        .map_err(db_err)?;
-    if tail.is_empty() {
-        delete_tail()?;
-    } else {
-        put_tail(conn, k, tail)?;
-    }
+    put_body(conn, k, &body, page_size(conn)?)?;
     Ok(())
 }
 
@@ -190,16 +179,35 @@ fn page_size(conn: &Connection) -> Result<usize, StoreError> {
         .map_err(db_err)
 }
 
-fn put_tail(conn: &Connection, k: i64, tail: &[u8]) -> Result<(), StoreError> {
-    conn.prepare_cached("INSERT OR REPLACE INTO block_tails (key, body) VALUES (?1, ?2)")
+/// Stores a block's bytes under `k`: the head `block_tail` keeps in
+/// `blocks`, the tail (if any; else none left) in `block_tails`. Whether it
+/// was cut.
+fn put_body(conn: &Connection, k: i64, body: &[u8], page_size: usize) -> Result<bool, StoreError> {
+    let (head, tail) = body.split_at(block_tail::head_len(body.len(), page_size));
+    conn.prepare_cached("INSERT OR REPLACE INTO blocks (key, body) VALUES (?1, ?2)")
         .map_err(db_err)?
-        .execute(params![k, tail])
+        .execute(params![k, head])
         .map_err(db_err)?;
-    Ok(())
+    let (sql, args) = if tail.is_empty() {
+        ("DELETE FROM block_tails WHERE key = ?1", params![k])
+    } else {
+        (
+            "INSERT OR REPLACE INTO block_tails (key, body) VALUES (?1, ?2)",
+            params![k, tail],
+        )
+    };
+    conn.prepare_cached(sql)
+        .map_err(db_err)?
+        .execute(args)
+        .map_err(db_err)?;
+    Ok(!tail.is_empty())
 }
 
+/// Whole blocks read a query at a time by `cut_whole_blocks`.
+const CUT_BATCH: i64 = if cfg!(test) { 2 } else { 1000 };
+
 /// Cuts the whole blocks of a file from before version 10 that
-/// `block_tail` would cut, in the caller's transaction, a thousand rows a
+/// `block_tail` would cut, in the caller's transaction, `CUT_BATCH` rows a
 /// query: how many were cut.
 pub fn cut_whole_blocks(tx: &Connection) -> Result<usize, StoreError> {
     let page_size = page_size(tx)?;
@@ -209,10 +217,10 @@ pub fn cut_whole_blocks(tx: &Connection) -> Result<usize, StoreError> {
             .prepare_cached(
                 "SELECT key, body FROM blocks b WHERE key > ?1
                  AND NOT EXISTS (SELECT 1 FROM block_tails t WHERE t.key = b.key)
-                 ORDER BY key LIMIT 1000",
+                 ORDER BY key LIMIT ?2",
             )
             .map_err(db_err)?
-            .query_map(params![after], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_map(params![after, CUT_BATCH], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(db_err)?
             .collect::<Result<_, _>>()
             .map_err(db_err)?;
@@ -221,13 +229,8 @@ pub fn cut_whole_blocks(tx: &Connection) -> Result<usize, StoreError> {
         };
         after = *last;
         for (k, body) in batch {
-            let (head, tail) = body.split_at(block_tail::head_len(body.len(), page_size));
-            if !tail.is_empty() {
-                tx.prepare_cached("UPDATE blocks SET body = ?2 WHERE key = ?1")
-                    .map_err(db_err)?
-                    .execute(params![k, head])
-                    .map_err(db_err)?;
-                put_tail(tx, k, tail)?;
+            if block_tail::head_len(body.len(), page_size) < body.len() {
+                put_body(tx, k, &body, page_size)?;
                 cut += 1;
             }
         }

@@ -656,17 +656,25 @@ async fn a_long_block_is_cut_to_fill_pages_and_reads_whole() {
     );
 }
 
-/// A version 9 file (every block whole, in one row) is cut when it is
-/// opened: its long blocks become head and tail, once, and read as before.
+/// A version 9 file (every block whole, in one row, the file compact) is
+/// cut when it is opened: its long blocks become head and tail, once (the
+/// cut reads `CUT_BATCH` rows a query: two under test, so thirteen
+/// blocks take seven), read as before, and the file is smaller.
 #[tokio::test]
 async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
     let dir = std::env::temp_dir().join(format!("v9-blocks-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("ingester.db");
-    let days: Vec<Reading> = [noisy_day(0, 3), noisy_day(1, 5)].concat();
-    // A quiet day: a block short enough to stay whole.
-    let quiet: Vec<Reading> = (2 * 1440..3 * 1440).map(|m| make(1, m, 2, 1.0)).collect();
+    // Twelve noisy days (enough that the cut saves more than the new
+    // table's first page), then a quiet day, short enough to stay whole.
+    const NOISY: i64 = 12;
+    let days: Vec<Reading> = (0..NOISY)
+        .flat_map(|d| noisy_day(d, 3 + 2 * d as u64))
+        .collect();
+    let quiet: Vec<Reading> = (NOISY * 1440..(NOISY + 1) * 1440)
+        .map(|m| make(1, m, 2, 1.0))
+        .collect();
     {
         let store = SqliteStore::open(&path).unwrap();
         assert!(store.write_readings(&days).await.unwritten.is_empty());
@@ -675,12 +683,14 @@ async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
     // As version 9 wrote it.
     {
         let conn = Connection::open(&path).unwrap();
+        register_functions(&conn).unwrap();
         conn.execute_batch(
             "UPDATE blocks SET body = CAST(body || (SELECT t.body FROM block_tails t
                  WHERE t.key = blocks.key) AS BLOB)
                  WHERE key IN (SELECT key FROM block_tails);
              DROP TABLE block_tails;
-             PRAGMA user_version = 9;",
+             PRAGMA user_version = 9;
+             VACUUM;",
         )
         .unwrap();
     }
@@ -690,13 +700,11 @@ async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
     let now = std::fs::metadata(&path).unwrap().len();
     assert!(now < whole, "{now} bytes, {whole} before");
     let cut = cut_lengths(&store);
-    assert_eq!(cut.len(), 3);
-    assert!(
-        cut[0].1.is_some() && cut[1].1.is_some() && cut[2].1.is_none(),
-        "{cut:?}"
-    );
-    for (head, tail) in &cut[..2] {
-        assert_eq!(*head, block_tail::head_len(head + tail.unwrap(), 4096));
+    assert_eq!(cut.len(), NOISY as usize + 1);
+    assert!(cut[NOISY as usize].1.is_none(), "{cut:?}");
+    for (head, tail) in &cut[..NOISY as usize] {
+        let tail = tail.expect("a noisy day is cut");
+        assert_eq!(*head, block_tail::head_len(head + tail, 4096));
     }
     let version: i64 = store
         .lock()
@@ -704,12 +712,21 @@ async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     assert_eq!(version, schema::VERSION);
+    let everything = RangeRequest {
+        range: crate::model::TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap(),
+        order: Order::Asc,
+        limit: 20_000,
+        after: None,
+    };
     let page = store
-        .device_readings(&days[0].device_id, &request(Order::Asc, 5000, None))
+        .device_readings(&days[0].device_id, &everything)
         .await
         .unwrap();
     assert_eq!(page.readings, [&days[..], &quiet[..]].concat());
-    assert_eq!(store.stored_readings().await.unwrap(), 3 * 1440);
+    assert_eq!(
+        store.stored_readings().await.unwrap(),
+        (NOISY as u64 + 1) * 1440
+    );
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }

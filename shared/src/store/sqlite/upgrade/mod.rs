@@ -53,7 +53,7 @@ pub fn to_current(conn: &mut Connection) -> Result<Option<Moved>, StoreError> {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .map_err(db_err)?;
-    if (4..10).contains(&version) {
+    if (FIRST_WITH_BLOCKS..FIRST_WITH_TAILS).contains(&version) {
         with_cut_blocks(conn)?;
     }
     if !has_table(conn, "items")? {
@@ -122,6 +122,10 @@ fn from_v3(conn: &mut Connection) -> Result<(), StoreError> {
     tx.commit().map_err(db_err)
 }
 
+/// The first version with `blocks`, and the first with `block_tails`.
+const FIRST_WITH_BLOCKS: i64 = 4;
+const FIRST_WITH_TAILS: i64 = 10;
+
 /// Versions 4 to 9 to 10, in one transaction: `block_tails`, and every
 /// block that `block_tail` would cut, cut (before, a block was one row);
 /// then the file vacuumed, so that it shrinks.
@@ -137,8 +141,11 @@ fn with_cut_blocks(conn: &mut Connection) -> Result<(), StoreError> {
         // The heads stay in the pages that held the whole blocks, with the
         // room they left empty, and the tails take new pages: the file grew
         // (a noisy year from 3.97 MB to 4.49 MB) until it is written anew.
-        conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
-            .map_err(db_err)?;
+        // Only the file's size depends on it: a failure (a disk without
+        // the room) leaves the store as it is, opened.
+        if let Err(e) = conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);") {
+            tracing::warn!(error = %e, "vacuum after cutting the blocks failed; the file keeps its size");
+        }
     }
     tracing::info!(
         blocks = cut,
