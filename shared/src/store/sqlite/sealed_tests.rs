@@ -730,3 +730,71 @@ async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A version 10 file's blocks are of codec version 4 (a meter's counter in
+/// deltas): a build of version 11 opens it and reads them as they were,
+/// and a day written again is of version 5.
+#[tokio::test]
+async fn a_version_10_file_s_blocks_of_codec_version_4_still_read() {
+    use crate::domain::block::tests::{meter_readings, unhex, VERSION_4_METER_BLOCK};
+    let dir = std::env::temp_dir().join(format!("v10-blocks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ingester.db");
+    let day = meter_readings(12);
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        assert!(store.write_readings(&day).await.unwritten.is_empty());
+        assert_eq!(block_rows(&store), 1);
+    }
+    // As version 10 wrote it.
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute(
+            "UPDATE blocks SET body = ?1",
+            [unhex(VERSION_4_METER_BLOCK)],
+        )
+        .unwrap();
+        conn.execute_batch("PRAGMA user_version = 10;").unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let version: i64 = store
+        .lock()
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, schema::VERSION);
+    let body = |store: &SqliteStore| -> Vec<u8> {
+        store
+            .lock()
+            .conn
+            .query_row("SELECT body FROM blocks", [], |r| r.get(0))
+            .unwrap()
+    };
+    let everything = || RangeRequest {
+        range: crate::model::TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap(),
+        order: Order::Asc,
+        limit: 5000,
+        after: None,
+    };
+    let all = |store: &SqliteStore| {
+        let (store, device) = (store.clone(), day[0].device_id.clone());
+        async move {
+            store
+                .device_readings(&device, &everything())
+                .await
+                .unwrap()
+                .readings
+        }
+    };
+    assert_eq!(body(&store)[0], 4);
+    assert_eq!(all(&store).await, day);
+    assert_eq!(store.stored_readings().await.unwrap(), 12);
+    // The day written again (a late reading) is encoded anew.
+    let more = meter_readings(13);
+    assert!(store.write_readings(&more[12..]).await.unwritten.is_empty());
+    assert_eq!(body(&store)[0], 5);
+    assert_eq!(all(&store).await, more);
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
