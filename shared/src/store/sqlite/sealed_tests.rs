@@ -662,9 +662,7 @@ async fn a_long_block_is_cut_to_fill_pages_and_reads_whole() {
 /// blocks take seven), read as before, and the file is smaller.
 #[tokio::test]
 async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
-    let dir = std::env::temp_dir().join(format!("v9-blocks-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = empty_dir("v9-blocks");
     let path = dir.join("ingester.db");
     // Twelve noisy days (enough that the cut saves more than the new
     // table's first page), then a quiet day, short enough to stay whole.
@@ -706,12 +704,7 @@ async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
         let tail = tail.expect("a noisy day is cut");
         assert_eq!(*head, block_tail::head_len(head + tail, 4096));
     }
-    let version: i64 = store
-        .lock()
-        .conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(version, schema::VERSION);
+    assert_eq!(user_version(&store), schema::VERSION);
     let everything = RangeRequest {
         range: crate::model::TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap(),
         order: Order::Asc,
@@ -737,9 +730,7 @@ async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
 #[tokio::test]
 async fn a_version_10_file_s_blocks_of_codec_version_4_still_read() {
     use crate::domain::block::tests::{meter_readings, unhex, VERSION_4_METER_BLOCK};
-    let dir = std::env::temp_dir().join(format!("v10-blocks-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = empty_dir("v10-blocks");
     let path = dir.join("ingester.db");
     let day = meter_readings(12);
     {
@@ -758,12 +749,7 @@ async fn a_version_10_file_s_blocks_of_codec_version_4_still_read() {
         conn.execute_batch("PRAGMA user_version = 10;").unwrap();
     }
     let store = SqliteStore::open(&path).unwrap();
-    let version: i64 = store
-        .lock()
-        .conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(version, schema::VERSION);
+    assert_eq!(user_version(&store), schema::VERSION);
     let body = |store: &SqliteStore| -> Vec<u8> {
         store
             .lock()
@@ -797,4 +783,20 @@ async fn a_version_10_file_s_blocks_of_codec_version_4_still_read() {
     assert_eq!(all(&store).await, more);
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A folder of this process's own, empty.
+fn empty_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn user_version(store: &SqliteStore) -> i64 {
+    store
+        .lock()
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap()
 }
