@@ -40,8 +40,10 @@
 //!   would widen every value: it widens one frame.
 //! - `r > 0`: (in version 4 the varint is `2r - 1`, or `2r` when
 //!   exceptions follow, and then a varint count of them, the values at or
-//!   above `r`); every value's digit in base `r` (`v % r`), groups of as many as
-//!   fit in 64 bits written as one number in as few bytes as it needs; then
+//!   above `r`); every value's digit in base `r` (`v % r`), in groups
+//!   each written as one number in as few bytes as it needs (version 5: of
+//!   the size, up to what fits in 64 bits, that takes the fewest bytes a
+//!   value, `numbers::tight_group`; before, as many as fit); then
 //!   two streams of their own (frames, or radix mode without exceptions):
 //!   each exception's distance past the one before, and each one's
 //!   `v / r - 1`. A sensor's steps of -1, 0 or +1 unit (zigzag 0 to 2) cost
@@ -53,7 +55,7 @@
 //!   of them).
 //!
 //! Everything else is varints. (Version 4, still read, predicted no counter
-//! from the watts; version 3 had no exceptions;
+//! from the watts and filled its radix groups; version 3 had no exceptions;
 //! version 2 had frames only;
 //! version 1 also packed the head into the first frame, where one large
 //! value widened 31 small ones.) Decoding the thousandths
@@ -735,6 +737,7 @@ fn read_count(r: &mut Reader<'_>) -> Result<u32, BlockError> {
     r.headless = version == VERSION_1;
     r.radix = [VERSION, VERSION_4, VERSION_3].contains(&version);
     r.patched = [VERSION, VERSION_4].contains(&version);
+    r.tight = version == VERSION;
     if ![VERSION, VERSION_4, VERSION_3, VERSION_2, VERSION_1].contains(&version) {
         return Err(corrupt(format!(
             "version {version}; this build reads {VERSION}"
@@ -1037,9 +1040,9 @@ pub(crate) mod tests {
         for block in [&v4, &v5] {
             assert!(same(&decode(&device(), block).unwrap(), &readings));
         }
-        // Version 5 changes only a meter's counter: a sensor's block is the
-        // same past its version byte.
-        assert_eq!((v5[0], &v5[1..]), (VERSION, &v4[1..]));
+        // Version 5's radix groups are never longer a value.
+        assert_eq!(v5[0], VERSION);
+        assert!(v5.len() <= v4.len(), "{} against {}", v5.len(), v4.len());
         let meter = meter_readings(12);
         let (meter_v4, meter_v5) = (unhex(VERSION_4_METER_BLOCK), encode(&meter).unwrap());
         let meter_device = DeviceId::parse("meter-1").unwrap();
@@ -1139,6 +1142,7 @@ pub(crate) mod tests {
         let mut r = Reader::new(bytes);
         r.radix = true;
         r.patched = true;
+        r.tight = true;
         let values = r.stream(n, head).unwrap();
         assert!(r.done());
         values
@@ -1166,6 +1170,32 @@ pub(crate) mod tests {
         off[150].timestamp = Timestamp::from_millis(off[150].timestamp.millis() + 1).unwrap();
         let bytes = encode(&off).unwrap();
         assert!(same(&decode(&device(), &bytes).unwrap(), &off));
+    }
+
+    #[test]
+    fn radix_groups_take_the_fewest_bytes_a_value() {
+        // Radix 101 (a ±5 W walk in tenths): 6 values in 5 bytes, not 9 in
+        // 8; radix 21 and 11 (the noisy sensors' steps): 9 in 5 and 16 in
+        // 7; radix 3 keeps its 40 in 8.
+        for (r, k, bytes) in [
+            (101, 6, 5),
+            (21, 9, 5),
+            (11, 16, 7),
+            (3, 40, 8),
+            (501, 7, 8),
+        ] {
+            assert_eq!(numbers::tight_group(r), k, "radix {r}");
+            assert_eq!(numbers::group_bytes(r, k), bytes, "radix {r}");
+        }
+        for r in (2..=numbers::MAX_RADIX).step_by(97) {
+            let (tight, whole) = (numbers::tight_group(r), numbers::group_size(r));
+            assert!(tight <= whole);
+            // Never more bytes a value than the whole group.
+            assert!(
+                numbers::group_bytes(r, tight) * whole <= numbers::group_bytes(r, whole) * tight,
+                "radix {r}"
+            );
+        }
     }
 
     #[test]

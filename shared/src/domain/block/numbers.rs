@@ -202,6 +202,26 @@ pub(super) fn group_size(r: u64) -> usize {
     g
 }
 
+/// Values of radix `r` in one group as version 5 writes them: of the
+/// group sizes up to [`group_size`], the one that takes the fewest bytes a
+/// value (the larger of equals). A group is whole bytes, so the largest
+/// group wastes up to 7 bits: 9 values of radix 101 (a ±5 W walk in
+/// tenths) take 8 bytes, 7.1 bits each, where 6 take 5 bytes, 6.67 bits
+/// each, next to their entropy (6.66).
+pub(super) fn tight_group(r: u64) -> usize {
+    let (mut best, mut best_bytes) = (1usize, usize::MAX);
+    let mut power = 1u128;
+    for k in 1..=group_size(r) {
+        power *= u128::from(r);
+        let bytes = (128 - (power - 1).leading_zeros()).div_ceil(8) as usize;
+        // bytes / k <= best_bytes / best
+        if best_bytes == usize::MAX || bytes * best <= best_bytes * k {
+            (best, best_bytes) = (k, bytes);
+        }
+    }
+    best
+}
+
 /// Bytes of a group of `k` values of radix `r`: those of `r^k - 1`.
 pub(super) fn group_bytes(r: u64, k: usize) -> usize {
     let largest = u128::from(r).pow(k as u32) - 1;
@@ -213,7 +233,7 @@ pub(super) fn radix_len(r: u64, n: usize) -> usize {
     if r <= 1 || n == 0 {
         return 0;
     }
-    let g = group_size(r);
+    let g = tight_group(r);
     let rest = n % g;
     (n / g) * group_bytes(r, g) + if rest > 0 { group_bytes(r, rest) } else { 0 }
 }
@@ -314,14 +334,14 @@ impl Writer {
         }
     }
 
-    /// Groups of `group_size(r)` values, each one number in base `r` (the
+    /// Groups of `tight_group(r)` values, each one number in base `r` (the
     /// group's first value least significant), in `group_bytes` bytes,
     /// least significant first. Radix 1: nothing.
     pub(super) fn radix(&mut self, values: &[u64], r: u64) {
         if r <= 1 {
             return;
         }
-        for group in values.chunks(group_size(r)) {
+        for group in values.chunks(tight_group(r)) {
             let number = group
                 .iter()
                 .rev()
@@ -374,6 +394,9 @@ pub(crate) struct Reader<'a> {
     pub(super) radix: bool,
     /// Version 4's: radix streams carry exceptions (`Writer::patched`).
     pub(super) patched: bool,
+    /// Version 5's: radix groups of `tight_group` values (before, of
+    /// `group_size`).
+    pub(super) tight: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -384,6 +407,7 @@ impl<'a> Reader<'a> {
             headless: false,
             radix: false,
             patched: false,
+            tight: false,
         }
     }
 
@@ -423,7 +447,11 @@ impl<'a> Reader<'a> {
             out.resize(out.len() + n, 0);
             return Ok(());
         }
-        let g = group_size(r);
+        let g = if self.tight {
+            tight_group(r)
+        } else {
+            group_size(r)
+        };
         let mut left = n;
         while left > 0 {
             let k = left.min(g);

@@ -662,7 +662,7 @@ async fn a_long_block_is_cut_to_fill_pages_and_reads_whole() {
 /// blocks take seven), read as before, and the file is smaller.
 #[tokio::test]
 async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
-    let dir = empty_dir("v9-blocks");
+    let dir = super::tests::temp_dir("v9-blocks");
     let path = dir.join("ingester.db");
     // Twelve noisy days (enough that the cut saves more than the new
     // table's first page), then a quiet day, short enough to stay whole.
@@ -730,7 +730,7 @@ async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
 #[tokio::test]
 async fn a_version_10_file_s_blocks_of_codec_version_4_still_read() {
     use crate::domain::block::tests::{meter_readings, unhex, VERSION_4_METER_BLOCK};
-    let dir = empty_dir("v10-blocks");
+    let dir = super::tests::temp_dir("v10-blocks");
     let path = dir.join("ingester.db");
     let day = meter_readings(12);
     {
@@ -783,14 +783,6 @@ async fn a_version_10_file_s_blocks_of_codec_version_4_still_read() {
     assert_eq!(all(&store).await, more);
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A folder of this process's own, empty.
-fn empty_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn user_version(store: &SqliteStore) -> i64 {

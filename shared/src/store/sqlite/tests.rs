@@ -27,11 +27,36 @@ fn all(range_minutes: i64) -> RangeRequest {
     }
 }
 
-fn temp_dir(name: &str) -> std::path::PathBuf {
+pub(super) fn temp_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+#[test]
+fn a_new_file_s_schema_keeps_no_comments_and_fits_a_page() {
+    let dir = temp_dir("schema-text");
+    let store = SqliteStore::open(dir.join("ingester.db")).unwrap();
+    let texts: Vec<String> = {
+        let guard = store.lock();
+        let mut statement = guard
+            .conn
+            .prepare("SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL")
+            .unwrap();
+        let rows = statement.query_map([], |r| r.get(0)).unwrap();
+        rows.map(Result::unwrap).collect()
+    };
+    assert!(texts.len() > 10, "{texts:?}");
+    for text in &texts {
+        assert!(!text.contains("--") && !text.contains("  "), "{text}");
+    }
+    // Every table's row of `sqlite_schema` (type, names, root page and
+    // text) in one 4 KB page, with room to spare.
+    let total: usize = texts.iter().map(|t| t.len() + 40).sum();
+    assert!(total < 3500, "{total} bytes of schema");
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
