@@ -25,9 +25,10 @@
 //!   value, either rounded step by step or summed with what the counter has
 //!   not counted yet, as a meter that integrates its own watts counts. A
 //!   noisy meter's counter, 3 to 4 bits a reading in deltas of deltas,
-//!   costs next to nothing then; the encoder keeps whichever of the four is
-//!   smallest, so a meter whose watts say little of its counter loses
-//!   nothing. The decoder reads such a column before the watts (catalogue
+//!   costs next to nothing then; the encoder keeps the prediction (the one
+//!   of the two whose residuals are smaller) only where it is smaller than
+//!   deltas and deltas of deltas, so a meter whose watts say little of its
+//!   counter loses nothing. The decoder reads such a column before the watts (catalogue
 //!   order) and resolves it after.
 //!
 //! The time and value streams are zigzag integers: their head (the first
@@ -915,7 +916,9 @@ fn energy_predicted(
             }
             let milliwatts = thousandths(power[at_power]).ok_or_else(no_watts)?;
             let driver = Driver {
-                millis: times[i] - times[holders[j - 1]],
+                millis: times[i]
+                    .checked_sub(times[holders[j - 1]])
+                    .ok_or_else(|| corrupt("a time overflows"))?,
                 milliwatts: (sign * milliwatts).max(0),
             };
             let step = meter
