@@ -209,10 +209,26 @@ pub(super) fn group_size(r: u64) -> usize {
 /// tenths) take 8 bytes, 7.1 bits each, where 6 take 5 bytes, 6.67 bits
 /// each, next to their entropy (6.66).
 pub(super) fn tight_group(r: u64) -> usize {
+    // Planning a stream asks for several radices, and reading one for its
+    // own: the small radices (a sensor's steps), whose groups are long,
+    // come from a table made once.
+    static SMALL: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    const TABLE: u64 = 1024;
+    if r < TABLE {
+        let table =
+            SMALL.get_or_init(|| (0..TABLE).map(|r| tight_group_of(r.max(2)) as u8).collect());
+        return usize::from(table[r as usize]);
+    }
+    tight_group_of(r)
+}
+
+fn tight_group_of(r: u64) -> usize {
     let (mut best, mut best_bytes) = (1usize, usize::MAX);
-    let mut power = 1u128;
-    for k in 1..=group_size(r) {
+    let (mut k, mut power) = (0usize, 1u128);
+    // Groups up to `group_size(r)`: `r^k` at most 2^64.
+    while power * u128::from(r) <= 1u128 << 64 {
         power *= u128::from(r);
+        k += 1;
         let bytes = (128 - (power - 1).leading_zeros()).div_ceil(8) as usize;
         // bytes / k <= best_bytes / best
         if best_bytes == usize::MAX || bytes * best <= best_bytes * k {
@@ -617,5 +633,18 @@ impl<'a> Reader<'a> {
             out.extend(std::iter::repeat_n(value, run));
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_small_radices_table_is_the_rule() {
+        for r in 2..1100 {
+            assert_eq!(tight_group(r), tight_group_of(r), "radix {r}");
+            assert!(tight_group(r) <= group_size(r));
+        }
     }
 }
