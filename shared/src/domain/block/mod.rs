@@ -201,7 +201,6 @@ fn encode_with<R: Borrow<Reading>>(readings: &[R], mut out: Writer) -> Result<Ve
         .and_then(|c| c.ints.as_ref())
         .map(|(ints, _)| ints.clone());
     if let Some(watts) = watts {
-        let n = readings.len();
         for c in &mut columns {
             // A counter that stands still (the sold counter of a meter that
             // feeds nothing in) costs nothing in deltas already.
@@ -212,22 +211,7 @@ fn encode_with<R: Borrow<Reading>>(readings: &[R], mut out: Writer) -> Result<Ve
             if !moves {
                 continue;
             }
-            c.drivers = if c.values.len() == n && watts.len() == n {
-                // Every reading has both (a meter's usual block).
-                driven_by_power(c.quantity).map(|sign| {
-                    let times = readings.clone().map(|r| r.timestamp.millis());
-                    std::iter::once(0)
-                        .chain(times.clone().zip(times.skip(1)).map(|(a, b)| b - a))
-                        .zip(&watts)
-                        .map(|(millis, w)| Driver {
-                            millis,
-                            milliwatts: (sign * w).max(0),
-                        })
-                        .collect()
-                })
-            } else {
-                drivers(c.quantity, readings.clone(), &watts)
-            };
+            c.drivers = drivers(c.quantity, readings.clone(), c.values.len(), &watts);
         }
     }
 
@@ -1201,7 +1185,7 @@ pub(crate) mod tests {
             .filter_map(|r| r.get(Quantity::Power))
             .map(|w| thousandths(w).unwrap())
             .collect();
-        column.drivers = drivers(q, readings.iter(), &watts);
+        column.drivers = drivers(q, readings.iter(), column.values.len(), &watts);
         let mut w = Writer::default();
         column.write_body(&mut w);
         (w.bytes.len(), without)
@@ -1287,7 +1271,7 @@ pub(crate) mod tests {
             .iter()
             .filter_map(|r| Some(thousandths(r.get(Quantity::Power)?).unwrap()))
             .collect();
-        assert!(drivers(Quantity::EnergyBought, gappy.iter(), &watts).is_none());
+        assert!(drivers(Quantity::EnergyBought, gappy.iter(), gappy.len(), &watts).is_none());
         let meter = DeviceId::parse("meter-1").unwrap();
         for readings in [&unrelated, &gappy] {
             let bytes = encode(readings).unwrap();

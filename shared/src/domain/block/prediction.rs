@@ -38,13 +38,29 @@ pub(super) fn driven_by_power(q: Quantity) -> Option<i64> {
 
 /// `q`'s drivers over `readings`, when it is a counter the watts predict
 /// and every reading with it has watts, whose column (`watts`: in
-/// thousandths, in time order) is exact.
+/// thousandths, in time order) is exact; `values` is how many `q` has.
 pub(super) fn drivers<'a>(
     q: Quantity,
-    readings: impl Iterator<Item = &'a Reading>,
+    readings: impl ExactSizeIterator<Item = &'a Reading> + Clone,
+    values: usize,
     watts: &[i64],
 ) -> Option<Vec<Driver>> {
     let sign = driven_by_power(q)?;
+    if values == readings.len() && watts.len() == values {
+        // Every reading has both (a meter's usual block): no reading's
+        // quantities need looking at.
+        let times = readings.map(|r| r.timestamp.millis());
+        return Some(
+            std::iter::once(0)
+                .chain(times.clone().zip(times.skip(1)).map(|(a, b)| b - a))
+                .zip(watts)
+                .map(|(millis, w)| Driver {
+                    millis,
+                    milliwatts: (sign * w).max(0),
+                })
+                .collect(),
+        );
+    }
     let mut out = Vec::with_capacity(watts.len());
     let (mut last, mut at_watts) = (None::<i64>, 0usize);
     for r in readings {

@@ -167,8 +167,7 @@ fn put(conn: &Connection, device: i64, day: i64, readings: &[Reading]) -> Result
         return Ok(());
     }
     let body = block::encode(readings).map_err(|e| corrupt_numbered(device, day, e))?;
-    put_body(conn, k, &body, page_size(conn)?)?;
-    Ok(())
+    put_body(conn, k, &body, page_size(conn)?)
 }
 
 fn page_size(conn: &Connection) -> Result<usize, StoreError> {
@@ -180,9 +179,8 @@ fn page_size(conn: &Connection) -> Result<usize, StoreError> {
 }
 
 /// Stores a block's bytes under `k`: the head `block_tail` keeps in
-/// `blocks`, the tail (if any; else none left) in `block_tails`. Whether it
-/// was cut.
-fn put_body(conn: &Connection, k: i64, body: &[u8], page_size: usize) -> Result<bool, StoreError> {
+/// `blocks`, the tail (if any; else none left) in `block_tails`.
+fn put_body(conn: &Connection, k: i64, body: &[u8], page_size: usize) -> Result<(), StoreError> {
     let (head, tail) = body.split_at(block_tail::head_len(body.len(), page_size));
     conn.prepare_cached("INSERT OR REPLACE INTO blocks (key, body) VALUES (?1, ?2)")
         .map_err(db_err)?
@@ -200,7 +198,7 @@ fn put_body(conn: &Connection, k: i64, body: &[u8], page_size: usize) -> Result<
         .map_err(db_err)?
         .execute(args)
         .map_err(db_err)?;
-    Ok(!tail.is_empty())
+    Ok(())
 }
 
 /// Whole blocks read a query at a time by `cut_whole_blocks`.
