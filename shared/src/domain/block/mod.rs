@@ -4,9 +4,15 @@
 //!
 //! A block is a header, readable alone (`header`), then a body:
 //!
-//! - header: a version byte; the reading count; the first and last times;
-//!   per quantity present (in catalogue order) its count, min, max and sum,
-//!   so a block answers aggregates and box tests without being decoded;
+//! - header: a version byte; the reading count; the first time and the
+//!   span to the last; per quantity present (in catalogue order) its
+//!   position and mode in a byte, how many readings lack it, its least
+//!   value and the span to its greatest, so a block answers counts and box
+//!   tests without being decoded (version 6; version 5 kept the last time,
+//!   a column's count and greatest value themselves, the mode in a byte of
+//!   its own, and each column's sum, which nothing read: the day rollup
+//!   keeps the sums. A room sensor's day block is 18 bytes shorter, a
+//!   meter's 30);
 //! - times: their step (the greatest common divisor of their deltas, a
 //!   minute for a sensor that reports on the minute, however irregularly;
 //!   version 4), then in steps the first delta and deltas of deltas (0 for
@@ -75,7 +81,10 @@ use numbers::tail;
 use numbers::{stream_plan, unzigzag, zigzag, Reader, Writer, FRAME};
 use prediction::{driven_by_power, drivers, Driver, Integrator, FROM_POWER, FROM_POWER_SUMMED};
 
-const VERSION: u8 = 5;
+pub(crate) const VERSION: u8 = 6;
+/// Version 5, still read: each column's header held its mode in a byte of
+/// its own, its count, its greatest value itself and its sum.
+const VERSION_5: u8 = 5;
 /// Version 4, still read: no counter column predicted from the watts.
 const VERSION_4: u8 = 4;
 /// Version 3, still read: radix streams without exceptions.
@@ -122,9 +131,6 @@ pub struct QuantityStats {
     pub count: u32,
     pub min: f64,
     pub max: f64,
-    /// Their sum: exact, then rounded once, for a column of thousandths; the
-    /// running `f64` sum in time order otherwise.
-    pub sum: f64,
 }
 
 /// What a block says of itself without being decoded.
@@ -198,8 +204,7 @@ fn encode_with<R: Borrow<Reading>>(readings: &[R], mut out: Writer) -> Result<Ve
     let watts = columns
         .iter()
         .find(|c| c.quantity == Quantity::Power)
-        .and_then(|c| c.ints.as_ref())
-        .map(|(ints, _)| ints.clone());
+        .and_then(|c| c.ints.clone());
     if let Some(watts) = watts {
         for c in &mut columns {
             // A counter that stands still (the sold counter of a meter that
@@ -207,7 +212,7 @@ fn encode_with<R: Borrow<Reading>>(readings: &[R], mut out: Writer) -> Result<Ve
             let moves = c
                 .ints
                 .as_ref()
-                .is_some_and(|(ints, _)| ints.iter().any(|v| *v != ints[0]));
+                .is_some_and(|ints| ints.iter().any(|v| *v != ints[0]));
             if !moves {
                 continue;
             }
@@ -218,10 +223,10 @@ fn encode_with<R: Borrow<Reading>>(readings: &[R], mut out: Writer) -> Result<Ve
     out.byte(VERSION);
     out.unsigned(readings.len() as u64);
     out.signed(first.timestamp.millis());
-    out.signed(last.timestamp.millis());
+    out.unsigned((last.timestamp.millis() - first.timestamp.millis()) as u64);
     out.unsigned(columns.len() as u64);
     for c in &columns {
-        c.write_header(&mut out);
+        c.write_header(&mut out, readings.len());
     }
 
     // Times: their step (the greatest common divisor of the deltas: a
@@ -359,7 +364,7 @@ pub fn decode_picked(
         .collect();
     // Every column first: a counter predicted from the watts is read
     // before them (catalogue order) and resolved once they are.
-    let predicts = bytes.first() == Some(&VERSION);
+    let predicts = [VERSION, VERSION_5].contains(&bytes[0]);
     let mut columns = Vec::with_capacity(header.quantities.len());
     for (stats, mode) in header.quantities.iter().zip(modes) {
         let bit = 1u64 << stats.quantity.index();
@@ -451,7 +456,7 @@ struct Column {
     quantity: Quantity,
     values: Vec<f64>,
     /// The values in thousandths, when every one is exact, with their sum.
-    ints: Option<(Vec<i64>, i64)>,
+    ints: Option<Vec<i64>>,
     /// A counter's [`Driver`] at each of its values, when every reading that
     /// has it has exact watts too.
     drivers: Option<Vec<Driver>>,
@@ -474,11 +479,7 @@ impl Column {
         let ints = values
             .iter()
             .map(|v| thousandths(*v))
-            .collect::<Option<Vec<i64>>>()
-            .and_then(|ints| {
-                let sum = ints.iter().try_fold(0i64, |s, v| s.checked_add(*v))?;
-                Some((ints, sum))
-            });
+            .collect::<Option<Vec<i64>>>();
         Some(Self {
             quantity,
             values,
@@ -487,18 +488,27 @@ impl Column {
         })
     }
 
-    fn write_header(&self, out: &mut Writer) {
-        out.byte(self.quantity.index() as u8);
-        out.unsigned(self.values.len() as u64);
+    /// Its quantity and mode in one byte; how many of the block's `n`
+    /// readings lack it; its least value and (in thousandths) the span to
+    /// its greatest (version 6: version 5 wrote the mode in a byte of its
+    /// own, the count itself, the greatest value itself and the sum).
+    fn write_header(&self, out: &mut Writer, n: usize) {
+        let mode = if self.ints.is_some() {
+            THOUSANDTHS
+        } else {
+            RAW
+        };
+        out.byte((self.quantity.index() as u8) << 1 | mode);
+        out.unsigned((n - self.values.len()) as u64);
         match &self.ints {
-            Some((ints, sum)) => {
-                out.byte(THOUSANDTHS);
-                out.signed(*ints.iter().min().expect("a column is never empty"));
-                out.signed(*ints.iter().max().expect("a column is never empty"));
-                out.signed(*sum);
+            Some(ints) => {
+                let (min, max) = ints
+                    .iter()
+                    .fold((i64::MAX, i64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+                out.signed(min);
+                out.unsigned(max.abs_diff(min));
             }
             None => {
-                out.byte(RAW);
                 let min = self.values.iter().copied().fold(f64::INFINITY, f64::min);
                 let max = self
                     .values
@@ -507,13 +517,12 @@ impl Column {
                     .fold(f64::NEG_INFINITY, f64::max);
                 out.float(min);
                 out.float(max);
-                out.float(self.values.iter().sum());
             }
         }
     }
 
     fn write_body(&self, out: &mut Writer) {
-        let Some((ints, _)) = &self.ints else {
+        let Some(ints) = &self.ints else {
             for v in &self.values {
                 out.float(*v);
             }
@@ -591,10 +600,14 @@ pub fn count(bytes: &[u8]) -> Result<u32, BlockError> {
 fn read_count(r: &mut Reader<'_>) -> Result<u32, BlockError> {
     let version = r.byte()?;
     r.headless = version == VERSION_1;
-    r.radix = [VERSION, VERSION_4, VERSION_3].contains(&version);
-    r.patched = [VERSION, VERSION_4].contains(&version);
-    r.tight = version == VERSION;
-    if ![VERSION, VERSION_4, VERSION_3, VERSION_2, VERSION_1].contains(&version) {
+    r.radix = [VERSION, VERSION_5, VERSION_4, VERSION_3].contains(&version);
+    r.patched = [VERSION, VERSION_5, VERSION_4].contains(&version);
+    r.tight = [VERSION, VERSION_5].contains(&version);
+    if ![
+        VERSION, VERSION_5, VERSION_4, VERSION_3, VERSION_2, VERSION_1,
+    ]
+    .contains(&version)
+    {
         return Err(corrupt(format!(
             "version {version}; this build reads {VERSION}"
         )));
@@ -617,10 +630,22 @@ fn read_count(r: &mut Reader<'_>) -> Result<u32, BlockError> {
 }
 
 fn read_header(r: &mut Reader<'_>) -> Result<(BlockHeader, Vec<u8>), BlockError> {
+    let compact = r.bytes.first() == Some(&VERSION);
     let count = read_count(r)?;
-    let time = |ms: i64| Timestamp::from_millis(ms).map_err(|e| corrupt(e.to_string()));
-    let first = time(r.signed()?)?;
-    let last = time(r.signed()?)?;
+    let time = |ms: Option<i64>| {
+        ms.ok_or_else(|| corrupt("a time overflows"))
+            .and_then(|ms| Timestamp::from_millis(ms).map_err(|e| corrupt(e.to_string())))
+    };
+    let first_ms = r.signed()?;
+    let first = time(Some(first_ms))?;
+    let last = match compact {
+        true => time(
+            i64::try_from(r.unsigned()?)
+                .ok()
+                .and_then(|d| first_ms.checked_add(d)),
+        )?,
+        false => time(Some(r.signed()?))?,
+    };
     let columns = r.unsigned()? as usize;
     if columns > Quantity::ALL.len() {
         return Err(corrupt("more columns than quantities"));
@@ -628,8 +653,15 @@ fn read_header(r: &mut Reader<'_>) -> Result<(BlockHeader, Vec<u8>), BlockError>
     let mut quantities = Vec::with_capacity(columns);
     let mut modes = Vec::with_capacity(columns);
     for _ in 0..columns {
+        let (index, mode) = match compact {
+            true => {
+                let b = r.byte()?;
+                (b >> 1, b & 1)
+            }
+            false => (r.byte()?, 0),
+        };
         let quantity = *Quantity::ALL
-            .get(r.byte()? as usize)
+            .get(index as usize)
             .ok_or_else(|| corrupt("an unknown quantity"))?;
         if quantities
             .last()
@@ -637,23 +669,44 @@ fn read_header(r: &mut Reader<'_>) -> Result<(BlockHeader, Vec<u8>), BlockError>
         {
             return Err(corrupt("columns out of catalogue order"));
         }
-        let count = u32::try_from(r.unsigned()?).map_err(|_| corrupt("a column's count"))?;
-        let mode = r.byte()?;
-        let (min, max, sum) = match mode {
-            THOUSANDTHS => (
-                r.signed()? as f64 / 1000.0,
-                r.signed()? as f64 / 1000.0,
-                r.signed()? as f64 / 1000.0,
-            ),
-            RAW => (r.float()?, r.float()?, r.float()?),
-            other => return Err(corrupt(format!("column mode {other}"))),
+        let stored = r.unsigned()?;
+        let count = match compact {
+            true => u32::try_from(stored)
+                .ok()
+                .and_then(|lacking| count.checked_sub(lacking)),
+            false => u32::try_from(stored).ok(),
+        }
+        .ok_or_else(|| corrupt("a column's count"))?;
+        let mode = if compact { mode } else { r.byte()? };
+        let (min, max) = match (mode, compact) {
+            (THOUSANDTHS, true) => {
+                let min = r.signed()?;
+                let span = r.unsigned()?;
+                let max = i64::try_from(span)
+                    .ok()
+                    .and_then(|s| min.checked_add(s))
+                    .ok_or_else(|| corrupt("a column's greatest value"))?;
+                (min as f64 / 1000.0, max as f64 / 1000.0)
+            }
+            (THOUSANDTHS, false) => {
+                let (min, max) = (r.signed()?, r.signed()?);
+                r.signed()?; // the sum, which version 6 no longer keeps
+                (min as f64 / 1000.0, max as f64 / 1000.0)
+            }
+            (RAW, _) => {
+                let (min, max) = (r.float()?, r.float()?);
+                if !compact {
+                    r.float()?; // the sum
+                }
+                (min, max)
+            }
+            (other, _) => return Err(corrupt(format!("column mode {other}"))),
         };
         quantities.push(QuantityStats {
             quantity,
             count,
             min,
             max,
-            sum,
         });
         modes.push(mode);
     }
@@ -873,6 +926,11 @@ pub(crate) mod tests {
     /// deltas, before version 5 predicted it from the watts.
     pub(crate) const VERSION_4_METER_BLOCK: &str = "040c80e0b8b6bf68c0a889b7bf6803000c01c480fc04ec84fc04b2a0d03b010c01a89763a89763e097a609020c01c0d89e01e0ded001b0c88311e0d4030201000c000c070101c480fc043213f6d186bd01d4cb31000201e80700a814fb084c931c85d4f87e3c9e4df2a038";
 
+    /// `forty_readings` and `meter_readings(12)` as version 5 wrote them:
+    /// each column's header with its count, greatest value and sum.
+    const VERSION_5_BLOCK: &str = "052880e0b8b6bf68c6b2d6b8bf6802052801cccd029cce02a0ac68062801a0c205b0c505f896dd0101c2a90711bbd4e242b8a394a43c7ae630f36b06000207626564726f6f6d0468616c6c1e010a0228600a00ae210b802da6f218217136059159a25a6400880707baaeebbaaeebbaaeeb3a";
+    pub(crate) const VERSION_5_METER_BLOCK: &str = "050c80e0b8b6bf68c0a889b7bf6803000c01c480fc04ec84fc04b2a0d03b010c01a89763a89763e097a609020c01c0d89e01e0ded001b0c88311e0d4030201000c000c070103c480fc0405020000d4cb31000201e80700a814fb084c931c85d4f87e3c9e4df2a038";
+
     pub(crate) fn unhex(text: &str) -> Vec<u8> {
         (0..text.len())
             .step_by(2)
@@ -893,18 +951,34 @@ pub(crate) mod tests {
             assert_eq!(header(old).unwrap().count, 40);
             assert_eq!(count(old), Ok(40));
         }
-        let v4 = unhex(VERSION_4_BLOCK);
-        let v5 = encode(&readings).unwrap();
-        for block in [&v4, &v5] {
+        let (v4, v5, v6) = (
+            unhex(VERSION_4_BLOCK),
+            unhex(VERSION_5_BLOCK),
+            encode(&readings).unwrap(),
+        );
+        for block in [&v4, &v5, &v6] {
             assert!(same(&decode(&device(), block).unwrap(), &readings));
+            assert_eq!(header(block).unwrap(), header(&v1).unwrap());
+            assert_eq!(count(block), Ok(40));
         }
-        // Version 5's radix groups are never longer a value.
-        assert_eq!(v5[0], VERSION);
+        // Version 5's radix groups are never longer a value; version 6's
+        // header drops the sums and the bytes the block says elsewhere.
+        assert_eq!(v6[0], VERSION);
         assert!(v5.len() <= v4.len(), "{} against {}", v5.len(), v4.len());
+        assert!(
+            v6.len() + 10 <= v5.len(),
+            "{} against {}",
+            v6.len(),
+            v5.len()
+        );
         let meter = meter_readings(12);
-        let (meter_v4, meter_v5) = (unhex(VERSION_4_METER_BLOCK), encode(&meter).unwrap());
+        let (meter_v4, meter_v5, meter_v6) = (
+            unhex(VERSION_4_METER_BLOCK),
+            unhex(VERSION_5_METER_BLOCK),
+            encode(&meter).unwrap(),
+        );
         let meter_device = DeviceId::parse("meter-1").unwrap();
-        for block in [&meter_v4, &meter_v5] {
+        for block in [&meter_v4, &meter_v5, &meter_v6] {
             assert!(same(&decode(&meter_device, block).unwrap(), &meter));
             assert_eq!(header(block).unwrap(), header(&meter_v4).unwrap());
         }
@@ -913,6 +987,12 @@ pub(crate) mod tests {
             "{} against {}",
             meter_v5.len(),
             meter_v4.len()
+        );
+        assert!(
+            meter_v6.len() + 10 <= meter_v5.len(),
+            "{} against {}",
+            meter_v6.len(),
+            meter_v5.len()
         );
         // Version 2: the heads no longer widen the first frame of each
         // stream. Version 3: small steps in radix mode.
@@ -1338,8 +1418,6 @@ pub(crate) mod tests {
             t.max,
             temps.iter().copied().fold(f64::NEG_INFINITY, f64::max)
         );
-        let exact: i64 = temps.iter().map(|v| (v * 1000.0).round() as i64).sum();
-        assert_eq!(t.sum, exact as f64 / 1000.0);
         assert_eq!(h.quantities[1].quantity, Quantity::Humidity);
     }
 

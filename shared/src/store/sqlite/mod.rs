@@ -82,7 +82,7 @@ pub struct SqliteStore {
 }
 
 /// The page size of a new file.
-const PAGE_BYTES: i64 = 4096;
+const PAGE_BYTES: i64 = 2048;
 
 /// How often the checkpointer copies the WAL into the database file.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
@@ -91,7 +91,7 @@ const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(1
 /// default is 1000). The checkpointer thread copies nearly everything first;
 /// the writer's own checkpoint is what lets the WAL start over while writes
 /// keep coming, and a rarer one takes its fsyncs off most commits. 32 MB
-/// of WAL in a new file's pages (a file with 8 KB pages: 64 MB).
+/// of WAL in a new file's pages (a file with 4 KB pages: 64 MB).
 const WRITER_AUTOCHECKPOINT_PAGES: i64 = (32 << 20) / PAGE_BYTES;
 /// What an emptied WAL file is cut back to, so that a burst does not leave
 /// a large file behind.
@@ -189,9 +189,12 @@ impl SqliteStore {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let open = backup::open_lock(path.as_ref())?;
         let mut conn = prepared(Connection::open(path.as_ref()).map_err(db_err)?)?;
-        // A new file's pages: 4 KB holds six blocks of a day of a room sensor
-        // at one reading a minute (codec version 3, 650 bytes each), and each
-        // table's and index's first page costs half of 8 KB's. Set before
+        // A new file's pages: 2 KB holds three blocks of a day of a room
+        // sensor at one reading a minute (codec version 6, 633 bytes each),
+        // as 4 KB held six, and the twenty tables and indexes that are all
+        // but empty once every day is sealed cost a page each, half of 4 KB's:
+        // every noise model's file but the noisiest is smaller, 3 to 17 %,
+        // for the same instructions (docs/BENCHMARKS.md). Set before
         // anything is written; a file that exists keeps its own.
         conn.pragma_update(None, "page_size", PAGE_BYTES)
             .map_err(db_err)?;

@@ -5,7 +5,7 @@
 //!
 //! - Day rollups: one row per device and day; the body is the rollup's
 //!   stored shape, each number in its shortest exact form
-//!   (`domain::aggregate::rollup_body`, version 3; versions 1 and 2, in
+//!   (`domain::aggregate::rollup_body`, version 4; version 3, and versions 1 and 2 in
 //!   postcard's binary form, are still read).
 //! - Hour rollups are not stored (since version 4): 24 rows a day cost more
 //!   bytes than the readings' own block. An hour rollup is computed when
@@ -72,11 +72,11 @@ fn decode_sized(
     stored.decode(span, start).map_err(corrupt)
 }
 
-/// The stored shape in a body of version 2 (postcard) or 3 (`rollup_body`)
-/// of a rollup starting at `start_ms`.
+/// The stored shape in a body of version 2 (postcard) or 3 and 4
+/// (`rollup_body`) of a rollup starting at `start_ms`.
 pub(super) fn stored_of(start_ms: i64, body: &[u8]) -> Result<Stored<&str>, String> {
     match postcard_version(body) {
-        Some(rollup_body::VERSION) => rollup_body::decode(body, start_ms),
+        Some(v) if rollup_body::reads(v) => rollup_body::decode(body, start_ms),
         _ => postcard::from_bytes(body).map_err(|e| e.to_string()),
     }
 }

@@ -678,7 +678,7 @@ async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
         assert!(store.write_readings(&days).await.unwritten.is_empty());
         assert!(store.write_readings(&quiet).await.unwritten.is_empty());
     }
-    // As version 9 wrote it.
+    // As version 9 wrote it, in its 4 KB pages.
     {
         let conn = Connection::open(&path).unwrap();
         register_functions(&conn).unwrap();
@@ -688,6 +688,8 @@ async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
                  WHERE key IN (SELECT key FROM block_tails);
              DROP TABLE block_tails;
              PRAGMA user_version = 9;
+             PRAGMA journal_mode = DELETE;
+             PRAGMA page_size = 4096;
              VACUUM;",
         )
         .unwrap();
@@ -702,7 +704,7 @@ async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
     assert!(cut[NOISY as usize].1.is_none(), "{cut:?}");
     for (head, tail) in &cut[..NOISY as usize] {
         let tail = tail.expect("a noisy day is cut");
-        assert_eq!(*head, block_tail::head_len(head + tail, 4096));
+        assert_eq!(*head, block_tail::head_len(head + tail, page_size(&store)));
     }
     assert_eq!(user_version(&store), schema::VERSION);
     let everything = RangeRequest {
@@ -725,36 +727,65 @@ async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
 }
 
 /// A version 10 file's blocks are of codec version 4 (a meter's counter in
-/// deltas): a build of version 11 opens it and reads them as they were,
-/// and a day written again is of version 5.
+/// deltas): a build of this version opens it and reads them as they were,
+/// and a day written again is of this build's codec version.
 #[tokio::test]
 async fn a_version_10_file_s_blocks_of_codec_version_4_still_read() {
-    use crate::domain::block::tests::{meter_readings, unhex, VERSION_4_METER_BLOCK};
-    let dir = super::tests::temp_dir("v10-blocks");
+    use crate::domain::block::tests::VERSION_4_METER_BLOCK;
+    an_older_file_still_reads(10, VERSION_4_METER_BLOCK, None).await;
+}
+
+/// A version 11 file's blocks are of codec version 5 (each column's sum in
+/// the header) and its rollups' bodies of version 3 (each number alone):
+/// both read as they were, and a day written again is written anew.
+#[tokio::test]
+async fn a_version_11_file_s_blocks_and_rollups_still_read() {
+    use crate::domain::aggregate::rollup_body::tests::VERSION_3_METER;
+    use crate::domain::block::tests::VERSION_5_METER_BLOCK;
+    an_older_file_still_reads(11, VERSION_5_METER_BLOCK, Some(VERSION_3_METER)).await;
+}
+
+/// `meter_readings(12)` stored, then its block's body replaced by
+/// `block` and its day rollup's by `rollup` (hex), as a file of schema
+/// `version` held them; the file opened by this build.
+async fn an_older_file_still_reads(version: i64, block: &str, rollup: Option<&str>) {
+    use crate::domain::aggregate::rollup_body;
+    use crate::domain::block::tests::{meter_readings, unhex};
+    use crate::model::Span;
+    let dir = super::tests::temp_dir(&format!("v{version}-blocks"));
     let path = dir.join("ingester.db");
     let day = meter_readings(12);
-    {
+    let device = day[0].device_id.clone();
+    let start = {
         let store = SqliteStore::open(&path).unwrap();
         assert!(store.write_readings(&day).await.unwritten.is_empty());
         assert_eq!(block_rows(&store), 1);
-    }
-    // As version 10 wrote it.
+        let start: i64 = store
+            .lock()
+            .conn
+            .query_row("SELECT start FROM rollups", [], |r| r.get(0))
+            .unwrap();
+        start
+    };
+    // As that version wrote it.
     {
         let conn = Connection::open(&path).unwrap();
-        conn.execute(
-            "UPDATE blocks SET body = ?1",
-            [unhex(VERSION_4_METER_BLOCK)],
-        )
-        .unwrap();
-        conn.execute_batch("PRAGMA user_version = 10;").unwrap();
+        conn.execute("UPDATE blocks SET body = ?1", [unhex(block)])
+            .unwrap();
+        if let Some(rollup) = rollup {
+            conn.execute("UPDATE rollups SET body = ?1", [unhex(rollup)])
+                .unwrap();
+        }
+        conn.execute_batch(&format!("PRAGMA user_version = {version};"))
+            .unwrap();
     }
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(user_version(&store), schema::VERSION);
-    let body = |store: &SqliteStore| -> Vec<u8> {
+    let body = |store: &SqliteStore, table: &str| -> Vec<u8> {
         store
             .lock()
             .conn
-            .query_row("SELECT body FROM blocks", [], |r| r.get(0))
+            .query_row(&format!("SELECT body FROM {table}"), [], |r| r.get(0))
             .unwrap()
     };
     let everything = || RangeRequest {
@@ -764,7 +795,7 @@ async fn a_version_10_file_s_blocks_of_codec_version_4_still_read() {
         after: None,
     };
     let all = |store: &SqliteStore| {
-        let (store, device) = (store.clone(), day[0].device_id.clone());
+        let (store, device) = (store.clone(), device.clone());
         async move {
             store
                 .device_readings(&device, &everything())
@@ -773,16 +804,48 @@ async fn a_version_10_file_s_blocks_of_codec_version_4_still_read() {
                 .readings
         }
     };
-    assert_eq!(body(&store)[0], 4);
+    let day_rollups = |store: &SqliteStore| {
+        let (store, device) = (store.clone(), device.clone());
+        async move {
+            let range = crate::model::TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap();
+            store.rollups(&device, Span::Day, &range).await.unwrap()
+        }
+    };
+    assert_eq!(body(&store, "blocks")[0], unhex(block)[0]);
     assert_eq!(all(&store).await, day);
     assert_eq!(store.stored_readings().await.unwrap(), 12);
+    // The old body is read as what it says (here another day's figures,
+    // so that nothing but the body can have answered).
+    let counted = match rollup {
+        Some(rollup) => {
+            let at = Timestamp::from_millis(start).unwrap();
+            let said = rollup_body::decode(&unhex(rollup), start)
+                .unwrap()
+                .decode(Span::Day, at)
+                .unwrap();
+            assert_eq!(day_rollups(&store).await, vec![said.clone()]);
+            said.all.count
+        }
+        None => 12,
+    };
     // The day written again (a late reading) is encoded anew.
     let more = meter_readings(13);
     assert!(store.write_readings(&more[12..]).await.unwritten.is_empty());
-    assert_eq!(body(&store)[0], 5);
+    assert_eq!(body(&store, "blocks")[0], crate::domain::block::VERSION);
+    assert_eq!(body(&store, "rollups")[0], rollup_body::VERSION);
     assert_eq!(all(&store).await, more);
+    // A late reading is added to the day's rollup as read.
+    assert_eq!(day_rollups(&store).await[0].all.count, counted + 1);
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn page_size(store: &SqliteStore) -> usize {
+    store
+        .lock()
+        .conn
+        .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
+        .unwrap() as usize
 }
 
 fn user_version(store: &SqliteStore) -> i64 {

@@ -52,7 +52,7 @@ fn a_new_file_s_schema_keeps_no_comments_and_fits_a_page() {
         assert!(!text.contains("--") && !text.contains("  "), "{text}");
     }
     // Every table's row of `sqlite_schema` (type, names, root page and
-    // text) in one 4 KB page, with room to spare.
+    // text) in 4 KB (two 2 KB pages), with room to spare.
     let total: usize = texts.iter().map(|t| t.len() + 40).sum();
     assert!(total < 3500, "{total} bytes of schema");
     drop(store);
