@@ -855,3 +855,34 @@ fn user_version(store: &SqliteStore) -> i64 {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap()
 }
+
+/// A block's count is read from its head alone; a head too short to hold
+/// it (here its first byte) is counted with its tail.
+#[tokio::test]
+async fn readings_are_counted_from_heads_and_from_tails_where_a_head_is_short() {
+    use crate::domain::block::tests::meter_readings;
+    let store = SqliteStore::in_memory().unwrap();
+    assert!(store
+        .write_readings(&meter_readings(12))
+        .await
+        .unwritten
+        .is_empty());
+    assert_eq!(store.stored_readings().await.unwrap(), 12);
+    store
+        .lock()
+        .conn
+        .execute_batch(
+            "INSERT INTO block_tails (key, body) SELECT key, substr(body, 2) FROM blocks;
+             UPDATE blocks SET body = substr(body, 1, 1);",
+        )
+        .unwrap();
+    assert_eq!(table_rows(&store, "block_tails"), 1);
+    assert_eq!(store.stored_readings().await.unwrap(), 12);
+    // A damaged block is an error, not a count.
+    store
+        .lock()
+        .conn
+        .execute_batch("UPDATE block_tails SET body = x'ff';")
+        .unwrap();
+    assert!(store.stored_readings().await.is_err());
+}
