@@ -14,7 +14,7 @@
 //!   greatest value from its least, its sum from its count times its least,
 //!   a counter's marks from its field's least; a field's count as how many
 //!   readings lack it. A room sensor's day is 40 bytes where version 3
-//!   took 44, a meter's 95 where it took 110 (docs/BENCHMARKS.md).
+//!   took 44, a meter's 84 where it took 107 (docs/BENCHMARKS.md).
 //!
 //! Version 3 bodies (each number alone) are still read.
 //! Bodies of versions 1 and 2 (postcard) are still read; a version-2 body is

@@ -11,8 +11,8 @@
 //!   tests without being decoded (version 6; version 5 kept the last time,
 //!   a column's count and greatest value themselves, the mode in a byte of
 //!   its own, and each column's sum, which nothing read: the day rollup
-//!   keeps the sums. A room sensor's day block is 18 bytes shorter, a
-//!   meter's 30);
+//!   keeps the sums. The household's day blocks are 19 bytes shorter on
+//!   average, docs/BENCHMARKS.md);
 //! - times: their step (the greatest common divisor of their deltas, a
 //!   minute for a sensor that reports on the minute, however irregularly;
 //!   version 4), then in steps the first delta and deltas of deltas (0 for
@@ -85,6 +85,8 @@ pub(crate) const VERSION: u8 = 6;
 /// Version 5, still read: each column's header held its mode in a byte of
 /// its own, its count, its greatest value itself and its sum.
 const VERSION_5: u8 = 5;
+// Version 6 writes a column's catalogue position and mode in one byte.
+const _: () = assert!(Quantity::ALL.len() < 128);
 /// Version 4, still read: no counter column predicted from the watts.
 const VERSION_4: u8 = 4;
 /// Version 3, still read: radix streams without exceptions.
@@ -455,7 +457,7 @@ fn thousandths(v: f64) -> Option<i64> {
 struct Column {
     quantity: Quantity,
     values: Vec<f64>,
-    /// The values in thousandths, when every one is exact, with their sum.
+    /// The values in thousandths, when every one is exact.
     ints: Option<Vec<i64>>,
     /// A counter's [`Driver`] at each of its values, when every reading that
     /// has it has exact watts too.
