@@ -443,27 +443,17 @@ pub fn headers(
 /// cut (2 KB pages) is counted without a join.
 pub fn sealed_readings(conn: &Connection) -> Result<u64, StoreError> {
     let mut sealed = 0u64;
-    for sql in [
-        "SELECT key, 0, body, NULL FROM blocks",
-        "SELECT key, seq, body, NULL FROM day_segments",
+    for (sql, with_tails) in [
+        ("SELECT key, 0, body, NULL FROM blocks", true),
+        ("SELECT key, seq, body, NULL FROM day_segments", false),
     ] {
         let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
         let mut rows = stmt.query([]).map_err(db_err)?;
         while let Some(row) = rows.next().map_err(db_err)? {
             let (day, head) = day_and_body(row)?;
-            let whole = |head: &[u8]| -> Result<Option<Vec<u8>>, StoreError> {
-                let k: i64 = row.get(0).map_err(db_err)?;
-                let tail: Option<Vec<u8>> = conn
-                    .prepare_cached("SELECT body FROM block_tails WHERE key = ?1")
-                    .map_err(db_err)?
-                    .query_row([k], |r| r.get(0))
-                    .optional()
-                    .map_err(db_err)?;
-                Ok(tail.map(|tail| [head, &tail].concat()))
-            };
             let counted = match block::count(&head) {
-                Err(_) if sql.contains("blocks") => match whole(&head)? {
-                    Some(body) => block::count(&body),
+                Err(_) if with_tails => match tail(conn, row.get(0).map_err(db_err)?)? {
+                    Some(tail) => block::count(&[&head[..], &tail].concat()),
                     None => block::count(&head),
                 },
                 counted => counted,
@@ -479,6 +469,15 @@ pub fn sealed_readings(conn: &Connection) -> Result<u64, StoreError> {
         }
     }
     Ok(sealed)
+}
+
+/// The tail of the block keyed `k`, if it has one.
+fn tail(conn: &Connection, k: i64) -> Result<Option<Vec<u8>>, StoreError> {
+    conn.prepare_cached("SELECT body FROM block_tails WHERE key = ?1")
+        .map_err(db_err)?
+        .query_row([k], |r| r.get(0))
+        .optional()
+        .map_err(db_err)
 }
 
 /// The first and last times of a device's sealed readings.
