@@ -205,10 +205,10 @@ fn encode_with<R: Borrow<Reading>>(readings: &[R], mut out: Writer) -> Result<Ve
         .collect();
     let watts = columns
         .iter()
-        .find(|c| c.quantity == Quantity::Power)
-        .and_then(|c| c.ints.clone());
+        .position(|c| c.quantity == Quantity::Power && c.ints.is_some());
     if let Some(watts) = watts {
-        for c in &mut columns {
+        for i in 0..columns.len() {
+            let c = &columns[i];
             // A counter that stands still (the sold counter of a meter that
             // feeds nothing in) costs nothing in deltas already.
             let moves = c
@@ -218,7 +218,8 @@ fn encode_with<R: Borrow<Reading>>(readings: &[R], mut out: Writer) -> Result<Ve
             if !moves {
                 continue;
             }
-            c.drivers = drivers(c.quantity, readings.clone(), c.values.len(), &watts);
+            let watts = columns[watts].ints.as_deref().unwrap_or_default();
+            columns[i].drivers = drivers(c.quantity, readings.clone(), c.values.len(), watts);
         }
     }
 

@@ -170,7 +170,7 @@ fn put(conn: &Connection, device: i64, day: i64, readings: &[Reading]) -> Result
     put_body(conn, k, &body, page_size(conn)?)
 }
 
-fn page_size(conn: &Connection) -> Result<usize, StoreError> {
+pub(super) fn page_size(conn: &Connection) -> Result<usize, StoreError> {
     conn.prepare_cached("PRAGMA page_size")
         .map_err(db_err)?
         .query_row([], |r| r.get::<_, i64>(0))

@@ -704,7 +704,10 @@ async fn a_version_9_file_s_long_blocks_are_cut_when_opened() {
     assert!(cut[NOISY as usize].1.is_none(), "{cut:?}");
     for (head, tail) in &cut[..NOISY as usize] {
         let tail = tail.expect("a noisy day is cut");
-        assert_eq!(*head, block_tail::head_len(head + tail, page_size(&store)));
+        assert_eq!(
+            *head,
+            block_tail::head_len(head + tail, blocks::page_size(&store.lock().conn).unwrap())
+        );
     }
     assert_eq!(user_version(&store), schema::VERSION);
     let everything = RangeRequest {
@@ -838,14 +841,6 @@ async fn an_older_file_still_reads(version: i64, block: &str, rollup: Option<&st
     assert_eq!(day_rollups(&store).await[0].all.count, counted + 1);
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-fn page_size(store: &SqliteStore) -> usize {
-    store
-        .lock()
-        .conn
-        .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
-        .unwrap() as usize
 }
 
 fn user_version(store: &SqliteStore) -> i64 {

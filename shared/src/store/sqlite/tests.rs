@@ -35,7 +35,7 @@ pub(super) fn temp_dir(name: &str) -> std::path::PathBuf {
 }
 
 #[test]
-fn a_new_file_s_schema_keeps_no_comments_and_fits_a_page() {
+fn a_new_file_s_schema_keeps_no_comments_and_fits_4_kb() {
     let dir = temp_dir("schema-text");
     let store = SqliteStore::open(dir.join("ingester.db")).unwrap();
     let texts: Vec<String> = {
