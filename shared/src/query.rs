@@ -259,9 +259,9 @@ pub async fn stats<S: Store>(
             }
             Segment::Rollups(span, range) => match &partition {
                 Partition::Device(device) => {
-                    for r in store.rollups(device, *span, range).await? {
+                    for (start, tally) in store.rollup_tallies(device, *span, range).await? {
                         items_read += 1;
-                        fold.add_tally(r.start, &r.all);
+                        fold.add_tally(start, &tally);
                     }
                 }
                 Partition::Room(room) => {

@@ -8,7 +8,7 @@ pub mod rollup_spans;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
-use crate::domain::aggregate::rollup::Rollup;
+use crate::domain::aggregate::rollup::{Rollup, Tally};
 use crate::keys::zorder::ZKey;
 use crate::keys::Position;
 use crate::model::{ClimateBox, DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
@@ -275,6 +275,24 @@ pub trait Store: Alerts + Clone + Send + Sync + 'static {
         _range: &TimeRange,
     ) -> impl Future<Output = Result<Vec<Rollup>, StoreError>> + Send {
         async { Ok(Vec::new()) }
+    }
+    /// The tallies of all the readings of `rollups`, with their starts:
+    /// what a device's stats fold. An engine may read them without
+    /// building whole rollups.
+    fn rollup_tallies(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        range: &TimeRange,
+    ) -> impl Future<Output = Result<Vec<(Timestamp, Tally)>, StoreError>> + Send {
+        async move {
+            Ok(self
+                .rollups(device, span, range)
+                .await?
+                .into_iter()
+                .map(|r| (r.start, r.all))
+                .collect())
+        }
     }
     fn device_readings(
         &self,

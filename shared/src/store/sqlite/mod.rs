@@ -43,7 +43,7 @@ use super::{
     RegistrySnapshot, Retention, RoomRecord, RoomUpdate, SealedPage, Store, StoreError,
     WriteReport, ZIndex, ZPage, ZRangeRequest,
 };
-use crate::domain::aggregate::rollup::Rollup;
+use crate::domain::aggregate::rollup::{Rollup, Tally};
 use crate::domain::billing;
 
 use crate::keys::zorder::ZKey;
@@ -184,6 +184,41 @@ fn prepared(conn: Connection) -> Result<Connection, StoreError> {
 }
 
 impl SqliteStore {
+    /// What `read` finds of a device's rollups (nothing for a device the
+    /// store has never seen), given its id and, where an answer meters its
+    /// reads, its id's length to size them by; the DynamoDB read units of
+    /// the bytes `read` reports are added to the answer's.
+    async fn metered_rollups<T: Send + 'static>(
+        &self,
+        device: &DeviceId,
+        read: impl FnOnce(
+                &Connection,
+                i64,
+                &DeviceId,
+                Option<usize>,
+            ) -> Result<(Vec<T>, usize), StoreError>
+            + Send
+            + 'static,
+    ) -> Result<Vec<T>, StoreError> {
+        // Sized for `read_units` only where an answer meters them.
+        let sized = metering::metering().then_some(device.as_str().len());
+        let device = device.clone();
+        let (found, bytes) = self
+            .blocking(move |s| {
+                s.read(|conn| {
+                    let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
+                        return Ok((Vec::new(), 0));
+                    };
+                    read(conn, id, &device, sized)
+                })
+            })
+            .await?;
+        if !found.is_empty() {
+            metering::add_read_units(billing::read_units(bytes));
+        }
+        Ok(found)
+    }
+
     /// Opens (creating if needed) a database file in WAL mode. A file from
     /// an earlier version is migrated in place first (`upgrade`).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
@@ -788,23 +823,31 @@ impl Store for SqliteStore {
         span: Span,
         range: &TimeRange,
     ) -> Result<Vec<Rollup>, StoreError> {
-        // Sized for `read_units` only where an answer meters them.
-        let sized = metering::metering().then_some(device.as_str().len());
-        let (device, range) = (device.clone(), *range);
-        let (found, bytes) = self
-            .blocking(move |s| {
-                s.read(|conn| {
-                    let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
-                        return Ok((Vec::new(), 0));
-                    };
-                    rollups::within(conn, id, &device, span, &range, sized)
-                })
-            })
-            .await?;
-        if !found.is_empty() {
-            metering::add_read_units(billing::read_units(bytes));
+        let range = *range;
+        self.metered_rollups(device, move |conn, id, device, sized| {
+            rollups::within(conn, id, device, span, &range, sized)
+        })
+        .await
+    }
+
+    async fn rollup_tallies(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        range: &TimeRange,
+    ) -> Result<Vec<(Timestamp, Tally)>, StoreError> {
+        if span != Span::Day {
+            let found = self.rollups(device, span, range).await?;
+            return Ok(found.into_iter().map(|r| (r.start, r.all)).collect());
         }
-        Ok(found)
+        let range = *range;
+        self.metered_rollups(device, move |conn, id, _, sized| {
+            let mut bytes = 0;
+            let found =
+                rollups::day_tallies_within(conn, id, &range, sized.map(|len| (len, &mut bytes)))?;
+            Ok((found, bytes))
+        })
+        .await
     }
 
     async fn write_readings(&self, readings: &[Reading]) -> WriteReport {

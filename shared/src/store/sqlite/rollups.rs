@@ -15,7 +15,7 @@
 use super::rows::Bounds;
 use super::series;
 use super::{db_err, StoreError};
-use crate::domain::aggregate::rollup::{postcard_version, spans, Rollup, Stored, StoredV1};
+use crate::domain::aggregate::rollup::{postcard_version, spans, Rollup, Stored, StoredV1, Tally};
 use crate::domain::aggregate::rollup_body;
 use crate::model::{DeviceId, Span, TimeRange, Timestamp};
 use crate::store::Order;
@@ -214,6 +214,67 @@ pub fn stored_within(
     range: &TimeRange,
     mut sized: Option<(usize, &mut usize)>,
 ) -> Result<Vec<Rollup>, StoreError> {
+    let mut out = Vec::with_capacity(spans_in(span, range));
+    each_stored(conn, device, span, range, |start, body, size| {
+        let sized = sized.as_mut().map(|(len, bytes)| (*len, &mut **bytes));
+        out.push(decode_sized(span, start, body, size, sized)?);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// The tallies of all the readings of a device's day rollups that lie
+/// wholly inside `range`, oldest first, with their starts: what
+/// `stored_within` gives, read from each body's first fields alone
+/// (`rollup_body::tally`) where it can be. A body in postcard's form, or
+/// one to be sized that was stored without its size, is decoded whole.
+pub fn day_tallies_within(
+    conn: &Connection,
+    device: i64,
+    range: &TimeRange,
+    mut sized: Option<(usize, &mut usize)>,
+) -> Result<Vec<(Timestamp, Tally)>, StoreError> {
+    let span = Span::Day;
+    let mut out = Vec::with_capacity(spans_in(span, range));
+    each_stored(conn, device, span, range, |start, body, size| {
+        let body_size = size.and_then(|s| usize::try_from(s).ok());
+        match postcard_version(body) {
+            Some(v) if rollup_body::reads(v) && (body_size.is_some() || sized.is_none()) => {
+                let corrupt =
+                    |e: String| StoreError::Corrupt(format!("day rollup at {start}: {e}"));
+                let at = Timestamp::from_millis(start).map_err(|e| corrupt(e.to_string()))?;
+                out.push((at, rollup_body::tally(body).map_err(corrupt)?));
+                if let (Some((pk_len, bytes)), Some(body_size)) = (sized.as_mut(), body_size) {
+                    **bytes += crate::domain::billing::rollup_item_size(*pk_len, body_size);
+                }
+            }
+            _ => {
+                let sized = sized.as_mut().map(|(len, bytes)| (*len, &mut **bytes));
+                let rollup = decode_sized(span, start, body, size, sized)?;
+                out.push((rollup.start, rollup.all));
+            }
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// How many spans `range` may hold: what a list of its rollups is sized
+/// for, so a year of days is not grown and copied.
+fn spans_in(span: Span, range: &TimeRange) -> usize {
+    let spans = (range.to().millis() - range.from().millis()) / span.millis() + 1;
+    spans.clamp(0, 4096) as usize
+}
+
+/// Each stored rollup of `span` of a device that lies wholly inside
+/// `range`, oldest first: its start, body and the body's size kept with it.
+fn each_stored(
+    conn: &Connection,
+    device: i64,
+    span: Span,
+    range: &TimeRange,
+    mut each: impl FnMut(i64, &[u8], Option<i64>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
     let mut stmt = conn
         .prepare_cached(
             "SELECT start, body, size FROM rollups WHERE device = ?1 AND span = ?2
@@ -229,9 +290,6 @@ pub fn stored_within(
             last_start
         ])
         .map_err(db_err)?;
-    // Sized for the range's spans, so a year of days is not grown and copied.
-    let spans = (range.to().millis() - range.from().millis()) / span.millis() + 1;
-    let mut out = Vec::with_capacity(spans.clamp(0, 4096) as usize);
     while let Some(row) = rows.next().map_err(db_err)? {
         let start: i64 = row.get(0).map_err(db_err)?;
         let body = row
@@ -240,10 +298,9 @@ pub fn stored_within(
             .as_blob()
             .map_err(|e| db_err(e.into()))?;
         let size: Option<i64> = row.get(2).map_err(db_err)?;
-        let sized = sized.as_mut().map(|(len, bytes)| (*len, &mut **bytes));
-        out.push(decode_sized(span, start, body, size, sized)?);
+        each(start, body, size)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The hour rollups inside `range`, from the readings of each day that has

@@ -1090,3 +1090,75 @@ async fn a_day_of_more_than_86400_readings_is_rolled_up_whole() {
     assert_eq!(count(&rebuilt), n as u64);
     assert_eq!(rebuilt, kept);
 }
+
+/// A device's stats fold the tallies of its day rollups, read from each
+/// body's first fields alone: the same tallies, and the same read units,
+/// as the whole rollups give, whatever form a body was stored in (version
+/// 4 with its size, without it as before version 6, postcard's version 2).
+#[tokio::test]
+async fn day_tallies_are_the_rollups_own_in_every_body_form() {
+    use crate::domain::aggregate::rollup::Stored;
+    use crate::model::Span;
+    use crate::store::metering::metered;
+    let store = SqliteStore::in_memory().unwrap();
+    let device = DeviceId::parse("meter-1").unwrap();
+    let readings = three_meter_days(&device, |i| {
+        vec![
+            (Quantity::EnergyBought, 500.0 + i as f64 * 0.125),
+            (Quantity::Power, 750.0 + (i % 7) as f64),
+        ]
+    });
+    assert!(store.write_readings(&readings).await.unwritten.is_empty());
+    let range = crate::model::TimeRange::new(at(0), at(3 * 1440)).unwrap();
+    let check = |what: &'static str| {
+        let store = store.clone();
+        let device = device.clone();
+        async move {
+            let (whole, whole_units) = metered(store.rollups(&device, Span::Day, &range)).await;
+            let (tallies, units) = metered(store.rollup_tallies(&device, Span::Day, &range)).await;
+            let whole: Vec<_> = whole
+                .unwrap()
+                .into_iter()
+                .map(|r| (r.start, r.all))
+                .collect();
+            assert_eq!(whole.len(), 3, "{what}");
+            assert_eq!(tallies.unwrap(), whole, "{what}");
+            assert!(units > 0.0, "{what}");
+            assert_eq!(units, whole_units, "{what}");
+            // Not metered: the same tallies.
+            let unmetered = store.rollup_tallies(&device, Span::Day, &range).await;
+            assert_eq!(unmetered.unwrap(), whole, "{what}");
+        }
+    };
+    check("version 4, sized").await;
+    let rewrite = |sql: &str, body: fn(i64, &[u8]) -> Vec<u8>| {
+        let writer = store.lock();
+        let rows: Vec<(i64, Vec<u8>)> = writer
+            .conn
+            .prepare("SELECT start, body FROM rollups WHERE span = 1")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for (start, old) in rows {
+            writer
+                .conn
+                .execute(sql, rusqlite::params![body(start, &old), start])
+                .unwrap();
+        }
+    };
+    rewrite(
+        "UPDATE rollups SET body = ?1, size = NULL WHERE span = 1 AND start = ?2",
+        |_, b| b.to_vec(),
+    );
+    check("version 4, stored without its size").await;
+    rewrite(
+        "UPDATE rollups SET body = ?1 WHERE span = 1 AND start = ?2",
+        |start, b| {
+            let stored: Stored<&str> = rollups::stored_of(start, b).unwrap();
+            postcard::to_allocvec(&stored).unwrap()
+        },
+    );
+    check("postcard's version 2").await;
+}
