@@ -257,24 +257,21 @@ pub async fn stats<S: Store>(
                 }))
                 .await?
             }
-            Segment::Rollups(span, range) => match &partition {
-                Partition::Device(device) => {
-                    for (start, tally) in store.rollup_tallies(device, *span, range).await? {
+            Segment::Rollups(span, range) => {
+                // A room's tallies are its devices' of the room.
+                let room = match &partition {
+                    Partition::Device(_) => None,
+                    Partition::Room(room) => Some(*room),
+                };
+                for device in &devices {
+                    for (start, tally) in store.rollup_tallies(device, *span, range, room).await? {
                         items_read += 1;
-                        fold.add_tally(start, &tally);
-                    }
-                }
-                Partition::Room(room) => {
-                    for device in &devices {
-                        for r in store.rollups(device, *span, range).await? {
-                            items_read += 1;
-                            if let Some(tally) = r.rooms.get(*room) {
-                                fold.add_tally(r.start, tally);
-                            }
+                        if let Some(tally) = tally {
+                            fold.add_tally(start, &tally);
                         }
                     }
                 }
-            },
+            }
         }
     }
     Ok(Aggregate {

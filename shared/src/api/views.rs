@@ -233,7 +233,7 @@ fn bucket_objects(out: &mut Vec<u8>, buckets: &[BucketStats]) {
             if j > 0 {
                 out.push(b',');
             }
-            field_name(out, name);
+            super::json::to_writer(&mut *out, name).expect("a name serialises");
             out.extend_from_slice(b":{\"count\":");
             out.extend_from_slice(int.format(f.count).as_bytes());
             out.extend_from_slice(b",\"max\":");
@@ -607,19 +607,6 @@ impl NumberTexts {
             text[..written.len()].copy_from_slice(written);
             self.0.put(v, (written.len() as u8, text));
         }
-    }
-}
-
-/// A field's name as `serde_json` writes it: a catalogue name (letters,
-/// digits and `_`) as it is, with no escaping to look for (an eighth of
-/// writing a year's buckets went to looking, docs/BENCHMARKS.md).
-fn field_name(out: &mut Vec<u8>, name: &str) {
-    if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        out.push(b'"');
-        out.extend_from_slice(name.as_bytes());
-        out.push(b'"');
-    } else {
-        super::json::to_writer(&mut *out, name).expect("a name serialises");
     }
 }
 

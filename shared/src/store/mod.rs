@@ -276,21 +276,23 @@ pub trait Store: Alerts + Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Vec<Rollup>, StoreError>> + Send {
         async { Ok(Vec::new()) }
     }
-    /// The tallies of all the readings of `rollups`, with their starts:
-    /// what a device's stats fold. An engine may read them without
-    /// building whole rollups.
+    /// The tallies of `rollups`, with their starts: of the readings that
+    /// named `room`, or of all of them (`None`; `None` as a tally where no
+    /// reading of the span named the room). What a stats answer folds; an
+    /// engine may read them without building whole rollups.
     fn rollup_tallies(
         &self,
         device: &DeviceId,
         span: Span,
         range: &TimeRange,
-    ) -> impl Future<Output = Result<Vec<(Timestamp, Tally)>, StoreError>> + Send {
+        room: Option<&RoomId>,
+    ) -> impl Future<Output = Result<Vec<(Timestamp, Option<Tally>)>, StoreError>> + Send {
         async move {
             Ok(self
                 .rollups(device, span, range)
                 .await?
                 .into_iter()
-                .map(|r| (r.start, r.all))
+                .map(|r| r.into_tally(room))
                 .collect())
         }
     }

@@ -92,6 +92,17 @@ pub fn room_values(r: &Reading) -> impl Iterator<Item = (Quantity, f64)> + '_ {
 }
 
 impl Rollup {
+    /// Its start and its tally of the readings that named `room`, or of
+    /// all of them (`None`); `None` as a tally where no reading named the
+    /// room: what a stats answer folds.
+    pub fn into_tally(self, room: Option<&RoomId>) -> (Timestamp, Option<Tally>) {
+        let tally = match room {
+            None => Some(self.all),
+            Some(room) => self.rooms.get(room).cloned(),
+        };
+        (self.start, tally)
+    }
+
     /// The chain the span was entered with.
     pub fn entering(&self) -> Chain {
         let of = |c: Counter| match self.counters.get(c) {

@@ -289,25 +289,50 @@ fn read_field(r: &mut Reader, relative: bool, n: u64) -> Result<(Quantity, Field
     ))
 }
 
-/// The tally of all the readings of the rollup that `body` (version 3 or
-/// 4) holds, read from its first fields alone: what a device's stats fold
-/// (`query::stats`), with no room, counter or name to build. (A year of
-/// daily stats decoded whole rollups: a third of its instructions,
-/// docs/BENCHMARKS.md.)
-pub fn tally(body: &[u8]) -> Result<Tally, String> {
+/// The tally that `body` (version 3 or 4) holds of the readings that named
+/// `room`, or of all its readings (`None`); `None` where no reading named
+/// it. Read from its first fields, and its rooms' where a room is asked
+/// for: what a stats answer folds (`query::stats`), with no counter, room
+/// id or name to build. (A year of daily stats decoded whole rollups: a
+/// third of its instructions, docs/BENCHMARKS.md.)
+pub fn tally(body: &[u8], room: Option<&str>) -> Result<Option<Tally>, String> {
+    let e = |e: crate::domain::block::BlockError| e.to_string();
     let mut r = Reader::new(body);
-    let relative = match r.byte().map_err(|e| e.to_string())? {
+    let relative = match r.byte().map_err(e)? {
         VERSION => true,
         VERSION_3 => false,
         _ => return Err("not a version 3 or 4 rollup".into()),
     };
-    let n = r.unsigned().map_err(|e| e.to_string())?;
+    let n = r.unsigned().map_err(e)?;
+    let all = read_tally(&mut r, relative, n)?;
+    let Some(room) = room else {
+        return Ok(Some(all));
+    };
+    for _ in 0..r.unsigned().map_err(e)? {
+        let name = r.bytes().map_err(e)?;
+        let tally = match r.byte().map_err(e)? {
+            0 => None,
+            1 => {
+                let count = r.unsigned().map_err(e)?;
+                Some(read_tally(&mut r, relative, count)?)
+            }
+            other => return Err(format!("a room's tally flag {other}")),
+        };
+        if name == room.as_bytes() {
+            return Ok(Some(tally.unwrap_or(all)));
+        }
+    }
+    Ok(None)
+}
+
+/// The fields of a scope of `count` readings, as its tally.
+fn read_tally(r: &mut Reader, relative: bool, count: u64) -> Result<Tally, String> {
     let mut fields = BTreeMap::new();
-    for _ in 0..read_field_count(&mut r)? {
-        let (q, f) = read_field(&mut r, relative, n)?;
+    for _ in 0..read_field_count(r)? {
+        let (q, f) = read_field(r, relative, count)?;
         fields.insert(q, f);
     }
-    Ok(Tally { count: n, fields })
+    Ok(Tally { count, fields })
 }
 
 fn read_counter(r: &mut Reader, start_ms: i64, from: i64) -> Result<StoredCounter, String> {
@@ -435,8 +460,16 @@ pub(crate) mod tests {
                 .clone()
                 .decode(crate::model::Span::Day, start)
                 .unwrap();
-            assert_eq!(tally(&old).unwrap(), whole.all);
-            assert_eq!(tally(&new).unwrap(), whole.all);
+            for body in [&old, &new] {
+                assert_eq!(tally(body, None).unwrap(), Some(whole.all.clone()));
+                for (room, kept) in &whole.rooms {
+                    assert_eq!(
+                        tally(body, Some(room.as_str())).unwrap().as_ref(),
+                        Some(kept)
+                    );
+                }
+                assert_eq!(tally(body, Some("attic")).unwrap(), None);
+            }
             // Counts, greatest values, sums and marks near what they follow.
             assert!(
                 new.len() + 12 <= old.len(),
@@ -564,6 +597,38 @@ pub(crate) mod tests {
             })
     }
 
+    type Bits = (u64, Vec<(&'static str, u64, u64, u64, u64)>);
+
+    /// A tally's count and fields, their floats as bits (NaN included).
+    fn tally_bits(t: &Tally) -> Bits {
+        let fields = t.fields.iter().map(|(q, f)| {
+            (
+                q.name(),
+                f.count,
+                f.min.to_bits(),
+                f.max.to_bits(),
+                f.sum.to_bits(),
+            )
+        });
+        (t.count, fields.collect())
+    }
+
+    /// Stored fields as `tally_bits` gives them (in catalogue order).
+    fn field_bits<S: AsRef<str>>(n: u64, f: &[StoredField<S>]) -> Bits {
+        let mut fields: Vec<_> = f
+            .iter()
+            .map(|(q, c, min, max, sum)| {
+                let q = Quantity::parse(q.as_ref()).unwrap();
+                (
+                    q,
+                    (q.name(), *c, min.to_bits(), max.to_bits(), sum.to_bits()),
+                )
+            })
+            .collect();
+        fields.sort_by_key(|(q, _)| *q);
+        (n, fields.into_iter().map(|(_, f)| f).collect())
+    }
+
     /// Floats compared by their bits (NaN included).
     fn bits(s: &Stored<&str>) -> String {
         format!("{:?}", postcard::to_allocvec(s).unwrap())
@@ -582,20 +647,21 @@ pub(crate) mod tests {
         #[test]
         fn a_body_s_tally_is_its_fields_read_alone(stored in stored_strategy(), start in any::<i64>()) {
             let body = encode(&stored, start).unwrap();
-            let tally = tally(&body).unwrap();
-            prop_assert_eq!(tally.count, stored.n);
-            let fields: Vec<_> = tally
-                .fields
-                .iter()
-                .map(|(q, f)| (q.name(), f.count, f.min.to_bits(), f.max.to_bits(), f.sum.to_bits()))
-                .collect();
-            let mut expected: Vec<_> = stored
-                .f
-                .iter()
-                .map(|(q, c, min, max, sum)| (Quantity::parse(q).unwrap().name(), *c, min.to_bits(), max.to_bits(), sum.to_bits()))
-                .collect();
-            expected.sort_by_key(|(q, ..)| Quantity::parse(q).unwrap());
-            prop_assert_eq!(fields, expected);
+            let all = tally(&body, None).unwrap().unwrap();
+            prop_assert_eq!(tally_bits(&all), field_bits(stored.n, &stored.f));
+            // Each room's (a name given twice aside: the first is read).
+            for (room, kept) in &stored.r {
+                if stored.r.iter().filter(|(r, _)| r == room).count() > 1 {
+                    continue;
+                }
+                let expected = match kept {
+                    Some((count, f)) => field_bits(*count, f),
+                    None => field_bits(stored.n, &stored.f),
+                };
+                let read = tally(&body, Some(room)).unwrap().unwrap();
+                prop_assert_eq!(tally_bits(&read), expected);
+            }
+            prop_assert!(tally(&body, Some("no-such-room-at-all")).unwrap().is_none());
         }
 
         #[test]
@@ -603,12 +669,12 @@ pub(crate) mod tests {
             let body = encode(&stored, START).unwrap();
             let short = &body[..cut.index(body.len())];
             prop_assert!(decode(short, START).is_err());
-            let _ = tally(short);
+            let _ = tally(short, Some("kitchen"));
             let mut flipped = body.clone();
             let at = flip.0.index(body.len());
             flipped[at] ^= flip.1 | 1;
             let _ = decode(&flipped, START);
-            let _ = tally(&flipped);
+            let _ = tally(&flipped, Some("kitchen"));
         }
     }
 }

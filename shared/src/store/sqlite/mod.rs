@@ -835,16 +835,20 @@ impl Store for SqliteStore {
         device: &DeviceId,
         span: Span,
         range: &TimeRange,
-    ) -> Result<Vec<(Timestamp, Tally)>, StoreError> {
+        room: Option<&RoomId>,
+    ) -> Result<Vec<(Timestamp, Option<Tally>)>, StoreError> {
+        let (range, room) = (*range, room.cloned());
         if span != Span::Day {
-            let found = self.rollups(device, span, range).await?;
-            return Ok(found.into_iter().map(|r| (r.start, r.all)).collect());
+            let found = self.rollups(device, span, &range).await?;
+            return Ok(found
+                .into_iter()
+                .map(|r| r.into_tally(room.as_ref()))
+                .collect());
         }
-        let range = *range;
         self.metered_rollups(device, move |conn, id, _, sized| {
             let mut bytes = 0;
-            let found =
-                rollups::day_tallies_within(conn, id, &range, sized.map(|len| (len, &mut bytes)))?;
+            let sized = sized.map(|len| (len, &mut bytes));
+            let found = rollups::day_tallies_within(conn, id, &range, room.as_ref(), sized)?;
             Ok((found, bytes))
         })
         .await

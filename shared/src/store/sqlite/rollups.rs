@@ -17,7 +17,7 @@ use super::series;
 use super::{db_err, StoreError};
 use crate::domain::aggregate::rollup::{postcard_version, spans, Rollup, Stored, StoredV1, Tally};
 use crate::domain::aggregate::rollup_body;
-use crate::model::{DeviceId, Span, TimeRange, Timestamp};
+use crate::model::{DeviceId, RoomId, Span, TimeRange, Timestamp};
 use crate::store::Order;
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -223,17 +223,20 @@ pub fn stored_within(
     Ok(out)
 }
 
-/// The tallies of all the readings of a device's day rollups that lie
-/// wholly inside `range`, oldest first, with their starts: what
-/// `stored_within` gives, read from each body's first fields alone
-/// (`rollup_body::tally`) where it can be. A body in postcard's form, or
-/// one to be sized that was stored without its size, is decoded whole.
+/// The tallies of a device's day rollups that lie wholly inside `range`,
+/// oldest first, with their starts: of the readings that named `room`, or
+/// of all of them (`None`; `None` as a tally where no reading named the
+/// room). What `stored_within` gives, read from each body's first fields,
+/// and its rooms' where a room is asked for (`rollup_body::tally`), where
+/// it can be: a body in postcard's form, or one to be sized that was
+/// stored without its size, is decoded whole.
 pub fn day_tallies_within(
     conn: &Connection,
     device: i64,
     range: &TimeRange,
+    room: Option<&RoomId>,
     mut sized: Option<(usize, &mut usize)>,
-) -> Result<Vec<(Timestamp, Tally)>, StoreError> {
+) -> Result<Vec<(Timestamp, Option<Tally>)>, StoreError> {
     let span = Span::Day;
     let mut out = Vec::with_capacity(spans_in(span, range));
     each_stored(conn, device, span, range, |start, body, size| {
@@ -243,15 +246,15 @@ pub fn day_tallies_within(
                 let corrupt =
                     |e: String| StoreError::Corrupt(format!("day rollup at {start}: {e}"));
                 let at = Timestamp::from_millis(start).map_err(|e| corrupt(e.to_string()))?;
-                out.push((at, rollup_body::tally(body).map_err(corrupt)?));
+                let tally = rollup_body::tally(body, room.map(RoomId::as_str));
+                out.push((at, tally.map_err(corrupt)?));
                 if let (Some((pk_len, bytes)), Some(body_size)) = (sized.as_mut(), body_size) {
                     **bytes += crate::domain::billing::rollup_item_size(*pk_len, body_size);
                 }
             }
             _ => {
                 let sized = sized.as_mut().map(|(len, bytes)| (*len, &mut **bytes));
-                let rollup = decode_sized(span, start, body, size, sized)?;
-                out.push((rollup.start, rollup.all));
+                out.push(decode_sized(span, start, body, size, sized)?.into_tally(room));
             }
         }
         Ok(())

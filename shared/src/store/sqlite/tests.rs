@@ -1091,43 +1091,75 @@ async fn a_day_of_more_than_86400_readings_is_rolled_up_whole() {
     assert_eq!(rebuilt, kept);
 }
 
-/// A device's stats fold the tallies of its day rollups, read from each
-/// body's first fields alone: the same tallies, and the same read units,
-/// as the whole rollups give, whatever form a body was stored in (version
-/// 4 with its size, without it as before version 6, postcard's version 2).
+/// A device's or a room's stats fold the tallies of day rollups, read from
+/// each body's first fields (and its rooms'): the same tallies, and the same
+/// read units, as the whole rollups give, whatever form a body was stored
+/// in (version 4 with its size, without it as before version 6, postcard's
+/// version 2).
 #[tokio::test]
 async fn day_tallies_are_the_rollups_own_in_every_body_form() {
     use crate::domain::aggregate::rollup::Stored;
     use crate::model::Span;
     use crate::store::metering::metered;
     let store = SqliteStore::in_memory().unwrap();
-    let device = DeviceId::parse("meter-1").unwrap();
-    let readings = three_meter_days(&device, |i| {
+    let meter = DeviceId::parse("meter-1").unwrap();
+    let readings = three_meter_days(&meter, |i| {
         vec![
             (Quantity::EnergyBought, 500.0 + i as f64 * 0.125),
             (Quantity::Power, 750.0 + (i % 7) as f64),
         ]
     });
     assert!(store.write_readings(&readings).await.unwritten.is_empty());
+    // A sensor moved from the kitchen to the hall halfway through each day.
+    let sensor = DeviceId::parse("sensor-1").unwrap();
+    let moved: Vec<Reading> = (0..3 * 144)
+        .map(|i| {
+            let room = if i % 144 < 72 { "kitchen" } else { "hall" };
+            let values = vec![
+                (Quantity::Temperature, 20.0 + (i % 11) as f64 * 0.1),
+                (Quantity::Humidity, 40.0 + (i % 5) as f64),
+            ];
+            Reading {
+                device_id: sensor.clone(),
+                timestamp: at(i * 10),
+                measurement: Measurement::new(Some(RoomId::parse(room).unwrap()), values).unwrap(),
+            }
+        })
+        .collect();
+    assert!(store.write_readings(&moved).await.unwritten.is_empty());
     let range = crate::model::TimeRange::new(at(0), at(3 * 1440)).unwrap();
+    let kitchen = RoomId::parse("kitchen").unwrap();
+    let attic = RoomId::parse("attic").unwrap();
+    let asked = [
+        (meter.clone(), None),
+        (sensor.clone(), None),
+        (sensor.clone(), Some(kitchen)),
+        (sensor.clone(), Some(attic.clone())),
+    ];
     let check = |what: &'static str| {
-        let store = store.clone();
-        let device = device.clone();
+        let (store, asked, attic) = (store.clone(), asked.clone(), attic.clone());
         async move {
-            let (whole, whole_units) = metered(store.rollups(&device, Span::Day, &range)).await;
-            let (tallies, units) = metered(store.rollup_tallies(&device, Span::Day, &range)).await;
-            let whole: Vec<_> = whole
-                .unwrap()
-                .into_iter()
-                .map(|r| (r.start, r.all))
-                .collect();
-            assert_eq!(whole.len(), 3, "{what}");
-            assert_eq!(tallies.unwrap(), whole, "{what}");
-            assert!(units > 0.0, "{what}");
-            assert_eq!(units, whole_units, "{what}");
-            // Not metered: the same tallies.
-            let unmetered = store.rollup_tallies(&device, Span::Day, &range).await;
-            assert_eq!(unmetered.unwrap(), whole, "{what}");
+            for (device, room) in &asked {
+                let (whole, whole_units) = metered(store.rollups(device, Span::Day, &range)).await;
+                let (tallies, units) =
+                    metered(store.rollup_tallies(device, Span::Day, &range, room.as_ref())).await;
+                let whole: Vec<_> = whole
+                    .unwrap()
+                    .into_iter()
+                    .map(|r| r.into_tally(room.as_ref()))
+                    .collect();
+                assert_eq!(whole.len(), 3, "{what}");
+                let found = whole.iter().filter(|(_, t)| t.is_some()).count();
+                assert_eq!(found, if room.as_ref() == Some(&attic) { 0 } else { 3 });
+                assert_eq!(tallies.unwrap(), whole, "{what} {device:?} {room:?}");
+                assert!(units > 0.0, "{what}");
+                assert_eq!(units, whole_units, "{what}");
+                // Not metered: the same tallies.
+                let unmetered = store
+                    .rollup_tallies(device, Span::Day, &range, room.as_ref())
+                    .await;
+                assert_eq!(unmetered.unwrap(), whole, "{what}");
+            }
         }
     };
     check("version 4, sized").await;
