@@ -307,11 +307,17 @@ pub enum Segment {
 }
 
 /// How an aggregate over `range` in `bucketing`'s buckets splits into raw
-/// readings and rollups: whole UTC days where every bucket boundary is a
-/// UTC midnight, whole hours where every one is a whole UTC hour, and the
-/// readings of what is left at the ends. All raw when buckets are shorter
-/// than an hour, or a boundary falls inside an hour (a zone whose offset is
-/// not a whole number of hours: India, Nepal, parts of Australia).
+/// readings and rollups: in each bucket, the whole UTC days inside it from
+/// day rollups and the rest of it from hour rollups, where every bucket
+/// boundary is a whole UTC hour; and the readings of what is left at the
+/// ends. All raw when buckets are shorter than an hour, or a boundary falls
+/// inside an hour (a zone whose offset is not a whole number of hours:
+/// India, Nepal, parts of Australia). A local day of a zone a whole number
+/// of hours off UTC holds no whole UTC day, and is its hours; a local week
+/// or month is its whole UTC days and the hours at its two ends (before,
+/// any boundary off UTC midnight made every bucket hours: a year of months
+/// in Berlin computed 8,040 hours where 335 days and 22 days' hours do,
+/// docs/BENCHMARKS.md).
 ///
 /// Day rollups are used for days before `days_until` only: on DynamoDB a
 /// device's open day (its newest) has no up-to-date day item yet, and is
@@ -322,44 +328,58 @@ pub fn segments(bucketing: &Bucketing, range: TimeRange, days_until: Timestamp) 
         return all_raw;
     }
     let (from, to) = (range.from().millis(), range.to().millis());
-    let mut aligned_to = [true, true]; // hours, days
-    let mut start = bucketing.start_of(range.from());
-    while start < range.to() {
-        if start.millis() > from {
-            aligned_to[0] &= start.millis().rem_euclid(HOUR_MS) == 0;
-            aligned_to[1] &= start.millis().rem_euclid(DAY_MS) == 0;
-        }
-        start = bucketing.end_of(start);
-    }
-    if !aligned_to[0] {
-        return all_raw;
-    }
     let ceil = |ms: i64, unit: i64| ms + (unit - ms.rem_euclid(unit)).rem_euclid(unit);
     let floor = |ms: i64, unit: i64| ms - ms.rem_euclid(unit);
     let (h0, h1) = (ceil(from, HOUR_MS), floor(to, HOUR_MS));
+    // The whole hours, cut at each bucket boundary inside them.
+    let mut edges = vec![h0];
+    let mut start = bucketing.start_of(range.from());
+    while start < range.to() {
+        if start.millis() > from {
+            if start.millis().rem_euclid(HOUR_MS) != 0 {
+                return all_raw;
+            }
+            if start.millis() < h1 {
+                edges.push(start.millis());
+            }
+        }
+        start = bucketing.end_of(start);
+    }
     if h0 >= h1 {
         return all_raw;
     }
-    let (d0, d1) = (
-        ceil(h0, DAY_MS),
-        floor(h1, DAY_MS).min(floor(days_until.millis().max(h0), DAY_MS)),
-    );
-    let mut cuts = vec![(from, None), (h0, Some(Span::Hour))];
-    if aligned_to[1] && d0 < d1 {
-        cuts.push((d0, Some(Span::Day)));
-        cuts.push((d1, Some(Span::Hour)));
+    edges.push(h1);
+    let days_end = floor(days_until.millis().max(h0), DAY_MS);
+    let mut cuts = vec![(from, None)];
+    for piece in edges.windows(2) {
+        let (d0, d1) = (
+            ceil(piece[0], DAY_MS),
+            floor(piece[1], DAY_MS).min(days_end),
+        );
+        cuts.push((piece[0], Some(Span::Hour)));
+        if d0 < d1 {
+            cuts.push((d0, Some(Span::Day)));
+            cuts.push((d1, Some(Span::Hour)));
+        }
     }
     cuts.push((h1, None));
     cuts.push((to, None));
-    cuts.windows(2)
-        .filter(|w| w[0].0 < w[1].0)
-        .map(|w| {
+    // Empty pieces dropped, and pieces of one kind that meet made one.
+    let mut kept: Vec<(i64, i64, Option<Span>)> = Vec::new();
+    for w in cuts.windows(2).filter(|w| w[0].0 < w[1].0) {
+        match kept.last_mut() {
+            Some(last) if last.2 == w[0].1 && last.1 == w[0].0 => last.1 = w[1].0,
+            _ => kept.push((w[0].0, w[1].0, w[0].1)),
+        }
+    }
+    kept.into_iter()
+        .map(|(a, b, span)| {
             let r = TimeRange::new(
-                Timestamp::from_millis(w[0].0).expect("inside the range"),
-                Timestamp::from_millis(w[1].0).expect("inside the range"),
+                Timestamp::from_millis(a).expect("inside the range"),
+                Timestamp::from_millis(b).expect("inside the range"),
             )
             .expect("from < to");
-            match w[0].1 {
+            match span {
                 Some(span) => Segment::Rollups(span, r),
                 None => Segment::Raw(r),
             }
@@ -933,6 +953,60 @@ mod tests {
         (stats.finish(), energy.finish())
     }
 
+    /// The same as `segments` plans it: readings for its raw pieces, the
+    /// rollups of its hour and day pieces (falling back to a rollup's
+    /// readings where the energy fold does not continue it), as a store's
+    /// answer reads them.
+    fn from_segments(
+        all: &[Reading],
+        b: Bucketing,
+        range: TimeRange,
+    ) -> (
+        Vec<super::super::BucketStats>,
+        Vec<super::super::EnergyBucket>,
+    ) {
+        let hours = hours(Chain::default(), all);
+        let days = spans(Span::Day, Chain::default(), all.iter());
+        let mut stats = StatsFold::new(b);
+        let mut energy = EnergyFold::new(b, range);
+        for (t, values) in before(all, range.from()) {
+            energy.add(t, values);
+        }
+        for segment in segments(&b, range, Timestamp::MAX) {
+            let (rollups, piece) = match segment {
+                Segment::Raw(piece) => {
+                    for r in all.iter().filter(|r| piece.contains(r.timestamp)) {
+                        stats.add(r);
+                        energy.add(r.timestamp, Counters::of(r));
+                    }
+                    continue;
+                }
+                Segment::Rollups(Span::Hour, piece) => (&hours, piece),
+                Segment::Rollups(Span::Day, piece) => (&days, piece),
+            };
+            for h in rollups
+                .iter()
+                .filter(|h| h.start >= piece.from() && h.end() <= piece.to())
+            {
+                stats.add_tally(h.start, &h.all);
+                if h.continues(&energy.chain()) {
+                    energy.add_counters(h.start, &h.counters);
+                } else {
+                    for r in all
+                        .iter()
+                        .filter(|r| h.start <= r.timestamp && r.timestamp < h.end())
+                    {
+                        energy.add(r.timestamp, Counters::of(r));
+                    }
+                }
+            }
+        }
+        for (t, values) in after(all, range.to()) {
+            energy.add(t, values);
+        }
+        (stats.finish(), energy.finish())
+    }
+
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-6 * (1.0 + a.abs().max(b.abs()))
     }
@@ -1031,6 +1105,55 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_local_month_is_its_whole_utc_days_and_the_hours_at_its_ends() {
+        let berlin =
+            |w| Bucketing::new(w, Some(crate::model::Zone::named("Europe/Berlin").unwrap()));
+        // November and December in Berlin (an hour ahead of UTC).
+        let r = TimeRange::new(utc("2026-10-31T23:00:00Z"), utc("2026-12-31T23:00:00Z")).unwrap();
+        assert_eq!(
+            shown(&segments(&berlin(Width::Month), r, Timestamp::MAX)),
+            [
+                "hour 10-31T23:00..11-01T00:00",
+                "day 11-01T00:00..11-30T00:00",
+                "hour 11-30T00:00..12-01T00:00",
+                "day 12-01T00:00..12-31T00:00",
+                "hour 12-31T00:00..12-31T23:00"
+            ]
+        );
+        // Its weeks, Monday to Monday, likewise; its days are hours.
+        let w = TimeRange::new(utc("2026-11-01T23:00:00Z"), utc("2026-11-15T23:00:00Z")).unwrap();
+        assert_eq!(
+            shown(&segments(&berlin(Width::Week), w, Timestamp::MAX)),
+            [
+                "hour 11-01T23:00..11-02T00:00",
+                "day 11-02T00:00..11-08T00:00",
+                "hour 11-08T00:00..11-09T00:00",
+                "day 11-09T00:00..11-15T00:00",
+                "hour 11-15T00:00..11-15T23:00"
+            ]
+        );
+        assert_eq!(
+            shown(&segments(&berlin(Width::Day), w, Timestamp::MAX)),
+            ["hour 11-01T23:00..11-15T23:00"]
+        );
+        // Days from a device's open day on are its hours.
+        assert_eq!(
+            shown(&segments(
+                &berlin(Width::Month),
+                r,
+                utc("2026-12-10T00:00:00Z")
+            )),
+            [
+                "hour 10-31T23:00..11-01T00:00",
+                "day 11-01T00:00..11-30T00:00",
+                "hour 11-30T00:00..12-01T00:00",
+                "day 12-01T00:00..12-10T00:00",
+                "hour 12-10T00:00..12-31T23:00"
+            ]
+        );
+    }
+
     proptest! {
         /// Stats and energy from hour rollups equal the raw computation, for
         /// hour and day buckets, in UTC and in zones a whole number of hours
@@ -1073,6 +1196,41 @@ mod tests {
             }
             prop_assert_eq!(energy.len(), r_energy.len(), "{:?}\n{:?}", energy, r_energy);
             for (a, b) in energy.iter().zip(&r_energy) {
+                prop_assert_eq!((a.start, a.resets), (b.start, b.resets));
+                prop_assert!(close(a.kwh_bought, b.kwh_bought) && close(a.kwh_sold, b.kwh_sold), "{a:?} {b:?}");
+            }
+        }
+
+        /// Stats and energy as `segments` plans them (days inside each
+        /// bucket, hours at its ends, readings at the range's ends) equal the
+        /// raw computation, for hour, day, week and month buckets, in UTC
+        /// and in zones a whole number of hours off, over any range.
+        #[test]
+        fn planned_segments_answer_as_the_readings_do(
+            h in history(),
+            from_m in 0i64..48 * 60,
+            len_m in 1i64..30 * 24 * 60,
+            zone in 0usize..4,
+            width in 0usize..4,
+        ) {
+            let all = readings(&h);
+            let tz = [None, Some(crate::model::Zone::named("Europe/Berlin").unwrap()), Some(crate::model::Zone::named("America/New_York").unwrap()), Some(crate::model::Zone::named("Asia/Tokyo").unwrap())][zone];
+            let b = Bucketing::new([Width::Hour, Width::Day, Width::Week, Width::Month][width], tz);
+            let from = ts(T0 + from_m * 60_000);
+            let range = TimeRange::new(from, from.saturating_add_millis(len_m * 60_000)).unwrap();
+            let (stats, energy) = raw(&all, b, range);
+            let (p_stats, p_energy) = from_segments(&all, b, range);
+            prop_assert_eq!(stats.len(), p_stats.len());
+            for (a, b) in stats.iter().zip(&p_stats) {
+                prop_assert_eq!((a.start, a.count), (b.start, b.count));
+                prop_assert_eq!(a.fields.keys().collect::<Vec<_>>(), b.fields.keys().collect::<Vec<_>>());
+                for (k, f) in &a.fields {
+                    let g = b.fields[k];
+                    prop_assert!((f.min, f.max, f.count) == (g.min, g.max, g.count) && close(f.sum, g.sum), "{k}: {f:?} {g:?}");
+                }
+            }
+            prop_assert_eq!(energy.len(), p_energy.len(), "{:?}\n{:?}", energy, p_energy);
+            for (a, b) in energy.iter().zip(&p_energy) {
                 prop_assert_eq!((a.start, a.resets), (b.start, b.resets));
                 prop_assert!(close(a.kwh_bought, b.kwh_bought) && close(a.kwh_sold, b.kwh_sold), "{a:?} {b:?}");
             }
