@@ -926,37 +926,11 @@ mod tests {
         Vec<super::super::BucketStats>,
         Vec<super::super::EnergyBucket>,
     ) {
-        let mut stats = StatsFold::new(b);
-        let mut energy = EnergyFold::new(b, range);
-        for (t, values) in before(all, range.from()) {
-            energy.add(t, values);
-        }
-        for h in hours
-            .iter()
-            .filter(|h| h.start >= range.from() && h.end() <= range.to())
-        {
-            stats.add_tally(h.start, &h.all);
-            if h.continues(&energy.chain()) {
-                energy.add_counters(h.start, &h.counters);
-            } else {
-                for r in all
-                    .iter()
-                    .filter(|r| h.start <= r.timestamp && r.timestamp < h.end())
-                {
-                    energy.add(r.timestamp, Counters::of(r));
-                }
-            }
-        }
-        for (t, values) in after(all, range.to()) {
-            energy.add(t, values);
-        }
-        (stats.finish(), energy.finish())
+        let pieces = [Segment::Rollups(Span::Hour, range)];
+        from_pieces(all, (hours, &[]), b, range, &pieces)
     }
 
-    /// The same as `segments` plans it: readings for its raw pieces, the
-    /// rollups of its hour and day pieces (falling back to a rollup's
-    /// readings where the energy fold does not continue it), as a store's
-    /// answer reads them.
+    /// The same as `segments` plans it, as a store's answer reads it.
     fn from_segments(
         all: &[Reading],
         b: Bucketing,
@@ -967,13 +941,31 @@ mod tests {
     ) {
         let hours = hours(Chain::default(), all);
         let days = spans(Span::Day, Chain::default(), all.iter());
+        let pieces = segments(&b, range, Timestamp::MAX);
+        from_pieces(all, (&hours, &days), b, range, &pieces)
+    }
+
+    /// The same from `pieces` of the range: readings for a raw piece; the
+    /// hour or day rollups (of `rollups`) inside a rollups piece, falling
+    /// back to a rollup's readings where the energy fold does not continue
+    /// it.
+    fn from_pieces(
+        all: &[Reading],
+        (hours, days): (&[Rollup], &[Rollup]),
+        b: Bucketing,
+        range: TimeRange,
+        pieces: &[Segment],
+    ) -> (
+        Vec<super::super::BucketStats>,
+        Vec<super::super::EnergyBucket>,
+    ) {
         let mut stats = StatsFold::new(b);
         let mut energy = EnergyFold::new(b, range);
         for (t, values) in before(all, range.from()) {
             energy.add(t, values);
         }
-        for segment in segments(&b, range, Timestamp::MAX) {
-            let (rollups, piece) = match segment {
+        for piece in pieces {
+            let (rollups, piece) = match *piece {
                 Segment::Raw(piece) => {
                     for r in all.iter().filter(|r| piece.contains(r.timestamp)) {
                         stats.add(r);
@@ -981,8 +973,8 @@ mod tests {
                     }
                     continue;
                 }
-                Segment::Rollups(Span::Hour, piece) => (&hours, piece),
-                Segment::Rollups(Span::Day, piece) => (&days, piece),
+                Segment::Rollups(Span::Hour, piece) => (hours, piece),
+                Segment::Rollups(Span::Day, piece) => (days, piece),
             };
             for h in rollups
                 .iter()
