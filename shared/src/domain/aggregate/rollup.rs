@@ -999,6 +999,38 @@ mod tests {
         (stats.finish(), energy.finish())
     }
 
+    /// Two computations' stats and energy agree: the same buckets, counts
+    /// and extremes, sums and kWh equal but for rounding.
+    fn same_answers(
+        (stats, energy): (&[super::super::BucketStats], &[super::super::EnergyBucket]),
+        (o_stats, o_energy): (&[super::super::BucketStats], &[super::super::EnergyBucket]),
+    ) -> Result<(), TestCaseError> {
+        prop_assert_eq!(stats.len(), o_stats.len());
+        for (a, b) in stats.iter().zip(o_stats) {
+            prop_assert_eq!((a.start, a.count), (b.start, b.count));
+            prop_assert_eq!(
+                a.fields.keys().collect::<Vec<_>>(),
+                b.fields.keys().collect::<Vec<_>>()
+            );
+            for (k, f) in &a.fields {
+                let g = b.fields[k];
+                prop_assert!(
+                    (f.min, f.max, f.count) == (g.min, g.max, g.count) && close(f.sum, g.sum),
+                    "{k}: {f:?} {g:?}"
+                );
+            }
+        }
+        prop_assert_eq!(energy.len(), o_energy.len(), "{:?}\n{:?}", energy, o_energy);
+        for (a, b) in energy.iter().zip(o_energy) {
+            prop_assert_eq!((a.start, a.resets), (b.start, b.resets));
+            prop_assert!(
+                close(a.kwh_bought, b.kwh_bought) && close(a.kwh_sold, b.kwh_sold),
+                "{a:?} {b:?}"
+            );
+        }
+        Ok(())
+    }
+
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-6 * (1.0 + a.abs().max(b.abs()))
     }
@@ -1177,20 +1209,7 @@ mod tests {
                 prop_assert_eq!((a.start, a.resets), (*start, *resets));
                 prop_assert!(close(a.kwh_bought, *bought) && close(a.kwh_sold, *sold), "{a:?} {bought} {sold}");
             }
-            prop_assert_eq!(stats.len(), r_stats.len());
-            for (a, b) in stats.iter().zip(&r_stats) {
-                prop_assert_eq!((a.start, a.count), (b.start, b.count));
-                prop_assert_eq!(a.fields.keys().collect::<Vec<_>>(), b.fields.keys().collect::<Vec<_>>());
-                for (k, f) in &a.fields {
-                    let g = b.fields[k];
-                    prop_assert!((f.min, f.max, f.count) == (g.min, g.max, g.count) && close(f.sum, g.sum), "{k}: {f:?} {g:?}");
-                }
-            }
-            prop_assert_eq!(energy.len(), r_energy.len(), "{:?}\n{:?}", energy, r_energy);
-            for (a, b) in energy.iter().zip(&r_energy) {
-                prop_assert_eq!((a.start, a.resets), (b.start, b.resets));
-                prop_assert!(close(a.kwh_bought, b.kwh_bought) && close(a.kwh_sold, b.kwh_sold), "{a:?} {b:?}");
-            }
+            same_answers((&stats, &energy), (&r_stats, &r_energy))?;
         }
 
         /// Stats and energy as `segments` plans them (days inside each
@@ -1212,20 +1231,7 @@ mod tests {
             let range = TimeRange::new(from, from.saturating_add_millis(len_m * 60_000)).unwrap();
             let (stats, energy) = raw(&all, b, range);
             let (p_stats, p_energy) = from_segments(&all, b, range);
-            prop_assert_eq!(stats.len(), p_stats.len());
-            for (a, b) in stats.iter().zip(&p_stats) {
-                prop_assert_eq!((a.start, a.count), (b.start, b.count));
-                prop_assert_eq!(a.fields.keys().collect::<Vec<_>>(), b.fields.keys().collect::<Vec<_>>());
-                for (k, f) in &a.fields {
-                    let g = b.fields[k];
-                    prop_assert!((f.min, f.max, f.count) == (g.min, g.max, g.count) && close(f.sum, g.sum), "{k}: {f:?} {g:?}");
-                }
-            }
-            prop_assert_eq!(energy.len(), p_energy.len(), "{:?}\n{:?}", energy, p_energy);
-            for (a, b) in energy.iter().zip(&p_energy) {
-                prop_assert_eq!((a.start, a.resets), (b.start, b.resets));
-                prop_assert!(close(a.kwh_bought, b.kwh_bought) && close(a.kwh_sold, b.kwh_sold), "{a:?} {b:?}");
-            }
+            same_answers((&stats, &energy), (&p_stats, &p_energy))?;
         }
 
         /// The stored shape gives back the rollup, bit for bit.
