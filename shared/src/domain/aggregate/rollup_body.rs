@@ -175,13 +175,7 @@ fn number(out: &mut Writer, v: f64, from: i64) {
 pub fn decode(body: &[u8], start_ms: i64) -> Result<Stored<&str>, String> {
     let mut r = Reader::new(body);
     let e = |e: crate::domain::block::BlockError| e.to_string();
-    // Version 4 writes counts and numbers from what comes before them.
-    let relative = match r.byte().map_err(e)? {
-        VERSION => true,
-        VERSION_3 => false,
-        _ => return Err("not a version 3 or 4 rollup".into()),
-    };
-    let n = r.unsigned().map_err(e)?;
+    let (relative, n) = read_head(&mut r)?;
     let f = read_fields(&mut r, relative, n)?;
     let rooms = r.unsigned().map_err(e)?;
     let mut rs: Vec<StoredRoom<&str>> = Vec::new();
@@ -228,6 +222,18 @@ pub fn decode(body: &[u8], start_ms: i64) -> Result<Stored<&str>, String> {
         s,
         k: (k0, k1),
     })
+}
+
+/// A body's version, as whether its numbers are written from what comes
+/// before them (version 4), and its count of readings.
+fn read_head(r: &mut Reader) -> Result<(bool, u64), String> {
+    let e = |e: crate::domain::block::BlockError| e.to_string();
+    let relative = match r.byte().map_err(e)? {
+        VERSION => true,
+        VERSION_3 => false,
+        _ => return Err("not a version 3 or 4 rollup".into()),
+    };
+    Ok((relative, r.unsigned().map_err(e)?))
 }
 
 fn flags(r: &mut Reader) -> Result<u8, String> {
@@ -298,12 +304,7 @@ fn read_field(r: &mut Reader, relative: bool, n: u64) -> Result<(Quantity, Field
 pub fn tally(body: &[u8], room: Option<&str>) -> Result<Option<Tally>, String> {
     let e = |e: crate::domain::block::BlockError| e.to_string();
     let mut r = Reader::new(body);
-    let relative = match r.byte().map_err(e)? {
-        VERSION => true,
-        VERSION_3 => false,
-        _ => return Err("not a version 3 or 4 rollup".into()),
-    };
-    let n = r.unsigned().map_err(e)?;
+    let (relative, n) = read_head(&mut r)?;
     let all = read_tally(&mut r, relative, n)?;
     let Some(room) = room else {
         return Ok(Some(all));
