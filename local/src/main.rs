@@ -51,8 +51,15 @@ fn main() -> ExitCode {
     // the program names. Left to rustls, a build that links a second
     // provider too (the tests' SDK clients) would have no default.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // A server's log is its record; a one-shot command's stderr carries its
+    // summary (export, alerts replay), which a script reads, so the store's
+    // background news (the sealer's "sealed closed days") stays out of it
+    // unless RUST_LOG asks. Warnings and errors still show.
+    let serving = args.get(1).is_some_and(|a| a == "serve");
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(if serving { "info" } else { "warn" })
+    });
     // Under systemd stderr is the journal: no colour codes in it.
     use std::io::IsTerminal;
     tracing_subscriber::fmt()
@@ -66,7 +73,6 @@ fn main() -> ExitCode {
     // backup's time (docs/BENCHMARKS.md, "Backup during ingest"). A stop
     // signal takes its default action there: what it leaves is the partial
     // file, under its temporary name, which the next backup removes.
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == "backup") {
         ingester_local::stop::let_signals_through();
         return match commands::backup_command(cli::BackupCommand::parse_alone(&args[1..])) {
