@@ -16,7 +16,8 @@
 //! - daily min/max/mean over the 30 days and the year: ours `/stats` with
 //!   `format=columns` (and as objects, the default, over the year), theirs `aggr_over_time` of `min_over_time`, `max_over_time`,
 //!   `avg_over_time` over `[1d]` with a step of a day; the year as objects
-//!   also split into the fetch alone and the client's parse alone;
+//!   also split into the fetch alone and the client's parse alone, and in
+//!   Berlin's days (theirs shifted by its winter offset);
 //! - the latest reading of each device: ours `/latest`, theirs an instant
 //!   query at the end of the data;
 //! - bytes on disk: ours after a clean stop, theirs after `force_flush` and
@@ -399,6 +400,36 @@ fn main() {
             "(a year of daily stats' answer: ours as objects {} bytes, theirs {:?})",
             our_answer.len(),
             their_answer.as_ref().map(String::len)
+        );
+        // Days in a zone: ours Berlin's local days (tz=Europe/Berlin, each
+        // a day's hours, computed from the sealed blocks), theirs the same
+        // windows of a day shifted by Berlin's winter offset (a fixed step
+        // cannot follow summer time: their summer days are an hour off).
+        let path = format!(
+            "{}&tz=Europe/Berlin",
+            stats_path("year-sensor", year_start, "columns")
+        );
+        const BERLIN_WINTER_MS: i64 = 3_600_000;
+        let (mine, theirs) = turns(
+            5,
+            1,
+            || drop(ours_get(&server, &path)),
+            vm.map(|v| {
+                move || {
+                    std::hint::black_box(v.daily_stats(
+                        "year-sensor",
+                        year_start - BERLIN_WINTER_MS,
+                        end - BERLIN_WINTER_MS,
+                    ));
+                }
+            }),
+        );
+        row::<Victoria>(
+            "daily min/max/mean over a year, in Berlin's days",
+            mine,
+            theirs,
+            "ms",
+            false,
         );
     }
 

@@ -84,6 +84,22 @@ pub async fn fresh_store(endpoint: &str, hint: &str) -> DynamoStore {
     store
 }
 
+/// Writes `readings` as ingest requests carry them, at most 1000 a call
+/// (each call a store operation with a budget of its own), and asserts that
+/// every one was written. One call of 17,280 readings to dynalite once ran
+/// past the 5 s budget on a loaded CI machine.
+pub async fn write_all<S: shared::store::Store>(store: &S, readings: &[shared::model::Reading]) {
+    for chunk in readings.chunks(1000) {
+        let report = store.write_readings(chunk).await;
+        assert!(
+            report.unwritten.is_empty(),
+            "{} of {} readings unwritten",
+            report.unwritten.len(),
+            chunk.len()
+        );
+    }
+}
+
 /// A fresh dynalite table holding `readings`, with the registry the registry
 /// function would keep for them (the Lambda binaries' tests).
 pub async fn dynalite_table_with(hint: &str, readings: &[shared::model::Reading]) -> DynamoStore {

@@ -72,7 +72,7 @@ async fn table(room_time: bool, hint: &str) -> DynamoStore {
 async fn filled(room_time: bool, hint: &str) -> DynamoStore {
     let store = table(room_time, hint).await;
     let data = readings();
-    assert!(store.write_readings(&data).await.unwritten.is_empty());
+    integration_tests::write_all(&store, &data).await;
     // The registry function, one stream batch per 20 readings.
     for batch in data.chunks(20) {
         let r = shared::stream::handle(&store, stream_event_for(batch)).await;
@@ -298,7 +298,7 @@ async fn a_room_of_many_devices_pages_exactly_in_either_order() {
             ms += every + rng.i64(0..3) * 1000;
         }
     }
-    assert!(store.write_readings(&data).await.unwritten.is_empty());
+    integration_tests::write_all(&store, &data).await;
     for batch in data.chunks(50) {
         let r = shared::stream::handle(&store, stream_event_for(batch)).await;
         assert!(r.batch_item_failures.is_empty());
@@ -334,7 +334,7 @@ async fn a_room_page_reads_about_a_page() {
     let data: Vec<Reading> = (0..1440)
         .flat_map(|m| (0..12).map(move |d| climate(&format!("s-{d:02}"), "hall", m * 60_000, 20.0)))
         .collect();
-    assert!(store.write_readings(&data).await.unwritten.is_empty());
+    integration_tests::write_all(&store, &data).await;
     // The registry (and the room's presence) from one reading of each device.
     let r = shared::stream::handle(&store, stream_event_for(&data[..12])).await;
     assert!(r.batch_item_failures.is_empty());

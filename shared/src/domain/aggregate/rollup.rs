@@ -175,27 +175,33 @@ impl Rollup {
         }
         let values = Counters::of(r);
         for c in Counter::BOTH {
-            let Some(v) = *values.get(c) else { continue };
-            let entering = *self.chain.get(c);
-            let growth = self.chain.read(c, r.timestamp, v);
-            let leaving = self.chain.get(c).expect("just read");
-            match self.counters.get_mut(c) {
-                None => {
-                    *self.counters.get_mut(c) = Some(CounterSpan {
-                        entering,
-                        incoming: growth,
-                        first_at: r.timestamp,
-                        inside_kwh: 0.0,
-                        inside_resets: 0,
-                        leaving,
-                    })
-                }
-                Some(span) => {
-                    let growth = growth.expect("a mark exists after the span's first reading");
-                    span.inside_kwh += growth.kwh;
-                    span.inside_resets += growth.resets;
-                    span.leaving = leaving;
-                }
+            if let Some(v) = *values.get(c) {
+                self.add_counter(c, r.timestamp, v);
+            }
+        }
+    }
+
+    /// Adds the span's next reading of counter `c`: `v` kWh at `at`.
+    fn add_counter(&mut self, c: Counter, at: Timestamp, v: f64) {
+        let entering = *self.chain.get(c);
+        let growth = self.chain.read(c, at, v);
+        let leaving = self.chain.get(c).expect("just read");
+        match self.counters.get_mut(c) {
+            None => {
+                *self.counters.get_mut(c) = Some(CounterSpan {
+                    entering,
+                    incoming: growth,
+                    first_at: at,
+                    inside_kwh: 0.0,
+                    inside_resets: 0,
+                    leaving,
+                })
+            }
+            Some(span) => {
+                let growth = growth.expect("a mark exists after the span's first reading");
+                span.inside_kwh += growth.kwh;
+                span.inside_resets += growth.resets;
+                span.leaving = leaving;
             }
         }
     }
@@ -224,6 +230,122 @@ pub fn spans<'a>(
         out.last_mut().expect("pushed").add(r);
     }
     out
+}
+
+/// `spans` of readings given as a block's columns (`block::decode_columns`),
+/// appended to `out`, without building a reading: the same rollups, field
+/// by field the same fold in the same order. The readings are later than
+/// those `out` holds; a span the last of `out` started is continued (a
+/// day's block, then its segments), and a new one enters with the chain
+/// the last leaves, or `entering`.
+pub fn extend_spans_from_columns(
+    out: &mut Vec<Rollup>,
+    span: Span,
+    entering: Chain,
+    cols: &crate::domain::block::Columns,
+) -> Result<(), String> {
+    let at = |ms: i64| Timestamp::from_millis(ms).map_err(|e| e.to_string());
+    let room_bits = (1u64 << Quantity::Temperature.index()) | (1u64 << Quantity::Humidity.index());
+    // Each column's next holder, as the spans move on.
+    let mut next = vec![0usize; cols.columns.len()];
+    let times = &cols.times;
+    let mut lo = 0;
+    while lo < times.len() {
+        let start = span.start_of(at(times[lo])?);
+        let end = span.end_of(start).millis();
+        let hi = lo + times[lo..].partition_point(|t| *t < end);
+        if out.last().map(|r| r.start) != Some(start) {
+            let chain = out.last().map_or(entering, |r| r.chain);
+            out.push(Rollup::new(span, start, chain));
+        }
+        let rollup = out.last_mut().expect("pushed");
+        rollup.all.count += (hi - lo) as u64;
+        for ((quantity, holders, column), from) in cols.columns.iter().zip(&mut next) {
+            let to = *from + holders[*from..].partition_point(|i| *i < hi);
+            if to > *from {
+                let mut values = column[*from..to].iter().copied();
+                let field = rollup.all.fields.entry(*quantity);
+                let stats = match field {
+                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        e.insert(FieldStats::new(values.next().expect("to > from")))
+                    }
+                };
+                values.for_each(|v| stats.add(v));
+                if let Some(c) = Counter::BOTH
+                    .into_iter()
+                    .find(|c| c.quantity() == *quantity)
+                {
+                    for k in *from..to {
+                        rollup.add_counter(c, at(times[holders[k]])?, column[k]);
+                    }
+                }
+            }
+            *from = to;
+        }
+        if !cols.rooms.is_empty() {
+            add_rooms(rollup, cols, lo..hi, room_bits);
+        }
+        lo = hi;
+    }
+    Ok(())
+}
+
+/// The rooms' tallies of the readings `range` of `cols` (one span's), as
+/// `Rollup::add` keeps them: temperature and humidity of each reading that
+/// names a room and has either. A room's readings come in runs (a sensor
+/// stays in its room): each run's tally is found once, and each of its
+/// columns folded in one pass.
+fn add_rooms(
+    rollup: &mut Rollup,
+    cols: &crate::domain::block::Columns,
+    range: std::ops::Range<usize>,
+    room_bits: u64,
+) {
+    let mut room_columns: Vec<(Quantity, &[usize], &[f64])> = cols
+        .columns
+        .iter()
+        .filter(|(q, ..)| matches!(q, Quantity::Temperature | Quantity::Humidity))
+        .map(|(q, holders, values)| {
+            let from = holders.partition_point(|i| *i < range.start);
+            (*q, &holders[from..], &values[from..])
+        })
+        .collect();
+    let mut lo = range.start;
+    while lo < range.end {
+        let k = cols.room_index[lo];
+        let hi = (lo + 1..range.end)
+            .find(|&i| cols.room_index[i] != k)
+            .unwrap_or(range.end);
+        let with_values = cols.masks[lo..hi]
+            .iter()
+            .filter(|m| *m & room_bits != 0)
+            .count() as u64;
+        if let (Some(room), true) = (cols.room(lo), with_values > 0) {
+            let tally = match rollup.rooms.get_mut(room) {
+                Some(tally) => tally,
+                None => rollup.rooms.entry(room.clone()).or_default(),
+            };
+            tally.count += with_values;
+            for (quantity, holders, values) in &mut room_columns {
+                let from = holders.partition_point(|i| *i < lo);
+                let to = holders.partition_point(|i| *i < hi);
+                if to > from {
+                    let mut run = values[from..to].iter().copied();
+                    let stats = match tally.fields.entry(*quantity) {
+                        std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                        std::collections::btree_map::Entry::Vacant(e) => {
+                            e.insert(FieldStats::new(run.next().expect("to > from")))
+                        }
+                    };
+                    run.for_each(|v| stats.add(v));
+                }
+                *holders = &holders[to..];
+                *values = &values[to..];
+            }
+        }
+        lo = hi;
+    }
 }
 
 /// The chain leaving a recomputed span: the new rollup's, or, when the span
@@ -1232,6 +1354,39 @@ mod tests {
             let (stats, energy) = raw(&all, b, range);
             let (p_stats, p_energy) = from_segments(&all, b, range);
             same_answers((&stats, &energy), (&p_stats, &p_energy))?;
+        }
+
+        /// Rollups folded from blocks' columns are the rollups of the
+        /// readings, bit for bit (PartialEq compares every float), for hours
+        /// and days: counters with their resets and marks, rooms a sensor
+        /// moved between, watts alone, raw and thousandths columns, a
+        /// history cut into blocks (a day's block and its segments) whose
+        /// spans continue from one block into the next, entered with the
+        /// chain a prefix of the history leaves.
+        #[test]
+        fn spans_from_columns_are_the_readings_spans(
+            h in history(),
+            prefix in 0usize..40,
+            cuts in proptest::collection::vec(0usize..120, 0..3),
+        ) {
+            let all = readings(&h);
+            let prefix = prefix.min(all.len() - 1);
+            let entering = spans(Span::Hour, Chain::default(), all[..prefix].iter())
+                .last()
+                .map_or(Chain::default(), |r| r.chain);
+            let rest = &all[prefix..];
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % rest.len()).chain([0, rest.len()]).collect();
+            cuts.sort_unstable();
+            cuts.dedup();
+            for span in [Span::Hour, Span::Day] {
+                let mut folded = Vec::new();
+                for piece in cuts.windows(2) {
+                    let bytes = crate::domain::block::encode(&rest[piece[0]..piece[1]]).unwrap();
+                    let columns = crate::domain::block::decode_columns(&bytes).unwrap();
+                    extend_spans_from_columns(&mut folded, span, entering, &columns).unwrap();
+                }
+                prop_assert_eq!(&folded, &spans(span, entering, rest.iter()));
+            }
         }
 
         /// The stored shape gives back the rollup, bit for bit.

@@ -301,14 +301,36 @@ pub fn decode(device: &DeviceId, bytes: &[u8]) -> Result<Vec<Reading>, BlockErro
     decode_picked(device, bytes, |times| 0..times.len())
 }
 
-/// Decodes the readings of a block that `pick` picks, given every time in
-/// order: a range of their positions. Every part of the block is still read
-/// and checked; only the picked readings are built (a page, or the latest).
-pub fn decode_picked(
-    device: &DeviceId,
-    bytes: &[u8],
-    pick: impl FnOnce(&[i64]) -> std::ops::Range<usize>,
-) -> Result<Vec<Reading>, BlockError> {
+/// A block decoded into its columns, not yet into readings: what a fold
+/// over many readings reads (a zone's days from computed hours) without
+/// building a reading, and its allocations, for each.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Columns {
+    /// Every reading's time, in order.
+    pub times: Vec<i64>,
+    /// The rooms the readings name.
+    pub rooms: Vec<RoomId>,
+    /// Each reading's room: 0 for none, else its place in `rooms` plus one.
+    pub room_index: Vec<u64>,
+    /// Each reading's quantities, a bit per catalogue position.
+    pub masks: Vec<u64>,
+    /// Per quantity present, in catalogue order: the positions of the
+    /// readings that have it (ascending) and their values.
+    pub columns: Vec<(Quantity, Vec<usize>, Vec<f64>)>,
+}
+
+impl Columns {
+    /// Reading `i`'s room.
+    pub fn room(&self, i: usize) -> Option<&RoomId> {
+        match self.room_index[i] {
+            0 => None,
+            k => self.rooms.get(k as usize - 1),
+        }
+    }
+}
+
+/// Decodes a block into its columns; every part is read and checked.
+pub fn decode_columns(bytes: &[u8]) -> Result<Columns, BlockError> {
     let mut r = Reader::new(bytes);
     let (header, modes) = read_header(&mut r)?;
     let n = header.count as usize;
@@ -357,22 +379,22 @@ pub fn decode_picked(
     if room_index.iter().any(|&k| k as usize > rooms.len()) {
         return Err(corrupt("a room outside the dictionary"));
     }
-    let picked = pick(&times);
-    let picked = picked.start.min(n)..picked.end.min(n);
-    // Each reading's values, allocated at their size: grown push by push,
-    // every reading's first value went through the vector's growth path.
-    let mut values: Vec<Vec<(Quantity, f64)>> = picked
-        .clone()
-        .map(|i| Vec::with_capacity(masks[i].count_ones() as usize))
-        .collect();
     // Every column first: a counter predicted from the watts is read
     // before them (catalogue order) and resolved once they are.
     let predicts = [VERSION, VERSION_5].contains(&bytes[0]);
-    let mut columns = Vec::with_capacity(header.quantities.len());
+    let mut read = Vec::with_capacity(header.quantities.len());
     for (stats, mode) in header.quantities.iter().zip(modes) {
         let bit = 1u64 << stats.quantity.index();
-        let mut holders: Vec<usize> = Vec::with_capacity(n.min(stats.count as usize));
-        holders.extend((0..n).filter(|&i| masks[i] & bit != 0));
+        // Most columns are every reading's: their holders are counted out,
+        // not filtered one by one, once the masks agree.
+        let holders: Vec<usize> = if stats.count as usize == n && masks.iter().all(|m| m & bit != 0)
+        {
+            (0..n).collect()
+        } else {
+            let mut holders = Vec::with_capacity(n.min(stats.count as usize));
+            holders.extend((0..n).filter(|&i| masks[i] & bit != 0));
+            holders
+        };
         if holders.len() != stats.count as usize {
             return Err(corrupt(format!(
                 "{}: the masks say {} values, the header {}",
@@ -382,36 +404,81 @@ pub fn decode_picked(
             )));
         }
         let column = read_column(&mut r, mode, holders.len(), predicts)?;
-        columns.push((stats.quantity, holders, column));
+        read.push((stats.quantity, holders, column));
     }
-    let mut resolved = Vec::with_capacity(columns.len());
-    for (quantity, holders, column) in &columns {
-        let column = match column {
-            ColumnRead::Values(values) => std::borrow::Cow::Borrowed(values),
+    if !r.done() {
+        return Err(corrupt("bytes after the last column"));
+    }
+    let mut predicted = Vec::with_capacity(read.len());
+    for (quantity, holders, column) in &read {
+        predicted.push(match column {
+            ColumnRead::Values(_) => None,
             ColumnRead::Predicted {
                 kind,
                 scale,
                 residuals,
-            } => std::borrow::Cow::Owned(energy_predicted(
+            } => Some(energy_predicted(
                 *quantity,
                 holders,
                 (*kind, *scale),
                 residuals,
                 &times,
-                &columns,
+                &read,
             )?),
-        };
-        resolved.push(column);
+        });
     }
-    for ((quantity, holders, _), column) in columns.iter().zip(&resolved) {
-        for (&i, v) in holders.iter().zip(column.iter()) {
-            if picked.contains(&i) {
-                values[i - picked.start].push((*quantity, *v));
+    let columns = read
+        .into_iter()
+        .zip(predicted)
+        .map(|((quantity, holders, column), predicted)| {
+            let values = match (column, predicted) {
+                (_, Some(values)) | (ColumnRead::Values(values), None) => values,
+                (ColumnRead::Predicted { .. }, None) => unreachable!("resolved above"),
+            };
+            (quantity, holders, values)
+        })
+        .collect();
+    Ok(Columns {
+        times,
+        rooms,
+        room_index,
+        masks,
+        columns,
+    })
+}
+
+/// Decodes the readings of a block that `pick` picks, given every time in
+/// order: a range of their positions. Every part of the block is still read
+/// and checked; only the picked readings are built (a page, or the latest).
+pub fn decode_picked(
+    device: &DeviceId,
+    bytes: &[u8],
+    pick: impl FnOnce(&[i64]) -> std::ops::Range<usize>,
+) -> Result<Vec<Reading>, BlockError> {
+    let Columns {
+        times,
+        rooms,
+        room_index,
+        masks,
+        columns,
+    } = decode_columns(bytes)?;
+    let n = times.len();
+    let picked = pick(&times);
+    let picked = picked.start.min(n)..picked.end.min(n);
+    // Each reading's values, allocated at their size: grown push by push,
+    // every reading's first value went through the vector's growth path.
+    let mut values: Vec<Vec<(Quantity, f64)>> = picked
+        .clone()
+        .map(|i| Vec::with_capacity(masks[i].count_ones() as usize))
+        .collect();
+    for (quantity, holders, column) in &columns {
+        let from = holders.partition_point(|&i| i < picked.start);
+        for (&i, v) in holders[from..].iter().zip(&column[from..]) {
+            if i >= picked.end {
+                break;
             }
+            values[i - picked.start].push((*quantity, *v));
         }
-    }
-    if !r.done() {
-        return Err(corrupt("bytes after the last column"));
     }
 
     let mut out = Vec::with_capacity(picked.len());

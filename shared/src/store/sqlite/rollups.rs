@@ -326,19 +326,34 @@ fn hours_within(
     };
     let mut out = Vec::new();
     for day in stored_within(conn, device, Span::Day, &days, None)? {
-        let readings = series::device_readings(
-            conn,
-            device,
-            device_id,
-            Bounds {
-                lo: day.start.millis(),
-                hi: day.end().millis() - 1,
-            },
-            Order::Asc,
-            MAX_SPAN_READINGS,
-        )?;
-        out.extend(
+        let bounds = Bounds {
+            lo: day.start.millis(),
+            hi: day.end().millis() - 1,
+        };
+        // A sealed day alone (a zone's days read a year of them) is folded
+        // from its blocks' columns; one with hot rows from its readings.
+        let hours = if series::hot_rows_within(conn, device, bounds)? {
+            let readings = series::device_readings(
+                conn,
+                device,
+                device_id,
+                bounds,
+                Order::Asc,
+                MAX_SPAN_READINGS,
+            )?;
             spans(Span::Hour, day.entering(), readings.iter())
+        } else {
+            let day_number = super::blocks::day_of(bounds.lo);
+            super::blocks::spans_of_day(
+                conn,
+                (device, device_id),
+                day_number,
+                Span::Hour,
+                day.entering(),
+            )?
+        };
+        out.extend(
+            hours
                 .into_iter()
                 .filter(|h| h.start >= range.from() && h.start <= last_hour),
         );

@@ -110,7 +110,7 @@ pub fn room_readings(
 /// of history fall wholly in sealed days; a min/max of the rows (an index
 /// lookup) spares them the ordered row query, which SQLite prepares again on
 /// every run once its parameters are bound (docs/BENCHMARKS.md).
-fn hot_rows_within(conn: &Connection, device: i64, bounds: Bounds) -> Result<bool, StoreError> {
+pub fn hot_rows_within(conn: &Connection, device: i64, bounds: Bounds) -> Result<bool, StoreError> {
     Ok(rows::time_span(conn, device)?.is_some_and(|(lo, hi)| lo <= bounds.hi && hi >= bounds.lo))
 }
 
