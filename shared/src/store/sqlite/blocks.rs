@@ -407,26 +407,34 @@ fn day_and_body<'r>(row: &'r rusqlite::Row<'_>) -> Result<(i64, Cow<'r, [u8]>), 
     Ok((k & LAST_DAY, body))
 }
 
-/// The rollups of `span` of a device's sealed readings of `day` (its block,
-/// then its segments), entered with `entering`, from the blocks' columns
-/// (`rollup::extend_spans_from_columns`): what `rollup::spans` makes of
-/// the day's readings, without building them. The caller knows the day has
-/// no hot rows.
-pub fn spans_of_day(
-    conn: &Connection,
-    (device, device_id): (i64, &DeviceId),
-    day: i64,
-    span: crate::model::Span,
-    entering: crate::domain::aggregate::counter::Chain,
-) -> Result<Vec<crate::domain::aggregate::rollup::Rollup>, StoreError> {
+/// The bodies of a device's sealed rows of `day`, in order: its block (with
+/// its tail), then its segments.
+pub fn day_bodies(conn: &Connection, device: i64, day: i64) -> Result<Vec<Vec<u8>>, StoreError> {
     let mut out = Vec::new();
     let mut stmt = conn.prepare_cached(ROWS[0]).map_err(db_err)?;
     let mut found = stmt
         .query(params![key(device, day), key(device, day)])
         .map_err(db_err)?;
     while let Some(row) = found.next().map_err(db_err)? {
-        let (day, body) = day_and_body(row)?;
-        let columns = block::decode_columns(&body).map_err(|e| corrupt(device_id, day, e))?;
+        out.push(day_and_body(row)?.1.into_owned());
+    }
+    Ok(out)
+}
+
+/// The rollups of `span` of a device's sealed readings of `day`, given as
+/// its rows' bodies (`day_bodies`), entered with `entering`, from the
+/// blocks' columns (`rollup::extend_spans_from_columns`): what
+/// `rollup::spans` makes of the day's readings, without building them.
+pub fn spans_of_bodies(
+    device_id: &DeviceId,
+    day: i64,
+    bodies: &[Vec<u8>],
+    span: crate::model::Span,
+    entering: crate::domain::aggregate::counter::Chain,
+) -> Result<Vec<crate::domain::aggregate::rollup::Rollup>, StoreError> {
+    let mut out = Vec::new();
+    for body in bodies {
+        let columns = block::decode_columns(body).map_err(|e| corrupt(device_id, day, e))?;
         crate::domain::aggregate::rollup::extend_spans_from_columns(
             &mut out, span, entering, &columns,
         )

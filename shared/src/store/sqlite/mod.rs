@@ -8,6 +8,8 @@
 //! - `rows`: hot readings, as rows of the family tables.
 //! - `blocks`: sealed days, one compressed block per device and day.
 //! - `series`: a device's readings as every read sees them, both merged.
+//! - `rollups`: day rollups as rows; hours computed from a day's block when
+//!   read, and kept between reads by `hour_cache`.
 //! - `sealer`: moves closed days from rows into blocks, in the background.
 //! - `registry`: the `devices` and `rooms` records, kept in the write
 //!   transaction by `domain::registry::plan`, the planner the stream Lambda uses.
@@ -20,6 +22,7 @@ mod alerts;
 mod backup;
 mod block_tail;
 mod blocks;
+mod hour_cache;
 mod names;
 mod periodic;
 mod quiet_wal;
@@ -68,6 +71,8 @@ pub struct SqliteStore {
     /// Whether aggregates read the rollups (always kept): off only to
     /// compare with the readings' answers (tests, benchmarks).
     rollup_reads: bool,
+    /// The hours computed from sealed days, kept between reads.
+    hours: Arc<hour_cache::HourCache>,
     /// A file's sealer, which stops when the last clone goes; before the
     /// checkpointer, so that its hold on the writer is gone first.
     _sealer: Option<Arc<periodic::Periodic>>,
@@ -284,6 +289,7 @@ impl SqliteStore {
             readers: Arc::new(Vec::new()),
             retention: None,
             rollup_reads: true,
+            hours: Arc::new(hour_cache::HourCache::new(hour_cache::DEFAULT_CAPACITY)),
             _sealer: None,
             _checkpointer: None,
             _open: None,
@@ -823,9 +829,9 @@ impl Store for SqliteStore {
         span: Span,
         range: &TimeRange,
     ) -> Result<Vec<Rollup>, StoreError> {
-        let range = *range;
+        let (range, cache) = (*range, self.hours.clone());
         self.metered_rollups(device, move |conn, id, device, sized| {
-            rollups::within(conn, id, device, span, &range, sized)
+            rollups::within(conn, (id, device), span, &range, sized, Some(&cache))
         })
         .await
     }
@@ -837,18 +843,21 @@ impl Store for SqliteStore {
         range: &TimeRange,
         room: Option<&RoomId>,
     ) -> Result<Vec<(Timestamp, Option<Tally>)>, StoreError> {
-        let (range, room) = (*range, room.cloned());
-        if span != Span::Day {
-            let found = self.rollups(device, span, &range).await?;
-            return Ok(found
-                .into_iter()
-                .map(|r| r.into_tally(room.as_ref()))
-                .collect());
-        }
-        self.metered_rollups(device, move |conn, id, _, sized| {
+        let (range, room, cache) = (*range, room.cloned(), self.hours.clone());
+        self.metered_rollups(device, move |conn, id, device, sized| {
             let mut bytes = 0;
             let sized = sized.map(|len| (len, &mut bytes));
-            let found = rollups::day_tallies_within(conn, id, &range, room.as_ref(), sized)?;
+            let found = match span {
+                Span::Day => rollups::day_tallies_within(conn, id, &range, room.as_ref(), sized)?,
+                Span::Hour => rollups::hour_tallies_within(
+                    conn,
+                    (id, device),
+                    &range,
+                    room.as_ref(),
+                    sized,
+                    Some(&cache),
+                )?,
+            };
             Ok((found, bytes))
         })
         .await

@@ -94,7 +94,15 @@ impl RollupSpans for TxSpans<'_> {
     }
 
     async fn within(&mut self, span: Span, range: &TimeRange) -> Result<Vec<Rollup>, StoreError> {
-        Ok(rollups::within(self.tx, self.device, self.device_id, span, range, None)?.0)
+        Ok(rollups::within(
+            self.tx,
+            (self.device, self.device_id),
+            span,
+            range,
+            None,
+            None,
+        )?
+        .0)
     }
 
     async fn starts(

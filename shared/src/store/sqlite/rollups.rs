@@ -12,6 +12,8 @@
 //!   read, from its day's readings (one block) and the chain its day
 //!   rollup entered with, by the same fold that would have stored it.
 
+use super::blocks;
+use super::hour_cache::{self, CachedHour, HourCache};
 use super::rows::Bounds;
 use super::series;
 use super::{db_err, StoreError};
@@ -175,14 +177,15 @@ pub fn starts(
 /// first; with `sized` (a device id of that many bytes), also their items'
 /// DynamoDB size (`billing::rollup_size`, what `read_units` meters): a day's
 /// from its stored shape as it is decoded, an hour's (computed, not stored)
-/// from the shape it would be stored in.
+/// from the shape it would be stored in. Hours of sealed days are kept in
+/// `cache` where one is given (`hour_cache`).
 pub fn within(
     conn: &Connection,
-    device: i64,
-    device_id: &DeviceId,
+    (device, device_id): (i64, &DeviceId),
     span: Span,
     range: &TimeRange,
     sized: Option<usize>,
+    cache: Option<&HourCache>,
 ) -> Result<(Vec<Rollup>, usize), StoreError> {
     let mut bytes = 0;
     let found = match span {
@@ -194,17 +197,80 @@ pub fn within(
             sized.map(|pk_len| (pk_len, &mut bytes)),
         )?,
         Span::Hour => {
-            let hours = hours_within(conn, device, device_id, range)?;
-            if let Some(pk_len) = sized {
-                bytes = hours
-                    .iter()
-                    .map(|h| crate::domain::billing::rollup_size(pk_len, &Stored::from(h)))
-                    .sum();
+            let mut out = Vec::new();
+            for day in hour_days(conn, (device, device_id), range, cache)? {
+                match day {
+                    DayHours::Computed(hours) => {
+                        if let Some(pk_len) = sized {
+                            bytes += hours
+                                .iter()
+                                .map(|h| {
+                                    crate::domain::billing::rollup_size(pk_len, &Stored::from(h))
+                                })
+                                .sum::<usize>();
+                        }
+                        out.extend(hours);
+                    }
+                    DayHours::Kept(hours, inside) => {
+                        for h in &hours[inside] {
+                            let sized = sized.map(|pk_len| (pk_len, &mut bytes));
+                            out.push(decode_sized(
+                                Span::Hour,
+                                h.start,
+                                &h.body,
+                                Some(h.size as i64),
+                                sized,
+                            )?);
+                        }
+                    }
+                }
             }
-            hours
+            out
         }
     };
     Ok((found, bytes))
+}
+
+/// The tallies of a device's hour rollups that lie wholly inside `range`,
+/// oldest first, with their starts: of the readings that named `room`, or of
+/// all of them (`None`; `None` as a tally where no reading named the room).
+/// What `within` gives for hours, read from the kept hours' bodies where
+/// they are kept (`rollup_body::tally`), without decoding them whole.
+pub fn hour_tallies_within(
+    conn: &Connection,
+    (device, device_id): (i64, &DeviceId),
+    range: &TimeRange,
+    room: Option<&RoomId>,
+    mut sized: Option<(usize, &mut usize)>,
+    cache: Option<&HourCache>,
+) -> Result<Vec<(Timestamp, Option<Tally>)>, StoreError> {
+    let mut out = Vec::new();
+    for day in hour_days(conn, (device, device_id), range, cache)? {
+        match day {
+            DayHours::Computed(hours) => {
+                for h in hours {
+                    if let Some((pk_len, bytes)) = sized.as_mut() {
+                        **bytes += crate::domain::billing::rollup_size(*pk_len, &Stored::from(&h));
+                    }
+                    out.push(h.into_tally(room));
+                }
+            }
+            DayHours::Kept(hours, inside) => {
+                for h in &hours[inside] {
+                    let corrupt =
+                        |e: String| StoreError::Corrupt(format!("hour rollup at {}: {e}", h.start));
+                    let at = Timestamp::from_millis(h.start).map_err(|e| corrupt(e.to_string()))?;
+                    let tally =
+                        rollup_body::tally(&h.body, room.map(RoomId::as_str)).map_err(corrupt)?;
+                    if let Some((pk_len, bytes)) = sized.as_mut() {
+                        **bytes += crate::domain::billing::rollup_item_size(*pk_len, h.size);
+                    }
+                    out.push((at, tally));
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 pub fn stored_within(
@@ -306,15 +372,24 @@ fn each_stored(
     Ok(())
 }
 
-/// The hour rollups inside `range`, from the readings of each day that has
-/// a day rollup: entered with that day's entering chain, as they would have
-/// been kept.
-fn hours_within(
+/// A day's hour rollups: computed now, or kept (`hour_cache`).
+enum DayHours {
+    Computed(Vec<Rollup>),
+    /// The day's kept hours, and which of them lie inside the range.
+    Kept(std::sync::Arc<[CachedHour]>, std::ops::Range<usize>),
+}
+
+/// The hour rollups inside `range`, day by day, from the readings of each
+/// day that has a day rollup: entered with that day's entering chain, as
+/// they would have been kept. A sealed day alone (a zone's days read a year
+/// of them) is folded from its blocks' columns, and its hours kept in
+/// `cache`; a day with hot rows is folded from its readings.
+fn hour_days(
     conn: &Connection,
-    device: i64,
-    device_id: &DeviceId,
+    (device, device_id): (i64, &DeviceId),
     range: &TimeRange,
-) -> Result<Vec<Rollup>, StoreError> {
+    cache: Option<&HourCache>,
+) -> Result<Vec<DayHours>, StoreError> {
     let first_day = Span::Day.start_of(range.from());
     let last_hour = range.to().saturating_add_millis(-Span::Hour.millis());
     if last_hour < range.from() {
@@ -324,15 +399,14 @@ fn hours_within(
     let Ok(days) = TimeRange::new(first_day, days_end) else {
         return Ok(Vec::new());
     };
+    let inside = |start: i64| start >= range.from().millis() && start <= last_hour.millis();
     let mut out = Vec::new();
     for day in stored_within(conn, device, Span::Day, &days, None)? {
         let bounds = Bounds {
             lo: day.start.millis(),
             hi: day.end().millis() - 1,
         };
-        // A sealed day alone (a zone's days read a year of them) is folded
-        // from its blocks' columns; one with hot rows from its readings.
-        let hours = if series::hot_rows_within(conn, device, bounds)? {
+        if series::hot_rows_within(conn, device, bounds)? {
             let readings = series::device_readings(
                 conn,
                 device,
@@ -341,22 +415,67 @@ fn hours_within(
                 Order::Asc,
                 MAX_SPAN_READINGS,
             )?;
-            spans(Span::Hour, day.entering(), readings.iter())
-        } else {
-            let day_number = super::blocks::day_of(bounds.lo);
-            super::blocks::spans_of_day(
-                conn,
-                (device, device_id),
-                day_number,
-                Span::Hour,
-                day.entering(),
-            )?
-        };
-        out.extend(
+            let hours = spans(Span::Hour, day.entering(), readings.iter());
+            out.push(DayHours::Computed(
+                hours
+                    .into_iter()
+                    .filter(|h| inside(h.start.millis()))
+                    .collect(),
+            ));
+            continue;
+        }
+        let number = blocks::day_of(bounds.lo);
+        let bodies = blocks::day_bodies(conn, device, number)?;
+        let entering = day.entering();
+        let fingerprint =
+            cache.map(|_| hour_cache::fingerprint(bodies.iter().map(Vec::as_slice), &entering));
+        if let (Some(cache), Some(fingerprint)) = (cache, fingerprint) {
+            if let Some(kept) = cache.get(device, number, fingerprint) {
+                let span = kept_inside(&kept, range, last_hour);
+                out.push(DayHours::Kept(kept, span));
+                continue;
+            }
+        }
+        let hours = blocks::spans_of_bodies(device_id, number, &bodies, Span::Hour, entering)?;
+        if let (Some(cache), Some(fingerprint)) = (cache, fingerprint) {
+            // Read as they are kept, cold or warm: one way for both.
+            if let Some(kept) = hours.iter().map(cached).collect::<Option<Vec<_>>>() {
+                let kept: std::sync::Arc<[CachedHour]> = kept.into();
+                cache.put(device, number, fingerprint, kept.clone());
+                let span = kept_inside(&kept, range, last_hour);
+                out.push(DayHours::Kept(kept, span));
+                continue;
+            }
+        }
+        out.push(DayHours::Computed(
             hours
                 .into_iter()
-                .filter(|h| h.start >= range.from() && h.start <= last_hour),
-        );
+                .filter(|h| inside(h.start.millis()))
+                .collect(),
+        ));
     }
     Ok(out)
+}
+
+/// Which of a day's kept hours (in time order) start inside `range`, up to
+/// its last whole hour.
+fn kept_inside(
+    kept: &[CachedHour],
+    range: &TimeRange,
+    last_hour: Timestamp,
+) -> std::ops::Range<usize> {
+    let lo = kept.partition_point(|h| h.start < range.from().millis());
+    let hi = kept.partition_point(|h| h.start <= last_hour.millis());
+    lo..hi.max(lo)
+}
+
+/// An hour as the cache keeps it; `None` where its body has no stored form
+/// of this version (a field outside the catalogue).
+fn cached(h: &Rollup) -> Option<CachedHour> {
+    let stored = Stored::from(h);
+    Some(CachedHour {
+        start: h.start.millis(),
+        body: rollup_body::encode(&stored, h.start.millis())?,
+        size: crate::domain::billing::stored_size(&stored),
+    })
 }

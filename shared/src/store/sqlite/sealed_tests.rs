@@ -129,6 +129,26 @@ async fn answers(store: &SqliteStore) -> Vec<String> {
                 store.rollups(d, span, &everything).await.unwrap()
             ));
         }
+        // Hours' tallies, whole and of each room, over everything and over
+        // a range that starts and ends inside days, with what they meter:
+        // from the hours computed, then from those kept (`hour_cache`).
+        let inside = crate::model::TimeRange::new(at(90), at(3 * 1440 + 30)).unwrap();
+        for range in [everything, inside] {
+            for room in [None, Some("bedroom"), Some("hall")] {
+                let room = room.map(|r| RoomId::parse(r).unwrap());
+                let (tallies, units) = crate::store::metering::metered(store.rollup_tallies(
+                    d,
+                    Span::Hour,
+                    &range,
+                    room.as_ref(),
+                ))
+                .await;
+                out.push(format!("{d} hours {room:?} {range:?}: {units} {tallies:?}"));
+                let (hours, units) =
+                    crate::store::metering::metered(store.rollups(d, Span::Hour, &range)).await;
+                out.push(format!("{d} hour rollups {range:?}: {units} {hours:?}"));
+            }
+        }
     }
     // Box search's two sources together: the Z-order index of the rows
     // (read whole) and the sealed readings inside a box, then the box.
@@ -238,6 +258,9 @@ proptest! {
             written(&blocks, &batches, Timestamp::now().millis());
             prop_assert_eq!(hot_rows(&blocks), 0);
             prop_assert!(want == answers(&blocks).await, "blocks differ");
+            // Again: the sealed days' hours are kept now.
+            prop_assert!(blocks.hours.bytes() > 0 || history.is_empty());
+            prop_assert!(want == answers(&blocks).await, "kept hours differ");
 
             // Both: days before `split_day` sealed afterwards, the rest rows;
             // then the history written again on top, as late and rewritten
@@ -250,6 +273,9 @@ proptest! {
             prop_assert!(want == answers(&both).await, "half sealed differs");
             written(&both, &batches, now);
             prop_assert!(want == answers(&both).await, "rewritten differs");
+            // Sealed again, over hours kept from the half-sealed days.
+            sealer::seal_all(&writer, Timestamp::now().millis(), None).unwrap();
+            prop_assert!(want == answers(&both).await, "sealed after the rewrite differs");
             prop_assert_eq!(
                 rows.stored_readings().await.unwrap(),
                 both.stored_readings().await.unwrap()
@@ -880,4 +906,37 @@ async fn readings_are_counted_from_heads_and_from_tails_where_a_head_is_short() 
         .execute_batch("UPDATE block_tails SET body = x'ff';")
         .unwrap();
     assert!(store.stored_readings().await.is_err());
+}
+
+/// A late reading into a sealed day whose hours are kept: the day's bytes
+/// changed, so its hours are computed again, and answer as a store that
+/// never kept them does.
+#[tokio::test]
+async fn a_late_reading_into_a_sealed_day_changes_its_kept_hours() {
+    let now = Timestamp::now().millis();
+    let day: Vec<Reading> = (0..1440).step_by(10).map(|m| make(1, m, 1, 0.5)).collect();
+    let late = vec![make(1, 125, 1, 0.99)];
+    let store = SqliteStore::in_memory().unwrap();
+    written(&store, std::slice::from_ref(&day), now);
+    let sensor = DeviceId::parse("sensor-1").unwrap();
+    let range = crate::model::TimeRange::new(at(0), at(1440)).unwrap();
+    let tallies = |store: SqliteStore| {
+        let sensor = sensor.clone();
+        async move {
+            store
+                .rollup_tallies(&sensor, Span::Hour, &range, None)
+                .await
+                .unwrap()
+        }
+    };
+    let before = tallies(store.clone()).await;
+    assert_eq!(before.len(), 24);
+    assert!(store.hours.bytes() > 0, "the day's hours are kept");
+    assert_eq!(tallies(store.clone()).await, before, "from the kept hours");
+    written(&store, std::slice::from_ref(&late), now);
+    let after = tallies(store.clone()).await;
+    let fresh = SqliteStore::in_memory().unwrap();
+    written(&fresh, &[day, late], now);
+    assert_eq!(after, tallies(fresh).await);
+    assert_ne!(after, before, "the late reading is in its hour");
 }

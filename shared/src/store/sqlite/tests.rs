@@ -699,7 +699,7 @@ mod rollups_kept {
                         rows::Bounds { lo: 0, hi: i64::MAX }, Order::Asc, 1_000_000,
                     ).unwrap();
                     for span in [Span::Hour, Span::Day] {
-                        let kept = rollups::within(&writer.conn, id, &device_id, span, &everything, None).unwrap().0;
+                        let kept = rollups::within(&writer.conn, (id, &device_id), span, &everything, None, None).unwrap().0;
                         let fresh = spans(span, Default::default(), stored.iter());
                         if let Some(i) = (0..kept.len().max(fresh.len())).find(|&i| kept.get(i) != fresh.get(i)) {
                             panic!("{device} {span:?}: {} kept, {} fresh; first difference at {i}:\n{:?}\n{:?}", kept.len(), fresh.len(), kept.get(i), fresh.get(i));
@@ -752,9 +752,16 @@ async fn a_version_2_file_gets_its_rollups_on_open() {
             .collect();
         let device_id = DeviceId::parse(device).unwrap();
         for span in [Span::Hour, Span::Day] {
-            let kept = rollups::within(&writer.conn, id, &device_id, span, &everything, None)
-                .unwrap()
-                .0;
+            let kept = rollups::within(
+                &writer.conn,
+                (id, &device_id),
+                span,
+                &everything,
+                None,
+                None,
+            )
+            .unwrap()
+            .0;
             assert!(!kept.is_empty());
             assert_eq!(
                 kept,
@@ -792,11 +799,11 @@ async fn rollups_keep_their_size_and_a_version_5_file_gets_the_column() {
             .unwrap();
         let (days, bytes) = rollups::within(
             &writer.conn,
-            id,
-            &device_id,
+            (id, &device_id),
             Span::Day,
             &everything,
             Some(8),
+            None,
         )
         .unwrap();
         let sizes: Vec<(i64, Vec<u8>, Option<i64>)> = writer
