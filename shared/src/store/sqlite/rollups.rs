@@ -211,6 +211,15 @@ pub fn within(
                         }
                         out.extend(hours);
                     }
+                    DayHours::Fresh(mut hours, kept, inside) => {
+                        if let Some(pk_len) = sized {
+                            bytes += kept[inside.clone()]
+                                .iter()
+                                .map(|h| crate::domain::billing::rollup_item_size(pk_len, h.size))
+                                .sum::<usize>();
+                        }
+                        out.extend(hours.drain(inside));
+                    }
                     DayHours::Kept(hours, inside) => {
                         for h in &hours[inside] {
                             let sized = sized.map(|pk_len| (pk_len, &mut bytes));
@@ -255,7 +264,7 @@ pub fn hour_tallies_within(
                     out.push(h.into_tally(room));
                 }
             }
-            DayHours::Kept(hours, inside) => {
+            DayHours::Kept(hours, inside) | DayHours::Fresh(_, hours, inside) => {
                 for h in &hours[inside] {
                     let corrupt =
                         |e: String| StoreError::Corrupt(format!("hour rollup at {}: {e}", h.start));
@@ -374,9 +383,18 @@ fn each_stored(
 
 /// A day's hour rollups: computed now, or kept (`hour_cache`).
 enum DayHours {
+    /// Those inside the range.
     Computed(Vec<Rollup>),
     /// The day's kept hours, and which of them lie inside the range.
     Kept(std::sync::Arc<[CachedHour]>, std::ops::Range<usize>),
+    /// Computed now and kept: every hour of the day both ways (in the same
+    /// order), and which of them lie inside the range. Rollups are taken as
+    /// computed, not decoded again from what was kept.
+    Fresh(
+        Vec<Rollup>,
+        std::sync::Arc<[CachedHour]>,
+        std::ops::Range<usize>,
+    ),
 }
 
 /// The hour rollups inside `range`, day by day, from the readings of each
@@ -438,12 +456,11 @@ fn hour_days(
         }
         let hours = blocks::spans_of_bodies(device_id, number, &bodies, Span::Hour, entering)?;
         if let (Some(cache), Some(fingerprint)) = (cache, fingerprint) {
-            // Read as they are kept, cold or warm: one way for both.
             if let Some(kept) = hours.iter().map(cached).collect::<Option<Vec<_>>>() {
                 let kept: std::sync::Arc<[CachedHour]> = kept.into();
                 cache.put(device, number, fingerprint, kept.clone());
                 let span = kept_inside(&kept, range, last_hour);
-                out.push(DayHours::Kept(kept, span));
+                out.push(DayHours::Fresh(hours, kept, span));
                 continue;
             }
         }
