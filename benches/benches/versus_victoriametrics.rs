@@ -359,48 +359,18 @@ fn main() {
             text
         };
         let theirs_text = vm.map(|v| move || v.daily_stats_text("year-sensor", year_start, end));
-        let (mine, theirs) = turns(
-            3,
-            3,
-            || drop(std::hint::black_box(ours_text())),
-            theirs_text.map(|f| move || drop(std::hint::black_box(f()))),
-        );
-        row::<Victoria>(
-            "daily min/max/mean over a year, as objects, fetched only",
-            mine,
-            theirs,
-            "ms",
-            false,
-        );
-        let (our_answer, their_answer) = (ours_text(), theirs_text.map(|f| f()));
-        let (mine, theirs) = turns(
-            3,
-            3,
-            || {
+        fetched_then_parsed(
+            "daily min/max/mean over a year, as objects",
+            (3, 3),
+            ours_text,
+            theirs_text,
+            |text| {
                 drop(std::hint::black_box(
-                    serde_json::from_str::<Value>(&our_answer).unwrap(),
+                    serde_json::from_str::<Value>(text).unwrap(),
                 ))
             },
-            their_answer.as_ref().map(|text| {
-                move || {
-                    drop(std::hint::black_box(
-                        serde_json::from_str::<Value>(text).unwrap(),
-                    ))
-                }
-            }),
         );
-        row::<Victoria>(
-            "daily min/max/mean over a year, as objects, its answer parsed only (client)",
-            mine,
-            theirs,
-            "ms",
-            false,
-        );
-        println!(
-            "(a year of daily stats' answer: ours as objects {} bytes, theirs {:?})",
-            our_answer.len(),
-            their_answer.as_ref().map(String::len)
-        );
+
         // Days in a zone: ours Berlin's local days (tz=Europe/Berlin, each
         // a day's hours, computed from the sealed blocks), theirs the same
         // windows of a day shifted by Berlin's winter offset (a fixed step
@@ -452,49 +422,19 @@ fn main() {
             )
         }
     });
-    let (mine, theirs) = turns(
-        5,
-        20,
-        || drop(std::hint::black_box(ours_text())),
-        theirs_text.map(|f| move || drop(std::hint::black_box(f()))),
-    );
-    row::<Victoria>(
-        "one device's raw day, fetched only",
-        mine,
-        theirs,
-        "ms",
-        false,
-    );
-    let (our_answer, their_answer) = (ours_text(), theirs_text.map(|f| f()));
-    let (mine, theirs) = turns(
-        5,
-        20,
-        || {
-            drop(std::hint::black_box(
-                serde_json::from_str::<Value>(&our_answer).unwrap(),
-            ))
-        },
-        their_answer.as_ref().map(|text| {
-            move || {
-                for line in text.lines() {
-                    drop(std::hint::black_box(
-                        serde_json::from_str::<Value>(line).unwrap(),
-                    ));
-                }
+    // Their export is a JSON object a line.
+    fetched_then_parsed(
+        "one device's raw day",
+        (5, 20),
+        ours_text,
+        theirs_text,
+        |text| {
+            for line in text.lines() {
+                drop(std::hint::black_box(
+                    serde_json::from_str::<Value>(line).unwrap(),
+                ));
             }
-        }),
-    );
-    row::<Victoria>(
-        "one device's raw day, its answer parsed only (client)",
-        mine,
-        theirs,
-        "ms",
-        false,
-    );
-    println!(
-        "(a raw day's answer: ours {} bytes, theirs {:?})",
-        our_answer.len(),
-        their_answer.as_ref().map(String::len)
+        },
     );
 
     // Bytes on disk once stopped.
@@ -516,4 +456,49 @@ fn main() {
     } else {
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// Where an answer's time goes: fetched (server and transfer), then the
+/// client's parse of it alone (into `serde_json::Value`; theirs by
+/// `parse_theirs`), in `turns` of `(rounds, runs)`; rows named after
+/// `what`, and both answers' sizes.
+fn fetched_then_parsed(
+    what: &str,
+    (rounds, runs): (usize, usize),
+    ours_text: impl Fn() -> String,
+    theirs_text: Option<impl Fn() -> String>,
+    parse_theirs: impl Fn(&str),
+) {
+    let (mine, theirs) = turns(
+        rounds,
+        runs,
+        || drop(std::hint::black_box(ours_text())),
+        theirs_text
+            .as_ref()
+            .map(|f| move || drop(std::hint::black_box(f()))),
+    );
+    row::<Victoria>(&format!("{what}, fetched only"), mine, theirs, "ms", false);
+    let (our_answer, their_answer) = (ours_text(), theirs_text.map(|f| f()));
+    let (mine, theirs) = turns(
+        rounds,
+        runs,
+        || {
+            drop(std::hint::black_box(
+                serde_json::from_str::<Value>(&our_answer).unwrap(),
+            ))
+        },
+        their_answer.as_deref().map(|text| || parse_theirs(text)),
+    );
+    row::<Victoria>(
+        &format!("{what}, its answer parsed only (client)"),
+        mine,
+        theirs,
+        "ms",
+        false,
+    );
+    println!(
+        "({what}: ours {} bytes, theirs {:?})",
+        our_answer.len(),
+        their_answer.as_ref().map(String::len)
+    );
 }
