@@ -8,7 +8,7 @@
 //! (a room from before presence, until `ingester-local reindex` back-fills
 //! it) every device that was ever in the room is read over the whole time.
 
-use crate::model::{DeviceId, Quantity, Reading, RoomId, Span, TimeRange, Timestamp};
+use crate::model::{DeviceId, Reading, RoomId, Span, TimeRange, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the registry knows of a room's devices over a range.
@@ -67,7 +67,7 @@ pub fn in_room(room: &RoomId) -> impl Fn(&Reading) -> bool + '_ {
             && r.measurement
                 .values()
                 .iter()
-                .any(|(q, _)| matches!(q, Quantity::Temperature | Quantity::Humidity))
+                .any(|(q, _)| crate::domain::aggregate::rollup::in_room_answers(*q))
     }
 }
 

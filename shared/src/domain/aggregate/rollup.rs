@@ -38,6 +38,23 @@ impl Tally {
         }
     }
 
+    /// Folds a column's values (in time order) into `q`'s field, as `add`
+    /// does one by one; the readings are counted by the caller.
+    fn add_column(&mut self, q: Quantity, values: &[f64]) {
+        let Some((&first, rest)) = values.split_first() else {
+            return;
+        };
+        let stats = match self.fields.entry(q) {
+            std::collections::btree_map::Entry::Occupied(e) => {
+                let stats = e.into_mut();
+                stats.add(first);
+                stats
+            }
+            std::collections::btree_map::Entry::Vacant(e) => e.insert(FieldStats::new(first)),
+        };
+        rest.iter().for_each(|v| stats.add(*v));
+    }
+
     fn merge(&mut self, other: &Tally) {
         self.count += other.count;
         for (q, f) in &other.fields {
@@ -82,13 +99,18 @@ pub struct Rollup {
     pub chain: Chain,
 }
 
-/// The quantities a room's answers are made of.
+/// Whether a room's answers are made of the quantity.
+pub fn in_room_answers(q: Quantity) -> bool {
+    matches!(q, Quantity::Temperature | Quantity::Humidity)
+}
+
+/// The values a room's answers are made of.
 pub fn room_values(r: &Reading) -> impl Iterator<Item = (Quantity, f64)> + '_ {
     r.measurement
         .values()
         .iter()
         .copied()
-        .filter(|(q, _)| matches!(q, Quantity::Temperature | Quantity::Humidity))
+        .filter(|(q, _)| in_room_answers(*q))
 }
 
 impl Rollup {
@@ -245,7 +267,10 @@ pub fn extend_spans_from_columns(
     cols: &crate::domain::block::Columns,
 ) -> Result<(), String> {
     let at = |ms: i64| Timestamp::from_millis(ms).map_err(|e| e.to_string());
-    let room_bits = (1u64 << Quantity::Temperature.index()) | (1u64 << Quantity::Humidity.index());
+    let room_bits = Quantity::ALL
+        .iter()
+        .filter(|q| in_room_answers(**q))
+        .fold(0u64, |bits, q| bits | 1 << q.index());
     // Each column's next holder, as the spans move on.
     let mut next = vec![0usize; cols.columns.len()];
     let times = &cols.times;
@@ -263,15 +288,7 @@ pub fn extend_spans_from_columns(
         for ((quantity, holders, column), from) in cols.columns.iter().zip(&mut next) {
             let to = *from + holders[*from..].partition_point(|i| *i < hi);
             if to > *from {
-                let mut values = column[*from..to].iter().copied();
-                let field = rollup.all.fields.entry(*quantity);
-                let stats = match field {
-                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::btree_map::Entry::Vacant(e) => {
-                        e.insert(FieldStats::new(values.next().expect("to > from")))
-                    }
-                };
-                values.for_each(|v| stats.add(v));
+                rollup.all.add_column(*quantity, &column[*from..to]);
                 if let Some(c) = Counter::BOTH
                     .into_iter()
                     .find(|c| c.quantity() == *quantity)
@@ -305,7 +322,7 @@ fn add_rooms(
     let mut room_columns: Vec<(Quantity, &[usize], &[f64])> = cols
         .columns
         .iter()
-        .filter(|(q, ..)| matches!(q, Quantity::Temperature | Quantity::Humidity))
+        .filter(|(q, ..)| in_room_answers(*q))
         .map(|(q, holders, values)| {
             let from = holders.partition_point(|i| *i < range.start);
             (*q, &holders[from..], &values[from..])
@@ -330,16 +347,7 @@ fn add_rooms(
             for (quantity, holders, values) in &mut room_columns {
                 let from = holders.partition_point(|i| *i < lo);
                 let to = holders.partition_point(|i| *i < hi);
-                if to > from {
-                    let mut run = values[from..to].iter().copied();
-                    let stats = match tally.fields.entry(*quantity) {
-                        std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                        std::collections::btree_map::Entry::Vacant(e) => {
-                            e.insert(FieldStats::new(run.next().expect("to > from")))
-                        }
-                    };
-                    run.for_each(|v| stats.add(v));
-                }
+                tally.add_column(*quantity, &values[from..to]);
                 *holders = &holders[to..];
                 *values = &values[to..];
             }

@@ -128,13 +128,8 @@ pub fn first_after(
 }
 
 pub fn put(conn: &Connection, device: i64, r: &Rollup) -> Result<(), StoreError> {
-    let stored = Stored::from(r);
-    let body = match rollup_body::encode(&stored, r.start.millis()) {
-        Some(body) => body,
-        None => postcard::to_allocvec(&stored)
-            .map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?,
-    };
-    let size = crate::domain::billing::stored_size(&stored) as i64;
+    let (body, size) = stored_form(r)?;
+    let size = size as i64;
     conn.prepare_cached(
         "INSERT OR REPLACE INTO rollups (device, span, start, body, size)
          VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -266,15 +261,15 @@ pub fn hour_tallies_within(
             }
             DayHours::Kept(hours, inside) | DayHours::Fresh(_, hours, inside) => {
                 for h in &hours[inside] {
-                    let corrupt =
-                        |e: String| StoreError::Corrupt(format!("hour rollup at {}: {e}", h.start));
-                    let at = Timestamp::from_millis(h.start).map_err(|e| corrupt(e.to_string()))?;
-                    let tally =
-                        rollup_body::tally(&h.body, room.map(RoomId::as_str)).map_err(corrupt)?;
-                    if let Some((pk_len, bytes)) = sized.as_mut() {
-                        **bytes += crate::domain::billing::rollup_item_size(*pk_len, h.size);
-                    }
-                    out.push((at, tally));
+                    let size = Some(h.size as i64);
+                    out.push(body_tally(
+                        Span::Hour,
+                        h.start,
+                        &h.body,
+                        size,
+                        room,
+                        &mut sized,
+                    )?);
                 }
             }
         }
@@ -315,26 +310,42 @@ pub fn day_tallies_within(
     let span = Span::Day;
     let mut out = Vec::with_capacity(spans_in(span, range));
     each_stored(conn, device, span, range, |start, body, size| {
-        let body_size = size.and_then(|s| usize::try_from(s).ok());
-        match postcard_version(body) {
-            Some(v) if rollup_body::reads(v) && (body_size.is_some() || sized.is_none()) => {
-                let corrupt =
-                    |e: String| StoreError::Corrupt(format!("day rollup at {start}: {e}"));
-                let at = Timestamp::from_millis(start).map_err(|e| corrupt(e.to_string()))?;
-                let tally = rollup_body::tally(body, room.map(RoomId::as_str));
-                out.push((at, tally.map_err(corrupt)?));
-                if let (Some((pk_len, bytes)), Some(body_size)) = (sized.as_mut(), body_size) {
-                    **bytes += crate::domain::billing::rollup_item_size(*pk_len, body_size);
-                }
-            }
-            _ => {
-                let sized = sized.as_mut().map(|(len, bytes)| (*len, &mut **bytes));
-                out.push(decode_sized(span, start, body, size, sized)?.into_tally(room));
-            }
-        }
+        out.push(body_tally(span, start, body, size, room, &mut sized)?);
         Ok(())
     })?;
     Ok(out)
+}
+
+/// A rollup body's start and tally (of the readings that named `room`, or
+/// of all of them), metered into `sized`: read from the body's first fields
+/// (`rollup_body::tally`) where it can be; a body in postcard's form, or one
+/// to be sized that was stored without its size, is decoded whole.
+fn body_tally(
+    span: Span,
+    start: i64,
+    body: &[u8],
+    size: Option<i64>,
+    room: Option<&RoomId>,
+    sized: &mut Option<(usize, &mut usize)>,
+) -> Result<(Timestamp, Option<Tally>), StoreError> {
+    let body_size = size.and_then(|s| usize::try_from(s).ok());
+    match postcard_version(body) {
+        Some(v) if rollup_body::reads(v) && (body_size.is_some() || sized.is_none()) => {
+            let corrupt = |e: String| {
+                StoreError::Corrupt(format!("{} rollup at {start}: {e}", span.as_str()))
+            };
+            let at = Timestamp::from_millis(start).map_err(|e| corrupt(e.to_string()))?;
+            let tally = rollup_body::tally(body, room.map(RoomId::as_str)).map_err(corrupt)?;
+            if let (Some((pk_len, bytes)), Some(body_size)) = (sized.as_mut(), body_size) {
+                **bytes += crate::domain::billing::rollup_item_size(*pk_len, body_size);
+            }
+            Ok((at, tally))
+        }
+        _ => {
+            let sized = sized.as_mut().map(|(len, bytes)| (*len, &mut **bytes));
+            Ok(decode_sized(span, start, body, size, sized)?.into_tally(room))
+        }
+    }
 }
 
 /// How many spans `range` may hold: what a list of its rollups is sized
@@ -456,13 +467,12 @@ fn hour_days(
         }
         let hours = blocks::spans_of_bodies(device_id, number, &bodies, Span::Hour, entering)?;
         if let (Some(cache), Some(fingerprint)) = (cache, fingerprint) {
-            if let Some(kept) = hours.iter().map(cached).collect::<Option<Vec<_>>>() {
-                let kept: std::sync::Arc<[CachedHour]> = kept.into();
-                cache.put(device, number, fingerprint, kept.clone());
-                let span = kept_inside(&kept, range, last_hour);
-                out.push(DayHours::Fresh(hours, kept, span));
-                continue;
-            }
+            let kept: std::sync::Arc<[CachedHour]> =
+                hours.iter().map(cached).collect::<Result<_, _>>()?;
+            cache.put(device, number, fingerprint, kept.clone());
+            let span = kept_inside(&kept, range, last_hour);
+            out.push(DayHours::Fresh(hours, kept, span));
+            continue;
         }
         out.push(DayHours::Computed(
             hours
@@ -486,13 +496,25 @@ fn kept_inside(
     lo..hi.max(lo)
 }
 
-/// An hour as the cache keeps it; `None` where its body has no stored form
-/// of this version (a field outside the catalogue).
-fn cached(h: &Rollup) -> Option<CachedHour> {
-    let stored = Stored::from(h);
-    Some(CachedHour {
+/// A rollup's body as it is stored (`rollup_body`, or postcard's form for
+/// a field outside the catalogue) and the size a read of it meters
+/// (`billing::stored_size`): what `put` writes and the hour cache keeps.
+fn stored_form(r: &Rollup) -> Result<(Vec<u8>, usize), StoreError> {
+    let stored = Stored::from(r);
+    let body = match rollup_body::encode(&stored, r.start.millis()) {
+        Some(body) => body,
+        None => postcard::to_allocvec(&stored)
+            .map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?,
+    };
+    Ok((body, crate::domain::billing::stored_size(&stored)))
+}
+
+/// An hour as the cache keeps it.
+fn cached(h: &Rollup) -> Result<CachedHour, StoreError> {
+    let (body, size) = stored_form(h)?;
+    Ok(CachedHour {
         start: h.start.millis(),
-        body: rollup_body::encode(&stored, h.start.millis())?,
-        size: crate::domain::billing::stored_size(&stored),
+        body,
+        size,
     })
 }
