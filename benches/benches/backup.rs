@@ -278,6 +278,10 @@ fn figures(shape: &str, days: i64, samples: &[Sample], full: bool) {
                 .arg(format!("-snapshot.createURL={}/snapshot/create", vm.url))
                 .arg(format!("-dst=fs://{}", dir.join("vmbackup").display()))
                 .arg("-loggerLevel=ERROR")
+                // Its own HTTP server on a free loopback port: the default,
+                // :8420 on every interface, was taken once in CI and vmbackup
+                // panicked ("there is no http server at :8420").
+                .arg(format!("-httpListenAddr=127.0.0.1:{}", free_port()))
                 .output()
                 .unwrap();
             let vm_secs = t.elapsed().as_secs_f64();
