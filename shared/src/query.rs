@@ -336,7 +336,7 @@ pub async fn energy<S: Store>(
                 .await?
             }
             Segment::Rollups(span, range) => {
-                for rollup in store.rollups(device, *span, range).await? {
+                for rollup in store.rollup_counters(device, *span, range).await? {
                     items_read += 1;
                     if rollup.continues(&fold.chain()) {
                         fold.add_counters(rollup.start, &rollup.counters);

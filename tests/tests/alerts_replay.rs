@@ -286,6 +286,11 @@ async fn the_replay_equals_vmalert_s<S: TestStore>() {
         .arg(format!("-rule={}", rules_file.display()))
         .arg(format!("-datasource.url={}", vm.url))
         .arg("-datasource.queryStep=1m")
+        // Never its default :8880, which another program may hold.
+        .arg(format!(
+            "-httpListenAddr=127.0.0.1:{}",
+            integration_tests::mosquitto::free_port()
+        ))
         .arg(format!("-remoteWrite.url={}", vm.url))
         .arg(format!("-replay.timeFrom={}", rfc(0)))
         .arg(format!("-replay.timeTo={}", rfc(119)))

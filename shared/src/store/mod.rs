@@ -9,6 +9,7 @@ pub mod rollup_spans;
 pub mod sqlite;
 
 use crate::domain::aggregate::rollup::{Rollup, Tally};
+use crate::domain::aggregate::rollup_counters::RollupCounters;
 use crate::keys::zorder::ZKey;
 use crate::keys::Position;
 use crate::model::{ClimateBox, DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
@@ -293,6 +294,23 @@ pub trait Store: Alerts + Clone + Send + Sync + 'static {
                 .await?
                 .into_iter()
                 .map(|r| r.into_tally(room))
+                .collect())
+        }
+    }
+    /// The counters of `rollups` (`RollupCounters`): what an energy answer
+    /// folds; an engine may read them without building whole rollups.
+    fn rollup_counters(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        range: &TimeRange,
+    ) -> impl Future<Output = Result<Vec<RollupCounters>, StoreError>> + Send {
+        async move {
+            Ok(self
+                .rollups(device, span, range)
+                .await?
+                .iter()
+                .map(RollupCounters::from)
                 .collect())
         }
     }

@@ -127,14 +127,7 @@ impl Rollup {
 
     /// The chain the span was entered with.
     pub fn entering(&self) -> Chain {
-        let of = |c: Counter| match self.counters.get(c) {
-            Some(span) => span.entering,
-            None => *self.chain.get(c),
-        };
-        Counters {
-            bought: of(Counter::Bought),
-            sold: of(Counter::Sold),
-        }
+        super::rollup_counters::entering(&self.counters, &self.chain)
     }
 
     /// Whether the counters' summaries stand for every reading of a counter
@@ -157,13 +150,7 @@ impl Rollup {
     /// counters in place of its readings (`EnergyFold::add_counters`): it
     /// stands where the span's readings of each counter began.
     pub fn continues(&self, chain: &Chain) -> bool {
-        self.counters_cover_readings()
-            && Counter::BOTH
-                .into_iter()
-                .all(|c| match self.counters.get(c) {
-                    Some(span) => *chain.get(c) == span.entering,
-                    None => true,
-                })
+        super::rollup_counters::continues(self.counters_cover_readings(), &self.counters, chain)
     }
 
     /// An empty span, entered with the device's counter chain `entering`.
@@ -610,6 +597,22 @@ impl From<&Rollup> for Stored {
     }
 }
 
+/// The chain a span of `counters` leaves: each counter's leaving mark, or
+/// the mark kept through it (`Stored::k`) by one it has no reading of.
+pub(super) fn chain_after(
+    counters: &Counters<Option<CounterSpan>>,
+    (bought, sold): (Option<StoredMark>, Option<StoredMark>),
+) -> Result<Chain, String> {
+    let after = |c: &Option<CounterSpan>, kept: Option<StoredMark>| match c {
+        Some(c) => Ok(Some(c.leaving)),
+        None => kept.map(mark).transpose(),
+    };
+    Ok(Counters {
+        bought: after(&counters.bought, bought)?,
+        sold: after(&counters.sold, sold)?,
+    })
+}
+
 fn time(ms: i64) -> Result<Timestamp, String> {
     Timestamp::from_millis(ms).map_err(|e| format!("time {ms}: {e}"))
 }
@@ -662,7 +665,7 @@ fn tallies<S: AsRef<str>>(
 }
 
 impl StoredCounter {
-    fn decode(self) -> Result<CounterSpan, String> {
+    pub(super) fn decode(self) -> Result<CounterSpan, String> {
         let entering = self.e.map(mark).transpose()?;
         let first_at = time(self.first)?;
         let incoming = match (entering, self.g) {
@@ -700,16 +703,7 @@ impl<S: AsRef<str>> Stored<S> {
             bought: self.b.map(StoredCounter::decode).transpose()?,
             sold: self.s.map(StoredCounter::decode).transpose()?,
         };
-        let chain = Counters {
-            bought: match &counters.bought {
-                Some(c) => Some(c.leaving),
-                None => self.k.0.map(mark).transpose()?,
-            },
-            sold: match &counters.sold {
-                Some(c) => Some(c.leaving),
-                None => self.k.1.map(mark).transpose()?,
-            },
-        };
+        let chain = chain_after(&counters, self.k)?;
         Ok(Rollup {
             span,
             start,
@@ -890,9 +884,14 @@ mod tests {
                 6 => (0u8..2, 15.0f64..25.0).prop_map(|(room, t)| Kind::Climate(room, t)),
             ]
         };
-        // Gaps from a second to five hours.
+        // Gaps from a second to five hours, and whole minutes as sensors
+        // on the minute send, whose readings fall on hours' and days' bounds.
+        let gap = prop_oneof![
+            1_000i64..5 * HOUR_MS,
+            (1i64..300).prop_map(|minutes| minutes * 60_000),
+        ];
         counters.prop_flat_map(move |allowed| {
-            prop::collection::vec((1_000i64..5 * HOUR_MS, kind(allowed)), 1..120)
+            prop::collection::vec((gap.clone(), kind(allowed)), 1..120)
         })
     }
 
@@ -1185,6 +1184,42 @@ mod tests {
                 ),
             })
             .collect()
+    }
+
+    /// A meter on the quarter hour, whose readings fall on local midnights
+    /// (23:00 UTC in Berlin's winter): each local day's energy from hour
+    /// rollups is what its readings give, none of an hour that starts a day
+    /// counted in the day before (the fold keeps the bucket it last placed).
+    #[test]
+    fn hours_that_start_a_local_day_count_in_it() {
+        let h: Vec<(i64, Kind)> = (0..4 * 24 * 3)
+            .map(|i| {
+                (
+                    15 * 60_000,
+                    Kind::Meter(3, 0.001 + (i % 7) as f64 * 1e-4, 0.002),
+                )
+            })
+            .collect();
+        let all = readings(&h);
+        let hours = hours(Chain::default(), &all);
+        let berlin = Bucketing::new(
+            Width::Day,
+            Some(crate::model::Zone::named("Europe/Berlin").unwrap()),
+        );
+        let from = berlin.start_of(ts(T0 + 2 * HOUR_MS));
+        let range = TimeRange::new(from, berlin.end_of(berlin.end_of(from))).unwrap();
+        assert_eq!(from.millis() % HOUR_MS, 0);
+        let (stats, energy) = raw(&all, berlin, range);
+        let (r_stats, r_energy) = from_rollups(&all, &hours, berlin, range);
+        assert_eq!(energy.len(), 2);
+        for (a, (start, bought, sold, _)) in r_energy.iter().zip(reference(&all, berlin, range)) {
+            assert_eq!(a.start, start);
+            assert!(
+                close(a.kwh_bought, bought) && close(a.kwh_sold, sold),
+                "{a:?} {bought} {sold}"
+            );
+        }
+        same_answers((&stats, &energy), (&r_stats, &r_energy)).unwrap();
     }
 
     #[test]

@@ -23,6 +23,7 @@
 use super::rollup::{
     Stored, StoredCounter, StoredField, StoredMark, StoredRoom, Tally, STORED_VERSION,
 };
+use super::rollup_counters::StoredCounters;
 use super::FieldStats;
 use crate::domain::block::numbers::{unzigzag, zigzag, Reader, Writer};
 use crate::model::Quantity;
@@ -196,23 +197,11 @@ pub fn decode(body: &[u8], start_ms: i64) -> Result<Stored<&str>, String> {
         true => counter_base(&f, q),
         false => 0,
     };
-    let counters = flags(&mut r)?;
-    let b = (counters & 1 != 0)
-        .then(|| read_counter(&mut r, start_ms, from(Quantity::EnergyBought)))
-        .transpose()?;
-    let s = (counters & 2 != 0)
-        .then(|| read_counter(&mut r, start_ms, from(Quantity::EnergySold)))
-        .transpose()?;
-    let kept = flags(&mut r)?;
-    let k0 = (kept & 1 != 0)
-        .then(|| read_mark(&mut r, start_ms, 0))
-        .transpose()?;
-    let k1 = (kept & 2 != 0)
-        .then(|| read_mark(&mut r, start_ms, 0))
-        .transpose()?;
-    if !r.done() {
-        return Err("bytes after the rollup".into());
-    }
+    let (b, s, k) = read_counters(
+        &mut r,
+        start_ms,
+        (from(Quantity::EnergyBought), from(Quantity::EnergySold)),
+    )?;
     Ok(Stored {
         v: STORED_VERSION,
         n,
@@ -220,8 +209,78 @@ pub fn decode(body: &[u8], start_ms: i64) -> Result<Stored<&str>, String> {
         r: rs,
         b,
         s,
-        k: (k0, k1),
+        k,
     })
+}
+
+/// The counters that `body` (version 3 or 4) holds, read past its tallies
+/// and rooms without building them (`RollupCounters`: what an energy
+/// answer folds).
+pub fn counters(body: &[u8], start_ms: i64) -> Result<StoredCounters, String> {
+    let e = |e: crate::domain::block::BlockError| e.to_string();
+    let mut r = Reader::new(body);
+    let (relative, n) = read_head(&mut r)?;
+    // Each counter's readings, and its marks' base (`counter_base`).
+    let (mut read, mut from) = ((0, 0), (0, 0));
+    for _ in 0..read_field_count(&mut r)? {
+        let (q, f) = read_field(&mut r, relative, n)?;
+        let based = if relative { base(f.min) } else { 0 };
+        match q {
+            Quantity::EnergyBought => (read.0, from.0) = (f.count, based),
+            Quantity::EnergySold => (read.1, from.1) = (f.count, based),
+            _ => {}
+        }
+    }
+    for _ in 0..r.unsigned().map_err(e)? {
+        r.bytes().map_err(e)?;
+        match r.byte().map_err(e)? {
+            0 => {}
+            1 => {
+                let count = r.unsigned().map_err(e)?;
+                for _ in 0..read_field_count(&mut r)? {
+                    read_field(&mut r, relative, count)?;
+                }
+            }
+            other => return Err(format!("a room's tally flag {other}")),
+        }
+    }
+    let (b, s, k) = read_counters(&mut r, start_ms, from)?;
+    Ok(StoredCounters { b, s, k, read })
+}
+
+/// A body's counters (bought, sold, their marks written from `from`) and
+/// the marks kept through it, to its end.
+#[allow(clippy::type_complexity)]
+fn read_counters(
+    r: &mut Reader,
+    start_ms: i64,
+    from: (i64, i64),
+) -> Result<
+    (
+        Option<StoredCounter>,
+        Option<StoredCounter>,
+        (Option<StoredMark>, Option<StoredMark>),
+    ),
+    String,
+> {
+    let counters = flags(r)?;
+    let b = (counters & 1 != 0)
+        .then(|| read_counter(r, start_ms, from.0))
+        .transpose()?;
+    let s = (counters & 2 != 0)
+        .then(|| read_counter(r, start_ms, from.1))
+        .transpose()?;
+    let kept = flags(r)?;
+    let k0 = (kept & 1 != 0)
+        .then(|| read_mark(r, start_ms, 0))
+        .transpose()?;
+    let k1 = (kept & 2 != 0)
+        .then(|| read_mark(r, start_ms, 0))
+        .transpose()?;
+    if !r.done() {
+        return Err("bytes after the rollup".into());
+    }
+    Ok((b, s, (k0, k1)))
 }
 
 /// A body's version, as whether its numbers are written from what comes
@@ -665,16 +724,35 @@ pub(crate) mod tests {
             prop_assert!(tally(&body, Some("no-such-room-at-all")).unwrap().is_none());
         }
 
+        /// A body's counters read alone are the whole decode's, with how
+        /// many readings carried each counter's quantity.
+        #[test]
+        fn a_body_s_counters_are_read_alone(stored in stored_strategy(), start in any::<i64>()) {
+            let body = encode(&stored, start).unwrap();
+            let whole = decode(&body, start).unwrap();
+            let alone = counters(&body, start).unwrap();
+            prop_assert_eq!(
+                format!("{:?}", (&alone.b, &alone.s, &alone.k)),
+                format!("{:?}", (&whole.b, &whole.s, &whole.k))
+            );
+            let read = |q: Quantity| {
+                stored.f.iter().find(|(name, ..)| name == q.name()).map_or(0, |f| f.1)
+            };
+            prop_assert_eq!(alone.read, (read(Quantity::EnergyBought), read(Quantity::EnergySold)));
+        }
+
         #[test]
         fn a_damaged_body_is_an_error_not_a_panic(stored in stored_strategy(), cut in any::<prop::sample::Index>(), flip in any::<(prop::sample::Index, u8)>()) {
             let body = encode(&stored, START).unwrap();
             let short = &body[..cut.index(body.len())];
             prop_assert!(decode(short, START).is_err());
+            prop_assert!(counters(short, START).is_err());
             let _ = tally(short, Some("kitchen"));
             let mut flipped = body.clone();
             let at = flip.0.index(body.len());
             flipped[at] ^= flip.1 | 1;
             let _ = decode(&flipped, START);
+            let _ = counters(&flipped, START);
             let _ = tally(&flipped, Some("kitchen"));
         }
     }

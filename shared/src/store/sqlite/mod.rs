@@ -47,6 +47,7 @@ use super::{
     WriteReport, ZIndex, ZPage, ZRangeRequest,
 };
 use crate::domain::aggregate::rollup::{Rollup, Tally};
+use crate::domain::aggregate::rollup_counters::RollupCounters;
 use crate::domain::billing;
 
 use crate::keys::zorder::ZKey;
@@ -858,6 +859,22 @@ impl Store for SqliteStore {
                     Some(&cache),
                 )?,
             };
+            Ok((found, bytes))
+        })
+        .await
+    }
+
+    async fn rollup_counters(
+        &self,
+        device: &DeviceId,
+        span: Span,
+        range: &TimeRange,
+    ) -> Result<Vec<RollupCounters>, StoreError> {
+        let (range, cache) = (*range, self.hours.clone());
+        self.metered_rollups(device, move |conn, id, device, sized| {
+            let mut bytes = 0;
+            let sized = sized.map(|len| (len, &mut bytes));
+            let found = rollups::counters_within(conn, (id, device), span, &range, sized, &cache)?;
             Ok((found, bytes))
         })
         .await

@@ -19,6 +19,7 @@ use super::series;
 use super::{db_err, StoreError};
 use crate::domain::aggregate::rollup::{postcard_version, spans, Rollup, Stored, StoredV1, Tally};
 use crate::domain::aggregate::rollup_body;
+use crate::domain::aggregate::rollup_counters::RollupCounters;
 use crate::model::{DeviceId, RoomId, Span, TimeRange, Timestamp};
 use crate::store::Order;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -328,6 +329,42 @@ fn body_tally(
     room: Option<&RoomId>,
     sized: &mut Option<(usize, &mut usize)>,
 ) -> Result<(Timestamp, Option<Tally>), StoreError> {
+    body_read(
+        (span, start, body, size),
+        sized,
+        |at| Ok((at, rollup_body::tally(body, room.map(RoomId::as_str))?)),
+        |rollup| rollup.into_tally(room),
+    )
+}
+
+/// A rollup body's counters (`RollupCounters`), metered into `sized`: read
+/// past its tallies (`rollup_body::counters`) where it can be, as
+/// `body_tally` reads.
+fn body_counters(
+    span: Span,
+    start: i64,
+    body: &[u8],
+    size: Option<i64>,
+    sized: &mut Option<(usize, &mut usize)>,
+) -> Result<RollupCounters, StoreError> {
+    body_read(
+        (span, start, body, size),
+        sized,
+        |at| rollup_body::counters(body, start)?.decode(span, at),
+        |rollup| RollupCounters::from(&rollup),
+    )
+}
+
+/// What `light` reads of a rollup body of `span` starting at `start` (its
+/// start given), metered into `sized` from the `size` kept with it; a body
+/// in postcard's form, or one to be sized that was stored without its
+/// size, is decoded whole and given to `whole`.
+fn body_read<T>(
+    (span, start, body, size): (Span, i64, &[u8], Option<i64>),
+    sized: &mut Option<(usize, &mut usize)>,
+    light: impl FnOnce(Timestamp) -> Result<T, String>,
+    whole: impl FnOnce(Rollup) -> T,
+) -> Result<T, StoreError> {
     let body_size = size.and_then(|s| usize::try_from(s).ok());
     match postcard_version(body) {
         Some(v) if rollup_body::reads(v) && (body_size.is_some() || sized.is_none()) => {
@@ -335,17 +372,72 @@ fn body_tally(
                 StoreError::Corrupt(format!("{} rollup at {start}: {e}", span.as_str()))
             };
             let at = Timestamp::from_millis(start).map_err(|e| corrupt(e.to_string()))?;
-            let tally = rollup_body::tally(body, room.map(RoomId::as_str)).map_err(corrupt)?;
+            let read = light(at).map_err(corrupt)?;
             if let (Some((pk_len, bytes)), Some(body_size)) = (sized.as_mut(), body_size) {
                 **bytes += crate::domain::billing::rollup_item_size(*pk_len, body_size);
             }
-            Ok((at, tally))
+            Ok(read)
         }
         _ => {
             let sized = sized.as_mut().map(|(len, bytes)| (*len, &mut **bytes));
-            Ok(decode_sized(span, start, body, size, sized)?.into_tally(room))
+            Ok(whole(decode_sized(span, start, body, size, sized)?))
         }
     }
+}
+
+/// The counters of a device's rollups of a span that lie wholly inside
+/// `range`, oldest first (`RollupCounters`): what `within` gives, read past
+/// the tallies where the bodies allow, metered as `within` meters them.
+pub fn counters_within(
+    conn: &Connection,
+    (device, device_id): (i64, &DeviceId),
+    span: Span,
+    range: &TimeRange,
+    mut sized: Option<(usize, &mut usize)>,
+    cache: &HourCache,
+) -> Result<Vec<RollupCounters>, StoreError> {
+    use crate::domain::billing;
+    let mut out = Vec::with_capacity(spans_in(span, range));
+    if span == Span::Day {
+        each_stored(conn, device, span, range, |start, body, size| {
+            out.push(body_counters(span, start, body, size, &mut sized)?);
+            Ok(())
+        })?;
+        return Ok(out);
+    }
+    for day in hour_days(conn, (device, device_id), range, Some(cache))? {
+        match day {
+            DayHours::Computed(hours) => {
+                for h in &hours {
+                    if let Some((pk_len, bytes)) = sized.as_mut() {
+                        **bytes += billing::rollup_size(*pk_len, &Stored::from(h));
+                    }
+                    out.push(RollupCounters::from(h));
+                }
+            }
+            DayHours::Fresh(hours, kept, inside) => {
+                for (h, k) in hours[inside.clone()].iter().zip(&kept[inside]) {
+                    if let Some((pk_len, bytes)) = sized.as_mut() {
+                        **bytes += billing::rollup_item_size(*pk_len, k.size);
+                    }
+                    out.push(RollupCounters::from(h));
+                }
+            }
+            DayHours::Kept(kept, inside) => {
+                for h in &kept[inside] {
+                    let size = Some(h.size as i64);
+                    out.push(body_counters(
+                        Span::Hour,
+                        h.start,
+                        &h.body,
+                        size,
+                        &mut sized,
+                    )?);
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// How many spans `range` may hold: what a list of its rollups is sized
@@ -430,7 +522,14 @@ fn hour_days(
     };
     let inside = |start: i64| start >= range.from().millis() && start <= last_hour.millis();
     let mut out = Vec::new();
-    for day in stored_within(conn, device, Span::Day, &days, None)? {
+    // The days' spans and entering chains: their counters, read past their
+    // tallies (a year of them decoded whole was a fifth of a zone's energy).
+    let mut read = Vec::with_capacity(spans_in(Span::Day, &days));
+    each_stored(conn, device, Span::Day, &days, |start, body, size| {
+        read.push(body_counters(Span::Day, start, body, size, &mut None)?);
+        Ok(())
+    })?;
+    for day in read {
         let bounds = Bounds {
             lo: day.start.millis(),
             hi: day.end().millis() - 1,

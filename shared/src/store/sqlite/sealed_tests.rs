@@ -148,6 +148,25 @@ async fn answers(store: &SqliteStore) -> Vec<String> {
                     crate::store::metering::metered(store.rollups(d, Span::Hour, &range)).await;
                 out.push(format!("{d} hour rollups {range:?}: {units} {hours:?}"));
             }
+            // Counters read past the tallies (what energy folds) are the
+            // whole rollups' and meter the same.
+            for span in [Span::Hour, Span::Day] {
+                let (counters, units) =
+                    crate::store::metering::metered(store.rollup_counters(d, span, &range)).await;
+                let (whole, whole_units) =
+                    crate::store::metering::metered(store.rollups(d, span, &range)).await;
+                let (counters, whole) = (counters.unwrap(), whole.unwrap());
+                let from_whole: Vec<RollupCounters> =
+                    whole.iter().map(RollupCounters::from).collect();
+                assert_eq!(
+                    (&counters, units),
+                    (&from_whole, whole_units),
+                    "{d} {span:?} {range:?}"
+                );
+                out.push(format!(
+                    "{d} counters {span:?} {range:?}: {units} {counters:?}"
+                ));
+            }
         }
     }
     // Box search's two sources together: the Z-order index of the rows
