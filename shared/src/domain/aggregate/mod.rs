@@ -400,6 +400,15 @@ impl EnergyFold {
     }
 
     fn bucket(&mut self, (start, end): (Timestamp, Timestamp)) -> &mut EnergyBucket {
+        // Spans come oldest first: most fall in the newest bucket, found
+        // without a search.
+        if self
+            .buckets
+            .last_key_value()
+            .is_some_and(|(s, _)| *s == start)
+        {
+            return self.buckets.last_entry().expect("just seen").into_mut();
+        }
         self.buckets.entry(start).or_insert(EnergyBucket {
             start,
             end,
