@@ -127,7 +127,7 @@ impl Rollup {
 
     /// The chain the span was entered with.
     pub fn entering(&self) -> Chain {
-        super::rollup_counters::entering(&self.counters, &self.chain)
+        entering(&self.counters, &self.chain)
     }
 
     /// Whether the counters' summaries stand for every reading of a counter
@@ -150,7 +150,7 @@ impl Rollup {
     /// counters in place of its readings (`EnergyFold::add_counters`): it
     /// stands where the span's readings of each counter began.
     pub fn continues(&self, chain: &Chain) -> bool {
-        super::rollup_counters::continues(self.counters_cover_readings(), &self.counters, chain)
+        continues(self.counters_cover_readings(), &self.counters, chain)
     }
 
     /// An empty span, entered with the device's counter chain `entering`.
@@ -595,6 +595,34 @@ impl From<&Rollup> for Stored {
             k: (kept(Counter::Bought), kept(Counter::Sold)),
         }
     }
+}
+
+/// The chain a span of `counters` leaving `chain` was entered with: a
+/// counter it has no reading of keeps the mark it entered with.
+pub(super) fn entering(counters: &Counters<Option<CounterSpan>>, chain: &Chain) -> Chain {
+    let of = |c: Counter| match counters.get(c) {
+        Some(span) => span.entering,
+        None => *chain.get(c),
+    };
+    Counters {
+        bought: of(Counter::Bought),
+        sold: of(Counter::Sold),
+    }
+}
+
+/// Whether a fold standing at `chain` may take `counters` in place of the
+/// span's readings: they cover them (`covers`), and each counter entered
+/// where the fold stands.
+pub(super) fn continues(
+    covers: bool,
+    counters: &Counters<Option<CounterSpan>>,
+    chain: &Chain,
+) -> bool {
+    covers
+        && Counter::BOTH.into_iter().all(|c| match counters.get(c) {
+            Some(span) => *chain.get(c) == span.entering,
+            None => true,
+        })
 }
 
 /// The chain a span of `counters` leaves: each counter's leaving mark, or

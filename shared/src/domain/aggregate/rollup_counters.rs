@@ -5,8 +5,8 @@
 //! a year of a meter's hours in local days decoded every hour whole, a
 //! third of that energy answer's time, docs/BENCHMARKS.md).
 
-use super::counter::{Chain, Counter, Counters};
-use super::rollup::{chain_after, Rollup, StoredCounter, StoredMark};
+use super::counter::{Chain, Counters};
+use super::rollup::{chain_after, continues, entering, Rollup, StoredCounter, StoredMark};
 use super::CounterSpan;
 use crate::model::{Span, Timestamp};
 
@@ -51,34 +51,6 @@ impl From<&Rollup> for RollupCounters {
             covers: r.counters_cover_readings(),
         }
     }
-}
-
-/// The chain a span of `counters` leaving `chain` was entered with: a
-/// counter it has no reading of keeps the mark it entered with.
-pub(super) fn entering(counters: &Counters<Option<CounterSpan>>, chain: &Chain) -> Chain {
-    let of = |c: Counter| match counters.get(c) {
-        Some(span) => span.entering,
-        None => *chain.get(c),
-    };
-    Counters {
-        bought: of(Counter::Bought),
-        sold: of(Counter::Sold),
-    }
-}
-
-/// Whether a fold standing at `chain` may take `counters` in place of the
-/// span's readings: they cover them (`covers`), and each counter entered
-/// where the fold stands.
-pub(super) fn continues(
-    covers: bool,
-    counters: &Counters<Option<CounterSpan>>,
-    chain: &Chain,
-) -> bool {
-    covers
-        && Counter::BOTH.into_iter().all(|c| match counters.get(c) {
-            Some(span) => *chain.get(c) == span.entering,
-            None => true,
-        })
 }
 
 /// What a stored body holds of its counters (`rollup_body::counters`): the
