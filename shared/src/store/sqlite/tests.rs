@@ -129,6 +129,44 @@ async fn readings_come_back_whole_across_families_and_the_last_write_wins_whole(
     );
 }
 
+/// Readings of today are rows, one in each family a reading has quantities
+/// of: each is counted once (a backup's check counts them so).
+#[tokio::test]
+async fn today_s_rows_count_each_reading_once_across_families() {
+    let store = SqliteStore::in_memory().unwrap();
+    let now = Timestamp::now().millis() - 60_000;
+    let climate_and_battery = |device: &str, t: i64| Reading {
+        device_id: DeviceId::parse(device).unwrap(),
+        timestamp: Timestamp::from_millis(t).unwrap(),
+        measurement: Measurement::new(
+            None,
+            vec![(Quantity::Temperature, 21.0), (Quantity::Battery, 90.0)],
+        )
+        .unwrap(),
+    };
+    let power = |device: &str, t: i64| Reading {
+        device_id: DeviceId::parse(device).unwrap(),
+        timestamp: Timestamp::from_millis(t).unwrap(),
+        measurement: Measurement::power(5210.125, 0.0, 350.5).unwrap(),
+    };
+    let battery = |device: &str, t: i64| Reading {
+        device_id: DeviceId::parse(device).unwrap(),
+        timestamp: Timestamp::from_millis(t).unwrap(),
+        measurement: Measurement::new(None, vec![(Quantity::Battery, 50.0)]).unwrap(),
+    };
+    // Two devices whose keys interleave across the families.
+    let mut readings = Vec::new();
+    for i in 0..5 {
+        readings.push(climate_and_battery("aranet-1", now + i * 2_000));
+        readings.push(battery("aranet-1", now + i * 2_000 + 1_000));
+        readings.push(power("meter-1", now + i * 2_000));
+        readings.push(battery("meter-1", now + i * 2_000 + 500));
+    }
+    let report = store.write_readings(&readings).await;
+    assert_eq!((report.items_written, report.unwritten.len()), (20, 0));
+    assert_eq!(store.stored_readings().await.unwrap(), 20);
+}
+
 #[tokio::test]
 async fn writes_keep_the_registry_in_the_same_transaction() {
     let store = SqliteStore::in_memory().unwrap();
