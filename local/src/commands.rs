@@ -371,7 +371,7 @@ pub(crate) fn backup_command(backup: BackupCommand) -> Result<(), String> {
             "copy_seconds": done.copy_seconds,
             "check_seconds": done.check_seconds,
             "sync_seconds": done.sync_seconds,
-            "copied": if done.through_memory { "through memory" } else { "page by page" },
+            "copied": done.copied.as_str(),
         })
     );
     Ok(())

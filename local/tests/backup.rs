@@ -74,29 +74,30 @@ async fn all_of(store: &SqliteStore, d: usize) -> Vec<Reading> {
 }
 
 fn backup(db: &Path, to: &Path) -> std::process::Output {
-    backup_by(CopyWay::ThroughMemory, db, to)
+    backup_by(CopyWay::InMemory, db, to)
 }
 
-/// The two ways a backup copies: through memory (stores up to
-/// `--in-memory-up-to`), or page by page by the online backup API.
+/// The two sizes of store a backup tells apart: up to `--in-memory-up-to`
+/// (copied as the file is, when it holds every frame of its WAL, or else
+/// through memory), or bigger (page by page, by the online backup API).
 #[derive(Clone, Copy, Debug)]
 enum CopyWay {
-    ThroughMemory,
+    InMemory,
     PageByPage,
 }
 
 impl CopyWay {
-    /// What the backup's report says of the way it copied.
-    fn reported(self) -> &'static str {
+    /// What the backup's report may say of the way it copied.
+    fn reported(self) -> &'static [&'static str] {
         match self {
-            CopyWay::ThroughMemory => "through memory",
-            CopyWay::PageByPage => "page by page",
+            CopyWay::InMemory => &["whole file", "through memory"],
+            CopyWay::PageByPage => &["page by page"],
         }
     }
 
     fn args(self) -> [&'static str; 2] {
         match self {
-            CopyWay::ThroughMemory => ["--in-memory-up-to", "1000000000"],
+            CopyWay::InMemory => ["--in-memory-up-to", "1000000000"],
             CopyWay::PageByPage => ["--in-memory-up-to", "0"],
         }
     }
@@ -124,7 +125,7 @@ fn integrity(db: &Path) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_during_ingest_holds_every_acknowledged_reading() {
-    backup_during_ingest(CopyWay::ThroughMemory).await;
+    backup_during_ingest(CopyWay::InMemory).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,7 +175,8 @@ async fn backup_during_ingest(copy: CopyWay) {
         String::from_utf8_lossy(&out.stderr)
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["copied"], copy.reported(), "{report}");
+    let way = report["copied"].as_str().unwrap_or_default();
+    assert!(copy.reported().contains(&way), "{copy:?}: {report}");
     let in_copy = report["readings"].as_u64().unwrap();
     assert!(
         in_copy >= before,
@@ -206,6 +208,142 @@ async fn backup_during_ingest(copy: CopyWay) {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The copy of the store's file as it is (`"whole file"`), taken whenever
+/// the file holds every frame of the WAL, while writes come in bursts and a
+/// checkpoint runs every millisecond beside them (each may copy frames into
+/// the file the backup is copying, unless the backup's read mark stops it):
+/// every copy is whole, holds what was acknowledged before it began, and
+/// answers as a prefix of the source. Then, deterministically: a quiet store
+/// whose WAL is cut is copied as its file, byte for byte but for the journal
+/// mode; one whose WAL holds a frame that a reader keeps out of the file is
+/// copied through memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_file_copy_is_the_snapshot_while_writes_and_checkpoints_go_on() {
+    let dir = dir("whole-file");
+    let db = dir.join("ingester.db");
+    let store = SqliteStore::open(&db).unwrap();
+    for chunk in minutes(0, 10 * 1440).chunks(1000) {
+        assert!(store.write_readings(chunk).await.unwritten.is_empty());
+    }
+    let acked = Arc::new(AtomicU64::new(store.stored_readings().await.unwrap()));
+    let running = Arc::new(AtomicBool::new(true));
+    let writer = {
+        let (store, acked, running) = (store.clone(), acked.clone(), running.clone());
+        tokio::spawn(async move {
+            let mut rng = fastrand::Rng::with_seed(44);
+            let mut m = 10 * 1440;
+            while running.load(Ordering::Relaxed) {
+                let batch = minutes(m, m + 5);
+                assert!(store.write_readings(&batch).await.unwritten.is_empty());
+                acked.fetch_add(batch.len() as u64, Ordering::SeqCst);
+                m += 5;
+                tokio::time::sleep(std::time::Duration::from_millis(rng.u64(0..8))).await;
+            }
+            m
+        })
+    };
+    let checkpointer = {
+        let (db, running) = (db.clone(), running.clone());
+        std::thread::spawn(move || {
+            let conn = rusqlite::Connection::open(&db).unwrap();
+            shared::store::sqlite::register_functions(&conn).unwrap();
+            while running.load(Ordering::Relaxed) {
+                let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        })
+    };
+    let mut ways = std::collections::BTreeMap::<String, usize>::new();
+    for round in 0..24 {
+        let to = dir.join(format!("copy-{round}.db"));
+        let before = acked.load(Ordering::SeqCst);
+        let out = {
+            let (db, to) = (db.clone(), to.clone());
+            tokio::task::spawn_blocking(move || backup(&db, &to))
+                .await
+                .unwrap()
+        };
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let way = report["copied"].as_str().unwrap().to_owned();
+        assert!(
+            CopyWay::InMemory.reported().contains(&way.as_str()),
+            "{report}"
+        );
+        *ways.entry(way.clone()).or_default() += 1;
+        assert_eq!(integrity(&to), "ok", "round {round} ({way})");
+        let in_copy = report["readings"].as_u64().unwrap();
+        assert!(
+            in_copy >= before,
+            "round {round} ({way}): {in_copy} < {before}"
+        );
+        let copy = SqliteStore::open(&to).unwrap();
+        assert_eq!(
+            copy.stored_readings().await.unwrap(),
+            in_copy,
+            "round {round}"
+        );
+        for d in 0..DEVICES {
+            let (ours, theirs) = (all_of(&store, d).await, all_of(&copy, d).await);
+            assert_eq!(
+                ours[..theirs.len()],
+                theirs[..],
+                "round {round} ({way}), device {d}"
+            );
+        }
+        drop(copy);
+        std::fs::remove_file(&to).unwrap();
+    }
+    running.store(false, Ordering::Relaxed);
+    writer.await.unwrap();
+    checkpointer.join().unwrap();
+    eprintln!("the ways of 24 copies: {ways:?}");
+    assert!(
+        ways.get("whole file").copied().unwrap_or(0) > 0,
+        "no copy of the file as it is in 24: {ways:?}"
+    );
+
+    // Closed, its WAL cut: the file as it is.
+    let count = store.stored_readings().await.unwrap();
+    drop(store);
+    let to = dir.join("quiet.db");
+    let out = backup(&db, &to);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["copied"], "whole file", "{report}");
+    assert_eq!(report["readings"].as_u64(), Some(count));
+    let (source, copy) = (std::fs::read(&db).unwrap(), std::fs::read(&to).unwrap());
+    assert_eq!(source.len(), copy.len());
+    assert_eq!(&source[18..20], &[2, 2], "the store's file is in WAL mode");
+    assert_eq!(&copy[18..20], &[1, 1], "the copy is a file on its own");
+    assert!(source[..18] == copy[..18] && source[20..] == copy[20..]);
+    // Open again, and a frame that a reader (which began with the WAL
+    // empty) keeps out of the file: through memory.
+    let store = SqliteStore::open(&db).unwrap();
+    let reader = rusqlite::Connection::open(&db).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    reader
+        .query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
+        .unwrap();
+    assert!(store
+        .write_readings(&minutes(100_000, 100_001))
+        .await
+        .unwritten
+        .is_empty());
+    let to = dir.join("busy.db");
+    let out = backup(&db, &to);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["copied"], "through memory", "{report}");
+    assert_eq!(report["readings"].as_u64(), Some(count + DEVICES as u64));
+    assert_eq!(integrity(&to), "ok");
+    reader.execute_batch("COMMIT").unwrap();
+    drop((reader, store));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[tokio::test]
 async fn a_failed_or_killed_backup_leaves_no_file_and_the_source_whole() {
     let dir = dir("killed");
@@ -230,7 +368,7 @@ async fn a_failed_or_killed_backup_leaves_no_file_and_the_source_whole() {
     let to = dir.join("copy.db");
     let mut rng = fastrand::Rng::with_seed(41);
     for round in 0..12 {
-        let copy = [CopyWay::ThroughMemory, CopyWay::PageByPage][round % 2];
+        let copy = [CopyWay::InMemory, CopyWay::PageByPage][round % 2];
         let mut child = Command::new(BIN)
             .args(["backup", "--db"])
             .arg(&db)
@@ -292,7 +430,7 @@ async fn a_full_disk_during_backup_is_a_clear_error_and_leaves_nothing() {
         assert!(store.write_readings(chunk).await.unwritten.is_empty());
     }
     let count = store.stored_readings().await.unwrap();
-    for copy in [CopyWay::ThroughMemory, CopyWay::PageByPage] {
+    for copy in [CopyWay::InMemory, CopyWay::PageByPage] {
         backup_to_a_full_disk(copy, &dir, &db);
         assert_eq!(integrity(&db), "ok");
         assert_eq!(store.stored_readings().await.unwrap(), count);
@@ -372,7 +510,7 @@ async fn a_damaged_store_fails_the_check_and_leaves_no_file() {
     // A page's first byte is its b-tree type (2, 5, 10 or 13).
     bytes[((root - 1) * page_size) as usize] = 0x7f;
     std::fs::write(&db, &bytes).unwrap();
-    for copy in [CopyWay::ThroughMemory, CopyWay::PageByPage] {
+    for copy in [CopyWay::InMemory, CopyWay::PageByPage] {
         let to = dir.join("backup.db");
         let out = backup_by(copy, &db, &to);
         let stderr = String::from_utf8_lossy(&out.stderr);

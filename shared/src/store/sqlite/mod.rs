@@ -22,15 +22,17 @@ mod alerts;
 mod backup;
 mod block_tail;
 mod blocks;
+mod held_files;
 mod hour_cache;
 mod names;
 mod periodic;
 mod quiet_wal;
 mod registry;
 mod rollup_spans;
+mod wal_index;
 pub use backup::{
-    backup, backup_blocking, backup_with_limit, partial_name, restore, BackupReport, Restored,
-    IN_MEMORY_LIMIT,
+    backup, backup_blocking, backup_with_limit, partial_name, restore, BackupReport, CopyWay,
+    Restored, IN_MEMORY_LIMIT,
 };
 pub use rollup_spans::TxSpans;
 mod rollups;
