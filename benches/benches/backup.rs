@@ -209,7 +209,8 @@ fn figures(shape: &str, days: i64, samples: &[Sample], full: bool) {
         report["readings"]
     );
     println!(
-        "| of which: copy (through memory), check (`integrity_check`, readings counted), sync (the last two side by side) | {:.3} s, {:.3} s, {:.3} s |",
+        "| of which: copy ({}, from the start), check (`integrity_check`, readings counted, while the disk writes the copy), sync | {:.3} s, {:.3} s, {:.3} s |",
+        report["copied"].as_str().unwrap_or("?"),
         field("copy_seconds"),
         field("check_seconds"),
         field("sync_seconds")
