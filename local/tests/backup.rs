@@ -23,6 +23,18 @@ fn dir(name: &str) -> PathBuf {
     d
 }
 
+/// A store in a fresh folder `name`, its file `ingester.db`, holding `days`
+/// days of every device's minutes from START.
+async fn seeded(name: &str, days: i64) -> (PathBuf, PathBuf, SqliteStore) {
+    let dir = dir(name);
+    let db = dir.join("ingester.db");
+    let store = SqliteStore::open(&db).unwrap();
+    for chunk in minutes(0, days * 1440).chunks(1000) {
+        assert!(store.write_readings(chunk).await.unwritten.is_empty());
+    }
+    (dir, db, store)
+}
+
 fn device(d: usize) -> DeviceId {
     DeviceId::parse(&format!("sensor-{d}")).unwrap()
 }
@@ -219,12 +231,7 @@ async fn backup_during_ingest(copy: CopyWay) {
 /// copied through memory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_whole_file_copy_is_the_snapshot_while_writes_and_checkpoints_go_on() {
-    let dir = dir("whole-file");
-    let db = dir.join("ingester.db");
-    let store = SqliteStore::open(&db).unwrap();
-    for chunk in minutes(0, 10 * 1440).chunks(1000) {
-        assert!(store.write_readings(chunk).await.unwritten.is_empty());
-    }
+    let (dir, db, store) = seeded("whole-file", 10).await;
     let acked = Arc::new(AtomicU64::new(store.stored_readings().await.unwrap()));
     let running = Arc::new(AtomicBool::new(true));
     let writer = {
@@ -346,12 +353,7 @@ async fn a_whole_file_copy_is_the_snapshot_while_writes_and_checkpoints_go_on() 
 
 #[tokio::test]
 async fn a_failed_or_killed_backup_leaves_no_file_and_the_source_whole() {
-    let dir = dir("killed");
-    let db = dir.join("ingester.db");
-    let store = SqliteStore::open(&db).unwrap();
-    for chunk in minutes(0, 20 * 1440).chunks(1000) {
-        assert!(store.write_readings(chunk).await.unwritten.is_empty());
-    }
+    let (dir, db, store) = seeded("killed", 20).await;
     let count = store.stored_readings().await.unwrap();
     // A target whose folder does not exist: a clear error, nothing written.
     let nowhere = dir.join("missing").join("copy.db");
@@ -423,12 +425,7 @@ async fn a_failed_or_killed_backup_leaves_no_file_and_the_source_whole() {
 /// source is whole.
 #[tokio::test]
 async fn a_full_disk_during_backup_is_a_clear_error_and_leaves_nothing() {
-    let dir = dir("full");
-    let db = dir.join("ingester.db");
-    let store = SqliteStore::open(&db).unwrap();
-    for chunk in minutes(0, 10 * 1440).chunks(1000) {
-        assert!(store.write_readings(chunk).await.unwritten.is_empty());
-    }
+    let (dir, db, store) = seeded("full", 10).await;
     let count = store.stored_readings().await.unwrap();
     for copy in [CopyWay::InMemory, CopyWay::PageByPage] {
         backup_to_a_full_disk(copy, &dir, &db);
@@ -537,13 +534,8 @@ fn restore(from: &Path, db: &Path) -> std::process::Output {
 
 #[tokio::test]
 async fn a_restore_is_checked_refused_while_open_and_keeps_what_it_replaces() {
-    let dir = dir("restore");
-    let db = dir.join("ingester.db");
+    let (dir, db, store) = seeded("restore", 3).await;
     let saved = dir.join("saved.db");
-    let store = SqliteStore::open(&db).unwrap();
-    for chunk in minutes(0, 3 * 1440).chunks(1000) {
-        assert!(store.write_readings(chunk).await.unwritten.is_empty());
-    }
     assert!(backup(&db, &saved).status.success());
     let at_backup: Vec<Vec<Reading>> = {
         let mut all = Vec::new();

@@ -218,6 +218,15 @@ fn disk_full(to: &Path, from: &Path) -> StoreError {
     ))
 }
 
+/// An error `what`ing the copy at `to` of the store at `from`: a full disk
+/// said so.
+fn write_error(what: &str, e: std::io::Error, to: &Path, from: &Path) -> StoreError {
+    match e.kind() {
+        std::io::ErrorKind::StorageFull => disk_full(to, from),
+        _ => io(what, to, e),
+    }
+}
+
 /// Bytes 18 and 19 of a database file say how it is journaled: 2, WAL, in
 /// the store's file; 1, a rollback journal. A copy is a file on its own, with
 /// no -wal or -shm beside it; the store turns WAL on again when it opens a
@@ -258,9 +267,24 @@ fn write_new(bytes: &[u8], to: &Path) -> std::io::Result<std::fs::File> {
 /// the kernel (`copy_file_range`, at offsets of its own: the descriptor is
 /// shared, `held_files`), and marks the copy a file on its own.
 fn copy_whole(from: &std::fs::File, bytes: u64, to: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
     use std::os::unix::fs::FileExt;
     let file = std::fs::File::create_new(to)?;
+    let read_at = copy_in_kernel(from, bytes, &file)?;
+    if read_at < bytes {
+        // Another file system, or a kernel or file system without it: the
+        // rest through memory.
+        copy_by_reading(from, read_at, bytes, &file)?;
+    }
+    file.write_all_at(&ROLLBACK_JOURNAL, JOURNAL_MODE_AT as u64)?;
+    Ok(file)
+}
+
+/// Copies up to the first `bytes` of `from` to `to` by `copy_file_range`,
+/// as far as the kernel can; how far that was.
+#[cfg(target_os = "linux")]
+fn copy_in_kernel(from: &std::fs::File, bytes: u64, to: &std::fs::File) -> std::io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    let file = to;
     let (mut read_at, mut write_at) = (0i64, 0i64);
     while (read_at as u64) < bytes {
         let left = (bytes - read_at as u64) as usize;
@@ -282,27 +306,19 @@ fn copy_whole(from: &std::fs::File, bytes: u64, to: &Path) -> std::io::Result<st
             _ => {
                 let e = std::io::Error::last_os_error();
                 match e.raw_os_error() {
-                    // Another file system, or a kernel or file system
-                    // without it: the same bytes through memory.
-                    Some(libc::EXDEV | libc::ENOSYS | libc::EOPNOTSUPP | libc::EINVAL) => {
-                        copy_by_reading(from, read_at as u64, bytes, &file)?;
-                        read_at = bytes as i64;
-                        break;
-                    }
+                    Some(libc::EXDEV | libc::ENOSYS | libc::EOPNOTSUPP | libc::EINVAL) => break,
                     Some(libc::EINTR) => {}
                     _ => return Err(e),
                 }
             }
         }
     }
-    if (read_at as u64) != bytes {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            format!("the store's file ends after {read_at} of its {bytes} bytes"),
-        ));
-    }
-    file.write_all_at(&ROLLBACK_JOURNAL, JOURNAL_MODE_AT as u64)?;
-    Ok(file)
+    Ok(read_at as u64)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn copy_in_kernel(_: &std::fs::File, _: u64, _: &std::fs::File) -> std::io::Result<u64> {
+    Ok(0)
 }
 
 /// Bytes `from_byte..bytes` of `from`, read and written at the same offsets.
@@ -317,7 +333,14 @@ fn copy_by_reading(
     let mut at = from_byte;
     while at < bytes {
         let n = (bytes - at).min(buffer.len() as u64) as usize;
-        from.read_exact_at(&mut buffer[..n], at)?;
+        from.read_exact_at(&mut buffer[..n], at)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => std::io::Error::new(
+                    e.kind(),
+                    format!("the store's file ends before its {bytes} bytes"),
+                ),
+                _ => e,
+            })?;
         to.write_all_at(&buffer[..n], at)?;
         at += n as u64;
     }
@@ -328,6 +351,7 @@ fn copy_by_reading(
 /// for them: the disk writes while the copy is checked, and the sync after
 /// the check waits for what is left. (Best effort: the sync is what makes
 /// the copy durable.)
+#[cfg(target_os = "linux")]
 fn start_writeback(file: &std::fs::File) {
     use std::os::fd::AsRawFd;
     // SAFETY: sync_file_range takes a descriptor that `file` keeps open for
@@ -336,6 +360,9 @@ fn start_writeback(file: &std::fs::File) {
         libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
     }
 }
+
+#[cfg(not(target_os = "linux"))]
+fn start_writeback(_: &std::fs::File) {}
 
 /// A store up to the in-memory limit, copied in one read transaction and
 /// checked in it, on the connection that took it (the copy is its pages
@@ -354,13 +381,14 @@ fn start_writeback(file: &std::fs::File) {
 /// One thread does it all: on this machine a second thread began its work
 /// 0.2 to 1.9 ms after it was asked for (of a backup's 6), where the disk
 /// writes the copy by itself; a thread started at once and spinning until
-/// the copy was asked of it made the backup slower (3.4 times `cp`, against
-/// 2.9 for one thread), taking the core the check needed. (Counted from the written file, the count paid
-/// for opening and mapping it again: 3 ms of a 2 MB backup's 11. Checked on a
-/// second connection over the copy's bytes, the check paid for opening it
-/// and reading the schema again. Through memory, the snapshot's copy and its
-/// write took 4 to 5 ms of a 2 MB backup's 12, where the kernel's copy
-/// takes about 1, docs/BENCHMARKS.md.)
+/// the copy was asked of it made the backup slower (3.35 and 3.46 times
+/// `cp`, against 3.10 and 3.11 for one thread), taking the core the check
+/// needed. The check runs on the connection that took the snapshot: counted
+/// from the written file, the count paid for opening and mapping it again
+/// (3 ms of a 2 MB backup's 11); on a second connection, for reading the
+/// schema again. Through memory, the snapshot's copy and its write took 4
+/// to 5 ms of a 2 MB backup's 12, where the kernel's copy takes about 1
+/// (docs/BENCHMARKS.md).
 fn copy_in_one_transaction(from: &Path, to: &Path) -> Result<BackupReport, StoreError> {
     // A stale partial file of an earlier, interrupted backup.
     let _ = std::fs::remove_file(to);
@@ -403,20 +431,15 @@ fn copy_then_check(
         let image = snapshot(source, from)?;
         (write_new(&image, to), CopyWay::ThroughMemory)
     };
-    let copy = copy.map_err(|e| match e.kind() {
-        std::io::ErrorKind::StorageFull => disk_full(to, from),
-        _ => io("writing", to, e),
-    })?;
+    let copy = copy.map_err(|e| write_error("writing", e, to, from))?;
     let copy_seconds = started.elapsed().as_secs_f64();
     start_writeback(&copy);
     let checking = std::time::Instant::now();
     let readings = check(source)?;
     let check_seconds = checking.elapsed().as_secs_f64();
     let syncing = std::time::Instant::now();
-    copy.sync_all().map_err(|e| match e.kind() {
-        std::io::ErrorKind::StorageFull => disk_full(to, from),
-        _ => io("syncing", to, e),
-    })?;
+    copy.sync_all()
+        .map_err(|e| write_error("syncing", e, to, from))?;
     let sync_seconds = syncing.elapsed().as_secs_f64();
     Ok(BackupReport {
         readings,
