@@ -42,6 +42,18 @@ fn median(xs: &mut [f64]) -> f64 {
     xs[xs.len() / 2]
 }
 
+/// Waits until `done`, asking every half second, for `secs` at most.
+fn wait_for(done: impl Fn() -> bool, secs: u64, what_failed: &str) {
+    let waited = Instant::now();
+    while !done() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(secs),
+            "{what_failed}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 fn post_all(server: &LocalServer, samples: &[Sample]) {
     for batch in samples.chunks(1000) {
         let (status, text) = ours(
@@ -159,13 +171,12 @@ fn figures(shape: &str, days: i64, samples: &[Sample], full: bool) {
     // 1. The year's file as a running server keeps it (its segments merged),
     // the server idle: our backup against `cp`.
     // (Under `cargo test`, two days: not worth the minute's wait.)
-    let waited = Instant::now();
-    while full && segments() > 0 {
-        assert!(
-            waited.elapsed() < Duration::from_secs(150),
-            "the sealer did not merge the day segments"
+    if full {
+        wait_for(
+            || segments() == 0,
+            150,
+            "the sealer did not merge the day segments",
         );
-        std::thread::sleep(Duration::from_millis(500));
     }
     // What the WAL beside it holds then (`cp` copies the file alone).
     let wal_len = || std::fs::metadata(db.with_extension("db-wal")).map_or(0, |m| m.len());
@@ -175,13 +186,8 @@ fn figures(shape: &str, days: i64, samples: &[Sample], full: bool) {
     // the turns began before that, and a run whose turns met the
     // checkpoint's writes took twice as long for both (a backup's median of
     // 13.5 ms where the same binaries took 6 ms in the next run).
-    let waited = Instant::now();
-    while full && wal_len() > 0 {
-        assert!(
-            waited.elapsed() < Duration::from_secs(120),
-            "the server did not cut its WAL"
-        );
-        std::thread::sleep(Duration::from_millis(500));
+    if full {
+        wait_for(|| wal_len() == 0, 120, "the server did not cut its WAL");
     }
     let bytes = std::fs::metadata(&db).unwrap().len();
     // Taking turns, ROUNDS times each (the first round warms the page
