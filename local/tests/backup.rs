@@ -35,6 +35,38 @@ async fn seeded(name: &str, days: i64) -> (PathBuf, PathBuf, SqliteStore) {
     (dir, db, store)
 }
 
+/// Writes `batch` minutes of every device at a time after the seeded ten
+/// days, counting what was acknowledged in `acked`, until `running` is
+/// cleared; between batches it yields, or with `max_pause_ms` sleeps up to
+/// that long (writes in bursts). Its result is the next minute it would
+/// have written.
+fn steady_writer(
+    store: &SqliteStore,
+    acked: &Arc<AtomicU64>,
+    running: &Arc<AtomicBool>,
+    batch: i64,
+    max_pause_ms: u64,
+) -> tokio::task::JoinHandle<i64> {
+    let (store, acked, running) = (store.clone(), acked.clone(), running.clone());
+    tokio::spawn(async move {
+        let mut rng = fastrand::Rng::with_seed(44);
+        let mut m = 10 * 1440;
+        while running.load(Ordering::Relaxed) {
+            let readings = minutes(m, m + batch);
+            assert!(store.write_readings(&readings).await.unwritten.is_empty());
+            acked.fetch_add(readings.len() as u64, Ordering::SeqCst);
+            m += batch;
+            if max_pause_ms == 0 {
+                tokio::task::yield_now().await;
+            } else {
+                let pause = rng.u64(0..max_pause_ms);
+                tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+            }
+        }
+        m
+    })
+}
+
 fn device(d: usize) -> DeviceId {
     DeviceId::parse(&format!("sensor-{d}")).unwrap()
 }
@@ -157,20 +189,7 @@ async fn backup_during_ingest(copy: CopyWay) {
     }
     let acked = Arc::new(AtomicU64::new(seed.len() as u64));
     let running = Arc::new(AtomicBool::new(true));
-    let writer = {
-        let (store, acked, running) = (store.clone(), acked.clone(), running.clone());
-        tokio::spawn(async move {
-            let mut m = 10 * 1440;
-            while running.load(Ordering::Relaxed) {
-                let batch = minutes(m, m + 25);
-                assert!(store.write_readings(&batch).await.unwritten.is_empty());
-                acked.fetch_add(batch.len() as u64, Ordering::SeqCst);
-                m += 25;
-                tokio::task::yield_now().await;
-            }
-            m
-        })
-    };
+    let writer = steady_writer(&store, &acked, &running, 25, 0);
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     let before = acked.load(Ordering::SeqCst);
     let out = {
@@ -234,21 +253,7 @@ async fn a_whole_file_copy_is_the_snapshot_while_writes_and_checkpoints_go_on() 
     let (dir, db, store) = seeded("whole-file", 10).await;
     let acked = Arc::new(AtomicU64::new(store.stored_readings().await.unwrap()));
     let running = Arc::new(AtomicBool::new(true));
-    let writer = {
-        let (store, acked, running) = (store.clone(), acked.clone(), running.clone());
-        tokio::spawn(async move {
-            let mut rng = fastrand::Rng::with_seed(44);
-            let mut m = 10 * 1440;
-            while running.load(Ordering::Relaxed) {
-                let batch = minutes(m, m + 5);
-                assert!(store.write_readings(&batch).await.unwritten.is_empty());
-                acked.fetch_add(batch.len() as u64, Ordering::SeqCst);
-                m += 5;
-                tokio::time::sleep(std::time::Duration::from_millis(rng.u64(0..8))).await;
-            }
-            m
-        })
-    };
+    let writer = steady_writer(&store, &acked, &running, 5, 8);
     let checkpointer = {
         let (db, running) = (db.clone(), running.clone());
         std::thread::spawn(move || {

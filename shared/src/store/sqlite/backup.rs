@@ -22,7 +22,8 @@
 //! counted as the store counts them), synced, and only then renamed over the
 //! target.
 
-use super::{db_err, held_files, wal_index};
+use super::wal_index::{self, wal_of};
+use super::{db_err, held_files};
 use crate::store::StoreError;
 use rusqlite::serialize::Data;
 use rusqlite::{Connection, OpenFlags, MAIN_DB};
@@ -173,12 +174,6 @@ fn sync_folder_of(path: &Path) {
     }
 }
 
-fn wal_of(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
 /// The store's file opened for reading a copy of it.
 fn open_source(from: &Path) -> Result<Connection, StoreError> {
     let conn = Connection::open_with_flags(
@@ -284,7 +279,6 @@ fn copy_whole(from: &std::fs::File, bytes: u64, to: &Path) -> std::io::Result<st
 #[cfg(target_os = "linux")]
 fn copy_in_kernel(from: &std::fs::File, bytes: u64, to: &std::fs::File) -> std::io::Result<u64> {
     use std::os::fd::AsRawFd;
-    let file = to;
     let (mut read_at, mut write_at) = (0i64, 0i64);
     while (read_at as u64) < bytes {
         let left = (bytes - read_at as u64) as usize;
@@ -294,7 +288,7 @@ fn copy_in_kernel(from: &std::fs::File, bytes: u64, to: &std::fs::File) -> std::
             libc::copy_file_range(
                 from.as_raw_fd(),
                 &mut read_at,
-                file.as_raw_fd(),
+                to.as_raw_fd(),
                 &mut write_at,
                 left,
                 0,
@@ -425,7 +419,12 @@ fn copy_then_check(
         let page_size = source
             .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
             .map_err(db_err)?;
-        let bytes = u64::try_from(pages * page_size).unwrap_or(0);
+        let bytes = u64::try_from(pages * page_size).map_err(|_| {
+            StoreError::Corrupt(format!(
+                "{}: {pages} pages of {page_size} bytes",
+                from.display()
+            ))
+        })?;
         (copy_whole(file, bytes, to), CopyWay::WholeFile)
     } else {
         let image = snapshot(source, from)?;
@@ -611,4 +610,75 @@ fn restore_now(from: &Path, db: &Path, discard: bool) -> Result<Restored, StoreE
     sync_folder_of(db);
     drop(lock);
     Ok(Restored { readings, replaced })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileExt;
+
+    /// Bytes that differ at every offset a copy could get wrong: past the
+    /// reading fallback's 1 MB buffer, and not a multiple of a page.
+    fn source_bytes() -> Vec<u8> {
+        let mut rng = fastrand::Rng::with_seed(41);
+        (0..(3 << 20) + 123).map(|_| rng.u8(..)).collect()
+    }
+
+    /// A fresh folder holding those bytes as `from`, open for reading.
+    fn written_source(name: &str) -> (PathBuf, Vec<u8>, std::fs::File) {
+        let dir = crate::store::sqlite::tests::temp_dir(&format!("backup-copy-{name}"));
+        let bytes = source_bytes();
+        std::fs::write(dir.join("from"), &bytes).unwrap();
+        let from = std::fs::File::open(dir.join("from")).unwrap();
+        (dir, bytes, from)
+    }
+
+    /// The whole file, in the kernel: every byte as the source's but the
+    /// journal mode's two.
+    #[test]
+    fn a_whole_copy_is_the_file_but_its_journal_mode() {
+        let (dir, bytes, from) = written_source("whole");
+        copy_whole(&from, bytes.len() as u64, &dir.join("to")).unwrap();
+        let copy = std::fs::read(dir.join("to")).unwrap();
+        assert_eq!(copy.len(), bytes.len());
+        assert_eq!(copy[JOURNAL_MODE_AT..JOURNAL_MODE_AT + 2], ROLLBACK_JOURNAL);
+        assert!(copy[..JOURNAL_MODE_AT] == bytes[..JOURNAL_MODE_AT]);
+        assert!(copy[JOURNAL_MODE_AT + 2..] == bytes[JOURNAL_MODE_AT + 2..]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Where the kernel stopped (another file system), reading and writing
+    /// go on from the same offset to the end.
+    #[test]
+    fn the_reading_fallback_goes_on_where_the_kernel_stopped() {
+        let (dir, bytes, from) = written_source("fallback");
+        for stopped_at in [0, 4096, 1_500_001] {
+            let to_path = dir.join(format!("to-{stopped_at}"));
+            let to = std::fs::File::create_new(&to_path).unwrap();
+            to.write_all_at(&bytes[..stopped_at], 0).unwrap();
+            copy_by_reading(&from, stopped_at as u64, bytes.len() as u64, &to).unwrap();
+            assert!(
+                std::fs::read(&to_path).unwrap() == bytes,
+                "from {stopped_at}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A store's file shorter than its pages says so, by either way.
+    #[test]
+    fn a_file_shorter_than_its_pages_is_an_error_that_says_so() {
+        let (dir, bytes, from) = written_source("short");
+        let claimed = bytes.len() as u64 + 4096;
+        let e = copy_whole(&from, claimed, &dir.join("to")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("ends before its {claimed} bytes")),
+            "{e}"
+        );
+        let to = std::fs::File::create_new(dir.join("to-read")).unwrap();
+        let e = copy_by_reading(&from, 0, claimed, &to).unwrap_err();
+        assert!(e.to_string().contains("ends before"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

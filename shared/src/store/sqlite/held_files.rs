@@ -41,9 +41,7 @@ mod tests {
     #[test]
     fn one_descriptor_per_file_under_a_name() {
         use std::os::unix::fs::FileExt;
-        let dir = std::env::temp_dir().join(format!("held-files-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::store::sqlite::tests::temp_dir("held-files");
         let path = dir.join("f");
         std::fs::write(&path, b"first").unwrap();
         let a = held_open(&path).unwrap();

@@ -20,7 +20,15 @@
 //! `M`. So if the two are equal, both are `M`: the file holds the snapshot,
 //! and nothing writes to it until the transaction ends.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The file beside a store's, named by appending `suffix` to its name:
+/// SQLite's `-wal` and `-shm`, and the backup's and restore's own.
+pub(super) fn wal_of(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
 
 /// Bytes of one copy of the index's header.
 const HEADER: usize = 48;
@@ -36,12 +44,11 @@ const N_BACKFILL: usize = 2 * HEADER;
 /// WAL index says now: `false` if there is no index or it cannot be read, or
 /// its two headers differ (a writer is updating them).
 pub(super) fn file_holds_every_frame(db: &Path) -> bool {
-    let mut shm = db.as_os_str().to_owned();
-    shm.push("-shm");
+    let shm = wal_of(db, "-shm");
     let mut bytes = [0u8; N_BACKFILL + 4];
     // Held open (`held_files`): closing it would drop the read mark this
     // process holds in it, the very lock the answer depends on.
-    let read = super::held_files::held_open(Path::new(&shm)).and_then(|file| {
+    let read = super::held_files::held_open(&shm).and_then(|file| {
         use std::os::unix::fs::FileExt;
         file.read_exact_at(&mut bytes, 0)
     });
@@ -94,9 +101,7 @@ mod tests {
     /// SQLite's own index, as a writer and a checkpoint leave it.
     #[test]
     fn sqlite_s_index_says_whether_the_file_holds_every_frame() {
-        let dir = std::env::temp_dir().join(format!("wal-index-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::store::sqlite::tests::temp_dir("wal-index");
         let db = dir.join("s.db");
         assert!(!file_holds_every_frame(&db), "no index yet");
         let conn = Connection::open(&db).unwrap();
