@@ -356,6 +356,63 @@ async fn a_whole_file_copy_is_the_snapshot_while_writes_and_checkpoints_go_on() 
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// mimalloc's pages in use at exit, as `MIMALLOC_SHOW_STATS` prints them
+/// (its "pages" row's peak), or None where it printed no such row.
+fn mimalloc_pages(stderr: &[u8]) -> Option<u64> {
+    String::from_utf8_lossy(stderr).lines().find_map(|line| {
+        let (name, numbers) = line.split_once(':')?;
+        (name.trim() == "pages").then(|| numbers.split_whitespace().next()?.parse().ok())?
+    })
+}
+
+/// `backup` allocates with glibc's malloc, so that its start and exit do not
+/// set up and purge mimalloc's arena (docs/BENCHMARKS.md, "The copy beside
+/// the check"); the other commands keep mimalloc. mimalloc's statistics at
+/// exit count the pages it handed out: none for a backup, and a backup
+/// still copies and checks every reading.
+#[tokio::test]
+async fn a_backup_allocates_with_glibc_and_the_other_commands_with_mimalloc() {
+    let (dir, db, store) = seeded("allocator", 2).await;
+    let count = store.stored_readings().await.unwrap();
+    drop(store);
+    let to = dir.join("copy.db");
+    let out = Command::new(BIN)
+        .args(["backup", "--db"])
+        .arg(&db)
+        .arg("--to")
+        .arg(&to)
+        .env("MIMALLOC_SHOW_STATS", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["readings"].as_u64(), Some(count), "{report}");
+    assert_eq!(integrity(&to), "ok");
+    assert_eq!(
+        mimalloc_pages(&out.stderr),
+        None,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let version = Command::new(BIN)
+        .arg("--version")
+        .env("MIMALLOC_SHOW_STATS", "1")
+        .output()
+        .unwrap();
+    assert!(version.status.success());
+    let pages = mimalloc_pages(&version.stderr);
+    assert!(
+        pages.is_some_and(|p| p > 0),
+        "{}",
+        String::from_utf8_lossy(&version.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[tokio::test]
 async fn a_failed_or_killed_backup_leaves_no_file_and_the_source_whole() {
     let (dir, db, store) = seeded("killed", 20).await;
