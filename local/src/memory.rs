@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 /// milliseconds that allocates little (SQLite takes its memory from glibc
 /// anyway), takes glibc's: mimalloc's first allocation reserves and maps
 /// its arena and its exit purges it, about half a millisecond of a
-/// process's start and exit on this machine (docs/BENCHMARKS.md, "The copy
-/// beside the check").
+/// process's start and exit on this machine (docs/BENCHMARKS.md, "glibc's
+/// malloc for a backup").
 #[global_allocator]
 pub(crate) static ALLOCATOR: Chosen = Chosen;
 
@@ -108,9 +108,6 @@ extern "C" fn before_main(
             && std::ffi::CStr::from_ptr(*argv.add(1)) == c"backup"
         {
             GLIBC_MALLOC.store(true, Relaxed);
-            // The copy's thread allocates in the main arena: no second
-            // arena mapped for a few allocations.
-            libc::mallopt(libc::M_ARENA_MAX, 1);
         }
     }
 }

@@ -366,8 +366,8 @@ fn mimalloc_pages(stderr: &[u8]) -> Option<u64> {
 }
 
 /// `backup` allocates with glibc's malloc, so that its start and exit do not
-/// set up and purge mimalloc's arena (docs/BENCHMARKS.md, "The copy beside
-/// the check"); the other commands keep mimalloc. mimalloc's statistics at
+/// set up and purge mimalloc's arena (docs/BENCHMARKS.md, "glibc's malloc
+/// for a backup"); the other commands keep mimalloc. mimalloc's statistics at
 /// exit count the pages it handed out: none for a backup, and a backup
 /// still copies and checks every reading.
 #[tokio::test]

@@ -369,22 +369,24 @@ fn start_writeback(_: &std::fs::File) {}
 /// - otherwise the snapshot is read into memory in one step
 ///   (`sqlite3_serialize`) and written.
 ///
-/// The file's bytes are copied by the kernel on a thread of its own while
-/// this thread checks the snapshot (`PRAGMA integrity_check`, its readings
-/// counted), and the copy's pages start going to disk as soon as they are
-/// written; then the copy is synced. A copy through memory needs the
-/// connection, so it comes before the check.
+/// Then the copy's pages start going to disk while the snapshot is checked
+/// (`PRAGMA integrity_check`, its readings counted), and the copy is synced.
 ///
-/// The copy and the check side by side took 2.64 times `cp` where one
-/// after the other took 3.09, in turns on this machine, although a second
-/// thread may begin its work 0.2 to 1.9 ms after it is asked for: the
-/// check starts at once on the calling thread, and the copy is the shorter
-/// (docs/BENCHMARKS.md, "The copy beside the check"). The check runs on the
-/// connection that took the snapshot: counted from the written file, the
-/// count paid for opening and mapping it again (3 ms of a 2 MB backup's
-/// 11); on a second connection, for reading the schema again. Through
-/// memory, the snapshot's copy and its write took 4 to 5 ms of a 2 MB
-/// backup's 12, where the kernel's copy takes about 1.
+/// One thread does it all: on this machine a second thread began its work
+/// 0.2 to 1.9 ms after it was asked for (of a backup's 6), where the disk
+/// writes the copy by itself; a thread started at once and spinning until
+/// the copy was asked of it made the backup slower (3.35 and 3.46 times
+/// `cp`, against 3.10 and 3.11 for one thread), taking the core the check
+/// needed. The kernel's copy on a thread of its own beside the check, or
+/// the check on one beside the copy, did no better either (the check took
+/// a fifth longer beside the copy, and the thread's start and its stack's
+/// mappings ate the rest: docs/BENCHMARKS.md, "glibc's malloc for a
+/// backup"). The check runs on the connection that took the snapshot: counted
+/// from the written file, the count paid for opening and mapping it again
+/// (3 ms of a 2 MB backup's 11); on a second connection, for reading the
+/// schema again. Through memory, the snapshot's copy and its write took 4
+/// to 5 ms of a 2 MB backup's 12, where the kernel's copy takes about 1
+/// (docs/BENCHMARKS.md).
 fn copy_in_one_transaction(from: &Path, to: &Path) -> Result<BackupReport, StoreError> {
     // A stale partial file of an earlier, interrupted backup.
     let _ = std::fs::remove_file(to);
@@ -417,43 +419,27 @@ fn copy_then_check(
     let in_wal_mode = source
         .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
         .is_ok_and(|mode| mode == "wal");
-    let (copy, copied, copy_seconds, readings, check_seconds) =
-        if in_wal_mode && wal_index::file_holds_every_frame(from) {
-            let page_size = source
-                .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
-                .map_err(db_err)?;
-            let bytes = u64::try_from(pages * page_size).map_err(|_| {
-                StoreError::Corrupt(format!(
-                    "{}: {pages} pages of {page_size} bytes",
-                    from.display()
-                ))
-            })?;
-            let (copy, copy_seconds, readings, check_seconds) =
-                copy_beside_check(source, file, bytes, to);
-            let copy = copy.map_err(|e| write_error("writing", e, to, from))?;
-            (
-                copy,
-                CopyWay::WholeFile,
-                copy_seconds,
-                readings?,
-                check_seconds,
-            )
-        } else {
-            let image = snapshot(source, from)?;
-            let copy = write_new(&image, to).map_err(|e| write_error("writing", e, to, from))?;
-            let copy_seconds = started.elapsed().as_secs_f64();
-            start_writeback(&copy);
-            let checking = std::time::Instant::now();
-            let readings = check(source)?;
-            let check_seconds = checking.elapsed().as_secs_f64();
-            (
-                copy,
-                CopyWay::ThroughMemory,
-                copy_seconds,
-                readings,
-                check_seconds,
-            )
-        };
+    let (copy, copied) = if in_wal_mode && wal_index::file_holds_every_frame(from) {
+        let page_size = source
+            .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
+            .map_err(db_err)?;
+        let bytes = u64::try_from(pages * page_size).map_err(|_| {
+            StoreError::Corrupt(format!(
+                "{}: {pages} pages of {page_size} bytes",
+                from.display()
+            ))
+        })?;
+        (copy_whole(file, bytes, to), CopyWay::WholeFile)
+    } else {
+        let image = snapshot(source, from)?;
+        (write_new(&image, to), CopyWay::ThroughMemory)
+    };
+    let copy = copy.map_err(|e| write_error("writing", e, to, from))?;
+    let copy_seconds = started.elapsed().as_secs_f64();
+    start_writeback(&copy);
+    let checking = std::time::Instant::now();
+    let readings = check(source)?;
+    let check_seconds = checking.elapsed().as_secs_f64();
     let syncing = std::time::Instant::now();
     copy.sync_all()
         .map_err(|e| write_error("syncing", e, to, from))?;
@@ -465,46 +451,6 @@ fn copy_then_check(
         check_seconds,
         sync_seconds,
         copied,
-    })
-}
-
-/// The store's file copied by the kernel on a thread of its own while this
-/// thread checks the snapshot on its connection (the file's bytes are the
-/// snapshot: nothing writes them until the read transaction ends). The
-/// copy is kernel work and the check SQLite's, so on two cores the backup
-/// takes about the longer of the two, not their sum (docs/BENCHMARKS.md,
-/// "The copy beside the check"). The copy, how long it took from the start
-/// of its thread, the count, and how long the check took.
-fn copy_beside_check(
-    source: &Connection,
-    file: &std::fs::File,
-    bytes: u64,
-    to: &Path,
-) -> (
-    std::io::Result<std::fs::File>,
-    f64,
-    Result<u64, StoreError>,
-    f64,
-) {
-    std::thread::scope(|scope| {
-        let copying = scope.spawn(|| {
-            let started = std::time::Instant::now();
-            let copy = copy_whole(file, bytes, to);
-            if let Ok(copy) = &copy {
-                start_writeback(copy);
-            }
-            (copy, started.elapsed().as_secs_f64())
-        });
-        let checking = std::time::Instant::now();
-        let readings = check(source);
-        let check_seconds = checking.elapsed().as_secs_f64();
-        let (copy, copy_seconds) = copying.join().unwrap_or_else(|_| {
-            (
-                Err(std::io::Error::other("the copying thread panicked")),
-                0.0,
-            )
-        });
-        (copy, copy_seconds, readings, check_seconds)
     })
 }
 
