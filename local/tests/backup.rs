@@ -147,15 +147,15 @@ impl CopyWay {
     }
 }
 
+/// `ingester-local backup --db DB --to TO`, to be given more.
+fn backup_command(db: &Path, to: &Path) -> Command {
+    let mut command = Command::new(BIN);
+    command.args(["backup", "--db"]).arg(db).arg("--to").arg(to);
+    command
+}
+
 fn backup_by(copy: CopyWay, db: &Path, to: &Path) -> std::process::Output {
-    Command::new(BIN)
-        .args(["backup", "--db"])
-        .arg(db)
-        .arg("--to")
-        .arg(to)
-        .args(copy.args())
-        .output()
-        .unwrap()
+    backup_command(db, to).args(copy.args()).output().unwrap()
 }
 
 fn integrity(db: &Path) -> String {
@@ -376,11 +376,7 @@ async fn a_backup_allocates_with_glibc_and_the_other_commands_with_mimalloc() {
     let count = store.stored_readings().await.unwrap();
     drop(store);
     let to = dir.join("copy.db");
-    let out = Command::new(BIN)
-        .args(["backup", "--db"])
-        .arg(&db)
-        .arg("--to")
-        .arg(&to)
+    let out = backup_command(&db, &to)
         .env("MIMALLOC_SHOW_STATS", "1")
         .output()
         .unwrap();
@@ -433,11 +429,7 @@ async fn a_failed_or_killed_backup_leaves_no_file_and_the_source_whole() {
     let mut rng = fastrand::Rng::with_seed(41);
     for round in 0..12 {
         let copy = [CopyWay::InMemory, CopyWay::PageByPage][round % 2];
-        let mut child = Command::new(BIN)
-            .args(["backup", "--db"])
-            .arg(&db)
-            .arg("--to")
-            .arg(&to)
+        let mut child = backup_command(&db, &to)
             .args(copy.args())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
