@@ -92,16 +92,11 @@ extern "C" fn before_main(
     argv: *const *const libc::c_char,
     _env: *const *const libc::c_char,
 ) {
-    // SAFETY: getenv reads the environment, which nothing changes before
-    // main; PR_SET_THP_DISABLE takes integers and touches no memory of ours:
-    // it sets a flag of the process's address space. glibc calls a
-    // constructor with `argc` and `argv` as `main` gets them (the standard
-    // library reads its arguments the same way): `argv` holds `argc`
-    // pointers to C strings.
+    no_transparent_huge_pages();
+    // SAFETY: glibc calls a constructor with `argc` and `argv` as `main`
+    // gets them (the standard library reads its arguments the same way):
+    // `argv` holds `argc` pointers to C strings.
     unsafe {
-        if libc::getenv(c"MIMALLOC_ALLOW_THP".as_ptr()).is_null() {
-            libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
-        }
         if argc >= 2
             && !argv.is_null()
             && !(*argv.add(1)).is_null()
@@ -118,9 +113,11 @@ extern "C" fn before_main(
 #[link_section = ".init_array"]
 static NO_TRANSPARENT_HUGE_PAGES: extern "C" fn() = no_transparent_huge_pages;
 
-#[cfg(all(target_os = "linux", not(target_env = "gnu")))]
+#[cfg(target_os = "linux")]
 extern "C" fn no_transparent_huge_pages() {
-    // SAFETY: as in `before_main`.
+    // SAFETY: getenv reads the environment, which nothing changes before
+    // main; PR_SET_THP_DISABLE takes integers and touches no memory of ours:
+    // it sets a flag of the process's address space.
     unsafe {
         if libc::getenv(c"MIMALLOC_ALLOW_THP".as_ptr()).is_null() {
             libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
