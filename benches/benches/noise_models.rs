@@ -19,6 +19,39 @@ mod common;
 use common::noise::models;
 use common::*;
 
+/// Bytes a reading of `samples`' block bodies when each device's readings
+/// are cut into blocks of 1, 7 and 30 UTC days.
+fn blocks_by_span(samples: &[Sample]) -> [f64; 3] {
+    use shared::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
+    let mut by_device: std::collections::BTreeMap<&str, Vec<Reading>> = Default::default();
+    for s in samples {
+        let values = s
+            .values
+            .iter()
+            .map(|(name, v)| (Quantity::parse(name).unwrap(), *v))
+            .collect();
+        let room = s.room.as_deref().map(|r| RoomId::parse(r).unwrap());
+        by_device.entry(&s.device).or_default().push(Reading {
+            device_id: DeviceId::parse(&s.device).unwrap(),
+            timestamp: Timestamp::from_millis(s.ms).unwrap(),
+            measurement: Measurement::new(room, values).unwrap(),
+        });
+    }
+    [1, 7, 30].map(|days| {
+        let bytes: usize = by_device
+            .values()
+            .flat_map(|readings| {
+                readings.chunk_by(|a, b| {
+                    a.timestamp.millis().div_euclid(days * DAY_MS)
+                        == b.timestamp.millis().div_euclid(days * DAY_MS)
+                })
+            })
+            .map(|block| shared::domain::block::encode(block).unwrap().len())
+            .sum();
+        bytes as f64 / samples.len() as f64
+    })
+}
+
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let now_ms = shared::model::Timestamp::now().millis();
@@ -34,6 +67,7 @@ fn main() {
         .ok()
         .map(|n| n.parse::<usize>().unwrap());
     let keep = std::env::var_os("NOISE_KEEP").is_some();
+    let mut spans = Vec::new();
     for (i, model) in models().into_iter().enumerate() {
         if only.is_some_and(|n| n != i) {
             continue;
@@ -102,9 +136,23 @@ fn main() {
             theirs.map_or(String::new(), |t| format!("{:.2}", per(ours_bytes) / t)),
             per(ours_bytes) / entropy,
         );
+        spans.push((model.name, blocks_by_span(&samples)));
         if !keep {
             let _ = std::fs::remove_dir_all(&dir);
         }
+    }
+    // The codec alone (`domain::block`), each device's readings in blocks
+    // of one, seven or thirty days: what a block that holds several days
+    // would save of a slow series' headers (docs/embedded-store.md, "Where
+    // a slow sensor's bytes go"). No page, key or rollup counted.
+    println!(
+        "\n| model | block bodies, B/reading: a day a block | 7 days | 30 days |\n|---|---|---|---|"
+    );
+    for (name, bytes) in spans {
+        println!(
+            "| {name} | {:.3} | {:.3} | {:.3} |",
+            bytes[0], bytes[1], bytes[2]
+        );
     }
     if keep {
         println!("(kept: {})", root.display());
