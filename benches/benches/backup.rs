@@ -55,15 +55,20 @@ fn wait_for(done: impl Fn() -> bool, secs: u64, what_failed: &str) {
     }
 }
 
+/// Posts `batch` as line protocol; it must be stored.
+fn post(server: &LocalServer, batch: &[Sample]) {
+    let (status, text) = ours(
+        server,
+        "POST",
+        "/write?precision=ms",
+        Some(&line_body(batch)),
+    );
+    assert_eq!(status, 204, "{text}");
+}
+
 fn post_all(server: &LocalServer, samples: &[Sample]) {
     for batch in samples.chunks(1000) {
-        let (status, text) = ours(
-            server,
-            "POST",
-            "/write?precision=ms",
-            Some(&line_body(batch)),
-        );
-        assert_eq!(status, 204, "{text}");
+        post(server, batch);
     }
 }
 
@@ -80,13 +85,7 @@ fn steady_writer(server: &LocalServer, count: &AtomicU64, stop: &AtomicBool) {
             })
             .collect();
         ms += 250;
-        let (status, text) = ours(
-            server,
-            "POST",
-            "/write?precision=ms",
-            Some(&line_body(&batch)),
-        );
-        assert_eq!(status, 204, "{text}");
+        post(server, &batch);
         count.fetch_add(batch.len() as u64, Ordering::Relaxed);
     }
 }
@@ -140,13 +139,7 @@ fn trickle(server: &LocalServer, stop: &AtomicBool) {
         let batch: Vec<Sample> = (0..4)
             .map(|d| climate(&format!("home-{d}"), "hall", at, n as f64, d as f64))
             .collect();
-        let (status, text) = ours(
-            server,
-            "POST",
-            "/write?precision=ms",
-            Some(&line_body(&batch)),
-        );
-        assert_eq!(status, 204, "{text}");
+        post(server, &batch);
         n += 1;
         std::thread::sleep(Duration::from_millis(250));
     }
@@ -288,8 +281,6 @@ fn figures(shape: &str, days: i64, samples: &[Sample], full: bool) {
             turns
         })
     };
-    let report = idle_turns.report.clone();
-    let ways = idle_turns.ways.clone();
     let Medians {
         backup: idle_secs,
         backup_best: idle_best,
@@ -297,6 +288,7 @@ fn figures(shape: &str, days: i64, samples: &[Sample], full: bool) {
         cp_best,
         turn_ratio,
     } = idle_turns.medians();
+    let Turns { report, ways, .. } = idle_turns;
     // The way of a store too big to copy through memory.
     let paged_secs = [dir.join("paged-1.db"), dir.join("paged-2.db")]
         .iter()
@@ -384,7 +376,7 @@ fn figures(shape: &str, days: i64, samples: &[Sample], full: bool) {
     );
     let busy_field = |k: &str| busy_report[k].as_f64().unwrap_or(0.0);
     println!(
-        "| that backup ({} readings, {:.1} MB: the year and the writer's hot rows), `cp` of the file after it | copy {:.3} s, check {:.3} s, sync {:.3} s; `cp` {busy_cp_secs:.3} s (÷ cp {:.1}: the check reads every hot row, which `cp` does not) |",
+        "| that backup ({} readings, {:.1} MB: the imported days and the writer's hot rows), `cp` of the file after it | copy {:.3} s, check {:.3} s, sync {:.3} s; `cp` {busy_cp_secs:.3} s (÷ cp {:.1}: the check reads every hot row, which `cp` does not) |",
         busy_report["readings"],
         busy_field("bytes") / 1e6,
         busy_field("copy_seconds"),

@@ -154,6 +154,15 @@ fn backup_command(db: &Path, to: &Path) -> Command {
     command
 }
 
+/// Asserts that a command ended well, showing its stderr where not.
+fn succeeded(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn backup_by(copy: CopyWay, db: &Path, to: &Path) -> std::process::Output {
     backup_command(db, to).args(copy.args()).output().unwrap()
 }
@@ -200,11 +209,7 @@ async fn backup_during_ingest(copy: CopyWay) {
     };
     running.store(false, Ordering::Relaxed);
     let written_minutes = writer.await.unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let way = report["copied"].as_str().unwrap_or_default();
     assert!(copy.reported().contains(&way), "{copy:?}: {report}");
@@ -275,11 +280,7 @@ async fn a_whole_file_copy_is_the_snapshot_while_writes_and_checkpoints_go_on() 
                 .await
                 .unwrap()
         };
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        succeeded(&out);
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let way = report["copied"].as_str().unwrap().to_owned();
         assert!(
@@ -380,11 +381,7 @@ async fn a_backup_allocates_with_glibc_and_the_other_commands_with_mimalloc() {
         .env("MIMALLOC_SHOW_STATS", "1")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["readings"].as_u64(), Some(count), "{report}");
     assert_eq!(integrity(&to), "ok");
@@ -399,7 +396,7 @@ async fn a_backup_allocates_with_glibc_and_the_other_commands_with_mimalloc() {
         .env("MIMALLOC_SHOW_STATS", "1")
         .output()
         .unwrap();
-    assert!(version.status.success());
+    succeeded(&version);
     let pages = mimalloc_pages(&version.stderr);
     assert!(
         pages.is_some_and(|p| p > 0),
@@ -454,11 +451,7 @@ async fn a_failed_or_killed_backup_leaves_no_file_and_the_source_whole() {
     }
     // And the next backup after the kills succeeds over any partial file.
     let out = backup(&db, &to);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["readings"].as_u64(), Some(count));
     assert_eq!(
@@ -625,11 +618,7 @@ async fn a_restore_is_checked_refused_while_open_and_keeps_what_it_replaces() {
     assert!(!restore(&garbage, &db).status.success());
     // Closed: restored, the replaced file kept beside it.
     let out = restore(&saved, &db);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let replaced = PathBuf::from(report["replaced"].as_str().unwrap());
     let restored = SqliteStore::open(&db).unwrap();
