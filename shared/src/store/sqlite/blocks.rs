@@ -24,7 +24,7 @@
 //!   tail in `block_tails` under the same key. Every read joins them.
 
 use super::rows::{self, Bounds};
-use super::{block_tail, db_err};
+use super::{block_spans, block_tail, day_merge, db_err};
 use crate::domain::block;
 use crate::model::{DeviceId, Reading, DAY_MS, HOUR_MS};
 use crate::store::{Order, StoreError};
@@ -99,11 +99,11 @@ pub fn closed_before(now_ms: i64) -> i64 {
 /// The row key of a device's day. Days outside the 32 bits (bounds of a
 /// read that reach beyond any timestamp) are clamped to them, so that a
 /// key range never strays into another device's blocks.
-fn key(device: i64, day: i64) -> i64 {
+pub(super) fn key(device: i64, day: i64) -> i64 {
     device << 32 | day.clamp(0, LAST_DAY)
 }
 
-const LAST_DAY: i64 = 0xffff_ffff;
+pub(super) const LAST_DAY: i64 = 0xffff_ffff;
 
 fn corrupt(device: &DeviceId, day: i64, e: block::BlockError) -> StoreError {
     StoreError::Corrupt(format!("block of {device} on day {day}: {e}"))
@@ -114,28 +114,50 @@ fn corrupt_numbered(device: i64, day: i64, e: block::BlockError) -> StoreError {
     StoreError::Corrupt(format!("block of device {device} on day {day}: {e}"))
 }
 
-/// Whether a device's day is sealed (a block, or segments).
+/// Whether a device's day is sealed (a block, or segments, or a block of
+/// several days that holds it).
 pub fn exists(conn: &Connection, device: i64, day: i64) -> Result<bool, StoreError> {
-    conn.prepare_cached(
-        "SELECT 1 FROM blocks WHERE key = ?1 UNION ALL SELECT 1 FROM day_segments WHERE key = ?1 LIMIT 1",
-    )
+    let own = conn
+        .prepare_cached(
+            "SELECT 1 FROM blocks WHERE key = ?1 UNION ALL SELECT 1 FROM day_segments WHERE key = ?1 LIMIT 1",
+        )
         .map_err(db_err)?
         .query_row(params![key(device, day)], |_| Ok(()))
         .optional()
-        .map(|found| found.is_some())
-        .map_err(db_err)
+        .map_err(db_err)?;
+    Ok(own.is_some() || block_spans::holding(conn, device, day)?.is_some())
 }
 
-/// A sealed day's readings, block then segments (none when it is not sealed).
+/// A sealed day's readings, block then segments (none when it is not
+/// sealed); of a block of several days, the day's part.
 pub fn load(
     conn: &Connection,
     device: i64,
     device_id: &DeviceId,
     day: i64,
 ) -> Result<Vec<Reading>, StoreError> {
+    match block_spans::holding(conn, device, day)? {
+        None => load_block(conn, device, device_id, day),
+        Some((first, _)) => {
+            let bounds = day_bounds(day);
+            let mut all = load_block(conn, device, device_id, first)?;
+            all.retain(|r| (bounds.lo..=bounds.hi).contains(&r.timestamp.millis()));
+            Ok(all)
+        }
+    }
+}
+
+/// The readings of the block keyed by its first day `first`, whole, then
+/// its segments.
+pub(super) fn load_block(
+    conn: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+    first: i64,
+) -> Result<Vec<Reading>, StoreError> {
     let mut stmt = conn.prepare_cached(ROWS[0]).map_err(db_err)?;
     let mut rows = stmt
-        .query(params![key(device, day), key(device, day)])
+        .query(params![key(device, first), key(device, first)])
         .map_err(db_err)?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().map_err(db_err)? {
@@ -145,16 +167,40 @@ pub fn load(
     Ok(out)
 }
 
-/// Writes a day's block (readings in strictly increasing time), or removes
-/// it when there are none; either way the day's segments go (the block
-/// holds the whole day).
-fn put(conn: &Connection, device: i64, day: i64, readings: &[Reading]) -> Result<(), StoreError> {
+/// Writes the block keyed by its first day `day` (readings in strictly
+/// increasing time, of that day or, for a block of several days, of it and
+/// the days after), or removes it when there are none; either way the
+/// day's segments go (the block holds the whole day), and `block_spans`
+/// records the days it holds.
+pub(super) fn put(
+    conn: &Connection,
+    device: i64,
+    day: i64,
+    readings: &[Reading],
+) -> Result<(), StoreError> {
+    let Some(newest) = readings.last() else {
+        return put_encoded(conn, device, (day, day), None);
+    };
+    let body = block::encode(readings).map_err(|e| corrupt_numbered(device, day, e))?;
+    let last = day_of(newest.timestamp.millis());
+    put_encoded(conn, device, (day, last), Some(&body))
+}
+
+/// Writes the block of the days `first..=last` as its bytes (`None`:
+/// removes it), keyed by its first day, and records its days.
+pub(super) fn put_encoded(
+    conn: &Connection,
+    device: i64,
+    (first, last): (i64, i64),
+    body: Option<&[u8]>,
+) -> Result<(), StoreError> {
+    block_spans::record(conn, device, first, last)?;
+    let k = key(device, first);
     conn.prepare_cached("DELETE FROM day_segments WHERE key = ?1")
         .map_err(db_err)?
-        .execute(params![key(device, day)])
+        .execute(params![k])
         .map_err(db_err)?;
-    let k = key(device, day);
-    if readings.is_empty() {
+    let Some(body) = body else {
         for sql in [
             "DELETE FROM blocks WHERE key = ?1",
             "DELETE FROM block_tails WHERE key = ?1",
@@ -165,9 +211,8 @@ fn put(conn: &Connection, device: i64, day: i64, readings: &[Reading]) -> Result
                 .map_err(db_err)?;
         }
         return Ok(());
-    }
-    let body = block::encode(readings).map_err(|e| corrupt_numbered(device, day, e))?;
-    put_body(conn, k, &body, page_size(conn)?)
+    };
+    put_body(conn, k, body, page_size(conn)?)
 }
 
 pub(super) fn page_size(conn: &Connection) -> Result<usize, StoreError> {
@@ -247,13 +292,23 @@ pub fn write_day(
     day: i64,
     new: Vec<Reading>,
 ) -> Result<Option<DayEnd>, StoreError> {
-    let mut all = load(tx, device, device_id, day)?;
-    let bounds = day_bounds(day);
-    let hot = rows::device_readings(tx, device, device_id, bounds, Order::Asc, usize::MAX >> 1)?;
-    if !hot.is_empty() {
-        rows::delete_range(tx, device, bounds)?;
+    if let Some((first, _)) = block_spans::holding(tx, device, day)? {
+        if !new.iter().any(day_merge::counts_energy) {
+            // Into its block of several days, encoded again whole. No
+            // segment follows such a day (no end returned): the block's
+            // later days come after it.
+            let mut all = load_block(tx, device, device_id, first)?;
+            all.extend(hot_rows(tx, device, device_id, day)?);
+            all.extend(new);
+            put(tx, device, first, &block::normalize(all))?;
+            return Ok(None);
+        }
+        // A counter's readings make the days' chain depend on them: the
+        // block goes back to a block a day, with its day rollups stored.
+        day_merge::unpack(tx, (device, device_id), first)?;
     }
-    all.extend(hot);
+    let mut all = load(tx, device, device_id, day)?;
+    all.extend(hot_rows(tx, device, device_id, day)?);
     all.extend(new);
     let all = block::normalize(all);
     put(tx, device, day, &all)?;
@@ -262,6 +317,21 @@ pub fn write_day(
         last: r.timestamp.millis(),
         next_seq: 1,
     }))
+}
+
+/// A day's hot rows, taken out of the family tables.
+fn hot_rows(
+    tx: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+    day: i64,
+) -> Result<Vec<Reading>, StoreError> {
+    let bounds = day_bounds(day);
+    let hot = rows::device_readings(tx, device, device_id, bounds, Order::Asc, usize::MAX >> 1)?;
+    if !hot.is_empty() {
+        rows::delete_range(tx, device, bounds)?;
+    }
+    Ok(hot)
 }
 
 /// Appends readings of a sealed day, in strictly increasing time and all
@@ -292,6 +362,24 @@ pub fn append(
         last: newest.timestamp.millis(),
         next_seq: end.next_seq + 1,
     })
+}
+
+/// The first day of the device's last block before `day`.
+pub fn previous_first_day(
+    conn: &Connection,
+    device: i64,
+    day: i64,
+) -> Result<Option<i64>, StoreError> {
+    conn.prepare_cached(
+        "SELECT key FROM blocks WHERE key >= ?1 AND key < ?2 ORDER BY key DESC LIMIT 1",
+    )
+    .map_err(db_err)?
+    .query_row(params![key(device, 0), key(device, day)], |r| {
+        r.get::<_, i64>(0)
+    })
+    .optional()
+    .map(|k| k.map(|k| k & LAST_DAY))
+    .map_err(db_err)
 }
 
 /// The first day of a device that has segments, to merge into its block.
@@ -337,7 +425,7 @@ pub fn readings(
     let mut stmt = conn.prepare_cached(rows_sql(order)).map_err(db_err)?;
     let mut found = stmt
         .query(params![
-            key(device, day_of(bounds.lo)),
+            key(device, block_spans::first_day(conn, device, day_of(bounds.lo))?),
             key(device, day_of(bounds.hi))
         ])
         .map_err(db_err)?;
@@ -408,12 +496,13 @@ fn day_and_body<'r>(row: &'r rusqlite::Row<'_>) -> Result<(i64, Cow<'r, [u8]>), 
 }
 
 /// The bodies of a device's sealed rows of `day`, in order: its block (with
-/// its tail), then its segments.
+/// its tail), then its segments; or the block of several days that holds it.
 pub fn day_bodies(conn: &Connection, device: i64, day: i64) -> Result<Vec<Vec<u8>>, StoreError> {
     let mut out = Vec::new();
+    let first = block_spans::first_day(conn, device, day)?;
     let mut stmt = conn.prepare_cached(ROWS[0]).map_err(db_err)?;
     let mut found = stmt
-        .query(params![key(device, day), key(device, day)])
+        .query(params![key(device, first), key(device, day)])
         .map_err(db_err)?;
     while let Some(row) = found.next().map_err(db_err)? {
         out.push(day_and_body(row)?.1.into_owned());
@@ -424,7 +513,9 @@ pub fn day_bodies(conn: &Connection, device: i64, day: i64) -> Result<Vec<Vec<u8
 /// The rollups of `span` of a device's sealed readings of `day`, given as
 /// its rows' bodies (`day_bodies`), entered with `entering`, from the
 /// blocks' columns (`rollup::extend_spans_from_columns`): what
-/// `rollup::spans` makes of the day's readings, without building them.
+/// `rollup::spans` makes of the day's readings, without building them. (Of
+/// a block of several days, those of `day`; the days before it hold no
+/// counter, so the chain enters `day` as it entered the block.)
 pub fn spans_of_bodies(
     device_id: &DeviceId,
     day: i64,
@@ -440,11 +531,14 @@ pub fn spans_of_bodies(
         )
         .map_err(|e| corrupt(device_id, day, block::BlockError::Corrupt(e)))?;
     }
+    let bounds = day_bounds(day);
+    out.retain(|r| (bounds.lo..=bounds.hi).contains(&r.start.millis()));
     Ok(out)
 }
 
 /// A device's blocks and segments of the days `days` with their day, oldest
-/// first (a day with segments comes more than once), headers only: for
+/// first (a day with segments comes more than once; a block of several
+/// days with its first day, which may be before `days`), headers only: for
 /// counts and box tests without decoding.
 pub fn headers(
     conn: &Connection,
@@ -455,7 +549,7 @@ pub fn headers(
     let mut stmt = conn.prepare_cached(ROWS[0]).map_err(db_err)?;
     let mut found = stmt
         .query(params![
-            key(device, *days.start()),
+            key(device, block_spans::first_day(conn, device, *days.start())?),
             key(device, *days.end())
         ])
         .map_err(db_err)?;
@@ -549,7 +643,9 @@ pub fn time_span(
 }
 
 /// Removes a device's sealed readings before `before`: whole blocks, and the
-/// older part of the block `before` falls in. Returns how many went.
+/// older part of the block `before` falls in. Returns how many went. (A
+/// block of several days that `before` falls in goes back to a block a day
+/// first, its days' rollups stored: rollups outlive their readings.)
 pub fn delete_before(
     tx: &Connection,
     device: i64,
@@ -557,6 +653,9 @@ pub fn delete_before(
     before: i64,
 ) -> Result<usize, StoreError> {
     let day = day_of(before);
+    if let Some((first, _)) = block_spans::holding(tx, device, day)? {
+        day_merge::unpack(tx, (device, device_id), first)?;
+    }
     let mut gone = 0;
     if day > 0 {
         for (_, header) in headers(tx, device, device_id, 0..=day - 1)? {
@@ -573,6 +672,7 @@ pub fn delete_before(
             .execute(params![key(device, 0), key(device, day)])
             .map_err(db_err)?;
     }
+    block_spans::remove_before(tx, device, day)?;
     let straddling = load(tx, device, device_id, day)?;
     let kept: Vec<Reading> = straddling
         .iter()

@@ -20,8 +20,10 @@
 
 mod alerts;
 mod backup;
+mod block_spans;
 mod block_tail;
 mod blocks;
+mod day_merge;
 mod held_files;
 mod hour_cache;
 mod names;

@@ -13,11 +13,15 @@
 //!   rollup entered with, by the same fold that would have stored it.
 
 use super::blocks;
+use super::block_spans;
 use super::hour_cache::{self, CachedHour, HourCache};
 use super::rows::Bounds;
 use super::series;
 use super::{db_err, StoreError};
-use crate::domain::aggregate::rollup::{postcard_version, spans, Rollup, Stored, StoredV1, Tally};
+use crate::domain::aggregate::counter::Chain;
+use crate::domain::aggregate::rollup::{
+    extend_spans_from_columns, postcard_version, spans, Rollup, Stored, StoredV1, Tally,
+};
 use crate::domain::aggregate::rollup_body;
 use crate::domain::aggregate::rollup_counters::RollupCounters;
 use crate::model::{DeviceId, RoomId, Span, TimeRange, Timestamp};
@@ -128,7 +132,14 @@ pub fn first_after(
         .transpose()
 }
 
+/// Stores a rollup; a day of a block of several days (`block_spans`) is
+/// computed from its block when read, so its row goes instead.
 pub fn put(conn: &Connection, device: i64, r: &Rollup) -> Result<(), StoreError> {
+    if r.span == Span::Day
+        && block_spans::holding(conn, device, blocks::day_of(r.start.millis()))?.is_some()
+    {
+        return delete(conn, device, r.span, r.start.millis());
+    }
     let (body, size) = stored_form(r)?;
     let size = size as i64;
     conn.prepare_cached(
@@ -148,6 +159,26 @@ pub fn delete(conn: &Connection, device: i64, span: Span, start: i64) -> Result<
         .execute(params![device, code(span), start])
         .map_err(db_err)?;
     Ok(())
+}
+
+/// Deletes a device's day rollups starting in `from..to`.
+pub fn delete_days(conn: &Connection, device: i64, from: i64, to: i64) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "DELETE FROM rollups WHERE device = ?1 AND span = ?2 AND start >= ?3 AND start < ?4",
+    )
+    .map_err(db_err)?
+    .execute(params![device, code(Span::Day), from, to])
+    .map_err(db_err)?;
+    Ok(())
+}
+
+/// The chain a device's day starting at `start` enters with when the days
+/// since the last stored day rollup before it hold no counter (the days
+/// of blocks of several days): the one that rollup leaves with.
+pub fn entering(conn: &Connection, device: i64, start: i64) -> Result<Chain, StoreError> {
+    Ok(latest_before(conn, device, Span::Day, start)?
+        .map(|r| r.chain)
+        .unwrap_or_default())
 }
 
 /// The starts of a device's stored rollups of `span` in `from..to`.
@@ -449,6 +480,8 @@ fn spans_in(span: Span, range: &TimeRange) -> usize {
 
 /// Each stored rollup of `span` of a device that lies wholly inside
 /// `range`, oldest first: its start, body and the body's size kept with it.
+/// The days of blocks of several days (`block_spans`), which have no row,
+/// come computed from their blocks, in the form and size a row would have.
 fn each_stored(
     conn: &Connection,
     device: i64,
@@ -456,13 +489,19 @@ fn each_stored(
     range: &TimeRange,
     mut each: impl FnMut(i64, &[u8], Option<i64>) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
+    let last_start = range.to().millis() - span.millis();
+    let mut computed = match span {
+        Span::Day => computed_days(conn, device, range.from().millis(), last_start)?,
+        Span::Hour => Vec::new(),
+    }
+    .into_iter()
+    .peekable();
     let mut stmt = conn
         .prepare_cached(
             "SELECT start, body, size FROM rollups WHERE device = ?1 AND span = ?2
                AND start >= ?3 AND start <= ?4 ORDER BY start",
         )
         .map_err(db_err)?;
-    let last_start = range.to().millis() - span.millis();
     let mut rows = stmt
         .query(params![
             device,
@@ -473,6 +512,9 @@ fn each_stored(
         .map_err(db_err)?;
     while let Some(row) = rows.next().map_err(db_err)? {
         let start: i64 = row.get(0).map_err(db_err)?;
+        while let Some((at, body, size)) = computed.next_if(|(at, ..)| *at <= start) {
+            each(at, &body, Some(size))?;
+        }
         let body = row
             .get_ref(1)
             .map_err(db_err)?
@@ -481,7 +523,49 @@ fn each_stored(
         let size: Option<i64> = row.get(2).map_err(db_err)?;
         each(start, body, size)?;
     }
+    for (at, body, size) in computed {
+        each(at, &body, Some(size))?;
+    }
     Ok(())
+}
+
+/// The day rollups starting in `from..=last_start` of a device's blocks of
+/// several days, as (start, body, size) in the form `put` would store:
+/// each block's columns folded by day (`extend_spans_from_columns`, the
+/// fold a stored day went through), entered with the chain of the stored
+/// day before the block (`entering`).
+fn computed_days(
+    conn: &Connection,
+    device: i64,
+    from: i64,
+    last_start: i64,
+) -> Result<Vec<(i64, Vec<u8>, i64)>, StoreError> {
+    if last_start < from {
+        return Ok(Vec::new());
+    }
+    let days = blocks::day_of(from)..=blocks::day_of(last_start);
+    let mut out = Vec::new();
+    for (first, _) in block_spans::overlapping(conn, device, days)? {
+        let corrupt = |e: String| {
+            StoreError::Corrupt(format!("block of device {device} on day {first}: {e}"))
+        };
+        let mut rollups = Vec::new();
+        let entering = entering(conn, device, first * crate::model::DAY_MS)?;
+        for body in blocks::day_bodies(conn, device, first)? {
+            let columns =
+                crate::domain::block::decode_columns(&body).map_err(|e| corrupt(e.to_string()))?;
+            extend_spans_from_columns(&mut rollups, Span::Day, entering, &columns)
+                .map_err(corrupt)?;
+        }
+        for r in rollups {
+            let start = r.start.millis();
+            if (from..=last_start).contains(&start) {
+                let (body, size) = stored_form(&r)?;
+                out.push((start, body, size as i64));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A day's hour rollups: computed now, or kept (`hour_cache`).

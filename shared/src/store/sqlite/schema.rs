@@ -36,7 +36,11 @@ CREATE TABLE IF NOT EXISTS day_segments (
     seq  INTEGER NOT NULL,     -- 1, 2, ...: their order in the day
     body BLOB NOT NULL,        -- domain::block
     PRIMARY KEY (key, seq)
-) WITHOUT ROWID;\n";
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS block_spans (
+    key      INTEGER PRIMARY KEY,  -- as blocks.key: a block's first day
+    last_day INTEGER NOT NULL      -- its last day, when after its first
+);\n";
 
 /// `PRAGMA user_version` of this schema; `upgrade` brings earlier ones here:
 ///
@@ -68,7 +72,13 @@ CREATE TABLE IF NOT EXISTS day_segments (
 ///     day rollups' bodies of version 4 (numbers written from those they
 ///     are near), which a build before cannot read: a version 11 file
 ///     needs nothing, but a restore by an older build refuses it.
-pub const VERSION: i64 = 12;
+/// 13. `block_spans`: a slow series' closed days merged into one block of
+///     up to a week, whose day rollups are computed from it, not stored
+///     (`block_spans.rs`). A version 12 file needs nothing (the table is
+///     created on open; its one-day blocks read as they are), but a build
+///     before would read such a block as its first day alone, so a restore
+///     by one refuses a version 13 file.
+pub const VERSION: i64 = 13;
 
 /// The families, each with its table: every reading kind, in variant order.
 pub const FAMILIES: [ReadingKind; 4] = ReadingKind::ALL;

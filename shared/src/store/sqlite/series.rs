@@ -208,11 +208,16 @@ pub fn sealed_in_box(
                 continue;
             }
             read_day = Some(day);
+            // A block of several days is read to its last day.
+            let bounds = Bounds {
+                hi: blocks::day_bounds(day).hi.max(header.last.millis()),
+                ..blocks::day_bounds(day)
+            };
             let (readings, decoded) = blocks::readings(
                 conn,
                 *device,
                 device_id,
-                blocks::day_bounds(day),
+                bounds,
                 Order::Asc,
                 usize::MAX,
                 None,

@@ -1,0 +1,118 @@
+//! A slow series' closed days merged into one block (schema version 13,
+//! `block_spans`), and such a block made blocks a day again.
+//!
+//! The sealer merges a device's freshly sealed day into the device's block
+//! before it when the day's block is short (under a quarter of a page, and
+//! a reading every two minutes or slower), neither holds an energy counter,
+//! the block began at most six days before, and the merged block still
+//! fits a page. The merged days' rollup rows go: a day of such a block is
+//! computed from its columns when read (`rollups`), entered with the chain
+//! of the stored rollup before the block (no counter in the block, so the
+//! chain passes through its days unchanged).
+//!
+//! Why (docs/embedded-store.md, "Where a slow sensor's bytes go"): a slow
+//! sensor's day costs 173 bytes of block and 64 of rollup row; a week a
+//! block spreads a block's header over seven days, and the rollups cost
+//! nothing on disk.
+
+use super::blocks::{self, day_bounds};
+use super::{block_spans, rollups};
+use crate::domain::aggregate::counter::Counter;
+use crate::domain::aggregate::rollup::spans;
+use crate::domain::block;
+use crate::model::{DeviceId, Reading, Span, DAY_MS};
+use crate::store::StoreError;
+use rusqlite::Connection;
+
+/// Most days a block of several days spans (a week).
+pub const MOST_DAYS: i64 = 7;
+
+/// Most readings a day merged may hold: a reading every two minutes. A
+/// series that reports every minute spreads its block's header and its
+/// rollup over enough readings, and its raw days are read a block a day.
+pub const MOST_READINGS: u32 = 720;
+
+/// Whether a reading holds an energy counter (bought or sold).
+pub fn counts_energy(r: &Reading) -> bool {
+    Counter::BOTH.iter().any(|c| r.get(c.quantity()).is_some())
+}
+
+fn header_counts_energy(header: &block::BlockHeader) -> bool {
+    header
+        .quantities
+        .iter()
+        .any(|q| Counter::BOTH.iter().any(|c| c.quantity() == q.quantity))
+}
+
+/// Merges a device's sealed `day` (its block alone, no segment) into the
+/// block before it, when the rules above allow: whether it did.
+pub fn into_previous(
+    tx: &Connection,
+    (device, device_id): (i64, &DeviceId),
+    day: i64,
+) -> Result<bool, StoreError> {
+    let page = blocks::page_size(tx)?;
+    let this = blocks::day_bodies(tx, device, day)?;
+    let [this] = this.as_slice() else {
+        return Ok(false);
+    };
+    let corrupt = |e: block::BlockError| {
+        StoreError::Corrupt(format!("block of {device_id} on day {day}: {e}"))
+    };
+    let header = block::header(this).map_err(corrupt)?;
+    if this.len() > page / 4 || header.count > MOST_READINGS || header_counts_energy(&header) {
+        return Ok(false);
+    }
+    if block_spans::holding(tx, device, day)?.is_some() {
+        return Ok(false);
+    }
+    let Some(first) = blocks::previous_first_day(tx, device, day)? else {
+        return Ok(false);
+    };
+    if day - first >= MOST_DAYS {
+        return Ok(false);
+    }
+    let before = blocks::day_bodies(tx, device, first)?;
+    let [before] = before.as_slice() else {
+        return Ok(false);
+    };
+    if before.len() + this.len() > 2 * page
+        || header_counts_energy(&block::header(before).map_err(corrupt)?)
+    {
+        return Ok(false);
+    }
+    let mut readings = block::decode(device_id, before).map_err(corrupt)?;
+    readings.extend(block::decode(device_id, this).map_err(corrupt)?);
+    let merged = block::encode(&readings).map_err(corrupt)?;
+    if merged.len() > page {
+        return Ok(false);
+    }
+    blocks::put_encoded(tx, device, (day, day), None)?;
+    blocks::put_encoded(tx, device, (first, day), Some(&merged))?;
+    rollups::delete_days(tx, device, first * DAY_MS, (day + 1) * DAY_MS)?;
+    Ok(true)
+}
+
+/// Makes the block of several days keyed by its first day `first` blocks
+/// a day again, its days' rollups stored (what they were computed as).
+pub fn unpack(
+    tx: &Connection,
+    (device, device_id): (i64, &DeviceId),
+    first: i64,
+) -> Result<(), StoreError> {
+    let readings = blocks::load_block(tx, device, device_id, first)?;
+    let entering = rollups::entering(tx, device, first * DAY_MS)?;
+    let days = spans(Span::Day, entering, readings.iter());
+    blocks::put_encoded(tx, device, (first, first), None)?;
+    let mut rest = readings.as_slice();
+    while let Some(r) = rest.first() {
+        let day = blocks::day_of(r.timestamp.millis());
+        let end = rest.partition_point(|r| r.timestamp.millis() <= day_bounds(day).hi);
+        blocks::put(tx, device, day, &rest[..end])?;
+        rest = &rest[end..];
+    }
+    for d in &days {
+        rollups::put(tx, device, d)?;
+    }
+    Ok(())
+}
