@@ -284,8 +284,10 @@ pub fn cut_whole_blocks(tx: &Connection) -> Result<usize, StoreError> {
 /// transaction: the block's and segments' readings, then the day's hot rows
 /// (moved out of the family tables), then `new` (its own order: the last of
 /// a time wins), each replacing the one before at the same time. With `new`
-/// empty this seals the day, and merges its segments. Returns where the day
-/// now ends (`None`: it is empty).
+/// empty this seals the day, and merges its segments. A slow series' day
+/// then joins the block before it (`day_merge`). Returns where the day now
+/// ends, for the next batch to append to (`None`: it is empty, or in a
+/// block of several days).
 pub fn write_day(
     tx: &Connection,
     (device, device_id): (i64, &DeviceId),
@@ -312,6 +314,9 @@ pub fn write_day(
     all.extend(new);
     let all = block::normalize(all);
     put(tx, device, day, &all)?;
+    if !all.is_empty() && day_merge::into_previous(tx, (device, device_id), day)? {
+        return Ok(None);
+    }
     Ok(all.last().map(|r| DayEnd {
         day,
         last: r.timestamp.millis(),

@@ -1,14 +1,15 @@
 //! A slow series' closed days merged into one block (schema version 13,
 //! `block_spans`), and such a block made blocks a day again.
 //!
-//! The sealer merges a device's freshly sealed day into the device's block
-//! before it when the day's block is short (under a quarter of a page, and
-//! a reading every two minutes or slower), neither holds an energy counter,
-//! the block began at most six days before, and the merged block still
-//! fits a page. The merged days' rollup rows go: a day of such a block is
-//! computed from its columns when read (`rollups`), entered with the chain
-//! of the stored rollup before the block (no counter in the block, so the
-//! chain passes through its days unchanged).
+//! A device's closed day, once written (sealed, or written to as history),
+//! joins the device's block before it when the day's block is short (under
+//! a quarter of a page, and a reading every two minutes or slower), neither
+//! holds an energy counter, the block began at most six days before and
+//! holds as few readings a day, and the merged block still fits a page. The
+//! merged days' rollup rows go: a day of such a block is computed from its
+//! columns when read (`rollups`), entered with the chain of the stored
+//! rollup before the block (no counter in the block, so the chain passes
+//! through its days unchanged).
 //!
 //! Why (docs/embedded-store.md, "Where a slow sensor's bytes go"): a slow
 //! sensor's day costs 173 bytes of block and 64 of rollup row; a week a
@@ -76,8 +77,11 @@ pub fn into_previous(
     let [before] = before.as_slice() else {
         return Ok(false);
     };
+    let header = block::header(before).map_err(corrupt)?;
+    let days = blocks::day_of(header.last.millis()) - first + 1;
     if before.len() + this.len() > 2 * page
-        || header_counts_energy(&block::header(before).map_err(corrupt)?)
+        || i64::from(header.count) > i64::from(MOST_READINGS) * days
+        || header_counts_energy(&header)
     {
         return Ok(false);
     }

@@ -545,13 +545,32 @@ async fn retention_deletes_inside_a_block() {
         .map(|m| make(1, m, 1, 0.5))
         .collect();
     assert!(store.write_readings(&days).await.unwritten.is_empty());
-    assert_eq!(block_rows(&store), 3);
+    assert_eq!(
+        (block_rows(&store), table_rows(&store, "block_spans")),
+        (1, 1),
+        "a reading in ten minutes: the three days in one block"
+    );
+    let d = DeviceId::parse("sensor-1").unwrap();
+    let everything = crate::model::TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap();
+    let day_rollups = store.rollups(&d, Span::Day, &everything).await.unwrap();
+    assert_eq!(day_rollups.len(), 3);
+    assert_eq!(table_rows(&store, "rollups"), 0, "computed from the block");
     // Kept from 12:00 of the second day.
     let now_s = (START + 86_400_000 + 12 * 3_600_000) / 1000 + 86_400;
     let gone = store.delete_expired(now_s).await.unwrap();
     assert_eq!(gone, 144 + 73, "the reading at exactly the cut expires");
-    assert_eq!(block_rows(&store), 2);
+    assert_eq!(
+        (block_rows(&store), table_rows(&store, "block_spans")),
+        (2, 0),
+        "back to a block a day: the first day gone, the second cut"
+    );
     assert_eq!(store.stored_readings().await.unwrap(), (432 - 217) as u64);
+    // The days' rollups outlive their readings, as they were.
+    assert_eq!(
+        store.rollups(&d, Span::Day, &everything).await.unwrap(),
+        day_rollups
+    );
+    assert_eq!(table_rows(&store, "rollups"), 3);
 }
 
 /// A write that does not fit on the disk is refused whole: every reading

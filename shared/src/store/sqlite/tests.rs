@@ -818,12 +818,14 @@ async fn rollups_keep_their_size_and_a_version_5_file_gets_the_column() {
     use crate::model::Span;
     let dir = temp_dir("rollup-sizes");
     let path = dir.join("ingester.db");
-    let written: Vec<Reading> = (0..600)
+    // A reading a minute: days that keep their rollup rows (a slower
+    // series' closed days share a block, and their rollups are computed).
+    let written: Vec<Reading> = (0..2400)
         .map(|m| {
             reading(
                 "sensor-1",
                 Some("hall"),
-                m * 7,
+                m,
                 20.0 + (m % 9) as f64 * 0.37,
             )
         })
