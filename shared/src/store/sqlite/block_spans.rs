@@ -59,10 +59,9 @@ pub fn overlapping(
         )
         .map_err(db_err)?;
     let rows = stmt
-        .query_map(
-            params![key(device, from), key(device, *days.end())],
-            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
-        )
+        .query_map(params![key(device, from), key(device, *days.end())], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+        })
         .map_err(db_err)?;
     // From the first day of the block holding the range's first day, every
     // block of several days listed ends at or after it.

@@ -314,7 +314,13 @@ pub fn write_day(
     all.extend(new);
     let all = block::normalize(all);
     put(tx, device, day, &all)?;
-    if !all.is_empty() && day_merge::into_previous(tx, (device, device_id), day)? {
+    // Joined to the block before, or joined by the block after (history
+    // written in batches seals a day before the day after): then no
+    // segment may follow it.
+    let merged = !all.is_empty()
+        && (day_merge::into_previous(tx, (device, device_id), day)?
+            | day_merge::next_into(tx, (device, device_id), day)?);
+    if merged {
         return Ok(None);
     }
     Ok(all.last().map(|r| DayEnd {
@@ -387,6 +393,18 @@ pub fn previous_first_day(
     .map_err(db_err)
 }
 
+/// The first day of the device's first block after `day`.
+pub fn next_first_day(conn: &Connection, device: i64, day: i64) -> Result<Option<i64>, StoreError> {
+    conn.prepare_cached("SELECT key FROM blocks WHERE key > ?1 AND key <= ?2 ORDER BY key LIMIT 1")
+        .map_err(db_err)?
+        .query_row(params![key(device, day), key(device, LAST_DAY)], |r| {
+            r.get::<_, i64>(0)
+        })
+        .optional()
+        .map(|k| k.map(|k| k & LAST_DAY))
+        .map_err(db_err)
+}
+
 /// The first day of a device that has segments, to merge into its block.
 pub fn first_segmented(conn: &Connection, device: i64) -> Result<Option<i64>, StoreError> {
     conn.prepare_cached("SELECT key FROM day_segments WHERE key BETWEEN ?1 AND ?2 LIMIT 1")
@@ -430,7 +448,10 @@ pub fn readings(
     let mut stmt = conn.prepare_cached(rows_sql(order)).map_err(db_err)?;
     let mut found = stmt
         .query(params![
-            key(device, block_spans::first_day(conn, device, day_of(bounds.lo))?),
+            key(
+                device,
+                block_spans::first_day(conn, device, day_of(bounds.lo))?
+            ),
             key(device, day_of(bounds.hi))
         ])
         .map_err(db_err)?;
@@ -648,9 +669,10 @@ pub fn time_span(
 }
 
 /// Removes a device's sealed readings before `before`: whole blocks, and the
-/// older part of the block `before` falls in. Returns how many went. (A
-/// block of several days that `before` falls in goes back to a block a day
-/// first, its days' rollups stored: rollups outlive their readings.)
+/// older part of the block `before` falls in. Returns how many went. (The
+/// blocks of several days up to the one `before` falls in go back to a
+/// block a day first, their days' rollups stored: rollups outlive their
+/// readings.)
 pub fn delete_before(
     tx: &Connection,
     device: i64,
@@ -658,7 +680,7 @@ pub fn delete_before(
     before: i64,
 ) -> Result<usize, StoreError> {
     let day = day_of(before);
-    if let Some((first, _)) = block_spans::holding(tx, device, day)? {
+    for (first, _) in block_spans::overlapping(tx, device, 0..=day)? {
         day_merge::unpack(tx, (device, device_id), first)?;
     }
     let mut gone = 0;

@@ -45,13 +45,17 @@ fn header_counts_energy(header: &block::BlockHeader) -> bool {
         .any(|q| Counter::BOTH.iter().any(|c| c.quantity() == q.quantity))
 }
 
-/// Merges a device's sealed `day` (its block alone, no segment) into the
-/// block before it, when the rules above allow: whether it did.
+/// Merges a device's sealed `day` (its block alone, no segment, or a block
+/// of several days that begins on it) into the block before it, when the
+/// rules above allow: whether it did.
 pub fn into_previous(
     tx: &Connection,
     (device, device_id): (i64, &DeviceId),
     day: i64,
 ) -> Result<bool, StoreError> {
+    if block_spans::holding(tx, device, day)?.is_some_and(|(first, _)| first != day) {
+        return Ok(false);
+    }
     let page = blocks::page_size(tx)?;
     let this = blocks::day_bodies(tx, device, day)?;
     let [this] = this.as_slice() else {
@@ -60,17 +64,16 @@ pub fn into_previous(
     let corrupt = |e: block::BlockError| {
         StoreError::Corrupt(format!("block of {device_id} on day {day}: {e}"))
     };
+    // `day`'s block, or a block of several days that begins on it.
     let header = block::header(this).map_err(corrupt)?;
-    if this.len() > page / 4 || header.count > MOST_READINGS || header_counts_energy(&header) {
-        return Ok(false);
-    }
-    if block_spans::holding(tx, device, day)?.is_some() {
+    let last = blocks::day_of(header.last.millis());
+    if !slow(this.len(), &header, last - day + 1, page) {
         return Ok(false);
     }
     let Some(first) = blocks::previous_first_day(tx, device, day)? else {
         return Ok(false);
     };
-    if day - first >= MOST_DAYS {
+    if last - first >= MOST_DAYS {
         return Ok(false);
     }
     let before = blocks::day_bodies(tx, device, first)?;
@@ -79,10 +82,7 @@ pub fn into_previous(
     };
     let header = block::header(before).map_err(corrupt)?;
     let days = blocks::day_of(header.last.millis()) - first + 1;
-    if before.len() + this.len() > 2 * page
-        || i64::from(header.count) > i64::from(MOST_READINGS) * days
-        || header_counts_energy(&header)
-    {
+    if !slow(before.len(), &header, days, page) {
         return Ok(false);
     }
     let mut readings = block::decode(device_id, before).map_err(corrupt)?;
@@ -92,9 +92,31 @@ pub fn into_previous(
         return Ok(false);
     }
     blocks::put_encoded(tx, device, (day, day), None)?;
-    blocks::put_encoded(tx, device, (first, day), Some(&merged))?;
-    rollups::delete_days(tx, device, first * DAY_MS, (day + 1) * DAY_MS)?;
+    blocks::put_encoded(tx, device, (first, last), Some(&merged))?;
+    rollups::delete_days(tx, device, first * DAY_MS, (last + 1) * DAY_MS)?;
     Ok(true)
+}
+
+/// Whether a block of `days` days, of `len` bytes, is a slow series' that
+/// may join another: short for its days, few readings a day, no counter.
+fn slow(len: usize, header: &block::BlockHeader, days: i64, page: usize) -> bool {
+    let days = days.max(1);
+    len as i64 <= days * (page / 4) as i64
+        && i64::from(header.count) <= days * i64::from(MOST_READINGS)
+        && !header_counts_energy(header)
+}
+
+/// Merges the device's next block after `day` (a day's, not yet merged)
+/// into the block that holds `day`, by the same rules: whether it did.
+pub fn next_into(
+    tx: &Connection,
+    (device, device_id): (i64, &DeviceId),
+    day: i64,
+) -> Result<bool, StoreError> {
+    match blocks::next_first_day(tx, device, day)? {
+        Some(next) => into_previous(tx, (device, device_id), next),
+        None => Ok(false),
+    }
 }
 
 /// Makes the block of several days keyed by its first day `first` blocks

@@ -1023,6 +1023,8 @@ impl Store for SqliteStore {
 }
 
 #[cfg(test)]
+mod day_merge_tests;
+#[cfg(test)]
 mod sealed_tests;
 #[cfg(test)]
 mod tests;

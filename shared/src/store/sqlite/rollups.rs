@@ -12,8 +12,8 @@
 //!   read, from its day's readings (one block) and the chain its day
 //!   rollup entered with, by the same fold that would have stored it.
 
-use super::blocks;
 use super::block_spans;
+use super::blocks;
 use super::hour_cache::{self, CachedHour, HourCache};
 use super::rows::Bounds;
 use super::series;

@@ -978,4 +978,3 @@ async fn a_late_reading_into_a_sealed_day_changes_its_kept_hours() {
     assert_eq!(after, tallies(fresh).await);
     assert_ne!(after, before, "the late reading is in its hour");
 }
-

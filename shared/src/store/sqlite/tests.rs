@@ -821,14 +821,7 @@ async fn rollups_keep_their_size_and_a_version_5_file_gets_the_column() {
     // A reading a minute: days that keep their rollup rows (a slower
     // series' closed days share a block, and their rollups are computed).
     let written: Vec<Reading> = (0..2400)
-        .map(|m| {
-            reading(
-                "sensor-1",
-                Some("hall"),
-                m,
-                20.0 + (m % 9) as f64 * 0.37,
-            )
-        })
+        .map(|m| reading("sensor-1", Some("hall"), m, 20.0 + (m % 9) as f64 * 0.37))
         .collect();
     let everything = crate::model::TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap();
     let device_id = DeviceId::parse("sensor-1").unwrap();
