@@ -12,7 +12,7 @@
 //! for a file whose series report every minute. A file of one-day blocks
 //! (every file before version 13) reads as it did.
 
-use super::blocks::{key, LAST_DAY};
+use super::block_key::{key, LAST_DAY};
 use super::db_err;
 use crate::store::StoreError;
 use rusqlite::{params, Connection, OptionalExtension};

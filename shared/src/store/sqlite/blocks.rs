@@ -23,8 +23,9 @@
 //!   head in `blocks`, of a length at which rows fill their page, and its
 //!   tail in `block_tails` under the same key. Every read joins them.
 
+use super::block_key::{key, LAST_DAY};
 use super::rows::{self, Bounds};
-use super::{block_spans, block_tail, day_merge, db_err};
+use super::{block_spans, block_tail, db_err};
 use crate::domain::block;
 use crate::model::{DeviceId, Reading, DAY_MS, HOUR_MS};
 use crate::store::{Order, StoreError};
@@ -95,15 +96,6 @@ pub fn closed(day: i64, now_ms: i64) -> bool {
 pub fn closed_before(now_ms: i64) -> i64 {
     day_of(now_ms - GRACE_MS) * DAY_MS
 }
-
-/// The row key of a device's day. Days outside the 32 bits (bounds of a
-/// read that reach beyond any timestamp) are clamped to them, so that a
-/// key range never strays into another device's blocks.
-pub(super) fn key(device: i64, day: i64) -> i64 {
-    device << 32 | day.clamp(0, LAST_DAY)
-}
-
-pub(super) const LAST_DAY: i64 = 0xffff_ffff;
 
 fn corrupt(device: &DeviceId, day: i64, e: block::BlockError) -> StoreError {
     StoreError::Corrupt(format!("block of {device} on day {day}: {e}"))
@@ -280,54 +272,44 @@ pub fn cut_whole_blocks(tx: &Connection) -> Result<usize, StoreError> {
     }
 }
 
-/// Writes readings of one device's day into its block, in the caller's
+/// Writes readings of one device's day into its own block (not one of
+/// several days: `day_merge::write_day` takes those), in the caller's
 /// transaction: the block's and segments' readings, then the day's hot rows
 /// (moved out of the family tables), then `new` (its own order: the last of
 /// a time wins), each replacing the one before at the same time. With `new`
-/// empty this seals the day, and merges its segments. A slow series' day
-/// then joins the block before it (`day_merge`). Returns where the day now
-/// ends, for the next batch to append to (`None`: it is empty, or in a
-/// block of several days).
+/// empty this seals the day, and merges its segments. Returns where the day
+/// now ends (`None`: it is empty).
 pub fn write_day(
     tx: &Connection,
     (device, device_id): (i64, &DeviceId),
     day: i64,
     new: Vec<Reading>,
 ) -> Result<Option<DayEnd>, StoreError> {
-    if let Some((first, _)) = block_spans::holding(tx, device, day)? {
-        if !new.iter().any(day_merge::counts_energy) {
-            // Into its block of several days, encoded again whole. No
-            // segment follows such a day (no end returned): the block's
-            // later days come after it.
-            let mut all = load_block(tx, device, device_id, first)?;
-            all.extend(hot_rows(tx, device, device_id, day)?);
-            all.extend(new);
-            put(tx, device, first, &block::normalize(all))?;
-            return Ok(None);
-        }
-        // A counter's readings make the days' chain depend on them: the
-        // block goes back to a block a day, with its day rollups stored.
-        day_merge::unpack(tx, (device, device_id), first)?;
-    }
     let mut all = load(tx, device, device_id, day)?;
     all.extend(hot_rows(tx, device, device_id, day)?);
     all.extend(new);
     let all = block::normalize(all);
     put(tx, device, day, &all)?;
-    // Joined to the block before, or joined by the block after (history
-    // written in batches seals a day before the day after): then no
-    // segment may follow it.
-    let merged = !all.is_empty()
-        && (day_merge::into_previous(tx, (device, device_id), day)?
-            | day_merge::next_into(tx, (device, device_id), day)?);
-    if merged {
-        return Ok(None);
-    }
     Ok(all.last().map(|r| DayEnd {
         day,
         last: r.timestamp.millis(),
         next_seq: 1,
     }))
+}
+
+/// Writes `new` into the block of several days keyed by its first day
+/// `first`, which holds `day`, with the day's hot rows: the whole block
+/// encoded again.
+pub fn write_into_block(
+    tx: &Connection,
+    (device, device_id): (i64, &DeviceId),
+    (first, day): (i64, i64),
+    new: Vec<Reading>,
+) -> Result<(), StoreError> {
+    let mut all = load_block(tx, device, device_id, first)?;
+    all.extend(hot_rows(tx, device, device_id, day)?);
+    all.extend(new);
+    put(tx, device, first, &block::normalize(all))
 }
 
 /// A day's hot rows, taken out of the family tables.
@@ -669,10 +651,9 @@ pub fn time_span(
 }
 
 /// Removes a device's sealed readings before `before`: whole blocks, and the
-/// older part of the block `before` falls in. Returns how many went. (The
-/// blocks of several days up to the one `before` falls in go back to a
-/// block a day first, their days' rollups stored: rollups outlive their
-/// readings.)
+/// older part of the block `before` falls in. Returns how many went. No
+/// block of several days may reach `before`'s day (`day_merge::delete_before`
+/// makes them blocks a day first).
 pub fn delete_before(
     tx: &Connection,
     device: i64,
@@ -680,9 +661,6 @@ pub fn delete_before(
     before: i64,
 ) -> Result<usize, StoreError> {
     let day = day_of(before);
-    for (first, _) in block_spans::overlapping(tx, device, 0..=day)? {
-        day_merge::unpack(tx, (device, device_id), first)?;
-    }
     let mut gone = 0;
     if day > 0 {
         for (_, header) in headers(tx, device, device_id, 0..=day - 1)? {

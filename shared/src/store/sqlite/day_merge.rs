@@ -106,6 +106,51 @@ fn slow(len: usize, header: &block::BlockHeader, days: i64, page: usize) -> bool
         && !header_counts_energy(header)
 }
 
+/// Writes readings of one device's closed day (`blocks::write_day`): into
+/// the block of several days that holds it, encoded again whole, or into
+/// the day's own block, which then joins the block before it or is joined
+/// by the one after (history written in batches seals a day before the day
+/// after). A reading with an energy counter first makes a block of several
+/// days blocks a day again. Returns where the day now ends, for the next
+/// batch to append a segment to: `None` when it is empty or in a block of
+/// several days (whose later days come after it).
+pub fn write_day(
+    tx: &Connection,
+    (device, device_id): (i64, &DeviceId),
+    day: i64,
+    new: Vec<Reading>,
+) -> Result<Option<blocks::DayEnd>, StoreError> {
+    if let Some((first, _)) = block_spans::holding(tx, device, day)? {
+        if !new.iter().any(counts_energy) {
+            blocks::write_into_block(tx, (device, device_id), (first, day), new)?;
+            return Ok(None);
+        }
+        // A counter's readings make the days' chain depend on them.
+        unpack(tx, (device, device_id), first)?;
+    }
+    let end = blocks::write_day(tx, (device, device_id), day, new)?;
+    let merged = end.is_some()
+        && (into_previous(tx, (device, device_id), day)?
+            | next_into(tx, (device, device_id), day)?);
+    Ok(end.filter(|_| !merged))
+}
+
+/// Removes a device's sealed readings before `before`
+/// (`blocks::delete_before`), after making every block of several days it
+/// reaches blocks a day, their days' rollups stored: rollups outlive their
+/// readings, and the rest of a week reads on. Returns how many went.
+pub fn delete_before(
+    tx: &Connection,
+    device: i64,
+    device_id: &DeviceId,
+    before: i64,
+) -> Result<usize, StoreError> {
+    for (first, _) in block_spans::overlapping(tx, device, 0..=blocks::day_of(before))? {
+        unpack(tx, (device, device_id), first)?;
+    }
+    blocks::delete_before(tx, device, device_id, before)
+}
+
 /// Merges the device's next block after `day` (a day's, not yet merged)
 /// into the block that holds `day`, by the same rules: whether it did.
 pub fn next_into(

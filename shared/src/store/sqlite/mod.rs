@@ -20,6 +20,7 @@
 
 mod alerts;
 mod backup;
+mod block_key;
 mod block_spans;
 mod block_tail;
 mod blocks;
@@ -364,7 +365,7 @@ impl SqliteStore {
                     )
                     .map_err(db_err)?;
                 }
-                readings += blocks::delete_before(&tx, device, &device_id, before)?;
+                readings += day_merge::delete_before(&tx, device, &device_id, before)?;
             }
             tx.commit().map_err(db_err)?;
             // The blocks it cut are no longer what the writer wrote last.

@@ -8,7 +8,7 @@
 
 use super::periodic::Periodic;
 use super::write::Writer;
-use super::{blocks, db_err, names, schema};
+use super::{blocks, day_merge, db_err, names, schema};
 use crate::model::Timestamp;
 use crate::store::StoreError;
 use std::ops::ControlFlow;
@@ -60,7 +60,7 @@ pub fn seal_all(
                         None => return Ok(false),
                     },
                 };
-                blocks::write_day(&tx, (device, &device_id), day, Vec::new())?;
+                day_merge::write_day(&tx, (device, &device_id), day, Vec::new())?;
                 tx.commit().map_err(db_err)?;
                 Ok(true)
             })();

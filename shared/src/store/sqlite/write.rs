@@ -2,9 +2,9 @@
 //! the day is open, or into the day's block once it is closed or sealed
 //! (`blocks`), so that the two never hold the same day.
 
-use super::blocks;
 use super::names::Names;
 use super::rows::{self, HotRows};
+use super::{blocks, day_merge};
 use crate::domain::aggregate::rollup::Rollup;
 use crate::domain::block;
 use crate::model::{IdIndex, Reading, Span};
@@ -148,7 +148,7 @@ pub fn put_readings<'a>(
             }
             _ => {
                 let device_id = new[0].device_id.clone();
-                blocks::write_day(
+                day_merge::write_day(
                     tx,
                     (device, &device_id),
                     day,
