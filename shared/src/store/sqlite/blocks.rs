@@ -278,23 +278,24 @@ pub fn cut_whole_blocks(tx: &Connection) -> Result<usize, StoreError> {
 /// (moved out of the family tables), then `new` (its own order: the last of
 /// a time wins), each replacing the one before at the same time. With `new`
 /// empty this seals the day, and merges its segments. Returns where the day
-/// now ends (`None`: it is empty).
+/// now ends (`None`: it is empty), and how many readings it holds.
 pub fn write_day(
     tx: &Connection,
     (device, device_id): (i64, &DeviceId),
     day: i64,
     new: Vec<Reading>,
-) -> Result<Option<DayEnd>, StoreError> {
+) -> Result<(Option<DayEnd>, usize), StoreError> {
     let mut all = load(tx, device, device_id, day)?;
     all.extend(hot_rows(tx, device, device_id, day)?);
     all.extend(new);
     let all = block::normalize(all);
     put(tx, device, day, &all)?;
-    Ok(all.last().map(|r| DayEnd {
+    let end = all.last().map(|r| DayEnd {
         day,
         last: r.timestamp.millis(),
         next_seq: 1,
-    }))
+    });
+    Ok((end, all.len()))
 }
 
 /// Writes `new` into the block of several days keyed by its first day

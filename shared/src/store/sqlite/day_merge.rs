@@ -128,8 +128,10 @@ pub fn write_day(
         // A counter's readings make the days' chain depend on them.
         unpack(tx, (device, device_id), first)?;
     }
-    let end = blocks::write_day(tx, (device, device_id), day, new)?;
+    let (end, readings) = blocks::write_day(tx, (device, device_id), day, new)?;
+    // A day of a series that reports every minute is not looked at again.
     let merged = end.is_some()
+        && readings <= MOST_READINGS as usize
         && (into_previous(tx, (device, device_id), day)?
             | next_into(tx, (device, device_id), day)?);
     Ok(end.filter(|_| !merged))

@@ -133,10 +133,15 @@ pub fn first_after(
 }
 
 /// Stores a rollup; a day of a block of several days (`block_spans`) is
-/// computed from its block when read, so its row goes instead.
+/// computed from its block when read, so its row goes instead. Only a
+/// closed day can be in one: an open day's (every appended batch's) is
+/// stored without a look. (A row left for a day of such a block, were the
+/// clock to go back, is passed over by the reads: `each_stored`.)
 pub fn put(conn: &Connection, device: i64, r: &Rollup) -> Result<(), StoreError> {
+    let day = blocks::day_of(r.start.millis());
     if r.span == Span::Day
-        && block_spans::holding(conn, device, blocks::day_of(r.start.millis()))?.is_some()
+        && blocks::closed(day, Timestamp::now().millis())
+        && block_spans::holding(conn, device, day)?.is_some()
     {
         return delete(conn, device, r.span, r.start.millis());
     }
@@ -512,8 +517,13 @@ fn each_stored(
         .map_err(db_err)?;
     while let Some(row) = rows.next().map_err(db_err)? {
         let start: i64 = row.get(0).map_err(db_err)?;
+        let mut is_computed = false;
         while let Some((at, body, size)) = computed.next_if(|(at, ..)| *at <= start) {
+            is_computed |= at == start;
             each(at, &body, Some(size))?;
+        }
+        if is_computed {
+            continue;
         }
         let body = row
             .get_ref(1)
