@@ -358,6 +358,41 @@ pub fn append(
     })
 }
 
+/// The header of the block keyed by its first day `day`, read from its head
+/// (a header is far shorter than a head), and the block's whole length.
+/// `None` when there is no such block, or its head does not hold its
+/// header (then it is not one to join).
+pub fn head_header(
+    conn: &Connection,
+    device: i64,
+    day: i64,
+) -> Result<Option<(block::BlockHeader, usize)>, StoreError> {
+    let row: Option<(Vec<u8>, i64)> = conn
+        .prepare_cached(
+            "SELECT body, length(body) + coalesce((SELECT length(t.body) FROM block_tails t
+               WHERE t.key = b.key), 0) FROM blocks b WHERE key = ?1",
+        )
+        .map_err(db_err)?
+        .query_row(params![key(device, day)], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+        .map_err(db_err)?;
+    Ok(row.and_then(|(head, len)| {
+        block::header(&head)
+            .ok()
+            .map(|header| (header, len as usize))
+    }))
+}
+
+/// Whether a device's day has segments.
+pub fn has_segments(conn: &Connection, device: i64, day: i64) -> Result<bool, StoreError> {
+    conn.prepare_cached("SELECT 1 FROM day_segments WHERE key = ?1 LIMIT 1")
+        .map_err(db_err)?
+        .query_row(params![key(device, day)], |_| Ok(()))
+        .optional()
+        .map(|found| found.is_some())
+        .map_err(db_err)
+}
+
 /// The first day of the device's last block before `day`.
 pub fn previous_first_day(
     conn: &Connection,

@@ -57,17 +57,13 @@ pub fn into_previous(
         return Ok(false);
     }
     let page = blocks::page_size(tx)?;
-    let this = blocks::day_bodies(tx, device, day)?;
-    let [this] = this.as_slice() else {
+    // The two blocks' headers first (read from their heads): most days
+    // that are not a slow series' stop here, before a block is decoded.
+    let Some((header, len)) = blocks::head_header(tx, device, day)? else {
         return Ok(false);
     };
-    let corrupt = |e: block::BlockError| {
-        StoreError::Corrupt(format!("block of {device_id} on day {day}: {e}"))
-    };
-    // `day`'s block, or a block of several days that begins on it.
-    let header = block::header(this).map_err(corrupt)?;
     let last = blocks::day_of(header.last.millis());
-    if !slow(this.len(), &header, last - day + 1, page) {
+    if !slow(len, &header, last - day + 1, page) {
         return Ok(false);
     }
     let Some(first) = blocks::previous_first_day(tx, device, day)? else {
@@ -76,18 +72,21 @@ pub fn into_previous(
     if last - first >= MOST_DAYS {
         return Ok(false);
     }
-    let before = blocks::day_bodies(tx, device, first)?;
-    let [before] = before.as_slice() else {
+    let Some((header, len)) = blocks::head_header(tx, device, first)? else {
         return Ok(false);
     };
-    let header = block::header(before).map_err(corrupt)?;
     let days = blocks::day_of(header.last.millis()) - first + 1;
-    if !slow(before.len(), &header, days, page) {
+    if !slow(len, &header, days, page)
+        || blocks::has_segments(tx, device, first)?
+        || blocks::has_segments(tx, device, day)?
+    {
         return Ok(false);
     }
-    let mut readings = block::decode(device_id, before).map_err(corrupt)?;
-    readings.extend(block::decode(device_id, this).map_err(corrupt)?);
-    let merged = block::encode(&readings).map_err(corrupt)?;
+    let mut readings = blocks::load_block(tx, device, device_id, first)?;
+    readings.extend(blocks::load_block(tx, device, device_id, day)?);
+    let merged = block::encode(&readings).map_err(|e| {
+        StoreError::Corrupt(format!("block of {device_id} on day {day}: {e}"))
+    })?;
     if merged.len() > page {
         return Ok(false);
     }
