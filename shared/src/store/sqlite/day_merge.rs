@@ -56,14 +56,22 @@ pub fn into_previous(
     if block_spans::holding(tx, device, day)?.is_some_and(|(first, _)| first != day) {
         return Ok(false);
     }
-    let page = blocks::page_size(tx)?;
+    joined_to_previous(tx, (device, device_id), day)
+}
+
+/// `into_previous` of a `day` known to begin its block.
+fn joined_to_previous(
+    tx: &Connection,
+    (device, device_id): (i64, &DeviceId),
+    day: i64,
+) -> Result<bool, StoreError> {
     // The two blocks' headers first (read from their heads): most days
     // that are not a slow series' stop here, before a block is decoded.
     let Some((header, len)) = blocks::head_header(tx, device, day)? else {
         return Ok(false);
     };
     let last = blocks::day_of(header.last.millis());
-    if !slow(len, &header, last - day + 1, page) {
+    if !few_readings(&header, last - day + 1) {
         return Ok(false);
     }
     let Some(first) = blocks::previous_first_day(tx, device, day)? else {
@@ -72,11 +80,16 @@ pub fn into_previous(
     if last - first >= MOST_DAYS {
         return Ok(false);
     }
-    let Some((header, len)) = blocks::head_header(tx, device, first)? else {
+    let Some((before, before_len)) = blocks::head_header(tx, device, first)? else {
         return Ok(false);
     };
-    let days = blocks::day_of(header.last.millis()) - first + 1;
-    if !slow(len, &header, days, page)
+    let days = blocks::day_of(before.last.millis()) - first + 1;
+    if !few_readings(&before, days) {
+        return Ok(false);
+    }
+    let page = blocks::page_size(tx)?;
+    if !short(len, last - day + 1, page)
+        || !short(before_len, days, page)
         || blocks::has_segments(tx, device, first)?
         || blocks::has_segments(tx, device, day)?
     {
@@ -96,13 +109,17 @@ pub fn into_previous(
     Ok(true)
 }
 
-/// Whether a block of `days` days, of `len` bytes, is a slow series' that
-/// may join another: short for its days, few readings a day, no counter.
-fn slow(len: usize, header: &block::BlockHeader, days: i64, page: usize) -> bool {
-    let days = days.max(1);
-    len as i64 <= days * (page / 4) as i64
-        && i64::from(header.count) <= days * i64::from(MOST_READINGS)
+/// Whether a block of `days` days is a slow series': at most
+/// `MOST_READINGS` a day, and no energy counter.
+fn few_readings(header: &block::BlockHeader, days: i64) -> bool {
+    i64::from(header.count) <= days.max(1) * i64::from(MOST_READINGS)
         && !header_counts_energy(header)
+}
+
+/// Whether a block of `days` days, of `len` bytes, is short for its days:
+/// at most a quarter of a page a day.
+fn short(len: usize, days: i64, page: usize) -> bool {
+    len as i64 <= days.max(1) * (page / 4) as i64
 }
 
 /// Writes readings of one device's closed day (`blocks::write_day`): into
@@ -131,7 +148,7 @@ pub fn write_day(
     // A day of a series that reports every minute is not looked at again.
     let merged = end.is_some()
         && readings <= MOST_READINGS as usize
-        && (into_previous(tx, (device, device_id), day)?
+        && (joined_to_previous(tx, (device, device_id), day)?
             | next_into(tx, (device, device_id), day)?);
     Ok(end.filter(|_| !merged))
 }
