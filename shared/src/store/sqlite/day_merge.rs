@@ -97,9 +97,8 @@ fn joined_to_previous(
     }
     let mut readings = blocks::load_block(tx, device, device_id, first)?;
     readings.extend(blocks::load_block(tx, device, device_id, day)?);
-    let merged = block::encode(&readings).map_err(|e| {
-        StoreError::Corrupt(format!("block of {device_id} on day {day}: {e}"))
-    })?;
+    let merged = block::encode(&readings)
+        .map_err(|e| StoreError::Corrupt(format!("block of {device_id} on day {day}: {e}")))?;
     if merged.len() > page {
         return Ok(false);
     }

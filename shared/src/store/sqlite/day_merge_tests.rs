@@ -420,3 +420,73 @@ async fn merged_weeks_survive_reopening_the_file() {
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A version 12 file (every block a day, every day's rollup a row, no
+/// `block_spans`) opens and answers as before; the days written after
+/// join blocks of several days.
+#[tokio::test]
+async fn a_version_12_file_reads_as_it_was_and_its_new_days_join() {
+    let dir = std::env::temp_dir().join(format!("version-12-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ingester.db");
+    let history = history();
+    let (old, new) = history.split_at(history.partition_point(|r| r.timestamp < at(14 * 1440)));
+    let rows = SqliteStore::in_memory().unwrap();
+    written(&rows, old, 500, NEVER);
+    let want = answers(&rows).await;
+    {
+        // Written by this build, then brought to version 12's shape.
+        let store = SqliteStore::open(&path).unwrap();
+        written(&store, old, 500, NEVER);
+        sealer::seal_all(&store.writer, Timestamp::now().millis(), None).unwrap();
+        let w = store.lock();
+        let spans: Vec<(i64, i64)> = w
+            .conn
+            .prepare("SELECT key >> 32, key & 0xffffffff FROM block_spans")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(spans.len() >= 4, "{spans:?}");
+        for (device, first) in spans {
+            let device_id = names::device(&w.conn, device).unwrap();
+            day_merge::unpack(&w.conn, (device, &device_id), first).unwrap();
+        }
+        w.conn
+            .execute_batch("DROP TABLE block_spans; PRAGMA user_version = 12;")
+            .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(table_rows(&store, "block_spans"), 0);
+    assert_eq!(
+        block_days(&store, "sensor-a"),
+        (0..14).map(|d| (d, d)).collect::<Vec<_>>(),
+        "its blocks as they were"
+    );
+    assert_eq!(
+        table_rows(&store, "rollups"),
+        2 * 14 - 1,
+        "sensor-b silent on day 9"
+    );
+    assert_eq!(
+        differences(&want, &answers(&store).await),
+        Vec::<String>::new()
+    );
+    // The third week, written now: its days join blocks of several days
+    // (the first of them the last old day's block), the old days before
+    // stay as they are, and all of it answers as rows.
+    written(&rows, new, 500, NEVER);
+    written(&store, new, 500, NEVER);
+    sealer::seal_all(&store.writer, Timestamp::now().millis(), None).unwrap();
+    let mut blocks = (0..13).map(|d| (d, d)).collect::<Vec<_>>();
+    blocks.extend([(13, 19), (20, 20)]);
+    assert_eq!(block_days(&store, "sensor-a"), blocks);
+    assert_eq!(
+        differences(&answers(&rows).await, &answers(&store).await),
+        Vec::<String>::new()
+    );
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
