@@ -540,10 +540,17 @@ fn day_and_body<'r>(row: &'r rusqlite::Row<'_>) -> Result<(i64, Cow<'r, [u8]>), 
 }
 
 /// The bodies of a device's sealed rows of `day`, in order: its block (with
-/// its tail), then its segments; or the block of several days that holds it.
-pub fn day_bodies(conn: &Connection, device: i64, day: i64) -> Result<Vec<Vec<u8>>, StoreError> {
+/// its tail), then its segments; or the block of several days that holds
+/// it, which begins on `first` (`block_spans`; the caller looks a year of
+/// days up at once, not a day at a time). `first` is `day` for a day's own
+/// block.
+pub fn bodies_from(
+    conn: &Connection,
+    device: i64,
+    first: i64,
+    day: i64,
+) -> Result<Vec<Vec<u8>>, StoreError> {
     let mut out = Vec::new();
-    let first = block_spans::first_day(conn, device, day)?;
     let mut stmt = conn.prepare_cached(ROWS[0]).map_err(db_err)?;
     let mut found = stmt
         .query(params![key(device, first), key(device, day)])
@@ -555,7 +562,7 @@ pub fn day_bodies(conn: &Connection, device: i64, day: i64) -> Result<Vec<Vec<u8
 }
 
 /// The rollups of `span` of a device's sealed readings of `day`, given as
-/// its rows' bodies (`day_bodies`), entered with `entering`, from the
+/// its rows' bodies (`bodies_from`), entered with `entering`, from the
 /// blocks' columns (`rollup::extend_spans_from_columns`): what
 /// `rollup::spans` makes of the day's readings, without building them. (Of
 /// a block of several days, those of `day`; the days before it hold no

@@ -561,7 +561,7 @@ fn computed_days(
         };
         let mut rollups = Vec::new();
         let entering = entering(conn, device, first * crate::model::DAY_MS)?;
-        for body in blocks::day_bodies(conn, device, first)? {
+        for body in blocks::bodies_from(conn, device, first, first)? {
             let columns =
                 crate::domain::block::decode_columns(&body).map_err(|e| corrupt(e.to_string()))?;
             extend_spans_from_columns(&mut rollups, Span::Day, entering, &columns)
@@ -623,6 +623,12 @@ fn hour_days(
         read.push(body_counters(Span::Day, start, body, size, &mut None)?);
         Ok(())
     })?;
+    // The blocks of several days among them, looked up once.
+    let several = block_spans::overlapping(
+        conn,
+        device,
+        blocks::day_of(first_day.millis())..=blocks::day_of(days_end.millis() - 1),
+    )?;
     for day in read {
         let bounds = Bounds {
             lo: day.start.millis(),
@@ -647,7 +653,11 @@ fn hour_days(
             continue;
         }
         let number = blocks::day_of(bounds.lo);
-        let bodies = blocks::day_bodies(conn, device, number)?;
+        let first = several
+            .iter()
+            .find(|(first, last)| (*first..=*last).contains(&number))
+            .map_or(number, |(first, _)| *first);
+        let bodies = blocks::bodies_from(conn, device, first, number)?;
         let entering = day.entering();
         let fingerprint =
             cache.map(|_| hour_cache::fingerprint(bodies.iter().map(Vec::as_slice), &entering));
