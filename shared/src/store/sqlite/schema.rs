@@ -74,10 +74,10 @@ CREATE TABLE IF NOT EXISTS block_spans (
 ///     needs nothing, but a restore by an older build refuses it.
 /// 13. `block_spans`: a slow series' closed days merged into one block of
 ///     up to a week, whose day rollups are computed from it, not stored
-///     (`block_spans.rs`). A version 12 file needs nothing (the table is
-///     created on open; its one-day blocks read as they are), but a build
-///     before would read such a block as its first day alone, so a restore
-///     by one refuses a version 13 file.
+///     (`block_spans.rs`). `upgrade` joins a version 4 to 12 file's slow
+///     series' one-day blocks once. A build before would read such a block
+///     as its first day alone, so a restore by one refuses a version 13
+///     file.
 pub const VERSION: i64 = 13;
 
 /// The families, each with its table: every reading kind, in variant order.

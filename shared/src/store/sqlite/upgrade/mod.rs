@@ -9,7 +9,9 @@
 //! - versions 2 to 5 gain `rollups.size`, NULL in their rollups (sized when
 //!   read, and kept when a rollup is written again);
 //! - versions 4 to 9 have their long blocks cut to fill their pages
-//!   (`block_tail`).
+//!   (`block_tail`);
+//! - versions 4 to 12 have a slow series' one-day blocks joined into
+//!   blocks of up to a week (`day_merge`).
 //!
 //! Each is one transaction. Their readings stay rows: the sealer then moves
 //! closed days into blocks, a device's day to a transaction, so that the
@@ -18,8 +20,9 @@
 
 mod from_v1_items;
 
+use super::block_key::{key, LAST_DAY};
 use super::names;
-use super::{blocks, db_err, schema};
+use super::{blocks, day_merge, db_err, schema};
 use crate::model::{TimeRange, Timestamp};
 use crate::store::StoreError;
 use from_v1_items::from_items;
@@ -55,6 +58,9 @@ pub fn to_current(conn: &mut Connection) -> Result<Option<Moved>, StoreError> {
         .map_err(db_err)?;
     if (FIRST_WITH_BLOCKS..FIRST_WITH_TAILS).contains(&version) {
         with_cut_blocks(conn)?;
+    }
+    if (FIRST_WITH_BLOCKS..FIRST_WITH_SPANS).contains(&version) {
+        with_joined_days(conn)?;
     }
     if !has_table(conn, "items")? {
         // Version 2 had the time-series tables but no rollups.
@@ -125,6 +131,49 @@ fn from_v3(conn: &mut Connection) -> Result<(), StoreError> {
 /// The first version with `blocks`, and the first with `block_tails`.
 const FIRST_WITH_BLOCKS: i64 = 4;
 const FIRST_WITH_TAILS: i64 = 10;
+/// The first version with blocks of several days (`block_spans`).
+const FIRST_WITH_SPANS: i64 = 13;
+
+/// Versions 4 to 12 to 13, in one transaction: every slow series' one-day
+/// blocks joined into blocks of up to a week, as the days written from now
+/// on are (`day_merge`), their day rollup rows dropped (computed from the
+/// blocks); then, if any were, the file written anew, so that it shrinks.
+fn with_joined_days(conn: &mut Connection) -> Result<(), StoreError> {
+    let started = std::time::Instant::now();
+    let tx = conn.transaction().map_err(db_err)?;
+    tx.execute_batch(&schema::create()).map_err(db_err)?;
+    let mut joined = 0;
+    for (device, device_id) in names::devices(&tx)? {
+        let days: Vec<i64> = tx
+            .prepare("SELECT key & ?3 FROM blocks WHERE key BETWEEN ?1 AND ?2 ORDER BY key")
+            .map_err(db_err)?
+            .query_map(
+                params![key(device, 0), key(device, LAST_DAY), LAST_DAY],
+                |r| r.get(0),
+            )
+            .map_err(db_err)?
+            .collect::<Result<_, _>>()
+            .map_err(db_err)?;
+        for day in days {
+            joined += usize::from(day_merge::into_previous(&tx, (device, &device_id), day)?);
+        }
+    }
+    tx.pragma_update(None, "user_version", schema::VERSION)
+        .map_err(db_err)?;
+    tx.commit().map_err(db_err)?;
+    if joined > 0 {
+        // Only the file's size depends on it (as for version 10's cut).
+        if let Err(e) = conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);") {
+            tracing::warn!(error = %e, "vacuum after joining days failed; the file keeps its size");
+        }
+    }
+    tracing::info!(
+        days = joined,
+        seconds = started.elapsed().as_secs_f64(),
+        "a slow series' days joined into blocks of up to a week (version 13, once)"
+    );
+    Ok(())
+}
 
 /// Versions 4 to 9 to 10, in one transaction: `block_tails`, and every
 /// block that `block_tail` would cut, cut (before, a block was one row);
