@@ -393,31 +393,27 @@ pub fn has_segments(conn: &Connection, device: i64, day: i64) -> Result<bool, St
         .map_err(db_err)
 }
 
-/// The first day of the device's last block before `day`.
-pub fn previous_first_day(
+/// The first day of the device's last block before `day` (`Order::Desc`)
+/// or first block after it (`Order::Asc`).
+pub fn first_day_beside(
     conn: &Connection,
     device: i64,
     day: i64,
+    order: Order,
 ) -> Result<Option<i64>, StoreError> {
-    conn.prepare_cached(
-        "SELECT key FROM blocks WHERE key >= ?1 AND key < ?2 ORDER BY key DESC LIMIT 1",
-    )
-    .map_err(db_err)?
-    .query_row(params![key(device, 0), key(device, day)], |r| {
-        r.get::<_, i64>(0)
-    })
-    .optional()
-    .map(|k| k.map(|k| k & LAST_DAY))
-    .map_err(db_err)
-}
-
-/// The first day of the device's first block after `day`.
-pub fn next_first_day(conn: &Connection, device: i64, day: i64) -> Result<Option<i64>, StoreError> {
-    conn.prepare_cached("SELECT key FROM blocks WHERE key > ?1 AND key <= ?2 ORDER BY key LIMIT 1")
+    let (sql, bounds) = match order {
+        Order::Desc => (
+            "SELECT key FROM blocks WHERE key >= ?1 AND key < ?2 ORDER BY key DESC LIMIT 1",
+            (key(device, 0), key(device, day)),
+        ),
+        Order::Asc => (
+            "SELECT key FROM blocks WHERE key > ?1 AND key <= ?2 ORDER BY key LIMIT 1",
+            (key(device, day), key(device, LAST_DAY)),
+        ),
+    };
+    conn.prepare_cached(sql)
         .map_err(db_err)?
-        .query_row(params![key(device, day), key(device, LAST_DAY)], |r| {
-            r.get::<_, i64>(0)
-        })
+        .query_row(params![bounds.0, bounds.1], |r| r.get::<_, i64>(0))
         .optional()
         .map(|k| k.map(|k| k & LAST_DAY))
         .map_err(db_err)
@@ -564,9 +560,9 @@ pub fn bodies_from(
 /// The rollups of `span` of a device's sealed readings of `day`, given as
 /// its rows' bodies (`bodies_from`), entered with `entering`, from the
 /// blocks' columns (`rollup::extend_spans_from_columns`): what
-/// `rollup::spans` makes of the day's readings, without building them. (Of
-/// a block of several days, those of `day`; the days before it hold no
-/// counter, so the chain enters `day` as it entered the block.)
+/// `rollup::spans` makes of the day's readings, without building them (of
+/// a block of several days, those of all its days; `day` names it in an
+/// error).
 pub fn spans_of_bodies(
     device_id: &DeviceId,
     day: i64,
@@ -582,8 +578,6 @@ pub fn spans_of_bodies(
         )
         .map_err(|e| corrupt(device_id, day, block::BlockError::Corrupt(e)))?;
     }
-    let bounds = day_bounds(day);
-    out.retain(|r| (bounds.lo..=bounds.hi).contains(&r.start.millis()));
     Ok(out)
 }
 

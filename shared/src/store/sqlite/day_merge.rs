@@ -18,11 +18,11 @@
 
 use super::blocks::{self, day_bounds};
 use super::{block_spans, rollups};
-use crate::domain::aggregate::counter::Counter;
+use crate::domain::aggregate::counter::{Counter, Counters};
 use crate::domain::aggregate::rollup::spans;
 use crate::domain::block;
 use crate::model::{DeviceId, Reading, Span, DAY_MS};
-use crate::store::StoreError;
+use crate::store::{Order, StoreError};
 use rusqlite::Connection;
 
 /// Most days a block of several days spans (a week).
@@ -32,11 +32,6 @@ pub const MOST_DAYS: i64 = 7;
 /// series that reports every minute spreads its block's header and its
 /// rollup over enough readings, and its raw days are read a block a day.
 pub const MOST_READINGS: u32 = 720;
-
-/// Whether a reading holds an energy counter (bought or sold).
-pub fn counts_energy(r: &Reading) -> bool {
-    Counter::BOTH.iter().any(|c| r.get(c.quantity()).is_some())
-}
 
 fn header_counts_energy(header: &block::BlockHeader) -> bool {
     header
@@ -74,7 +69,7 @@ fn joined_to_previous(
     if !few_readings(&header, last - day + 1) {
         return Ok(false);
     }
-    let Some(first) = blocks::previous_first_day(tx, device, day)? else {
+    let Some(first) = blocks::first_day_beside(tx, device, day, Order::Desc)? else {
         return Ok(false);
     };
     if last - first >= MOST_DAYS {
@@ -136,7 +131,7 @@ pub fn write_day(
     new: Vec<Reading>,
 ) -> Result<Option<blocks::DayEnd>, StoreError> {
     if let Some((first, _)) = block_spans::holding(tx, device, day)? {
-        if !new.iter().any(counts_energy) {
+        if !new.iter().any(|r| Counters::of(r).any()) {
             blocks::write_into_block(tx, (device, device_id), (first, day), new)?;
             return Ok(None);
         }
@@ -175,7 +170,7 @@ pub fn next_into(
     (device, device_id): (i64, &DeviceId),
     day: i64,
 ) -> Result<bool, StoreError> {
-    match blocks::next_first_day(tx, device, day)? {
+    match blocks::first_day_beside(tx, device, day, Order::Asc)? {
         Some(next) => into_previous(tx, (device, device_id), next),
         None => Ok(false),
     }

@@ -183,10 +183,8 @@ fn prepared(conn: Connection) -> Result<Connection, StoreError> {
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(db_err)?;
     schema::register_zaddr(&conn).map_err(db_err)?;
-    // Every statement the store runs stays prepared (rusqlite keeps 16; 64
-    // no longer held them all once blocks of several days came: ingest
-    // prepared statements again, 0.5 % of its instructions).
-    conn.set_prepared_statement_cache_capacity(128);
+    // Every statement the store runs stays prepared (rusqlite keeps 16).
+    conn.set_prepared_statement_cache_capacity(64);
     // Plans never depend on bound values. Without this, SQLite prepares a
     // statement with `device = ?` again whenever the bound id changes to or
     // from 0 or 1 (its heuristic for small integers): with device 1 in a

@@ -19,9 +19,7 @@ use super::rows::Bounds;
 use super::series;
 use super::{db_err, StoreError};
 use crate::domain::aggregate::counter::Chain;
-use crate::domain::aggregate::rollup::{
-    extend_spans_from_columns, postcard_version, spans, Rollup, Stored, StoredV1, Tally,
-};
+use crate::domain::aggregate::rollup::{postcard_version, spans, Rollup, Stored, StoredV1, Tally};
 use crate::domain::aggregate::rollup_body;
 use crate::domain::aggregate::rollup_counters::RollupCounters;
 use crate::model::{DeviceId, RoomId, Span, TimeRange, Timestamp};
@@ -541,8 +539,8 @@ fn each_stored(
 
 /// The day rollups starting in `from..=last_start` of a device's blocks of
 /// several days, as (start, body, size) in the form `put` would store:
-/// each block's columns folded by day (`extend_spans_from_columns`, the
-/// fold a stored day went through), entered with the chain of the stored
+/// each block's columns folded by day (`blocks::spans_of_bodies`, the fold
+/// a stored day went through), entered with the chain of the stored
 /// day before the block (`entering`).
 fn computed_days(
     conn: &Connection,
@@ -555,18 +553,15 @@ fn computed_days(
     }
     let days = blocks::day_of(from)..=blocks::day_of(last_start);
     let mut out = Vec::new();
-    for (first, _) in block_spans::overlapping(conn, device, days)? {
-        let corrupt = |e: String| {
-            StoreError::Corrupt(format!("block of device {device} on day {first}: {e}"))
-        };
-        let mut rollups = Vec::new();
+    let several = block_spans::overlapping(conn, device, days)?;
+    if several.is_empty() {
+        return Ok(out);
+    }
+    let device_id = super::names::device(conn, device)?;
+    for (first, _) in several {
         let entering = entering(conn, device, first * crate::model::DAY_MS)?;
-        for body in blocks::bodies_from(conn, device, first, first)? {
-            let columns =
-                crate::domain::block::decode_columns(&body).map_err(|e| corrupt(e.to_string()))?;
-            extend_spans_from_columns(&mut rollups, Span::Day, entering, &columns)
-                .map_err(corrupt)?;
-        }
+        let bodies = blocks::bodies_from(conn, device, first, first)?;
+        let rollups = blocks::spans_of_bodies(&device_id, first, &bodies, Span::Day, entering)?;
         for r in rollups {
             let start = r.start.millis();
             if (from..=last_start).contains(&start) {
@@ -668,7 +663,10 @@ fn hour_days(
                 continue;
             }
         }
-        let hours = blocks::spans_of_bodies(device_id, number, &bodies, Span::Hour, entering)?;
+        // Of a block of several days, the day's hours (the days before it
+        // hold no counter: the chain enters it as it entered the block).
+        let mut hours = blocks::spans_of_bodies(device_id, number, &bodies, Span::Hour, entering)?;
+        hours.retain(|h| (bounds.lo..=bounds.hi).contains(&h.start.millis()));
         if let (Some(cache), Some(fingerprint)) = (cache, fingerprint) {
             let kept: std::sync::Arc<[CachedHour]> =
                 hours.iter().map(cached).collect::<Result<_, _>>()?;

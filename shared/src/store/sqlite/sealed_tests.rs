@@ -246,7 +246,7 @@ fn hot_rows(store: &SqliteStore) -> i64 {
         .sum()
 }
 
-fn table_rows(store: &SqliteStore, table: &str) -> i64 {
+pub(super) fn table_rows(store: &SqliteStore, table: &str) -> i64 {
     store
         .lock()
         .conn
