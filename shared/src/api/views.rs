@@ -108,6 +108,41 @@ fn rounded_mean(f: &crate::domain::aggregate::FieldStats) -> f64 {
     (f.mean() * 1e6).round() / 1e6
 }
 
+/// `rounded_mean` as `number` writes it, from its whole millionths: of
+/// 0.001 up to 10^9, the shortest text that reads back as the rounded
+/// mean is those digits (two such texts are at least 10^-6 apart, where
+/// floats there are at most 1.2 * 10^-7 apart). Written through the float
+/// formatter, means were a tenth of a year of daily stats' instructions.
+fn mean(out: &mut Vec<u8>, f: &crate::domain::aggregate::FieldStats) {
+    let millionths = (f.mean() * 1e6).round();
+    if !(1e3..1e15).contains(&millionths.abs()) {
+        return number(out, millionths / 1e6);
+    }
+    let m = millionths as i64;
+    if m < 0 {
+        out.push(b'-');
+    }
+    let (whole, frac) = (m.unsigned_abs() / 1_000_000, m.unsigned_abs() % 1_000_000);
+    out.extend_from_slice(itoa::Buffer::new().format(whole).as_bytes());
+    out.push(b'.');
+    if frac == 0 {
+        return out.push(b'0');
+    }
+    let digits = [
+        frac / 100_000,
+        frac / 10_000 % 10,
+        frac / 1_000 % 10,
+        frac / 100 % 10,
+        frac / 10 % 10,
+        frac % 10,
+    ];
+    let mut kept = 6;
+    while digits[kept - 1] == 0 {
+        kept -= 1;
+    }
+    out.extend(digits[..kept].iter().map(|d| b'0' + *d as u8));
+}
+
 impl Serialize for Entry<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -219,33 +254,48 @@ fn bucket_objects(out: &mut Vec<u8>, buckets: &[BucketStats]) {
         })
     };
     let mut int = itoa::Buffer::new();
+    // A bucket's start is mostly the end before it: its text copied from
+    // where that was written (the end, and where its text lies in `out`).
+    let mut last_end: Option<(crate::model::Timestamp, std::ops::Range<usize>)> = None;
     out.push(b'[');
     for (i, b) in buckets.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
+        let start = match last_end.take() {
+            Some((end, text)) if end == b.start => Some(text),
+            _ => None,
+        };
         out.extend_from_slice(b"{\"count\":");
         out.extend_from_slice(int.format(b.count).as_bytes());
         out.extend_from_slice(b",\"end\":");
+        let at = out.len();
         quoted(out, b.end);
+        last_end = Some((b.end, at..out.len()));
         out.extend_from_slice(b",\"fields\":{");
         for (j, (name, f)) in b.fields.iter().enumerate() {
             if j > 0 {
                 out.push(b',');
             }
-            super::json::to_writer(&mut *out, name).expect("a name serialises");
-            out.extend_from_slice(b":{\"count\":");
+            // A quantity's name (`model::Quantity`): nothing to escape.
+            debug_assert!(name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'));
+            out.push(b'"');
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":{\"count\":");
             out.extend_from_slice(int.format(f.count).as_bytes());
             out.extend_from_slice(b",\"max\":");
             number(out, f.max);
             out.extend_from_slice(b",\"mean\":");
-            number(out, rounded_mean(f));
+            mean(out, f);
             out.extend_from_slice(b",\"min\":");
             number(out, f.min);
             out.push(b'}');
         }
         out.extend_from_slice(b"},\"start\":");
-        quoted(out, b.start);
+        match start {
+            Some(text) => out.extend_from_within(text),
+            None => quoted(out, b.start),
+        }
         out.push(b'}');
     }
     out.push(b']');
@@ -272,10 +322,12 @@ fn bucket_rows(out: &mut Vec<u8>, buckets: &[BucketStats], fields: &[&'static st
                 Some(f) => {
                     out.push(b',');
                     out.extend_from_slice(int.format(f.count).as_bytes());
-                    for v in [f.min, f.max, rounded_mean(f)] {
+                    for v in [f.min, f.max] {
                         out.push(b',');
                         number(out, v);
                     }
+                    out.push(b',');
+                    mean(out, f);
                 }
                 None => out.extend_from_slice(b",null,null,null,null"),
             }
@@ -847,6 +899,29 @@ mod tests {
                 String::from_utf8(answer.to_json_with_read_units(read_units)).unwrap(),
                 String::from_utf8(expected).unwrap()
             );
+        }
+
+        /// A mean is written from its millionths as `number` writes the
+        /// rounded mean: about 0.001 and 10^9 (where the shortcut starts
+        /// and stops), halves of a millionth, negatives and any float.
+        #[test]
+        fn a_mean_is_written_as_number_writes_it_rounded(
+            mean in prop_oneof![
+                (-2_000_000i64..2_000_000).prop_map(|m| m as f64 / 1e6),
+                (-1_000_000_000_000_000i64..1_000_000_000_000_000).prop_map(|m| m as f64 / 1e6),
+                (-10_000_000i64..10_000_000).prop_map(|m| (m as f64 + 0.5) / 1e6),
+                (900_000_000.0..1_100_000_000.0f64),
+                any::<f64>().prop_filter("finite", |v| v.is_finite()),
+                value(),
+            ],
+            count in 1u64..5000,
+        ) {
+            use crate::domain::aggregate::FieldStats;
+            let f = FieldStats { min: mean, max: mean, sum: mean * count as f64, count };
+            let (mut ours, mut reference) = (Vec::new(), Vec::new());
+            super::mean(&mut ours, &f);
+            number(&mut reference, rounded_mean(&f));
+            prop_assert_eq!(String::from_utf8(ours).unwrap(), String::from_utf8(reference).unwrap());
         }
 
         /// `labels=once` says what `labels=each` says: its labels put back

@@ -448,8 +448,11 @@ pub fn segments(bucketing: &Bucketing, range: TimeRange, days_until: Timestamp) 
     let ceil = |ms: i64, unit: i64| ms + (unit - ms.rem_euclid(unit)).rem_euclid(unit);
     let floor = |ms: i64, unit: i64| ms - ms.rem_euclid(unit);
     let (h0, h1) = (ceil(from, HOUR_MS), floor(to, HOUR_MS));
-    // The whole hours, cut at each bucket boundary inside them.
-    let mut edges = vec![h0];
+    // The whole hours, cut at each bucket boundary inside them (sized for
+    // them: a year of days grew these lists eight times each).
+    let boundaries = bucketing.max_buckets(&range).min(super::MAX_BUCKETS + 2);
+    let mut edges = Vec::with_capacity(boundaries + 1);
+    edges.push(h0);
     let mut start = bucketing.start_of(range.from());
     while start < range.to() {
         if start.millis() > from {
@@ -467,7 +470,8 @@ pub fn segments(bucketing: &Bucketing, range: TimeRange, days_until: Timestamp) 
     }
     edges.push(h1);
     let days_end = floor(days_until.millis().max(h0), DAY_MS);
-    let mut cuts = vec![(from, None)];
+    let mut cuts = Vec::with_capacity(3 * edges.len() + 3);
+    cuts.push((from, None));
     for piece in edges.windows(2) {
         let (d0, d1) = (
             ceil(piece[0], DAY_MS),
@@ -482,7 +486,7 @@ pub fn segments(bucketing: &Bucketing, range: TimeRange, days_until: Timestamp) 
     cuts.push((h1, None));
     cuts.push((to, None));
     // Empty pieces dropped, and pieces of one kind that meet made one.
-    let mut kept: Vec<(i64, i64, Option<Span>)> = Vec::new();
+    let mut kept: Vec<(i64, i64, Option<Span>)> = Vec::with_capacity(cuts.len());
     for w in cuts.windows(2).filter(|w| w[0].0 < w[1].0) {
         match kept.last_mut() {
             Some(last) if last.2 == w[0].1 && last.1 == w[0].0 => last.1 = w[1].0,

@@ -68,6 +68,11 @@ use write::Writer;
 /// writer writes; an in-memory database has none (its writer reads too).
 const READERS: usize = 4;
 
+/// The most rollups a read runs on its own task (`metered_rollups`): a
+/// year of a sensor's days, or a month of its hours computed from blocks,
+/// take about a millisecond.
+const INLINE_ROLLUPS: usize = 800;
+
 #[derive(Clone)]
 pub struct SqliteStore {
     /// The one writer; also the reader of an in-memory database.
@@ -199,9 +204,16 @@ impl SqliteStore {
     /// store has never seen), given its id and, where an answer meters its
     /// reads, its id's length to size them by; the DynamoDB read units of
     /// the bytes `read` reports are added to the answer's.
+    ///
+    /// A read of at most `INLINE_ROLLUPS` rollups of `span` (a year of
+    /// days, a month of hours: about a millisecond, as a page of readings)
+    /// runs on its task; a longer one on the blocking pool. The hand-off to
+    /// the pool and back, two thread wake-ups, was a tenth of a year of
+    /// daily stats' server time (docs/BENCHMARKS.md, issue 44).
     async fn metered_rollups<T: Send + 'static>(
         &self,
         device: &DeviceId,
+        (span, range): (Span, &TimeRange),
         read: impl FnOnce(
                 &Connection,
                 i64,
@@ -214,16 +226,17 @@ impl SqliteStore {
         // Sized for `read_units` only where an answer meters them.
         let sized = metering::metering().then_some(device.as_str().len());
         let device = device.clone();
-        let (found, bytes) = self
-            .blocking(move |s| {
-                s.read(|conn| {
-                    let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
-                        return Ok((Vec::new(), 0));
-                    };
-                    read(conn, id, &device, sized)
-                })
-            })
-            .await?;
+        let read_device = move |conn: &Connection| {
+            let Some(id) = names::find(conn, names::DEVICE, device.as_str())? else {
+                return Ok((Vec::new(), 0));
+            };
+            read(conn, id, &device, sized)
+        };
+        let (found, bytes) = if rollups::spans_in(span, range) <= INLINE_ROLLUPS {
+            self.read(read_device)?
+        } else {
+            self.blocking(move |s| s.read(read_device)).await?
+        };
         if !found.is_empty() {
             metering::add_read_units(billing::read_units(bytes));
         }
@@ -836,7 +849,7 @@ impl Store for SqliteStore {
         range: &TimeRange,
     ) -> Result<Vec<Rollup>, StoreError> {
         let (range, cache) = (*range, self.hours.clone());
-        self.metered_rollups(device, move |conn, id, device, sized| {
+        self.metered_rollups(device, (span, &range), move |conn, id, device, sized| {
             rollups::within(conn, (id, device), span, &range, sized, Some(&cache))
         })
         .await
@@ -850,7 +863,7 @@ impl Store for SqliteStore {
         room: Option<&RoomId>,
     ) -> Result<Vec<(Timestamp, Option<Tally>)>, StoreError> {
         let (range, room, cache) = (*range, room.cloned(), self.hours.clone());
-        self.metered_rollups(device, move |conn, id, device, sized| {
+        self.metered_rollups(device, (span, &range), move |conn, id, device, sized| {
             let mut bytes = 0;
             let sized = sized.map(|len| (len, &mut bytes));
             let found = match span {
@@ -876,7 +889,7 @@ impl Store for SqliteStore {
         range: &TimeRange,
     ) -> Result<Vec<RollupCounters>, StoreError> {
         let (range, cache) = (*range, self.hours.clone());
-        self.metered_rollups(device, move |conn, id, device, sized| {
+        self.metered_rollups(device, (span, &range), move |conn, id, device, sized| {
             let mut bytes = 0;
             let sized = sized.map(|len| (len, &mut bytes));
             let found = rollups::counters_within(conn, (id, device), span, &range, sized, &cache)?;

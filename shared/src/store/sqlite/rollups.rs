@@ -476,7 +476,7 @@ pub fn counters_within(
 
 /// How many spans `range` may hold: what a list of its rollups is sized
 /// for, so a year of days or of hours is not grown and copied.
-fn spans_in(span: Span, range: &TimeRange) -> usize {
+pub(super) fn spans_in(span: Span, range: &TimeRange) -> usize {
     let spans = (range.to().millis() - range.from().millis()) / span.millis() + 1;
     spans.clamp(0, 366 * 24) as usize
 }
