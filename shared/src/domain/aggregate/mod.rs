@@ -258,32 +258,53 @@ pub fn numeric_fields(r: &Reading) -> Vec<(&'static str, f64)> {
 /// Folds readings (in any order) into per-bucket statistics.
 pub struct StatsFold {
     bucketing: Bucketing,
-    buckets: BTreeMap<Timestamp, BucketStats>,
+    /// Oldest first, each bucket its own span: a list, not a map, as what
+    /// is folded comes oldest first and mostly lands in the newest bucket
+    /// or a new one after it (a map's node per bucket was a tenth of a year
+    /// of daily stats' fold).
+    buckets: Vec<BucketStats>,
 }
 
 impl StatsFold {
     pub fn new(bucketing: Bucketing) -> Self {
         Self {
             bucketing,
-            buckets: BTreeMap::new(),
+            buckets: Vec::new(),
         }
     }
 
+    /// The bucket `t` falls in, made (in its place) when it has no reading yet.
     fn bucket(&mut self, t: Timestamp) -> &mut BucketStats {
         // Readings and rollups come oldest first: most fall in the newest
         // bucket, found without a time zone's calendar or a search.
-        let newest = |(_, b): (&Timestamp, &BucketStats)| b.start <= t && t < b.end;
-        if self.buckets.last_key_value().is_some_and(newest) {
-            return self.buckets.last_entry().expect("just seen").into_mut();
+        let newest = self.buckets.len().wrapping_sub(1);
+        if self
+            .buckets
+            .last()
+            .is_some_and(|b| b.start <= t && t < b.end)
+        {
+            return &mut self.buckets[newest];
         }
         let start = self.bucketing.start_of(t);
+        let at = match self.buckets.last() {
+            Some(b) if b.start < start => self.buckets.len(),
+            None => 0,
+            Some(_) => match self.buckets.binary_search_by_key(&start, |b| b.start) {
+                Ok(found) => return &mut self.buckets[found],
+                Err(at) => at,
+            },
+        };
         let end = self.bucketing.end_of(start);
-        self.buckets.entry(start).or_insert_with(|| BucketStats {
-            start,
-            end,
-            count: 0,
-            fields: BTreeMap::new(),
-        })
+        self.buckets.insert(
+            at,
+            BucketStats {
+                start,
+                end,
+                count: 0,
+                fields: BTreeMap::new(),
+            },
+        );
+        &mut self.buckets[at]
     }
 
     /// The readings of a rollup that starts at `start`, whose span lies in
@@ -293,6 +314,13 @@ impl StatsFold {
             return;
         }
         let bucket = self.bucket(start);
+        if bucket.count == 0 {
+            // A new bucket (a day's rollup into a day's bucket): its fields
+            // built at once.
+            bucket.fields = tally.fields.iter().map(|(q, f)| (q.name(), *f)).collect();
+            bucket.count = tally.count;
+            return;
+        }
         bucket.count += tally.count;
         for (q, f) in &tally.fields {
             bucket
@@ -317,7 +345,7 @@ impl StatsFold {
 
     /// Buckets that hold readings, oldest first (empty buckets are omitted).
     pub fn finish(self) -> Vec<BucketStats> {
-        self.buckets.into_values().collect()
+        self.buckets
     }
 }
 
