@@ -854,7 +854,8 @@ mod tests {
 
         /// The hand-written stats answer is the bytes `serde_json` writes,
         /// as columns and as buckets: counts, whole thousandths, other
-        /// floats, means, fields some buckets lack.
+        /// floats, means, fields some buckets lack, days in a row (a
+        /// start written as a copy of the end before it) or not.
         #[test]
         fn a_stats_answer_is_written_as_serde_json_writes_it(
             buckets in prop::collection::vec(
@@ -870,10 +871,16 @@ mod tests {
             ),
             columns in any::<bool>(),
             read_units in value(),
+            days_in_a_row in any::<bool>(),
         ) {
             use crate::domain::aggregate::{Bucketing, FieldStats, Width};
+            // Days one after another (each start the end before it, as a
+            // range's days are), or anywhere.
+            let first = buckets.first().map_or(0, |b| b.0);
             let buckets: Vec<BucketStats> = buckets
                 .into_iter()
+                .enumerate()
+                .map(|(i, (ms, count, fields))| (if days_in_a_row { first + i as i64 * 86_400_000 } else { ms }, count, fields))
                 .map(|(ms, count, fields)| BucketStats {
                     start: Timestamp::from_millis(ms).unwrap(),
                     end: Timestamp::from_millis(ms + 86_400_000).unwrap(),

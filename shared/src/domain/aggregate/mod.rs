@@ -687,6 +687,56 @@ mod tests {
         assert_eq!(out[1].start.to_string(), "2026-11-21T03:00:00.000Z");
     }
 
+    /// The fold's list of buckets takes readings in any order: newest
+    /// first, shuffled, or a second device's from the start again (a
+    /// room's), and tallies into buckets that readings made, as in order.
+    #[test]
+    fn stats_fold_readings_and_tallies_in_any_order_as_in_order() {
+        use crate::domain::aggregate::rollup::Tally;
+        use crate::model::{DeviceId, Measurement, Quantity, RoomId};
+        const HOUR: i64 = 3_600_000;
+        let base = 1_795_000_000_000 - 1_795_000_000_000 % HOUR;
+        let r = |minute: i64, temp: f64| Reading {
+            device_id: DeviceId::parse("s1").unwrap(),
+            timestamp: Timestamp::from_millis(base + minute * 60_000).unwrap(),
+            measurement: Measurement::climate(RoomId::parse("bed").unwrap(), temp, 50.0).unwrap(),
+        };
+        let readings: Vec<Reading> = (0..600)
+            .map(|i| r(i * 7 % 600 * 3, 15.0 + (i % 13) as f64))
+            .collect();
+        let mut tally = Tally::default();
+        tally.count = 3;
+        tally
+            .fields
+            .insert(Quantity::Humidity, FieldStats::new(40.0));
+        let tally_at = Timestamp::from_millis(base + 5 * HOUR).unwrap();
+        let fold = |order: &[&Reading]| {
+            let mut fold = StatsFold::new(Bucketing::new(Width::Hour, None));
+            for x in order {
+                fold.add(x);
+            }
+            fold.add_tally(tally_at, &tally);
+            fold.finish()
+        };
+        let mut sorted: Vec<&Reading> = readings.iter().collect();
+        sorted.sort_by_key(|x| x.timestamp);
+        let expected = fold(&sorted);
+        assert_eq!(expected.len(), 30);
+        assert!(expected.windows(2).all(|w| w[0].end <= w[1].start));
+        let newest_first: Vec<&Reading> = sorted.iter().rev().copied().collect();
+        let shuffled: Vec<&Reading> = readings.iter().collect();
+        let twice: Vec<&Reading> = sorted.iter().chain(sorted.iter()).copied().collect();
+        for order in [newest_first, shuffled] {
+            assert_eq!(fold(&order), expected);
+        }
+        let doubled = fold(&twice);
+        assert_eq!(doubled.len(), expected.len());
+        assert!(doubled
+            .iter()
+            .zip(&expected)
+            .all(|(d, e)| d.count == 2 * e.count - 3 * u64::from(e.start == tally_at)));
+    }
+
     #[test]
     fn energy_is_counter_growth_per_bucket() {
         let (b, r) = hours("2026-11-21T00:00:00Z", "2026-11-21T02:00:00Z");
