@@ -704,8 +704,10 @@ mod tests {
         let readings: Vec<Reading> = (0..600)
             .map(|i| r(i * 7 % 600 * 3, 15.0 + (i % 13) as f64))
             .collect();
-        let mut tally = Tally::default();
-        tally.count = 3;
+        let mut tally = Tally {
+            count: 3,
+            ..Tally::default()
+        };
         tally
             .fields
             .insert(Quantity::Humidity, FieldStats::new(40.0));
