@@ -113,6 +113,8 @@ fn rounded_mean(f: &crate::domain::aggregate::FieldStats) -> f64 {
 /// mean is those digits (two such texts are at least 10^-6 apart, where
 /// floats there are at most 1.2 * 10^-7 apart). Written through the float
 /// formatter, means were a tenth of a year of daily stats' instructions.
+/// (Its digits are its own, not `number`'s thousandths': one writer of both,
+/// generic in the places, cost 2.8 % of a year of daily stats more.)
 fn mean(out: &mut Vec<u8>, f: &crate::domain::aggregate::FieldStats) {
     let millionths = (f.mean() * 1e6).round();
     if !(1e3..1e15).contains(&millionths.abs()) {

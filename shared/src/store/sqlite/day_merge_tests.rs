@@ -3,7 +3,7 @@
 //! batches, sealed by the sealer, written to late (with and without an
 //! energy counter), cut by retention and opened again from a file.
 
-use super::sealed_tests::table_rows;
+use super::sealed_tests::{pages_within, table_rows};
 use super::tests::temp_dir;
 use super::*;
 use crate::model::{Measurement, Quantity};
@@ -138,18 +138,15 @@ async fn answers(store: &SqliteStore) -> Vec<String> {
         ));
         for range in [everything, inside] {
             for (order, limit) in [(Order::Asc, 1000), (Order::Desc, 777)] {
-                let mut after = None;
-                loop {
-                    let page = store
-                        .device_readings(&d, &request(range, order, limit, after))
-                        .await
-                        .unwrap();
-                    out.push(format!("{device} {range:?} {order:?}: {:?}", page.readings));
-                    match page.next {
-                        Some(next) => after = Some(next),
-                        None => break,
-                    }
-                }
+                let d = &d;
+                let pages = pages_within(
+                    |r| async move { store.device_readings(d, &r).await },
+                    range,
+                    order,
+                    limit,
+                )
+                .await;
+                out.push(format!("{device} {range:?} {order:?}: {pages:?}"));
             }
             for span in [Span::Day, Span::Hour] {
                 let (rollups, units) =
@@ -176,19 +173,15 @@ async fn answers(store: &SqliteStore) -> Vec<String> {
             }
         }
     }
-    let hall = RoomId::parse("hall").unwrap();
-    let mut after = None;
-    loop {
-        let page = store
-            .room_readings(&hall, &request(inside, Order::Asc, 500, after))
-            .await
-            .unwrap();
-        out.push(format!("hall: {:?}", page.readings));
-        match page.next {
-            Some(next) => after = Some(next),
-            None => break,
-        }
-    }
+    let hall = &RoomId::parse("hall").unwrap();
+    let pages = pages_within(
+        |r| async move { store.room_readings(hall, &r).await },
+        inside,
+        Order::Asc,
+        500,
+    )
+    .await;
+    out.push(format!("hall: {pages:?}"));
     out
 }
 

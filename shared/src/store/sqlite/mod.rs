@@ -558,6 +558,7 @@ fn write_readings_with(writer: &mut Writer, readings: &[Reading], now_ms: i64) -
                 tx,
                 device: id,
                 device_id: &batch.readings[0].device_id,
+                now_ms,
             };
             crate::rollups::at_once(crate::rollups::keep(
                 &mut spans,
@@ -622,6 +623,7 @@ impl SqliteStore {
                     tx,
                     device: id,
                     device_id: &device,
+                    now_ms: Timestamp::now().millis(),
                 };
                 work(&mut spans).map(Some)
             })

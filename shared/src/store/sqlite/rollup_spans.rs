@@ -16,6 +16,8 @@ pub struct TxSpans<'a> {
     pub(super) tx: &'a Connection,
     pub(super) device: i64,
     pub(super) device_id: &'a DeviceId,
+    /// The writer's clock: which days are closed (`blocks::closed`).
+    pub(super) now_ms: i64,
 }
 
 fn bounds(range: &TimeRange) -> Bounds {
@@ -127,7 +129,7 @@ impl RollupSpans for TxSpans<'_> {
         rollup: &Rollup,
         _readings: &[Reading],
     ) -> Result<Option<f64>, StoreError> {
-        rollups::put(self.tx, self.device, rollup)?;
+        rollups::put(self.tx, self.device, rollup, self.now_ms)?;
         Ok(Some(0.0))
     }
 

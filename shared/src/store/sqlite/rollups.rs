@@ -130,15 +130,17 @@ pub fn first_after(
         .transpose()
 }
 
-/// Stores a rollup; a day of a block of several days (`block_spans`) is
-/// computed from its block when read, so its row goes instead. Only a
-/// closed day can be in one: an open day's (every appended batch's) is
-/// stored without a look. (A row left for a day of such a block, were the
-/// clock to go back, is passed over by the reads: `each_stored`.)
-pub fn put(conn: &Connection, device: i64, r: &Rollup) -> Result<(), StoreError> {
+/// Stores a rollup, written as at `now_ms` (the writer's clock); a day of a
+/// block of several days (`block_spans`) is computed from its block when
+/// read, so its row goes instead. Only a day closed at `now_ms` can be in
+/// one (the writer joins closed days alone): an open day's (every appended
+/// batch's) is stored without a look. (A row left for a day of such a
+/// block, were the clock to go back, is passed over by the reads:
+/// `each_stored`.)
+pub fn put(conn: &Connection, device: i64, r: &Rollup, now_ms: i64) -> Result<(), StoreError> {
     let day = blocks::day_of(r.start.millis());
     if r.span == Span::Day
-        && blocks::closed(day, Timestamp::now().millis())
+        && blocks::closed(day, now_ms)
         && block_spans::holding(conn, device, day)?.is_some()
     {
         return delete(conn, device, r.span, r.start.millis());

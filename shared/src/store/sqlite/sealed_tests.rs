@@ -54,8 +54,22 @@ fn request(order: Order, limit: usize, after: Option<crate::keys::Position>) -> 
     }
 }
 
-/// Every page of a paged read, followed to its end.
+/// Every page of a paged read of the history's five days, followed to its end.
 async fn pages<F, Fut>(read: F, order: Order, limit: usize) -> Vec<Vec<Reading>>
+where
+    F: Fn(RangeRequest) -> Fut,
+    Fut: std::future::Future<Output = Result<Page, StoreError>>,
+{
+    pages_within(read, request(order, limit, None).range, order, limit).await
+}
+
+/// Every page of a paged read of `range`, followed to its end.
+pub(super) async fn pages_within<F, Fut>(
+    read: F,
+    range: crate::model::TimeRange,
+    order: Order,
+    limit: usize,
+) -> Vec<Vec<Reading>>
 where
     F: Fn(RangeRequest) -> Fut,
     Fut: std::future::Future<Output = Result<Page, StoreError>>,
@@ -63,7 +77,14 @@ where
     let mut out = Vec::new();
     let mut after = None;
     loop {
-        let page = read(request(order, limit, after)).await.unwrap();
+        let page = read(RangeRequest {
+            range,
+            order,
+            limit,
+            after,
+        })
+        .await
+        .unwrap();
         out.push(page.readings);
         match page.next {
             Some(next) => after = Some(next),

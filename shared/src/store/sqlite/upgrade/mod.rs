@@ -134,74 +134,74 @@ const FIRST_WITH_TAILS: i64 = 10;
 /// The first version with blocks of several days (`block_spans`).
 const FIRST_WITH_SPANS: i64 = 13;
 
-/// Versions 4 to 12 to 13, in one transaction: every slow series' one-day
-/// blocks joined into blocks of up to a week, as the days written from now
-/// on are (`day_merge`), their day rollup rows dropped (computed from the
-/// blocks); then, if any were, the file written anew, so that it shrinks.
+/// Versions 4 to 12 to 13: every slow series' one-day blocks joined into
+/// blocks of up to a week, as the days written from now on are
+/// (`day_merge`), their day rollup rows dropped (computed from the blocks).
 fn with_joined_days(conn: &mut Connection) -> Result<(), StoreError> {
-    let started = std::time::Instant::now();
-    let tx = conn.transaction().map_err(db_err)?;
-    tx.execute_batch(&schema::create()).map_err(db_err)?;
-    let mut joined = 0;
-    for (device, device_id) in names::devices(&tx)? {
-        let days: Vec<i64> = tx
-            .prepare("SELECT key & ?3 FROM blocks WHERE key BETWEEN ?1 AND ?2 ORDER BY key")
-            .map_err(db_err)?
-            .query_map(
-                params![key(device, 0), key(device, LAST_DAY), LAST_DAY],
-                |r| r.get(0),
-            )
-            .map_err(db_err)?
-            .collect::<Result<_, _>>()
-            .map_err(db_err)?;
-        for day in days {
-            joined += usize::from(day_merge::into_previous(&tx, (device, &device_id), day)?);
+    let (joined, seconds) = rewritten_once(conn, |tx| {
+        let mut joined = 0;
+        for (device, device_id) in names::devices(tx)? {
+            let days: Vec<i64> = tx
+                .prepare("SELECT key & ?3 FROM blocks WHERE key BETWEEN ?1 AND ?2 ORDER BY key")
+                .map_err(db_err)?
+                .query_map(
+                    params![key(device, 0), key(device, LAST_DAY), LAST_DAY],
+                    |r| r.get(0),
+                )
+                .map_err(db_err)?
+                .collect::<Result<_, _>>()
+                .map_err(db_err)?;
+            for day in days {
+                joined += usize::from(day_merge::into_previous(tx, (device, &device_id), day)?);
+            }
         }
-    }
-    tx.pragma_update(None, "user_version", schema::VERSION)
-        .map_err(db_err)?;
-    tx.commit().map_err(db_err)?;
-    if joined > 0 {
-        // Only the file's size depends on it (as for version 10's cut).
-        if let Err(e) = conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);") {
-            tracing::warn!(error = %e, "vacuum after joining days failed; the file keeps its size");
-        }
-    }
+        Ok(joined)
+    })?;
     tracing::info!(
         days = joined,
-        seconds = started.elapsed().as_secs_f64(),
+        seconds,
         "a slow series' days joined into blocks of up to a week (version 13, once)"
     );
     Ok(())
 }
 
-/// Versions 4 to 9 to 10, in one transaction: `block_tails`, and every
-/// block that `block_tail` would cut, cut (before, a block was one row);
-/// then the file vacuumed, so that it shrinks.
+/// Versions 4 to 9 to 10: `block_tails`, and every block that `block_tail`
+/// would cut, cut (before, a block was one row). The heads stay in the
+/// pages that held the whole blocks, with the room they left empty, and
+/// the tails take new pages: the file grew (a noisy year from 3.97 MB to
+/// 4.49 MB) until it is written anew.
 fn with_cut_blocks(conn: &mut Connection) -> Result<(), StoreError> {
-    let started = std::time::Instant::now();
-    let tx = conn.transaction().map_err(db_err)?;
-    tx.execute_batch(&schema::create()).map_err(db_err)?;
-    let cut = blocks::cut_whole_blocks(&tx)?;
-    tx.pragma_update(None, "user_version", schema::VERSION)
-        .map_err(db_err)?;
-    tx.commit().map_err(db_err)?;
-    if cut > 0 {
-        // The heads stay in the pages that held the whole blocks, with the
-        // room they left empty, and the tails take new pages: the file grew
-        // (a noisy year from 3.97 MB to 4.49 MB) until it is written anew.
-        // Only the file's size depends on it: a failure (a disk without
-        // the room) leaves the store as it is, opened.
-        if let Err(e) = conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);") {
-            tracing::warn!(error = %e, "vacuum after cutting the blocks failed; the file keeps its size");
-        }
-    }
+    let (cut, seconds) = rewritten_once(conn, blocks::cut_whole_blocks)?;
     tracing::info!(
         blocks = cut,
-        seconds = started.elapsed().as_secs_f64(),
+        seconds,
         "long blocks cut to fill their pages, the file written anew (version 10, once)"
     );
     Ok(())
+}
+
+/// `change` in one transaction that brings the file to the current version
+/// (its tables created first); then, if it changed anything, the file
+/// written anew (VACUUM), so that it shrinks. Only the file's size depends
+/// on that: a failure (a disk without the room) leaves the store as it is,
+/// opened. How many things `change` changed, and the seconds it all took.
+fn rewritten_once(
+    conn: &mut Connection,
+    change: impl FnOnce(&Connection) -> Result<usize, StoreError>,
+) -> Result<(usize, f64), StoreError> {
+    let started = std::time::Instant::now();
+    let tx = conn.transaction().map_err(db_err)?;
+    tx.execute_batch(&schema::create()).map_err(db_err)?;
+    let changed = change(&tx)?;
+    tx.pragma_update(None, "user_version", schema::VERSION)
+        .map_err(db_err)?;
+    tx.commit().map_err(db_err)?;
+    if changed > 0 {
+        if let Err(e) = conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);") {
+            tracing::warn!(error = %e, "vacuum after an upgrade failed; the file keeps its size");
+        }
+    }
+    Ok((changed, started.elapsed().as_secs_f64()))
 }
 
 /// Versions 2 to 5 to 6: `rollups.size`, a column added in place (no
@@ -232,6 +232,7 @@ pub(super) fn build_rollups(tx: &Connection) -> Result<usize, StoreError> {
             tx,
             device: id,
             device_id: &device,
+            now_ms: Timestamp::now().millis(),
         };
         // The rollups use case, whose primitives here answer at once.
         built += crate::rollups::at_once(crate::rollups::rebuild(&mut spans, all))?;
