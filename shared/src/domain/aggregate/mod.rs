@@ -5,6 +5,7 @@
 //! of buckets, never by the number of readings.
 
 pub mod counter;
+pub mod quantity_stats;
 pub mod rollup;
 pub mod rollup_body;
 pub mod rollup_counters;

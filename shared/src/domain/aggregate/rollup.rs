@@ -16,6 +16,7 @@
 //! order cannot count twice.
 
 use super::counter::{Chain, Counter, Counters, Growth, Mark};
+use super::quantity_stats::QuantityStats;
 use super::{Bucketing, FieldStats};
 use crate::model::{Quantity, Reading, RoomId, Span, TimeRange, Timestamp, DAY_MS, HOUR_MS};
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,17 +25,14 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tally {
     pub count: u64,
-    pub fields: BTreeMap<Quantity, FieldStats>,
+    pub fields: QuantityStats,
 }
 
 impl Tally {
     fn add(&mut self, values: impl Iterator<Item = (Quantity, f64)>) {
         self.count += 1;
         for (q, v) in values {
-            self.fields
-                .entry(q)
-                .and_modify(|f| f.add(v))
-                .or_insert_with(|| FieldStats::new(v));
+            self.fields.update(q, |f| f.add(v), || FieldStats::new(v));
         }
     }
 
@@ -44,24 +42,17 @@ impl Tally {
         let Some((&first, rest)) = values.split_first() else {
             return;
         };
-        let stats = match self.fields.entry(q) {
-            std::collections::btree_map::Entry::Occupied(e) => {
-                let stats = e.into_mut();
-                stats.add(first);
-                stats
-            }
-            std::collections::btree_map::Entry::Vacant(e) => e.insert(FieldStats::new(first)),
-        };
+        let (stats, had) = self.fields.get_or_insert_with(q, || FieldStats::new(first));
+        if had {
+            stats.add(first);
+        }
         rest.iter().for_each(|v| stats.add(*v));
     }
 
     fn merge(&mut self, other: &Tally) {
         self.count += other.count;
         for (q, f) in &other.fields {
-            self.fields
-                .entry(*q)
-                .and_modify(|mine| mine.merge(f))
-                .or_insert(*f);
+            self.fields.update(*q, |mine| mine.merge(f), || *f);
         }
     }
 }
@@ -665,7 +656,7 @@ fn tallies<S: AsRef<str>>(
     let tally = |count: u64, fields: Vec<StoredField<S>>| -> Result<Tally, String> {
         let mut t = Tally {
             count,
-            fields: BTreeMap::new(),
+            fields: QuantityStats::new(),
         };
         for (name, count, min, max, sum) in fields {
             let name = name.as_ref();

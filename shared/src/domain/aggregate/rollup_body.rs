@@ -20,6 +20,7 @@
 //! Bodies of versions 1 and 2 (postcard) are still read; a version-2 body is
 //! what the shape's DynamoDB item holds, and what `size` meters.
 
+use super::quantity_stats::QuantityStats;
 use super::rollup::{
     Stored, StoredCounter, StoredField, StoredMark, StoredRoom, Tally, STORED_VERSION,
 };
@@ -27,7 +28,6 @@ use super::rollup_counters::StoredCounters;
 use super::FieldStats;
 use crate::domain::block::numbers::{unzigzag, zigzag, Reader, Writer};
 use crate::model::Quantity;
-use std::collections::BTreeMap;
 
 /// The body's first byte (versions 1 and 2 are postcard's).
 pub const VERSION: u8 = 4;
@@ -387,7 +387,7 @@ pub fn tally(body: &[u8], room: Option<&str>) -> Result<Option<Tally>, String> {
 
 /// The fields of a scope of `count` readings, as its tally.
 fn read_tally(r: &mut Reader, relative: bool, count: u64) -> Result<Tally, String> {
-    let mut fields = BTreeMap::new();
+    let mut fields = QuantityStats::new();
     for _ in 0..read_field_count(r)? {
         let (q, f) = read_field(r, relative, count)?;
         fields.insert(q, f);

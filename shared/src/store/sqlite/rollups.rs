@@ -562,7 +562,13 @@ fn computed_days(
     for (first, _) in several {
         let entering = entering(conn, device, first * crate::model::DAY_MS)?;
         let bodies = blocks::bodies_from(conn, device, first, first)?;
-        let rollups = blocks::spans_of_bodies(&device_id, first, &bodies, Span::Day, entering)?;
+        let rollups = blocks::spans_of_bodies(
+            &device_id,
+            first,
+            bodies.iter().map(Vec::as_slice),
+            Span::Day,
+            entering,
+        )?;
         for r in rollups {
             let start = r.start.millis();
             if (from..=last_start).contains(&start) {
@@ -619,18 +625,22 @@ fn hour_days(
         read.push(body_counters(Span::Day, start, body, size, &mut None)?);
         Ok(())
     })?;
-    // The blocks of several days among them, looked up once.
-    let several = block_spans::overlapping(
-        conn,
-        device,
-        blocks::day_of(first_day.millis())..=blocks::day_of(days_end.millis() - 1),
-    )?;
+    // The blocks of several days among them, where hot rows lie, and the
+    // days' sealed rows: each looked up once, not once a day.
+    let day_numbers = blocks::day_of(first_day.millis())..=blocks::day_of(days_end.millis() - 1);
+    let several = block_spans::overlapping(conn, device, day_numbers.clone())?;
+    let hot = series::HotSpan::of(conn, device)?;
+    let rows_from = several.first().map_or(*day_numbers.start(), |(first, _)| {
+        (*first).min(*day_numbers.start())
+    });
+    let mut statement = blocks::day_rows_statement(conn)?;
+    let mut rows = blocks::DayRows::new(&mut statement, device, rows_from..=*day_numbers.end())?;
     for day in read {
         let bounds = Bounds {
             lo: day.start.millis(),
             hi: day.end().millis() - 1,
         };
-        if series::hot_rows_within(conn, device, bounds)? {
+        if hot.within(bounds) {
             let readings = series::device_readings(
                 conn,
                 device,
@@ -653,10 +663,9 @@ fn hour_days(
             .iter()
             .find(|(first, last)| (*first..=*last).contains(&number))
             .map_or(number, |(first, _)| *first);
-        let bodies = blocks::bodies_from(conn, device, first, number)?;
+        let bodies = rows.bodies(first, number)?;
         let entering = day.entering();
-        let fingerprint =
-            cache.map(|_| hour_cache::fingerprint(bodies.iter().map(Vec::as_slice), &entering));
+        let fingerprint = cache.map(|_| hour_cache::fingerprint(bodies.clone(), &entering));
         if let (Some(cache), Some(fingerprint)) = (cache, fingerprint) {
             if let Some(kept) = cache.get(device, number, fingerprint) {
                 let span = kept_inside(&kept, range, last_hour);
@@ -666,7 +675,7 @@ fn hour_days(
         }
         // Of a block of several days, the day's hours (the days before it
         // hold no counter: the chain enters it as it entered the block).
-        let mut hours = blocks::spans_of_bodies(device_id, number, &bodies, Span::Hour, entering)?;
+        let mut hours = blocks::spans_of_bodies(device_id, number, bodies, Span::Hour, entering)?;
         hours.retain(|h| (bounds.lo..=bounds.hi).contains(&h.start.millis()));
         if let (Some(cache), Some(fingerprint)) = (cache, fingerprint) {
             let kept: std::sync::Arc<[CachedHour]> =

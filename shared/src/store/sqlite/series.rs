@@ -111,7 +111,24 @@ pub fn room_readings(
 /// lookup) spares them the ordered row query, which SQLite prepares again on
 /// every run once its parameters are bound (docs/BENCHMARKS.md).
 pub fn hot_rows_within(conn: &Connection, device: i64, bounds: Bounds) -> Result<bool, StoreError> {
-    Ok(rows::time_span(conn, device)?.is_some_and(|(lo, hi)| lo <= bounds.hi && hi >= bounds.lo))
+    Ok(HotSpan::of(conn, device)?.within(bounds))
+}
+
+/// The times of a device's first and last hot rows, read once for a
+/// caller that asks `hot_rows_within` of many days (a zone's year of
+/// hours asked it 366 times).
+pub struct HotSpan(Option<(i64, i64)>);
+
+impl HotSpan {
+    pub fn of(conn: &Connection, device: i64) -> Result<Self, StoreError> {
+        Ok(HotSpan(rows::time_span(conn, device)?))
+    }
+
+    /// Whether any of the rows may lie within `bounds`.
+    pub fn within(&self, bounds: Bounds) -> bool {
+        self.0
+            .is_some_and(|(lo, hi)| lo <= bounds.hi && hi >= bounds.lo)
+    }
 }
 
 /// The times of a device's first and last readings.
