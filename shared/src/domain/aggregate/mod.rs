@@ -5,16 +5,17 @@
 //! of buckets, never by the number of readings.
 
 pub mod counter;
-pub mod quantity_stats;
 pub mod rollup;
 pub mod rollup_body;
 pub mod rollup_counters;
+pub mod stats_map;
 
 use crate::model::Zone;
 use crate::model::{Reading, TimeRange, Timestamp};
 use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
 use counter::{Chain, Counter, Counters, Growth};
 use rollup::{CounterSpan, Tally};
+use stats_map::StatsMap;
 use std::collections::BTreeMap;
 
 /// Most buckets one request may ask for (a year of days, a month of 15 minutes).
@@ -244,7 +245,8 @@ pub struct BucketStats {
     pub end: Timestamp,
     /// Readings in the bucket.
     pub count: u64,
-    pub fields: BTreeMap<&'static str, FieldStats>,
+    /// By name, in name order (answers list them so).
+    pub fields: StatsMap<&'static str>,
 }
 
 /// The numeric fields of a reading, by name.
@@ -302,7 +304,7 @@ impl StatsFold {
                 start,
                 end,
                 count: 0,
-                fields: BTreeMap::new(),
+                fields: StatsMap::new(),
             },
         );
         &mut self.buckets[at]
@@ -324,11 +326,7 @@ impl StatsFold {
         }
         bucket.count += tally.count;
         for (q, f) in &tally.fields {
-            bucket
-                .fields
-                .entry(q.name())
-                .and_modify(|mine| mine.merge(f))
-                .or_insert(*f);
+            bucket.fields.update(q.name(), |mine| mine.merge(f), || *f);
         }
     }
 
@@ -338,9 +336,7 @@ impl StatsFold {
         for (name, v) in numeric_fields(r) {
             bucket
                 .fields
-                .entry(name)
-                .and_modify(|f| f.add(v))
-                .or_insert_with(|| FieldStats::new(v));
+                .update(name, |f| f.add(v), || FieldStats::new(v));
         }
     }
 

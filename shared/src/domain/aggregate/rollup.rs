@@ -16,7 +16,7 @@
 //! order cannot count twice.
 
 use super::counter::{Chain, Counter, Counters, Growth, Mark};
-use super::quantity_stats::QuantityStats;
+use super::stats_map::QuantityStats;
 use super::{Bucketing, FieldStats};
 use crate::model::{Quantity, Reading, RoomId, Span, TimeRange, Timestamp, DAY_MS, HOUR_MS};
 use std::collections::{BTreeMap, BTreeSet};

@@ -20,11 +20,11 @@
 //! Bodies of versions 1 and 2 (postcard) are still read; a version-2 body is
 //! what the shape's DynamoDB item holds, and what `size` meters.
 
-use super::quantity_stats::QuantityStats;
 use super::rollup::{
     Stored, StoredCounter, StoredField, StoredMark, StoredRoom, Tally, STORED_VERSION,
 };
 use super::rollup_counters::StoredCounters;
+use super::stats_map::QuantityStats;
 use super::FieldStats;
 use crate::domain::block::numbers::{unzigzag, zigzag, Reader, Writer};
 use crate::model::Quantity;

@@ -1,19 +1,29 @@
-//! A tally's stats per quantity (`rollup::Tally::fields`): a map kept as a
-//! short list in catalogue order, its first two entries inline. A device
-//! reports a few quantities (a room sensor two), and a zone's year of days
-//! decodes and folds 8,784 hour tallies a request: a `BTreeMap` was an
-//! allocation, a node's inserts and a free for each (docs/BENCHMARKS.md).
+//! Stats per field, kept as a short sorted list, its first two entries
+//! inline: a tally's per quantity (`rollup::Tally::fields`) and a bucket's
+//! per name (`BucketStats::fields`). A device reports a few quantities (a
+//! room sensor two), and a zone's year of days decodes and folds 8,784
+//! hour tallies a request: a `BTreeMap` was an allocation, a node's inserts
+//! and a free for each (docs/BENCHMARKS.md).
 
 use super::FieldStats;
 use crate::model::Quantity;
 use smallvec::SmallVec;
+use std::borrow::Borrow;
 
-/// Stats per quantity, in catalogue order (`Quantity`'s), as a `BTreeMap`
-/// iterates them.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct QuantityStats(SmallVec<[(Quantity, FieldStats); 2]>);
+/// A tally's stats per quantity, in catalogue order.
+pub type QuantityStats = StatsMap<Quantity>;
 
-impl QuantityStats {
+/// Stats per key, in the keys' order, as a `BTreeMap` iterates them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatsMap<K>(SmallVec<[(K, FieldStats); 2]>);
+
+impl<K> Default for StatsMap<K> {
+    fn default() -> Self {
+        Self(SmallVec::new())
+    }
+}
+
+impl<K: Ord + Copy> StatsMap<K> {
     pub fn new() -> Self {
         Self::default()
     }
@@ -27,22 +37,28 @@ impl QuantityStats {
     }
 
     /// Where `q` is, or where it would go.
-    fn position(&self, q: Quantity) -> Result<usize, usize> {
-        // The newest quantity last: a tally is mostly built in order.
+    fn position<Q: Ord + ?Sized>(&self, q: &Q) -> Result<usize, usize>
+    where
+        K: Borrow<Q>,
+    {
+        // The newest key last: a tally is mostly built in order.
         match self.0.last() {
             None => Err(0),
-            Some((last, _)) if *last < q => Err(self.0.len()),
-            _ => self.0.binary_search_by(|(k, _)| k.cmp(&q)),
+            Some((last, _)) if last.borrow() < q => Err(self.0.len()),
+            _ => self.0.binary_search_by(|(k, _)| k.borrow().cmp(q)),
         }
     }
 
-    pub fn get(&self, q: &Quantity) -> Option<&FieldStats> {
-        self.position(*q).ok().map(|i| &self.0[i].1)
+    pub fn get<Q: Ord + ?Sized>(&self, q: &Q) -> Option<&FieldStats>
+    where
+        K: Borrow<Q>,
+    {
+        self.position(q).ok().map(|i| &self.0[i].1)
     }
 
     /// Sets `q`'s stats; the ones it replaces.
-    pub fn insert(&mut self, q: Quantity, stats: FieldStats) -> Option<FieldStats> {
-        match self.position(q) {
+    pub fn insert(&mut self, q: K, stats: FieldStats) -> Option<FieldStats> {
+        match self.position(&q) {
             Ok(i) => Some(std::mem::replace(&mut self.0[i].1, stats)),
             Err(i) => {
                 self.0.insert(i, (q, stats));
@@ -55,10 +71,10 @@ impl QuantityStats {
     /// had them.
     pub fn get_or_insert_with(
         &mut self,
-        q: Quantity,
+        q: K,
         new: impl FnOnce() -> FieldStats,
     ) -> (&mut FieldStats, bool) {
-        let (i, had) = match self.position(q) {
+        let (i, had) = match self.position(&q) {
             Ok(i) => (i, true),
             Err(i) => {
                 self.0.insert(i, (q, new()));
@@ -72,7 +88,7 @@ impl QuantityStats {
     /// has none.
     pub fn update(
         &mut self,
-        q: Quantity,
+        q: K,
         change: impl FnOnce(&mut FieldStats),
         new: impl FnOnce() -> FieldStats,
     ) {
@@ -81,20 +97,29 @@ impl QuantityStats {
         }
     }
 
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&Quantity, &FieldStats)> + Clone {
+    /// The bytes held outside the value itself (more quantities than fit
+    /// inline).
+    pub fn heap_bytes(&self) -> usize {
+        match self.0.spilled() {
+            true => self.0.capacity() * std::mem::size_of::<(K, FieldStats)>(),
+            false => 0,
+        }
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&K, &FieldStats)> + Clone {
         self.0.iter().map(|(q, f)| (q, f))
     }
 
-    pub fn keys(&self) -> impl Iterator<Item = &Quantity> {
+    pub fn keys(&self) -> impl Iterator<Item = &K> {
         self.0.iter().map(|(q, _)| q)
     }
 }
 
-impl<'a> IntoIterator for &'a QuantityStats {
-    type Item = (&'a Quantity, &'a FieldStats);
+impl<'a, K> IntoIterator for &'a StatsMap<K> {
+    type Item = (&'a K, &'a FieldStats);
     type IntoIter = std::iter::Map<
-        std::slice::Iter<'a, (Quantity, FieldStats)>,
-        fn(&'a (Quantity, FieldStats)) -> (&'a Quantity, &'a FieldStats),
+        std::slice::Iter<'a, (K, FieldStats)>,
+        fn(&'a (K, FieldStats)) -> (&'a K, &'a FieldStats),
     >;
 
     fn into_iter(self) -> Self::IntoIter {
@@ -102,16 +127,16 @@ impl<'a> IntoIterator for &'a QuantityStats {
     }
 }
 
-impl std::ops::Index<&Quantity> for QuantityStats {
+impl<K: Ord + Copy + Borrow<Q>, Q: Ord + ?Sized> std::ops::Index<&Q> for StatsMap<K> {
     type Output = FieldStats;
 
-    fn index(&self, q: &Quantity) -> &FieldStats {
-        self.get(q).expect("a quantity the tally has")
+    fn index(&self, q: &Q) -> &FieldStats {
+        self.get(q).expect("a key the map has")
     }
 }
 
-impl FromIterator<(Quantity, FieldStats)> for QuantityStats {
-    fn from_iter<I: IntoIterator<Item = (Quantity, FieldStats)>>(items: I) -> Self {
+impl<K: Ord + Copy> FromIterator<(K, FieldStats)> for StatsMap<K> {
+    fn from_iter<I: IntoIterator<Item = (K, FieldStats)>>(items: I) -> Self {
         let mut out = Self::new();
         for (q, f) in items {
             out.insert(q, f);
