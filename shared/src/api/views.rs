@@ -1,6 +1,7 @@
 //! JSON shapes of registry records in answers.
 
 use super::params::Labels;
+use crate::domain::aggregate::field_name::FieldName;
 use crate::domain::aggregate::{BucketStats, EnergyBucket};
 use crate::model::{DeviceId, Quantity, Reading};
 use crate::query::StatsQuery;
@@ -71,11 +72,11 @@ enum Entry<'a> {
     Buckets(&'a [BucketStats]),
     Names(Vec<String>),
     /// Buckets as rows, with the fields their columns name.
-    Rows(&'a [BucketStats], Vec<&'static str>),
+    Rows(&'a [BucketStats], Vec<FieldName>),
 }
 
 /// A bucket as one row of `Entry::Rows`.
-struct BucketRow<'a>(&'a BucketStats, &'a [&'static str]);
+struct BucketRow<'a>(&'a BucketStats, &'a [FieldName]);
 
 impl Serialize for BucketRow<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -214,11 +215,11 @@ impl StatsAnswer<'_> {
         if self.columns {
             // The few names of many buckets: gathered in a list, not sorted
             // in a set (a year of two fields sorted 730 names).
-            let mut fields: Vec<&'static str> = Vec::new();
+            let mut fields: Vec<FieldName> = Vec::new();
             for b in &a.buckets {
                 for name in b.fields.keys() {
                     if !fields.contains(name) {
-                        fields.push(name);
+                        fields.push(*name);
                     }
                 }
             }
@@ -280,6 +281,7 @@ fn bucket_objects(out: &mut Vec<u8>, buckets: &[BucketStats]) {
                 out.push(b',');
             }
             // A quantity's name (`model::Quantity`): nothing to escape.
+            let name = name.name();
             debug_assert!(name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'));
             out.push(b'"');
             out.extend_from_slice(name.as_bytes());
@@ -304,7 +306,7 @@ fn bucket_objects(out: &mut Vec<u8>, buckets: &[BucketStats]) {
 }
 
 /// `Entry::Rows` as `serde_json` writes it: `[[start,end,count,...],...]`.
-fn bucket_rows(out: &mut Vec<u8>, buckets: &[BucketStats], fields: &[&'static str]) {
+fn bucket_rows(out: &mut Vec<u8>, buckets: &[BucketStats], fields: &[FieldName]) {
     out.push(b'[');
     for (i, b) in buckets.iter().enumerate() {
         if i > 0 {
@@ -374,7 +376,7 @@ impl Serialize for FieldsAnswer<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(self.0.fields.len()))?;
         for (name, f) in &self.0.fields {
-            m.serialize_entry(name, &FieldAnswer(f))?;
+            m.serialize_entry(name.name(), &FieldAnswer(f))?;
         }
         m.end()
     }
@@ -865,7 +867,7 @@ mod tests {
                     0i64..4_000_000_000_000,
                     1u64..100_000,
                     prop::collection::vec(
-                        (prop::sample::select(vec!["temperature", "humidity", "current_w"]), value(), value(), value(), 1u64..5000),
+                        (prop::sample::select(vec![Quantity::Temperature, Quantity::Humidity, Quantity::Power]), value(), value(), value(), 1u64..5000),
                         0..3,
                     ),
                 ),
@@ -889,7 +891,7 @@ mod tests {
                     count,
                     fields: fields
                         .into_iter()
-                        .map(|(name, min, max, sum, count)| (name, FieldStats { min, max, sum, count }))
+                        .map(|(q, min, max, sum, count)| (FieldName(q), FieldStats { min, max, sum, count }))
                         .collect(),
                 })
                 .collect();

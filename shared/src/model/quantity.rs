@@ -106,6 +106,37 @@ const fn spec(
     }
 }
 
+/// Whether `a` sorts before `b`, byte by byte (`str`'s order, at compile
+/// time).
+const fn name_before(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut i = 0;
+    while i < a.len() && i < b.len() {
+        if a[i] != b[i] {
+            return a[i] < b[i];
+        }
+        i += 1;
+    }
+    a.len() < b.len()
+}
+
+/// Each quantity's place in the order of the names, by its index.
+const NAME_RANK: [u8; 14] = {
+    let mut rank = [0u8; 14];
+    let mut i = 0;
+    while i < CATALOGUE.len() {
+        let mut j = 0;
+        while j < CATALOGUE.len() {
+            if name_before(CATALOGUE[j].name, CATALOGUE[i].name) {
+                rank[i] += 1;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    rank
+};
+
 /// In the order of `Quantity`'s variants.
 const CATALOGUE: [Spec; 14] = [
     spec("cumulative_kwh_p", "kWh", (0.0, 1e9), Counter, F::Power),
@@ -157,6 +188,12 @@ impl Quantity {
         self.spec().name
     }
 
+    /// Its place among the quantities in the order of their names (the
+    /// order answers list fields in).
+    pub fn name_rank(self) -> u8 {
+        NAME_RANK[self.index()]
+    }
+
     pub fn family(self) -> ReadingKind {
         self.spec().family
     }
@@ -204,6 +241,18 @@ pub fn whole_thousandths(v: f64) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn name_rank_is_the_order_of_the_names() {
+        let mut by_rank = Quantity::ALL;
+        by_rank.sort_by_key(|q| q.name_rank());
+        let mut names: Vec<&str> = Quantity::ALL.iter().map(|q| q.name()).collect();
+        names.sort_unstable();
+        assert_eq!(by_rank.map(Quantity::name).to_vec(), names);
+        let ranks: std::collections::BTreeSet<u8> =
+            Quantity::ALL.iter().map(|q| q.name_rank()).collect();
+        assert_eq!(ranks.len(), Quantity::ALL.len(), "no two share a place");
+    }
+
     use super::*;
 
     #[test]

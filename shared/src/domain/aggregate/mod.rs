@@ -5,6 +5,7 @@
 //! of buckets, never by the number of readings.
 
 pub mod counter;
+pub mod field_name;
 pub mod rollup;
 pub mod rollup_body;
 pub mod rollup_counters;
@@ -14,6 +15,7 @@ use crate::model::Zone;
 use crate::model::{Reading, TimeRange, Timestamp};
 use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
 use counter::{Chain, Counter, Counters, Growth};
+use field_name::FieldName;
 use rollup::{CounterSpan, Tally};
 use stats_map::StatsMap;
 use std::collections::BTreeMap;
@@ -245,17 +247,8 @@ pub struct BucketStats {
     pub end: Timestamp,
     /// Readings in the bucket.
     pub count: u64,
-    /// By name, in name order (answers list them so).
-    pub fields: StatsMap<&'static str>,
-}
-
-/// The numeric fields of a reading, by name.
-pub fn numeric_fields(r: &Reading) -> Vec<(&'static str, f64)> {
-    r.measurement
-        .values()
-        .iter()
-        .map(|(q, v)| (q.name(), *v))
-        .collect()
+    /// In name order (answers list them so); looked up by name too.
+    pub fields: StatsMap<FieldName>,
 }
 
 /// Folds readings (in any order) into per-bucket statistics.
@@ -320,23 +313,29 @@ impl StatsFold {
         if bucket.count == 0 {
             // A new bucket (a day's rollup into a day's bucket): its fields
             // built at once.
-            bucket.fields = tally.fields.iter().map(|(q, f)| (q.name(), *f)).collect();
+            bucket.fields = tally
+                .fields
+                .iter()
+                .map(|(q, f)| (FieldName(*q), *f))
+                .collect();
             bucket.count = tally.count;
             return;
         }
         bucket.count += tally.count;
         for (q, f) in &tally.fields {
-            bucket.fields.update(q.name(), |mine| mine.merge(f), || *f);
+            bucket
+                .fields
+                .update(FieldName(*q), |mine| mine.merge(f), || *f);
         }
     }
 
     pub fn add(&mut self, r: &Reading) {
         let bucket = self.bucket(r.timestamp);
         bucket.count += 1;
-        for (name, v) in numeric_fields(r) {
+        for (q, v) in r.measurement.values().iter() {
             bucket
                 .fields
-                .update(name, |f| f.add(v), || FieldStats::new(v));
+                .update(FieldName(*q), |f| f.add(*v), || FieldStats::new(*v));
         }
     }
 

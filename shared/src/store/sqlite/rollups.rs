@@ -285,7 +285,7 @@ pub fn hour_tallies_within(
     mut sized: Option<(usize, &mut usize)>,
     cache: Option<&HourCache>,
 ) -> Result<Vec<(Timestamp, Option<Tally>)>, StoreError> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(spans_in(Span::Hour, range));
     for day in hour_days(conn, (device, device_id), range, cache)? {
         match day {
             DayHours::Computed(hours) => {
