@@ -14,22 +14,52 @@
 
 use crate::domain::aggregate::counter::{Chain, Counter};
 use crate::domain::aggregate::rollup::Tally;
+use crate::model::RoomId;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
-/// One computed hour, as it would be stored, and the tally of all its
-/// readings decoded: a device's stats in a zone fold a year of hours' tallies
-/// a read, and decoding them from the bodies was half its instructions.
-/// (A room's tally is still read from the body.)
+/// One computed hour, as it would be stored, and its tallies decoded: stats
+/// in a zone fold a year of hours' tallies a read, and decoding them from
+/// the bodies was half their instructions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CachedHour {
     pub start: i64,
     pub body: Vec<u8>,
     /// `billing::stored_size` of the hour: what a read of it meters.
     pub size: usize,
-    /// What `rollup_body::tally(body, None)` reads.
+    /// The tally of all its readings.
     pub tally: Tally,
+    /// The tally of each room its readings named; `None` where it is
+    /// `tally` (a room sensor's always is).
+    pub rooms: Vec<(RoomId, Option<Tally>)>,
+}
+
+impl CachedHour {
+    /// What `rollup_body::tally(body, room)` reads: the tally of the
+    /// readings that named `room`, or of all of them; `None` where no
+    /// reading named the room.
+    pub fn tally_of(&self, room: Option<&RoomId>) -> Option<Tally> {
+        let Some(room) = room else {
+            return Some(self.tally.clone());
+        };
+        let (_, own) = self.rooms.iter().find(|(r, _)| r == room)?;
+        Some(own.as_ref().unwrap_or(&self.tally).clone())
+    }
+
+    /// The bytes it keeps.
+    fn bytes(&self) -> usize {
+        let rooms: usize = self
+            .rooms
+            .iter()
+            .map(|(r, t)| {
+                std::mem::size_of::<(RoomId, Option<Tally>)>()
+                    + r.as_str().len()
+                    + t.as_ref().map_or(0, |t| t.fields.heap_bytes())
+            })
+            .sum();
+        self.body.len() + HOUR_OVERHEAD + self.tally.fields.heap_bytes() + rooms
+    }
 }
 
 /// The bytes a cache keeps by default. A year of a household's four
@@ -102,11 +132,7 @@ impl HourCache {
 }
 
 fn day_bytes(hours: &[CachedHour]) -> usize {
-    DAY_OVERHEAD
-        + hours
-            .iter()
-            .map(|h| h.body.len() + HOUR_OVERHEAD + h.tally.fields.heap_bytes())
-            .sum::<usize>()
+    DAY_OVERHEAD + hours.iter().map(CachedHour::bytes).sum::<usize>()
 }
 
 /// The fingerprint of a day's hours: its rows' bodies, in order, and the
@@ -146,6 +172,7 @@ mod tests {
                 body: vec![i as u8; body],
                 size: body,
                 tally: Tally::default(),
+                rooms: Vec::new(),
             })
             .collect()
     }

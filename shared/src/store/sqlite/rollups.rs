@@ -298,26 +298,14 @@ pub fn hour_tallies_within(
             }
             DayHours::Kept(hours, inside) | DayHours::Fresh(_, hours, inside) => {
                 for h in &hours[inside] {
-                    let Some(room) = room else {
-                        // The tally kept decoded, metered as its body.
-                        if let Some((pk_len, bytes)) = sized.as_mut() {
-                            **bytes += crate::domain::billing::rollup_item_size(*pk_len, h.size);
-                        }
-                        let at = Timestamp::from_millis(h.start).map_err(|e| {
-                            StoreError::Corrupt(format!("hour rollup at {}: {e}", h.start))
-                        })?;
-                        out.push((at, Some(h.tally.clone())));
-                        continue;
-                    };
-                    let size = Some(h.size as i64);
-                    out.push(body_tally(
-                        Span::Hour,
-                        h.start,
-                        &h.body,
-                        size,
-                        Some(room),
-                        &mut sized,
-                    )?);
+                    // The tally kept decoded, metered as its body.
+                    if let Some((pk_len, bytes)) = sized.as_mut() {
+                        **bytes += crate::domain::billing::rollup_item_size(*pk_len, h.size);
+                    }
+                    let at = Timestamp::from_millis(h.start).map_err(|e| {
+                        StoreError::Corrupt(format!("hour rollup at {}: {e}", h.start))
+                    })?;
+                    out.push((at, h.tally_of(room)));
                 }
             }
         }
@@ -739,5 +727,10 @@ fn cached(h: &Rollup) -> Result<CachedHour, StoreError> {
         body,
         size,
         tally: h.all.clone(),
+        rooms: h
+            .rooms
+            .iter()
+            .map(|(room, t)| (room.clone(), (t != &h.all).then(|| t.clone())))
+            .collect(),
     })
 }
