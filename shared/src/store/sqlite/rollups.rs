@@ -730,7 +730,7 @@ fn cached(h: &Rollup) -> Result<CachedHour, StoreError> {
         rooms: h
             .rooms
             .iter()
-            .map(|(room, t)| (room.clone(), (t != &h.all).then(|| t.clone())))
+            .map(|(room, t)| (room.clone(), (t != &h.all).then(|| Box::new(t.clone()))))
             .collect(),
     })
 }

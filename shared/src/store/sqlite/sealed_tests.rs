@@ -999,3 +999,33 @@ async fn a_late_reading_into_a_sealed_day_changes_its_kept_hours() {
     assert_eq!(after, tallies(fresh).await);
     assert_ne!(after, before, "the late reading is in its hour");
 }
+
+/// What the hour cache keeps of a sealed day of a room sensor and of a
+/// meter, each a reading a minute: the sizes docs/rollups.md gives its
+/// default bound by (`hour_cache::DEFAULT_CAPACITY`).
+#[tokio::test]
+async fn a_kept_day_of_a_sensor_and_of_a_meter_takes_what_the_docs_say() {
+    let now = Timestamp::now().millis();
+    let range = crate::model::TimeRange::new(at(0), at(1440)).unwrap();
+    let mut kept = Vec::new();
+    for (device, kind) in [(1u8, 1u8), (0, 0)] {
+        let day: Vec<Reading> = (0..1440)
+            .map(|m| make(device, m, kind, (m % 17) as f64 / 17.0))
+            .collect();
+        let store = SqliteStore::in_memory().unwrap();
+        written(&store, &[day.clone()], now);
+        let hours = store
+            .rollup_tallies(&day[0].device_id, Span::Hour, &range, None)
+            .await
+            .unwrap();
+        assert_eq!(hours.len(), 24);
+        kept.push(store.hours.bytes());
+    }
+    let (sensor, meter) = (kept[0], kept[1]);
+    let said = format!("a sensor's day: {sensor} bytes, a meter's {meter}");
+    assert!((5_000..6_500).contains(&sensor), "{said}");
+    assert!((8_500..10_500).contains(&meter), "{said}");
+    // Five years of a household (three room sensors and a meter) fit.
+    let year = 366 * (3 * sensor + meter);
+    assert!(5 * year <= hour_cache::DEFAULT_CAPACITY, "{said}");
+}
