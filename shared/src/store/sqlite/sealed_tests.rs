@@ -1013,7 +1013,7 @@ async fn a_kept_day_of_a_sensor_and_of_a_meter_takes_what_the_docs_say() {
             .map(|m| make(device, m, kind, (m % 17) as f64 / 17.0))
             .collect();
         let store = SqliteStore::in_memory().unwrap();
-        written(&store, &[day.clone()], now);
+        written(&store, std::slice::from_ref(&day), now);
         let hours = store
             .rollup_tallies(&day[0].device_id, Span::Hour, &range, None)
             .await
