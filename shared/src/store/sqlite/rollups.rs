@@ -460,6 +460,14 @@ pub fn counters_within(
             }
             DayHours::Kept(kept, inside) => {
                 for h in &kept[inside] {
+                    if let Some(counters) = &h.counters {
+                        // Kept decoded, metered as its body.
+                        if let Some((pk_len, bytes)) = sized.as_mut() {
+                            **bytes += billing::rollup_item_size(*pk_len, h.size);
+                        }
+                        out.push(RollupCounters::clone(counters));
+                        continue;
+                    }
                     let size = Some(h.size as i64);
                     out.push(body_counters(
                         Span::Hour,
@@ -732,5 +740,7 @@ fn cached(h: &Rollup) -> Result<CachedHour, StoreError> {
             .iter()
             .map(|(room, t)| (room.clone(), (t != &h.all).then(|| Box::new(t.clone()))))
             .collect(),
+        counters: (h.counters != Default::default() || h.chain != Chain::default())
+            .then(|| Box::new(RollupCounters::from(h))),
     })
 }
