@@ -233,6 +233,22 @@ async fn pages_name_rooms_and_devices_and_draw_every_reading<S: TestStore>() {
         page.contains(&format!("value=\"{from}\"")),
         "the form shows the range"
     );
+    // A custom year: drawn in daily bands, not refused for holding more
+    // hours than a stats request may ask for.
+    let year = (hours_ago(365 * 24), hours_ago(0));
+    for path in ["/ui/devices/s-bed", "/ui/rooms/bedroom"] {
+        let r = get(
+            &app,
+            path,
+            &[("from", &year.0), ("to", &year.1), ("tz", "Asia/Tokyo")],
+            &auth,
+        )
+        .await;
+        let (status, page) = text(&r);
+        assert_eq!(status, 200, "{path}: {page}");
+        let days = points(&page, "temperature");
+        assert!((1..=3).contains(&days), "{path}: {days} daily bands");
+    }
 }
 
 async fn bad_parameters_get_a_400_that_names_them<S: TestStore>() {

@@ -163,6 +163,24 @@ fn range(
     }
 }
 
+/// `from` and `to` alone, read as `stats_query` reads them: the range of a
+/// dashboard view, which picks its buckets' width from the range itself
+/// (a year's custom range held 8,760 of `stats_query`'s default hours, over
+/// its bucket limit, and the page was a 400).
+pub fn time_range(
+    from: &Option<String>,
+    to: &Option<String>,
+    now: Timestamp,
+) -> Result<TimeRange, Problems> {
+    let mut problems = Problems::new();
+    let from = value("from", from, &mut problems).map(|v| time("from", v, &mut problems));
+    let to = value("to", to, &mut problems).map(|v| time("to", v, &mut problems));
+    match range(from, to, now, &mut problems) {
+        Some(range) if problems.is_empty() => Ok(range),
+        _ => Err(problems),
+    }
+}
+
 /// `from`, `to` (as for ranges), `bucket` (1m, 5m, 15m, 1h, 1d; default 1h) and
 /// `tz` (an IANA zone that aligns day buckets to its midnight; default UTC).
 pub fn stats_query(params: &StatsParams, now: Timestamp) -> Result<StatsQuery, Problems> {

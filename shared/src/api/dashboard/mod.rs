@@ -129,14 +129,8 @@ pub fn view(p: &DashboardParams, now: Timestamp) -> Result<View, ApiError> {
                         .unwrap_or_else(|| v.clone())
                 })
             };
-            let params = super::params::StatsParams {
-                from: local(&p.from),
-                to: local(&p.to),
-                bucket: None,
-                tz: None,
-            };
-            match super::params::stats_query(&params, now) {
-                Ok(q) => (None, Some(q.range)),
+            match super::params::time_range(&local(&p.from), &local(&p.to), now) {
+                Ok(range) => (None, Some(range)),
                 Err(e) => {
                     problems.extend(e);
                     (None, None)
