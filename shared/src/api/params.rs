@@ -141,10 +141,25 @@ fn limit(v: &Option<String>, max: usize, problems: &mut Problems) -> Option<usiz
     }
 }
 
+/// A time parameter: `None` when not given, `Some(None)` when given and
+/// reported as bad.
+type GivenTime = Option<Option<Timestamp>>;
+
+/// The `from` and `to` values given, as times.
+fn from_to(
+    from: &Option<String>,
+    to: &Option<String>,
+    problems: &mut Problems,
+) -> (GivenTime, GivenTime) {
+    let from = value("from", from, problems).map(|v| time("from", v, problems));
+    let to = value("to", to, problems).map(|v| time("to", v, problems));
+    (from, to)
+}
+
 /// The range from optional `from`/`to` values (`None` inside: already reported).
 fn range(
-    from: Option<Option<Timestamp>>,
-    to: Option<Option<Timestamp>>,
+    from: GivenTime,
+    to: GivenTime,
     now: Timestamp,
     problems: &mut Problems,
 ) -> Option<TimeRange> {
@@ -173,8 +188,7 @@ pub fn time_range(
     now: Timestamp,
 ) -> Result<TimeRange, Problems> {
     let mut problems = Problems::new();
-    let from = value("from", from, &mut problems).map(|v| time("from", v, &mut problems));
-    let to = value("to", to, &mut problems).map(|v| time("to", v, &mut problems));
+    let (from, to) = from_to(from, to, &mut problems);
     match range(from, to, now, &mut problems) {
         Some(range) if problems.is_empty() => Ok(range),
         _ => Err(problems),
@@ -185,8 +199,7 @@ pub fn time_range(
 /// `tz` (an IANA zone that aligns day buckets to its midnight; default UTC).
 pub fn stats_query(params: &StatsParams, now: Timestamp) -> Result<StatsQuery, Problems> {
     let mut problems = Problems::new();
-    let from = value("from", &params.from, &mut problems).map(|v| time("from", v, &mut problems));
-    let to = value("to", &params.to, &mut problems).map(|v| time("to", v, &mut problems));
+    let (from, to) = from_to(&params.from, &params.to, &mut problems);
     let width = match value("bucket", &params.bucket, &mut problems) {
         None => Some(Width::Hour),
         Some(v) => Width::parse(v).or_else(|| {
@@ -236,8 +249,7 @@ pub fn readings_query(
     max_limit: usize,
 ) -> Result<ReadingsQuery, Problems> {
     let mut problems = Problems::new();
-    let from = value("from", &params.from, &mut problems).map(|v| time("from", v, &mut problems));
-    let to = value("to", &params.to, &mut problems).map(|v| time("to", v, &mut problems));
+    let (from, to) = from_to(&params.from, &params.to, &mut problems);
     let limit = limit(&params.limit, max_limit, &mut problems);
     let order = match value("order", &params.order, &mut problems) {
         None | Some("asc") => Some(Order::Asc),
@@ -403,8 +415,7 @@ fn bound(
 /// inclusive, each defaulting to the accepted range; `limit`, `cursor`.
 pub fn search_query(params: &SearchParams, now: Timestamp) -> Result<SearchQuery, Problems> {
     let mut problems = Problems::new();
-    let from = value("from", &params.from, &mut problems).map(|v| time("from", v, &mut problems));
-    let to = value("to", &params.to, &mut problems).map(|v| time("to", v, &mut problems));
+    let (from, to) = from_to(&params.from, &params.to, &mut problems);
     let (t, h) = (
         Quantity::Temperature.spec().range,
         Quantity::Humidity.spec().range,

@@ -241,18 +241,6 @@ pub fn whole_thousandths(v: f64) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn name_rank_is_the_order_of_the_names() {
-        let mut by_rank = Quantity::ALL;
-        by_rank.sort_by_key(|q| q.name_rank());
-        let mut names: Vec<&str> = Quantity::ALL.iter().map(|q| q.name()).collect();
-        names.sort_unstable();
-        assert_eq!(by_rank.map(Quantity::name).to_vec(), names);
-        let ranks: std::collections::BTreeSet<u8> =
-            Quantity::ALL.iter().map(|q| q.name_rank()).collect();
-        assert_eq!(ranks.len(), Quantity::ALL.len(), "no two share a place");
-    }
-
     use super::*;
 
     #[test]

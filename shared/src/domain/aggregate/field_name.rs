@@ -45,6 +45,8 @@ impl std::fmt::Display for FieldName {
 mod tests {
     use super::*;
 
+    /// `Quantity::name_rank`'s table, and the promise `Borrow<str>` makes:
+    /// the order is the names'.
     #[test]
     fn orders_as_its_name_does() {
         for a in Quantity::ALL {

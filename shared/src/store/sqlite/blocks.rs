@@ -535,27 +535,10 @@ fn day_and_body<'r>(row: &'r rusqlite::Row<'_>) -> Result<(i64, Cow<'r, [u8]>), 
     Ok((k & LAST_DAY, body))
 }
 
-/// The bodies of a device's sealed rows of `day`, in order: its block (with
-/// its tail), then its segments; or the block of several days that holds
-/// it, which begins on `first` (`block_spans`; the caller looks a year of
-/// days up at once, not a day at a time). `first` is `day` for a day's own
-/// block.
-pub fn bodies_from(
-    conn: &Connection,
-    device: i64,
-    first: i64,
-    day: i64,
-) -> Result<Vec<Vec<u8>>, StoreError> {
-    let mut stmt = day_rows_statement(conn)?;
-    let mut rows = DayRows::new(&mut stmt, device, first..=day)?;
-    let bodies = rows.bodies(first, day)?.map(<[u8]>::to_vec).collect();
-    Ok(bodies)
-}
-
 /// A device's sealed rows of a run of days, read in one pass, oldest
-/// first, for a caller that takes the days in order: what `bodies_from`
-/// gives of each day, from one query, not one a day (a zone's year of
-/// hours asked 366, a sixth of its instructions).
+/// first, for a caller that takes the days in order: each day's bodies
+/// from one query, not one a day (a zone's year of hours asked 366, a
+/// sixth of its instructions).
 pub struct DayRows<'s> {
     rows: rusqlite::Rows<'s>,
     /// The rows read and not yet passed: their day and body, in order.
@@ -583,9 +566,11 @@ impl<'s> DayRows<'s> {
         })
     }
 
-    /// The bodies of the rows of the days `first..=day`, as `bodies_from`
-    /// gives them; `first` and `day` may not go back from one call to the
-    /// next (rows before `first` are let go).
+    /// The bodies of `day`'s sealed rows, in order: its block (with its
+    /// tail), then its segments; or the block of several days that holds
+    /// it, which begins on `first` (`block_spans`; `first` is `day` for a
+    /// day's own block). `first` and `day` may not go back from one call
+    /// to the next (rows before `first` are let go).
     pub fn bodies(
         &mut self,
         first: i64,
@@ -613,7 +598,7 @@ pub fn day_rows_statement(conn: &Connection) -> Result<rusqlite::CachedStatement
 }
 
 /// The rollups of `span` of a device's sealed readings of `day`, given as
-/// its rows' bodies (`bodies_from`), entered with `entering`, from the
+/// its rows' bodies (`DayRows::bodies`), entered with `entering`, from the
 /// blocks' columns (`rollup::extend_spans_from_columns`): what
 /// `rollup::spans` makes of the day's readings, without building them (of
 /// a block of several days, those of all its days; `day` names it in an

@@ -566,16 +566,12 @@ fn computed_days(
         return Ok(out);
     }
     let device_id = super::names::device(conn, device)?;
+    let mut statement = blocks::day_rows_statement(conn)?;
     for (first, _) in several {
         let entering = entering(conn, device, first * crate::model::DAY_MS)?;
-        let bodies = blocks::bodies_from(conn, device, first, first)?;
-        let rollups = blocks::spans_of_bodies(
-            &device_id,
-            first,
-            bodies.iter().map(Vec::as_slice),
-            Span::Day,
-            entering,
-        )?;
+        let mut rows = blocks::DayRows::new(&mut statement, device, first..=first)?;
+        let bodies = rows.bodies(first, first)?;
+        let rollups = blocks::spans_of_bodies(&device_id, first, bodies, Span::Day, entering)?;
         for r in rollups {
             let start = r.start.millis();
             if (from..=last_start).contains(&start) {

@@ -18,13 +18,23 @@ fn at(minute: i64) -> Timestamp {
     Timestamp::from_millis(START + minute * 60_000).unwrap()
 }
 
-/// A reading of a generated history: device, minute, kind, value.
+/// A reading of a generated history: device, minute, kind (0 a meter with
+/// both counters, 1 and 2 a room sensor, 4 a meter with one, others more
+/// quantities), value.
 fn make(device: u8, minute: i64, kind: u8, x: f64) -> Reading {
     let device_id = DeviceId::parse(["meter-1", "sensor-1", "sensor-2"][device as usize]).unwrap();
     let measurement = match kind {
         0 => Measurement::power(1000.0 + minute as f64 * 0.01, 2.0, 100.0 + x),
         1 => Measurement::climate(RoomId::parse("bedroom").unwrap(), 15.0 + x * 10.0, 50.0),
         2 => Measurement::climate(RoomId::parse("hall").unwrap(), 15.0 + x, 40.0 + x),
+        // A meter with one counter (Tasmota's `ENERGY.Total`: bought alone).
+        4 => Measurement::new(
+            None,
+            vec![
+                (Quantity::EnergyBought, 2000.0 + minute as f64 * 0.02),
+                (Quantity::Power, 50.0 + x),
+            ],
+        ),
         // Other quantities, some of them not thousandths.
         _ => Measurement::new(
             Some(RoomId::parse("hall").unwrap()),
@@ -42,7 +52,7 @@ fn make(device: u8, minute: i64, kind: u8, x: f64) -> Reading {
 }
 
 fn history() -> impl Strategy<Value = Vec<(u8, i64, u8, f64)>> {
-    prop::collection::vec((0u8..3, 0i64..4 * 1440, 0u8..4, 0.0f64..1.0), 1..150)
+    prop::collection::vec((0u8..3, 0i64..4 * 1440, 0u8..5, 0.0f64..1.0), 1..150)
 }
 
 fn request(order: Order, limit: usize, after: Option<crate::keys::Position>) -> RangeRequest {
