@@ -177,10 +177,15 @@ async fn a_message_the_store_cannot_take_fails_and_is_stored_when_it_can() {
 }
 
 /// Energy from every MQTT payload that carries a counter (issue 38): a
-/// Tasmota plug (`ENERGY.Total`, kWh), a Shelly switch (`aenergy.total`,
-/// Wh) and a Zigbee2MQTT plug (`energy`, kWh) report the bought counter
-/// alone. Each message every 10 minutes for three hours; hourly energy is
-/// the counter's own differences, on DynamoDB and on the embedded store.
+/// Meters as their MQTT payloads give their counters: a Tasmota plug
+/// (`ENERGY.Total`, kWh), a Shelly switch (`aenergy.total`, Wh) and a
+/// Zigbee2MQTT plug (`energy`, kWh) the bought one alone; a smart meter
+/// through Tasmota's Smart Meter Interface (`Total_in`, `Total_out`, kWh),
+/// a Shelly Pro 3EM (`emdata`'s `total_act`, `total_act_ret`, Wh), a Shelly
+/// Pro EM's second channel (`em1data`) and a PM Mini behind a balcony
+/// inverter (`ret_aenergy`) both. Each message every 10 minutes for three
+/// hours; hourly energy is the counters' own differences, on DynamoDB and
+/// on the embedded store.
 #[tokio::test]
 async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
     let dir = std::env::temp_dir().join(format!("mqtt-energy-{}", std::process::id()));
@@ -188,41 +193,91 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
     std::fs::create_dir_all(&dir).unwrap();
     let sqlite = SqliteStore::open(dir.join("ingester.db")).unwrap();
     let dynamo = fresh_store(&dynalite(), "mqtt-energy").await;
-    // (topic, payload of a counter value in kWh, device)
-    type Payload = fn(f64) -> String;
-    let devices: [(&str, Payload, &str); 3] = [
+    // (topic, payload of the counters' values in kWh, device, whether it sells)
+    type Payload = fn(f64, f64) -> String;
+    let devices: [(&str, Payload, &str, bool); 7] = [
         (
             "tele/pow-1/SENSOR",
-            |kwh| {
+            |kwh, _| {
                 format!(
                     r#"{{"Time":"2026-11-21T03:00:00","ENERGY":{{"Total":{kwh:.3},"Power":150,"Voltage":231}}}}"#
                 )
             },
             "pow-1",
+            false,
         ),
         (
             "shellyplus1pm-c1/status/switch:0",
-            |kwh| {
+            |kwh, _| {
                 format!(
                     r#"{{"id":0,"output":true,"apower":8.9,"aenergy":{{"total":{:.1},"by_minute":[0,0,0],"minute_ts":1795226400}}}}"#,
                     kwh * 1000.0
                 )
             },
             "shellyplus1pm-c1",
+            false,
         ),
         (
             "zigbee2mqtt/plug-2",
-            |kwh| format!(r#"{{"power":41.5,"energy":{kwh:.3},"state":"ON"}}"#),
+            |kwh, _| format!(r#"{{"power":41.5,"energy":{kwh:.3},"state":"ON"}}"#),
             "plug-2",
+            false,
+        ),
+        (
+            "tele/hichi/SENSOR",
+            |kwh, sold| {
+                format!(
+                    r#"{{"Time":"2026-11-21T03:00:00","SML":{{"Total_in":{kwh:.4},"Total_out":{sold:.4},"Power_curr":-420,"Meter_Id":"0a01"}}}}"#
+                )
+            },
+            "hichi",
+            true,
+        ),
+        (
+            "shellypro3em-c8f09e/status/emdata:0",
+            |kwh, sold| {
+                format!(
+                    r#"{{"id":0,"a_total_act_energy":1.0,"total_act":{:.2},"total_act_ret":{:.2}}}"#,
+                    kwh * 1000.0,
+                    sold * 1000.0
+                )
+            },
+            "shellypro3em-c8f09e",
+            true,
+        ),
+        (
+            "shellyproem50-08f9e0/status/em1data:1",
+            |kwh, sold| {
+                format!(
+                    r#"{{"id":1,"total_act_energy":{:.2},"total_act_ret_energy":{:.2}}}"#,
+                    kwh * 1000.0,
+                    sold * 1000.0
+                )
+            },
+            "shellyproem50-08f9e0-1",
+            true,
+        ),
+        (
+            "shellypmmini-b1/status/pm1:0",
+            |kwh, sold| {
+                format!(
+                    r#"{{"id":0,"apower":-381.4,"aenergy":{{"total":{:.3}}},"ret_aenergy":{{"total":{:.3}}}}}"#,
+                    kwh * 1000.0,
+                    sold * 1000.0
+                )
+            },
+            "shellypmmini-b1",
+            true,
         ),
     ];
     let kwh = |i: i64| 120.0 + (0..i).map(|j| (j % 3 + 1) as f64 * 0.125).sum::<f64>();
+    let sold = |i: i64| 40.0 + (0..i).map(|j| (j % 2) as f64 * 0.25).sum::<f64>();
     let sqlite_app = app(sqlite, None, RouteSet::All).await;
     let dynamo_app = app(dynamo, None, RouteSet::All).await;
     for i in 0..=18i64 {
         let received = RECEIVED + i * 600_000;
-        for (topic, payload, _) in &devices {
-            let m = message(topic, &payload(kwh(i)), received);
+        for (topic, payload, _, _) in &devices {
+            let m = message(topic, &payload(kwh(i), sold(i)), received);
             let s = on_message(&sqlite_app.store, &sqlite_app.registry, &m)
                 .await
                 .unwrap();
@@ -237,7 +292,7 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
         ("to", "2026-11-21T05:00:00Z"),
         ("bucket", "1h"),
     ];
-    for (_, _, device) in &devices {
+    for (_, _, device, sells) in &devices {
         let path = format!("/devices/{device}/energy");
         let answers = [
             (
@@ -260,7 +315,16 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
                     (got - expected).abs() < 1e-6,
                     "{store_name} {device} hour {h}: {got} vs {expected}"
                 );
-                assert_eq!(b["kwh_sold"].as_f64(), Some(0.0));
+                let expected = if *sells {
+                    sold(6 * (h as i64 + 1)) - sold(6 * h as i64)
+                } else {
+                    0.0
+                };
+                let got = b["kwh_sold"].as_f64().unwrap();
+                assert!(
+                    (got - expected).abs() < 1e-6,
+                    "{store_name} {device} hour {h} sold: {got} vs {expected}"
+                );
             }
         }
     }
