@@ -18,7 +18,7 @@ use rumqttc::{
 };
 use shared::model::Timestamp;
 use shared::mqtt::subscription::SubscriptionHealth;
-use shared::mqtt::{ingest_messages, Message, MessageError};
+use shared::mqtt::{ingest_messages, Message, MessageError, ReceiveClock};
 use shared::registry::RegistryCache;
 use shared::store::Store;
 use std::path::PathBuf;
@@ -204,6 +204,9 @@ pub async fn run<S: Store>(
     health: Arc<SubscriptionHealth>,
 ) -> Result<(), String> {
     let mut reconnect = shared::retry::Reconnect::new(FIRST_BACKOFF, MAX_BACKOFF);
+    // One clock across reconnections: no two messages of the subscription
+    // share a time (`ReceiveClock`).
+    let mut clock = ReceiveClock::default();
     loop {
         let (client, mut events) = connect(&settings)?;
         // Each message with the time it arrived: a payload without a time
@@ -253,7 +256,7 @@ pub async fn run<S: Store>(
                         }
                     }
                     Ok(Event::Incoming(Incoming::Publish(message))) => {
-                        let _ = messages.send((message, Timestamp::now()));
+                        let _ = messages.send((message, clock.next(Timestamp::now())));
                     }
                     Ok(_) => {}
                     Err(e) => {

@@ -3,7 +3,8 @@
 //! shape stored and read back through the HTTP API; a bad message followed
 //! by good ones, counted in `/health`; messages published while the server
 //! is stopped, all stored once it is back; a server killed (SIGKILL) while
-//! messages pour in loses none; a broker restart, reconnected;
+//! messages pour in loses none; parts of a reading published back to back
+//! each stored; a broker restart, reconnected;
 //! a broker with a password, and one over TLS verified against a CA.
 
 use integration_tests::local_server::LocalServer;
@@ -145,6 +146,75 @@ fn every_shape_is_stored_and_a_bad_message_does_not_stop_the_good_ones() {
     let s = subscription(&server);
     assert_eq!(s["rejected"], 2, "{s}");
     assert_eq!(s["stored"], 8, "{s}");
+    stop(server);
+}
+
+/// Devices that publish a reading in parts, a message each, send them back
+/// to back: a Shelly Pro 3EM its watts and its totals, an H&T its
+/// temperature and humidity. Each part is a reading at the time it was
+/// received, and none replaces another: 200 time-less messages of one
+/// device published in a burst (most within a millisecond of another) are
+/// 200 readings.
+#[test]
+fn parts_published_back_to_back_are_each_a_reading() {
+    let dir = temp_dir("parts");
+    let broker = Broker::start(&dir, free_port());
+    let server = serve(&dir.join("ingester.db"), &broker);
+    connected(&server);
+    let lines: Vec<String> = (0..200)
+        .map(|i| format!(r#"{{"current_w":{i}}}"#))
+        .collect();
+    broker.publish_lines("readings/burst-1", &lines);
+    broker.publish(
+        "shellypro3em-c8f09e/status/em:0",
+        r#"{"id":0,"a_act_power":-250.5,"total_act_power":-100.25}"#,
+    );
+    broker.publish(
+        "shellypro3em-c8f09e/status/emdata:0",
+        r#"{"id":0,"total_act":6000.75,"total_act_ret":60.5}"#,
+    );
+    broker.publish(
+        "shellyhtg3-1/status/temperature:0",
+        r#"{"id":0,"tC":21.6,"tF":70.9}"#,
+    );
+    broker.publish("shellyhtg3-1/status/humidity:0", r#"{"id":0,"rh":51.2}"#);
+    eventually(&server, "/health", |h| {
+        h["checks"][0]["subscription"]["stored"] == 204
+    });
+    let now = chrono::Utc::now();
+    let range = format!(
+        "from={}&to={}&limit=1000",
+        (now - chrono::Duration::hours(1)).format("%Y-%m-%dT%H:%M:%SZ"),
+        (now + chrono::Duration::hours(1)).format("%Y-%m-%dT%H:%M:%SZ")
+    );
+    let (status, body) = get(&server, &format!("/devices/burst-1/readings?{range}"));
+    assert_eq!(status, 200, "{body}");
+    let mut watts: Vec<f64> = body["readings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["current_w"].as_f64().unwrap())
+        .collect();
+    watts.sort_by(f64::total_cmp);
+    assert_eq!(watts, (0..200).map(f64::from).collect::<Vec<_>>());
+    for (device, parts) in [
+        (
+            "shellypro3em-c8f09e",
+            [("current_w", -100.25), ("cumulative_kwh_p", 6.00075)],
+        ),
+        ("shellyhtg3-1", [("temperature", 21.6), ("humidity", 51.2)]),
+    ] {
+        let (status, body) = get(&server, &format!("/devices/{device}/readings?{range}"));
+        assert_eq!(status, 200, "{body}");
+        let readings = body["readings"].as_array().unwrap();
+        assert_eq!(readings.len(), 2, "{device}: {body}");
+        for (quantity, value) in parts {
+            assert!(
+                readings.iter().any(|r| r[quantity].as_f64() == Some(value)),
+                "{device} {quantity}: {body}"
+            );
+        }
+    }
     stop(server);
 }
 

@@ -3,13 +3,16 @@
 //! messages in flight from a broker together, `batch`); AWS IoT
 //! Core's rule delivers them to a Lambda (`iot_rule`, run by
 //! `functions/mqtt`), a home broker to `ingester-local serve --mqtt`
-//! (`local/src/mqtt.rs`), whose health `subscription` keeps for `/health`.
+//! (`local/src/mqtt.rs`), whose health `subscription` keeps for `/health`
+//! and whose messages `receive_clock` times.
 
 mod batch;
 pub mod iot_rule;
 mod message;
 pub mod payload;
+mod receive_clock;
 pub mod subscription;
 
 pub use batch::{ingest_messages, Message};
 pub use message::{ingest_message, MessageError};
+pub use receive_clock::ReceiveClock;

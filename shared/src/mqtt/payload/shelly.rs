@@ -5,14 +5,16 @@
 //!   the energy counter (`aenergy`, Wh) and, where the device measures
 //!   both ways, the returned one (`ret_aenergy`);
 //! - `emdata:<n>` (a Pro 3EM: the three phases' totals) and `em1data:<n>`
-//!   (a Pro EM or an EM Gen3: a channel's), energy bought and sold, Wh.
+//!   (a Pro EM or an EM Gen3: a channel's), energy bought and sold, Wh;
+//!   `em:<n>` and `em1:<n>`, their watts;
+//! - `temperature:<n>`, `humidity:<n>` and `devicepower:<n>` (an H&T, a
+//!   Plus AddOn's probes): °C, % and the battery's %.
 //!
 //! A component other than the first (`switch:2`, `em1data:1`) is its own
-//! device, `<id>-<n>`. An energy meter's watts (`em`, `em1`) come in
-//! messages of their own, at the moments its counters come: a reading's key
-//! is its device and receive time, so one of the two would replace the
-//! other, and they are left out (docs/mqtt.md). The rest of a device's
-//! components (`sys`, `wifi`, `input:0`, ...) carry no reading.
+//! device, `<id>-<n>`. A device's components come in messages of their own,
+//! each a reading at the time it was received (`super::super::ReceiveClock`
+//! keeps two of them from sharing a key). The rest of a device's components
+//! (`sys`, `wifi`, `input:0`, ...) carry no reading.
 
 use super::{line, number, object, Decoded};
 use serde_json::{json, Map, Value};
@@ -33,11 +35,21 @@ pub(super) fn decode(id: &str, component: &str, payload: &[u8]) -> Result<Decode
             "total_act_energy",
             "total_act_ret_energy",
         ),
-        "em" | "em1" => {
-            return Ok(Decoded::Nothing(
-                "a Shelly energy meter's watts, left out (docs/mqtt.md)",
-            ))
-        }
+        "em" => mapped(&object(payload)?, &[("total_act_power", "current_w")]),
+        "em1" => mapped(
+            &object(payload)?,
+            &[
+                ("act_power", "current_w"),
+                ("voltage", "voltage_v"),
+                ("current", "current_a"),
+            ],
+        ),
+        "temperature" => mapped(&object(payload)?, &[("tC", "temperature")]),
+        "humidity" => mapped(&object(payload)?, &[("rh", "humidity")]),
+        "devicepower" => match object(payload)?.get("battery") {
+            Some(Value::Object(b)) => mapped(b, &[("percent", "battery_pct")]),
+            _ => Map::new(),
+        },
         _ => {
             return Ok(Decoded::Nothing(
                 "a Shelly component that carries no reading",
@@ -74,6 +86,17 @@ fn switch(o: &Map<String, Value>) -> Map<String, Value> {
     }
     if let Some(a) = number(o, "current") {
         r.insert("current_a".into(), json!(a));
+    }
+    r
+}
+
+/// The numbers of `o` under their names of ours.
+fn mapped(o: &Map<String, Value>, names: &[(&str, &str)]) -> Map<String, Value> {
+    let mut r = Map::new();
+    for (from, to) in names {
+        if let Some(v) = number(o, from) {
+            r.insert((*to).into(), json!(v));
+        }
     }
     r
 }
@@ -138,17 +161,61 @@ mod tests {
     }
 
     #[test]
+    fn meters_watts_and_a_thermometers_parts() {
+        // A Pro 3EM's watts over its phases (EM's status), negative while
+        // exporting.
+        let p = br#"{"id":0,"a_current":1.2,"a_voltage":231.1,"a_act_power":-250.5,"b_act_power":100.0,"c_act_power":50.25,"total_current":2.5,"total_act_power":-100.25,"total_aprt_power":600.0}"#;
+        let r = &fields(decode("shellypro3em-c8f09e/status/em:0", p).unwrap());
+        assert_eq!(r["device_id"], "shellypro3em-c8f09e");
+        assert_eq!(r["current_w"], -100.25);
+        assert_eq!(r.as_object().unwrap().len(), 2, "{r}");
+        // A Pro EM's second channel (EM1's status).
+        let p = br#"{"id":1,"current":22.78,"voltage":224.6,"act_power":5080.3,"aprt_power":5142.4,"pf":0.99,"freq":50.0}"#;
+        let r = &fields(decode("shellyproem50-08f9e0/status/em1:1", p).unwrap());
+        assert_eq!(r["device_id"], "shellyproem50-08f9e0-1");
+        assert_eq!(r["current_w"], 5080.3);
+        assert_eq!(r["voltage_v"], 224.6);
+        assert_eq!(r["current_a"], 22.78);
+        // An H&T Gen3's parts, and a Plus AddOn's second probe.
+        for (topic, payload, quantity, value) in [
+            (
+                "shellyhtg3-1/status/temperature:0",
+                r#"{"id":0,"tC":21.6,"tF":70.9}"#,
+                "temperature",
+                21.6,
+            ),
+            (
+                "shellyhtg3-1/status/humidity:0",
+                r#"{"id":0,"rh":51.2}"#,
+                "humidity",
+                51.2,
+            ),
+            (
+                "shellyhtg3-1/status/devicepower:0",
+                r#"{"id":0,"battery":{"V":5.98,"percent":85},"external":{"present":false}}"#,
+                "battery_pct",
+                85.0,
+            ),
+        ] {
+            let r = &fields(decode(topic, payload.as_bytes()).unwrap());
+            assert_eq!(r["device_id"], "shellyhtg3-1", "{topic}");
+            assert_eq!(r[quantity], value, "{topic}");
+        }
+        let p = br#"{"id":101,"tC":8.25,"tF":46.8}"#;
+        let r = &fields(decode("shellyplus1-addon/status/temperature:101", p).unwrap());
+        assert_eq!(r["device_id"], "shellyplus1-addon-101");
+        assert_eq!(r["temperature"], 8.25);
+    }
+
+    #[test]
     fn components_without_a_reading_are_acknowledged() {
         for (topic, payload) in [
-            (
-                "shellypro3em-c8f09e/status/em:0",
-                r#"{"id":0,"total_act_power":512.3}"#,
-            ),
-            (
-                "shellyproem50-08f9e0/status/em1:1",
-                r#"{"act_power":5080.3}"#,
-            ),
             ("shellyplus1pm-a1/status/sys", r#"{"uptime":28980}"#),
+            ("shellyplus1pm-a1/status/wifi", r#"{"rssi":-60}"#),
+            (
+                "shellyhtg3-1/status/devicepower:0",
+                r#"{"id":0,"external":{"present":true}}"#,
+            ),
             (
                 "shellyplus1pm-a1/status/input:0",
                 r#"{"id":0,"state":false}"#,
