@@ -176,16 +176,16 @@ async fn a_message_the_store_cannot_take_fails_and_is_stored_when_it_can() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Energy from every MQTT payload that carries a counter (issue 38): a
-/// Meters as their MQTT payloads give their counters: a Tasmota plug
-/// (`ENERGY.Total`, kWh), a Shelly switch (`aenergy.total`, Wh) and a
-/// Zigbee2MQTT plug (`energy`, kWh) the bought one alone; a smart meter
-/// through Tasmota's Smart Meter Interface (`Total_in`, `Total_out`, kWh),
-/// a Shelly Pro 3EM (`emdata`'s `total_act`, `total_act_ret`, Wh), a Shelly
-/// Pro EM's second channel (`em1data`) and a PM Mini behind a balcony
-/// inverter (`ret_aenergy`) both. Each message every 10 minutes for three
-/// hours; hourly energy is the counters' own differences, on DynamoDB and
-/// on the embedded store.
+/// Energy from every MQTT payload that carries a counter (issue 38), as
+/// meters give them: a Tasmota plug (`ENERGY.Total`, kWh), a Shelly switch
+/// (`aenergy.total`, Wh) and a Zigbee2MQTT plug (`energy`, kWh) the bought
+/// one alone; a Zigbee DIN meter (`energy`, `produced_energy`), a smart
+/// meter through Tasmota's Smart Meter Interface (`Total_in`, `Total_out`,
+/// kWh), a Shelly Pro 3EM (`emdata`'s `total_act`, `total_act_ret`, Wh), a
+/// Shelly Pro EM's second channel (`em1data`) and a PM Mini behind a
+/// balcony inverter (`ret_aenergy`) both. Each message every 10 minutes for
+/// three hours; hourly energy is the counters' own differences, on DynamoDB
+/// and on the embedded store.
 #[tokio::test]
 async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
     let dir = std::env::temp_dir().join(format!("mqtt-energy-{}", std::process::id()));
@@ -195,7 +195,7 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
     let dynamo = fresh_store(&dynalite(), "mqtt-energy").await;
     // (topic, payload of the counters' values in kWh, device, whether it sells)
     type Payload = fn(f64, f64) -> String;
-    let devices: [(&str, Payload, &str, bool); 7] = [
+    let devices: [(&str, Payload, &str, bool); 8] = [
         (
             "tele/pow-1/SENSOR",
             |kwh, _| {
@@ -222,6 +222,14 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
             |kwh, _| format!(r#"{{"power":41.5,"energy":{kwh:.3},"state":"ON"}}"#),
             "plug-2",
             false,
+        ),
+        (
+            "zigbee2mqtt/din-meter",
+            |kwh, sold| {
+                format!(r#"{{"power":-640,"energy":{kwh:.3},"produced_energy":{sold:.3}}}"#)
+            },
+            "din-meter",
+            true,
         ),
         (
             "tele/hichi/SENSOR",

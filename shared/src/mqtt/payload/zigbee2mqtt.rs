@@ -18,6 +18,9 @@ pub(super) fn decode(o: &Map<String, Value>, device: &str) -> Result<Decoded, St
         ("illuminance_lux", "illuminance_lx"),
         ("power", "current_w"),
         ("energy", "cumulative_kwh_p"),
+        // A bidirectional meter's energy returned to the grid (Tuya's DIN
+        // meters: "Sum of produced energy").
+        ("produced_energy", "cumulative_kwh_n"),
         ("battery", "battery_pct"),
     ] {
         match o.get(from) {
@@ -58,6 +61,12 @@ mod tests {
             decode("zigbee2mqtt/plug/set", br#"{"state":"ON"}"#).unwrap(),
             Decoded::Nothing(_)
         ));
+        // A Tuya DIN meter that measures both ways.
+        let p = br#"{"energy":1234.56,"produced_energy":78.9,"power":-640,"voltage":231.5,"current":2.9,"state":"ON"}"#;
+        let r = &fields(decode("zigbee2mqtt/din-meter", p).unwrap());
+        assert_eq!(r["cumulative_kwh_p"], 1234.56);
+        assert_eq!(r["cumulative_kwh_n"], 78.9);
+        assert_eq!(r["current_w"], -640.0);
         let e = decode("zigbee2mqtt/s", br#"{"temperature":"warm"}"#).unwrap_err();
         assert!(
             e.to_string().contains("temperature must be a number"),
