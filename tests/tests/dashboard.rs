@@ -2,7 +2,8 @@
 //! name the rooms and devices, charts carry one point per reading (short
 //! ranges) or per bucket (long ones), the image routes, escaping, the quiet
 //! flag, energy today and yesterday, and the token: a sign-in page, the
-//! session cookie, and renames that a cross-site form cannot make.
+//! session cookie, and renames that a cross-site form cannot make; a
+//! device's page offers the rooms there are to place it in.
 
 use integration_tests::handle;
 use integration_tests::{
@@ -171,6 +172,22 @@ async fn pages_name_rooms_and_devices_and_draw_every_reading<S: TestStore>() {
     assert_eq!(points(&page, "temperature"), in_day);
     assert_eq!(points(&page, "humidity"), in_day);
     assert!(page.contains("Latest reading"));
+    // Its name and its room, to place it in another: the rooms there are to
+    // pick from.
+    assert_eq!(attr_after(&page, "id=\"rename\"", "data-room"), "bedroom");
+    assert_eq!(attr_after(&page, "<input id=\"room\"", "value"), "bedroom");
+    let picks: Vec<&str> = page
+        .split("<datalist id=\"rooms\">")
+        .nth(1)
+        .unwrap()
+        .split("</datalist>")
+        .next()
+        .unwrap()
+        .split("<option value=\"")
+        .skip(1)
+        .map(|o| o.split('"').next().unwrap())
+        .collect();
+    assert_eq!(picks, ["bedroom", "hall"]);
     // Seven days: a band of hourly buckets (27 hours hold readings at most).
     let r = get(&app, "/ui/devices/s-bed", &[("range", "7d")], &auth).await;
     let (_, page) = text(&r);

@@ -519,6 +519,14 @@ pub async fn device_page<S: Store>(
         None
     };
     let alerts = firing(&app.store, |d| d == &id).await?;
+    let rooms: Vec<RoomId> = app
+        .registry
+        .current(&app.store)
+        .await
+        .rooms
+        .keys()
+        .cloned()
+        .collect();
     let page = pages::Device {
         device: &device,
         alerts: &alerts,
@@ -526,6 +534,7 @@ pub async fn device_page<S: Store>(
         energy: electricity.as_ref(),
         tariff: app.tariff.as_ref(),
         view: &view,
+        rooms: &rooms,
     };
     Ok(html(StatusCode::OK, pages::device(&page)))
 }

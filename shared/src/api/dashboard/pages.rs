@@ -8,7 +8,7 @@ use super::energy::{Bars, MeterEnergy, Totals};
 use super::{Drawn, View, PAGE_SIZES, PICKS, QUIET_AFTER_MS};
 use crate::api::json::unsigned_zero;
 use crate::domain::tariff::Tariff;
-use crate::model::{DeviceId, Reading, Timestamp};
+use crate::model::{DeviceId, Reading, RoomId, Timestamp};
 use crate::store::{DeviceRecord, RoomRecord};
 use chrono::TimeZone;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
@@ -41,6 +41,7 @@ figcaption{font-weight:600}
 nav.ranges a{margin-right:.75rem}
 nav.ranges a[aria-current]{font-weight:700;color:var(--ink)}
 form.inline{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
+.field{display:inline-flex;gap:.5rem;align-items:center}
 input,button,select{font:inherit;padding:.35rem .5rem}
 button{background:var(--accent);color:#fff;border:0;border-radius:.25rem}
 .narrow{display:none}
@@ -103,8 +104,10 @@ const ZONE_SCRIPT: &str = r#"
 })();
 "#;
 
-/// Renaming through the API's PUT route, with the session cookie; the
-/// `X-Dashboard` header is what a cross-site form can never send.
+/// Renaming (and placing a device in a room) through the API's PUT route,
+/// with the session cookie; the `X-Dashboard` header is what a cross-site
+/// form can never send. A room left empty, or as it was, is not sent: the
+/// device stays where it is.
 const RENAME_SCRIPT: &str = r#"
 var form = document.getElementById('rename');
 if (form) {
@@ -112,13 +115,20 @@ if (form) {
     e.preventDefault();
     var status = document.getElementById('rename-status');
     var name = form.elements.name.value.trim();
+    var body = { name: name === '' ? null : name };
+    if (form.elements.room) {
+      var room = form.elements.room.value.trim();
+      if (room !== '' && room !== form.dataset.room) { body.room = room; }
+    }
     fetch(form.dataset.url, { method: 'PUT', credentials: 'same-origin',
       headers: { 'Content-Type': 'application/json', 'X-Dashboard': '1' },
-      body: JSON.stringify({ name: name === '' ? null : name }) })
+      body: JSON.stringify(body) })
       .then(function (r) { return r.json().then(function (b) { return [r.ok, b]; }); })
       .then(function (rb) {
-        if (rb[0]) { status.textContent = 'Saved.'; location.reload(); }
-        else { status.textContent = (rb[1].error && rb[1].error.message) || 'Not saved.'; }
+        if (rb[0]) { status.textContent = 'Saved.'; location.reload(); return; }
+        var err = rb[1].error || {};
+        var said = (err.details || []).map(function (d) { return d.field + ': ' + d.message; });
+        status.textContent = said.length ? said.join('; ') : (err.message || 'Not saved.');
       })
       .catch(function () { status.textContent = 'Not saved: no answer.'; });
   });
@@ -409,10 +419,38 @@ fn latest_table(r: &Option<Reading>, view: &View) -> Markup {
 fn rename(url: &str, current: &Option<String>) -> Markup {
     html! {
         form #rename.inline data-url=(url) aria-label="Rename" {
-            label for="name" { "Name" }
-            input #name type="text" name="name" maxlength="64" value=(current.clone().unwrap_or_default());
+            (name_field(current))
             button type="submit" { "Rename" }
             span #rename-status role="status" {}
+        }
+    }
+}
+
+/// A device's name and room: a device whose readings cannot name a room
+/// (line protocol, MQTT) is placed in one here, and its later climate
+/// readings are that room's. `rooms`, the rooms there are, to pick from.
+fn name_and_room(url: &str, d: &DeviceRecord, rooms: &[RoomId]) -> Markup {
+    let room = d.room.as_ref().map(RoomId::as_str).unwrap_or_default();
+    html! {
+        form #rename.inline data-url=(url) data-room=(room) aria-label="Name and room" {
+            (name_field(&d.name))
+            span.field {
+                label for="room" { "Room" }
+                input #room type="text" name="room" list="rooms" maxlength="64" value=(room) placeholder="e.g. kitchen";
+            }
+            datalist #rooms { @for r in rooms { option value=(r.as_str()) {} } }
+            button type="submit" { "Save" }
+            span #rename-status role="status" {}
+        }
+    }
+}
+
+fn name_field(current: &Option<String>) -> Markup {
+    html! {
+        // A label and its field wrap together on a narrow screen.
+        span.field {
+            label for="name" { "Name" }
+            input #name type="text" name="name" maxlength="64" value=(current.clone().unwrap_or_default());
         }
     }
 }
@@ -427,6 +465,8 @@ pub struct Device<'a> {
     pub energy: Option<&'a MeterEnergy>,
     pub tariff: Option<&'a Tariff>,
     pub view: &'a View,
+    /// The rooms there are, to place the device in one.
+    pub rooms: &'a [RoomId],
 }
 
 /// One of a meter's energy charts: bars at both sizes, with each bar's
@@ -504,7 +544,7 @@ pub fn device(p: &Device) -> Markup {
                     "Device " code { (id) }
                     @if let Some(r) = &d.room { " in " a href={ "/ui/rooms/" (r.as_str()) } { (r.as_str()) } }
                 }
-                (rename(&format!("/devices/{id}"), &d.name))
+                (name_and_room(&format!("/devices/{id}"), d, p.rooms))
             }
             section aria-labelledby="latest-h" { h2 #latest-h { "Latest reading" } (latest_table(&d.latest, view)) }
             @if let Some(e) = p.energy { (energy_section(d, e, p.tariff, view)) }
