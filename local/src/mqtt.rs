@@ -18,7 +18,7 @@ use rumqttc::{
 };
 use shared::model::Timestamp;
 use shared::mqtt::subscription::SubscriptionHealth;
-use shared::mqtt::{ingest_messages, Message, MessageError, ReceiveClock};
+use shared::mqtt::{ingest_messages, Message, MessageError, Outcome, ReceiveClock};
 use shared::registry::RegistryCache;
 use shared::store::Store;
 use std::path::PathBuf;
@@ -111,7 +111,7 @@ impl Settings {
 
 /// What became of one message.
 enum Handled {
-    /// Stored, or never storable: acknowledge it.
+    /// Stored, ignored, or never storable: acknowledge it.
     Done,
     /// The store could not take it: leave it with the broker.
     Later,
@@ -148,11 +148,16 @@ fn handled(
     settings: &Settings,
     health: &SubscriptionHealth,
     message: &Publish,
-    outcome: Result<(), MessageError>,
+    outcome: Result<Outcome, MessageError>,
 ) -> Handled {
     match outcome {
-        Ok(()) => {
+        Ok(Outcome::Stored) => {
             health.stored();
+            Handled::Done
+        }
+        Ok(Outcome::Ignored(why)) => {
+            tracing::debug!(topic = %message.topic, why, "message without a reading of ours");
+            health.ignored(format!("{}: {why}", message.topic));
             Handled::Done
         }
         Err(e) if e.may_succeed_later() => {

@@ -129,9 +129,12 @@ fn every_shape_is_stored_and_a_bad_message_does_not_stop_the_good_ones() {
             0.0605,
         ),
     ];
-    // A Shelly's components without a reading are acknowledged, neither
-    // stored nor rejected.
+    // A Shelly's components without a reading are acknowledged and counted
+    // as ignored, neither stored nor rejected.
     broker.publish("shellypro3em-c8f09e/status/sys", r#"{"uptime":28980}"#);
+    // A meter script with names of its own: ignored, and `/health` says
+    // which names to give.
+    broker.publish("tele/hichi-2/SENSOR", r#"{"SML":{"E_in":1.5,"E_out":0.5}}"#);
     for (topic, payload, _, _, _) in cases {
         broker.publish(topic, payload);
     }
@@ -145,7 +148,14 @@ fn every_shape_is_stored_and_a_bad_message_does_not_stop_the_good_ones() {
     }
     let s = subscription(&server);
     assert_eq!(s["rejected"], 2, "{s}");
-    assert_eq!(s["stored"], 8, "{s}");
+    assert_eq!(s["stored"], 7, "{s}");
+    assert_eq!(s["ignored"], 2, "{s}");
+    let last = s["last_ignored"].as_str().unwrap();
+    assert!(
+        last.starts_with("tele/hichi-2/SENSOR: ")
+            && last.contains("Total_in, Total_out, Power_curr"),
+        "{s}"
+    );
     stop(server);
 }
 

@@ -177,9 +177,9 @@ pub async fn health<S: Store>(State(app): State<Arc<App<S>>>) -> Response {
                 "name": "mqtt",
                 "status": if r.connected { "pass" } else { "fail" },
                 "message": format!(
-                    "{}; {} stored, {} rejected, {} deferred, {} disconnects",
+                    "{}; {} stored, {} ignored, {} rejected, {} deferred, {} disconnects",
                     if r.connected { "connected" } else { "not connected" },
-                    r.stored, r.rejected, r.deferred, r.disconnects
+                    r.stored, r.ignored, r.rejected, r.deferred, r.disconnects
                 ),
                 "subscription": r,
             })

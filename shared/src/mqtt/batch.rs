@@ -21,6 +21,17 @@ pub struct Message<'a> {
     pub received: Timestamp,
 }
 
+/// What became of a message that needs no delivery again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Its readings are stored.
+    Stored,
+    /// It carries no reading of ours, and why: a shape that carries none
+    /// (a Zigbee2MQTT bridge topic, a Shelly's `sys`), or one with no
+    /// quantity of ours (a Tasmota `SENSOR` whose names are not ours).
+    Ignored(&'static str),
+}
+
 /// Ingests `messages` as [`super::ingest_message`] would one by one, in one
 /// write: each message's outcome, in order. A message some of whose
 /// readings were not stored is `IngestError::Unavailable` (indices within
@@ -29,25 +40,31 @@ pub async fn ingest_messages<S: Store>(
     store: &S,
     registry: &RegistryCache,
     messages: &[Message<'_>],
-) -> Vec<Result<(), MessageError>> {
+) -> Vec<Result<Outcome, MessageError>> {
     let snapshot = registry.current_for_rooms(store).await;
     let mut readings = Vec::new();
-    // Each message's readings are `spans[i]` of `readings`, or its error.
+    // Each message's readings are `spans[i]` of `readings` (or why it has
+    // none), or its error.
     let mut spans = Vec::with_capacity(messages.len());
     for m in messages {
-        spans.push(readings_of(m.topic, m.payload, m.received, &snapshot).map(
-            |(mut of_message, _)| {
+        spans.push(
+            readings_of(m.topic, m.payload, m.received, &snapshot).map(|mut parsed| {
                 let from = readings.len();
-                readings.append(&mut of_message);
-                from..readings.len()
-            },
-        ));
+                readings.append(&mut parsed.readings);
+                (from..readings.len(), parsed.nothing)
+            }),
+        );
     }
     let written = ingest::write(store, registry, &snapshot, readings).await;
     spans
         .into_iter()
         .map(|span| {
-            let span = span?;
+            let (span, nothing) = span?;
+            if span.is_empty() {
+                return Ok(Outcome::Ignored(
+                    nothing.unwrap_or("no quantity of ours in it"),
+                ));
+            }
             let unwritten: Vec<usize> = written
                 .unwritten
                 .iter()
@@ -55,7 +72,7 @@ pub async fn ingest_messages<S: Store>(
                 .map(|i| i - span.start)
                 .collect();
             if unwritten.is_empty() {
-                Ok(())
+                Ok(Outcome::Stored)
             } else {
                 Err(IngestError::Unavailable {
                     unwritten,
@@ -76,7 +93,7 @@ mod tests {
 
     /// Each message's outcome is its own: a bad message between good ones is
     /// rejected alone, the good ones' readings are all stored (a message of
-    /// two readings too), a message with nothing to store is done, and two
+    /// two readings too), a message with nothing to store is ignored, and two
     /// messages of a device that carry no time each keep the time they
     /// arrived (with one time for the batch the second was a duplicate).
     #[tokio::test]
@@ -113,8 +130,20 @@ mod tests {
             message("readings/m-1", br#"{"current_w":6}"#, arrived + 1000),
         ];
         let outcomes = ingest_messages(&store, &registry, &messages).await;
-        let ok: Vec<bool> = outcomes.iter().map(Result::is_ok).collect();
-        assert_eq!(ok, [true, false, true, true, true, true], "{outcomes:?}");
+        let ok: Vec<Option<Outcome>> = outcomes.iter().map(|o| o.clone().ok()).collect();
+        let stored = Some(Outcome::Stored);
+        assert_eq!(
+            ok,
+            [
+                stored,
+                None,
+                stored,
+                Some(Outcome::Ignored("a Zigbee2MQTT bridge topic")),
+                stored,
+                stored
+            ],
+            "{outcomes:?}"
+        );
         assert!(!outcomes[1].as_ref().unwrap_err().may_succeed_later());
         let page = store
             .device_readings(

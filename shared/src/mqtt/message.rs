@@ -51,20 +51,30 @@ pub async fn ingest_message<S: Store>(
     received: Timestamp,
 ) -> Result<Ingested, MessageError> {
     let snapshot = registry.current_for_rooms(store).await;
-    let (readings, skipped_lines) = readings_of(topic, payload, received, &snapshot)?;
-    Ok(ingest::write(store, registry, &snapshot, readings)
+    let parsed = readings_of(topic, payload, received, &snapshot)?;
+    Ok(ingest::write(store, registry, &snapshot, parsed.readings)
         .await
-        .into_ingested(skipped_lines)?)
+        .into_ingested(parsed.skipped_lines)?)
 }
 
 /// A message's readings, parsed as the HTTP write of the same body would
-/// be, and how many of its lines carried no quantity of ours.
+/// parse them.
+pub(super) struct MessageReadings {
+    pub readings: Vec<Reading>,
+    /// Its lines that carried no quantity of ours.
+    pub skipped_lines: usize,
+    /// Why it carries no reading, where its shape carries none (a
+    /// Zigbee2MQTT bridge topic, a Shelly's `sys`).
+    pub nothing: Option<&'static str>,
+}
+
+/// A message's readings (`MessageReadings`).
 pub(super) fn readings_of(
     topic: &str,
     payload: &[u8],
     received: Timestamp,
     snapshot: &RegistrySnapshot,
-) -> Result<(Vec<Reading>, usize), MessageError> {
+) -> Result<MessageReadings, MessageError> {
     let wire_body;
     let wire = match payload::decode(topic, payload)? {
         Decoded::Json(b) => {
@@ -87,8 +97,17 @@ pub(super) fn readings_of(
         }
         Decoded::Nothing(why) => {
             tracing::debug!(topic, why, "message without readings");
-            return Ok((Vec::new(), 0));
+            return Ok(MessageReadings {
+                readings: Vec::new(),
+                skipped_lines: 0,
+                nothing: Some(why),
+            });
         }
     };
-    Ok(ingest::parse(wire, received, snapshot)?)
+    let (readings, skipped_lines) = ingest::parse(wire, received, snapshot)?;
+    Ok(MessageReadings {
+        readings,
+        skipped_lines,
+        nothing: None,
+    })
 }

@@ -13,6 +13,6 @@ pub mod payload;
 mod receive_clock;
 pub mod subscription;
 
-pub use batch::{ingest_messages, Message};
+pub use batch::{ingest_messages, Message, Outcome};
 pub use message::{ingest_message, MessageError};
 pub use receive_clock::ReceiveClock;

@@ -68,7 +68,7 @@ pub(super) fn decode(o: &Map<String, Value>, device: &str) -> Result<Decoded, St
     }
     if r.is_empty() {
         return Ok(Decoded::Nothing(
-            "a Tasmota SENSOR message with no quantity of the catalogue",
+            "a Tasmota SENSOR message with no quantity of ours (a meter script names its values Total_in, Total_out, Power_curr: docs/mqtt.md)",
         ));
     }
     line(device, &r)
@@ -107,7 +107,7 @@ mod tests {
                 br#"{"Time":"2026-11-23T10:00:00","Switch1":"ON"}"#
             )
             .unwrap(),
-            Decoded::Nothing("a Tasmota SENSOR message with no quantity of the catalogue")
+            Decoded::Nothing("a Tasmota SENSOR message with no quantity of ours (a meter script names its values Total_in, Total_out, Power_curr: docs/mqtt.md)")
         );
     }
 
