@@ -252,9 +252,13 @@ def main():
         room.clear()
         room.send_keys("hall" + Keys.ENTER)
         time.sleep(1.0)
-        check(driver.find_element(By.CSS_SELECTOR, 'p.muted a[href="/ui/rooms/hall"]').text == "hall", "placed in the hall")
+        said = driver.find_element(By.CSS_SELECTOR, "section p.muted").text
+        check(said.startswith("Device zb-hall in hall (its page comes"), f"placed in the hall: {said}")
         post_lines(port, "climate,device=zb-hall temperature=19.5")
         check(get_json(port, "/rooms/hall")["room"]["devices"] == ["zb-hall"], "its next reading is the hall's")
+        driver.get(base + "/ui/devices/zb-hall")
+        check(driver.find_element(By.CSS_SELECTOR, 'p.muted a[href="/ui/rooms/hall"]').text == "hall",
+              "and the hall's page is linked")
         # The refused room's 400 is the one message the console may show.
         unexpected = [e for e in console_errors(driver) if "/devices/zb-hall - Failed to load resource: " \
                       "the server responded with a status of 400" not in e["message"]]

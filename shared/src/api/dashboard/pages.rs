@@ -542,7 +542,13 @@ pub fn device(p: &Device) -> Markup {
                 h2.name { (device_name(d)) }
                 p.muted {
                     "Device " code { (id) }
-                    @if let Some(r) = &d.room { " in " a href={ "/ui/rooms/" (r.as_str()) } { (r.as_str()) } }
+                    @if let Some(r) = &d.room {
+                        " in "
+                        // A room a device was placed in has its page once
+                        // a climate reading of it comes.
+                        @if p.rooms.contains(r) { a href={ "/ui/rooms/" (r.as_str()) } { (r.as_str()) } }
+                        @else { (r.as_str()) " (its page comes with the room's first climate reading)" }
+                    }
                 }
                 (name_and_room(&format!("/devices/{id}"), d, p.rooms))
             }
