@@ -712,7 +712,51 @@ async fn firing_alerts_are_shown_first<S: TestStore>() {
     }
 }
 
+/// A room's card on the overview shows its latest temperature and
+/// humidity each from the newest reading that has it: a temperature probe
+/// beside a hygrometer in the study, a Shelly H&T's two parts (two
+/// messages, two readings) in the attic, and a probe alone in the garage.
+async fn a_room_s_card_takes_each_quantity_from_its_newest_reading<S: TestStore>() {
+    let app = app(S::fresh("dash-tiles").await, None, RouteSet::All).await;
+    let one = |device: &str, room: &str, minutes: i64, quantity: &str, value: f64| {
+        json!({"device_id": device, "timestamp": ago(minutes), "type": "climate",
+               "room": room, quantity: value})
+    };
+    post(
+        &app,
+        &[
+            one("hygro-1", "study", 30, "humidity", 52.0),
+            one("hygro-1", "study", 20, "humidity", 48.0),
+            one("probe-1", "study", 25, "temperature", 19.0),
+            one("probe-1", "study", 5, "temperature", 20.5),
+            one("ht-1", "attic", 9, "temperature", 14.25),
+            one("ht-1", "attic", 8, "humidity", 61.0),
+            one("probe-2", "garage", 3, "temperature", 8.5),
+        ],
+    )
+    .await;
+    let (status, page) = text(&get(&app, "/", &[], &[]).await);
+    assert_eq!(status, 200, "{page}");
+    let card = |room: &str| {
+        let at = page.find(&format!("data-room=\"{room}\"")).unwrap();
+        page[at..].split("<svg").next().unwrap().to_owned()
+    };
+    for (room, temperature, humidity) in [
+        ("study", "20.5 °C", Some("48 %")),
+        ("attic", "14.2 °C", Some("61 %")),
+        ("garage", "8.5 °C", None),
+    ] {
+        let card = card(room);
+        assert!(card.contains(temperature), "{room}: {card}");
+        match humidity {
+            Some(h) => assert!(card.contains(h), "{room}: {card}"),
+            None => assert!(!card.contains(" %"), "{room}: {card}"),
+        }
+    }
+}
+
 on_every_store!(
+    a_room_s_card_takes_each_quantity_from_its_newest_reading,
     firing_alerts_are_shown_first,
     pages_name_rooms_and_devices_and_draw_every_reading,
     bad_parameters_get_a_400_that_names_them,

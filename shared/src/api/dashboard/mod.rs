@@ -387,8 +387,28 @@ pub async fn overview<S: Store>(
     // twenty meters), which one after another took as many round trips. (Owned records and
     // store: a stream of borrowing closures is not `Send` for every
     // lifetime, which axum's handlers must be.)
-    let rooms = stream::iter(registry.rooms.values().cloned().collect::<Vec<_>>())
+    let rooms: Vec<_> = registry
+        .rooms
+        .values()
         .map(|room| {
+            // The climate quantities its devices report, to look for.
+            let reports = |q: Quantity| {
+                room.devices.iter().any(|d| {
+                    registry
+                        .devices
+                        .get(d)
+                        .is_some_and(|d| d.quantities.contains(&q))
+                })
+            };
+            let wanted = Wanted {
+                temperature: reports(Quantity::Temperature),
+                humidity: reports(Quantity::Humidity),
+            };
+            (room.clone(), wanted)
+        })
+        .collect();
+    let rooms = stream::iter(rooms)
+        .map(|(room, wanted)| {
             let store = app.store.clone();
             async move {
                 let q = StatsQuery {
@@ -410,7 +430,14 @@ pub async fn overview<S: Store>(
                     day.to().millis(),
                     &format!("{}: temperature, last 24 hours", pages::room_name(&room)),
                 );
-                Ok::<_, ApiError>((room, spark))
+                let latest = latest_climate(&store, &room, wanted, day).await?;
+                Ok::<_, ApiError>(pages::RoomTile {
+                    room,
+                    temperature: latest.temperature,
+                    humidity: latest.humidity,
+                    at: latest.at,
+                    spark,
+                })
             }
         })
         .buffered(SIDE_BY_SIDE)
@@ -453,6 +480,91 @@ pub async fn overview<S: Store>(
             view: &view,
         }),
     ))
+}
+
+/// A room's latest temperature and humidity, and the newest of their times.
+#[derive(Debug, Default, PartialEq)]
+struct LatestClimate {
+    temperature: Option<f64>,
+    humidity: Option<f64>,
+    at: Option<Timestamp>,
+}
+
+/// The climate quantities a room's devices report.
+#[derive(Debug, Clone, Copy)]
+struct Wanted {
+    temperature: bool,
+    humidity: bool,
+}
+
+/// How far back a room's newest readings are searched for the quantity its
+/// latest reading lacks.
+const LATEST_CLIMATE_LOOKBACK: usize = 100;
+
+impl LatestClimate {
+    /// What `r` has that is still missing.
+    fn take(&mut self, r: &crate::model::Reading) {
+        let t = self
+            .temperature
+            .is_none()
+            .then(|| r.get(Quantity::Temperature))
+            .flatten();
+        let h = self
+            .humidity
+            .is_none()
+            .then(|| r.get(Quantity::Humidity))
+            .flatten();
+        if t.is_some() || h.is_some() {
+            self.temperature = self.temperature.or(t);
+            self.humidity = self.humidity.or(h);
+            self.at = Some(self.at.map_or(r.timestamp, |at| at.max(r.timestamp)));
+        }
+    }
+
+    /// Whether it has each quantity `wanted`.
+    fn complete(&self, wanted: Wanted) -> bool {
+        (self.temperature.is_some() || !wanted.temperature)
+            && (self.humidity.is_some() || !wanted.humidity)
+    }
+}
+
+/// Each from the newest reading that has it. The room's latest reading has
+/// both where its sensors report both at once (most do); where they report
+/// one each (a temperature probe beside a hygrometer) or in parts (a
+/// Shelly H&T's two messages), the other of the quantities `wanted` comes
+/// from the room's newest readings of `day`: one read, only for such a room.
+async fn latest_climate<S: Store>(
+    store: &S,
+    room: &crate::store::RoomRecord,
+    wanted: Wanted,
+    day: TimeRange,
+) -> Result<LatestClimate, ApiError> {
+    let mut latest = LatestClimate::default();
+    let Some(newest) = &room.latest else {
+        return Ok(latest);
+    };
+    latest.take(newest);
+    if latest.complete(wanted) {
+        return Ok(latest);
+    }
+    let page = store
+        .room_readings(
+            &room.room_id,
+            &crate::store::RangeRequest {
+                range: day,
+                order: Order::Desc,
+                limit: LATEST_CLIMATE_LOOKBACK,
+                after: None,
+            },
+        )
+        .await?;
+    for r in &page.readings {
+        latest.take(r);
+        if latest.complete(wanted) {
+            break;
+        }
+    }
+    Ok(latest)
 }
 
 /// The alert series that fire now, of the devices `wanted` keeps, oldest first.

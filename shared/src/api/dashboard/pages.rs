@@ -240,8 +240,21 @@ fn alerts_section(alerts: &[Firing], devices: &[DeviceRecord], view: &View) -> M
     }
 }
 
+/// A room's card on the overview.
+pub struct RoomTile {
+    pub room: RoomRecord,
+    /// Its latest temperature and humidity, each from the newest reading
+    /// that has it (a room's sensors may report one each, or in parts).
+    pub temperature: Option<f64>,
+    pub humidity: Option<f64>,
+    /// The newest of those readings' times.
+    pub at: Option<Timestamp>,
+    /// Its 24-hour sparkline (SVG).
+    pub spark: String,
+}
+
 pub struct Overview<'a> {
-    pub rooms: &'a [(RoomRecord, String)],
+    pub rooms: &'a [RoomTile],
     pub devices: &'a [DeviceRecord],
     /// Each meter's (period, totals): today, yesterday, this month, last month.
     pub electricity: &'a [(DeviceRecord, Vec<(&'static str, Totals)>)],
@@ -285,12 +298,7 @@ fn totals_head(first: &str, sells: bool, tariff: Option<&Tariff>) -> Markup {
     }
 }
 
-fn latest_value(r: &Option<Reading>, q: crate::model::Quantity) -> Option<f64> {
-    r.as_ref().and_then(|r| r.get(q))
-}
-
 pub fn overview(o: &Overview) -> Markup {
-    use crate::model::Quantity::{Humidity, Temperature};
     let tz = o.view.tz.name();
     layout(
         "Overview",
@@ -300,15 +308,16 @@ pub fn overview(o: &Overview) -> Markup {
                 h2 #rooms-h { "Rooms" }
                 @if o.rooms.is_empty() { p.muted { "No rooms yet: readings that name a room make one." } }
                 div.cards {
-                    @for (room, spark) in o.rooms {
+                    @for tile in o.rooms {
+                        @let room = &tile.room;
                         div.card.room data-room=(room.room_id.as_str()) {
                             a href={ "/ui/rooms/" (room.room_id.as_str()) "?tz=" (tz) } { strong.name { (room_name(room)) } }
                             div {
-                                @if let Some(t) = latest_value(&room.latest, Temperature) { span.big { (format!("{t:.1}")) " °C" } " " }
-                                @if let Some(h) = latest_value(&room.latest, Humidity) { span { (format!("{h:.0}")) " %" } }
+                                @if let Some(t) = tile.temperature { span.big { (format!("{t:.1}")) " °C" } " " }
+                                @if let Some(h) = tile.humidity { span { (format!("{h:.0}")) " %" } }
                             }
-                            @if let Some(r) = &room.latest { div.muted { (when(r.timestamp, o.view)) } }
-                            (PreEscaped(spark))
+                            @if let Some(at) = tile.at { div.muted { (when(at, o.view)) } }
+                            (PreEscaped(&tile.spark))
                         }
                     }
                 }
