@@ -6,7 +6,7 @@ use crate::domain::aggregate::rollup::{segments, Segment};
 use crate::domain::aggregate::{BucketStats, Bucketing, EnergyBucket, EnergyFold, StatsFold};
 use crate::keys::zorder::{self, ZKey};
 use crate::keys::{self, CursorError, CursorScope, Position};
-use crate::model::{ClimateBox, DeviceId, Reading, RoomId, TimeRange, Timestamp};
+use crate::model::{ClimateBox, DeviceId, Quantity, Reading, RoomId, TimeRange, Timestamp};
 use crate::registry::RegistryCache;
 use crate::store::{
     DeviceRecord, Order, Page, RangeRequest, RoomRecord, Store, StoreError, ZIndex, ZRangeRequest,
@@ -112,6 +112,60 @@ pub async fn room<S: Store>(
         Some(r) => Ok(Some(r.clone())),
         None => store.room(id).await,
     }
+}
+
+/// The latest value of each of `wanted`, each from the newest reading that
+/// has it, with its time; in `wanted`'s order, those found.
+pub type LatestValues = Vec<(Quantity, f64, Timestamp)>;
+
+/// How many of a partition's newest readings, of the day before its
+/// newest, are searched for the quantities its newest reading lacks.
+const LATEST_LOOKBACK: usize = 100;
+
+/// A device's or a room's latest value of each of `wanted` (`LatestValues`).
+/// Its `newest` reading has them all where its sensors report them at once
+/// (most do). Where they report one each (a temperature probe beside a
+/// hygrometer) or in parts (a Shelly Pro 3EM's watts and totals, an H&T's
+/// temperature and humidity: a message each), the rest come from its
+/// newest readings (`LATEST_LOOKBACK`): one read, only for such a partition.
+pub async fn latest_values<S: Store>(
+    store: &S,
+    partition: Partition<'_>,
+    newest: Option<&Reading>,
+    wanted: &[Quantity],
+) -> Result<LatestValues, StoreError> {
+    let mut found: Vec<Option<(f64, Timestamp)>> = vec![None; wanted.len()];
+    let mut take = |r: &Reading| {
+        for (slot, q) in found.iter_mut().zip(wanted) {
+            if slot.is_none() {
+                *slot = r.get(*q).map(|v| (v, r.timestamp));
+            }
+        }
+        found.iter().all(Option::is_some)
+    };
+    let Some(newest) = newest else {
+        return Ok(Vec::new());
+    };
+    if !take(newest) {
+        let to = newest.timestamp.saturating_add_millis(1);
+        let request = RangeRequest {
+            range: TimeRange::new(to.saturating_add_millis(-24 * 3_600_000), to)
+                .expect("a day before a time is a range"),
+            order: Order::Desc,
+            limit: LATEST_LOOKBACK,
+            after: None,
+        };
+        for r in &page(store, &partition, &request).await?.readings {
+            if take(r) {
+                break;
+            }
+        }
+    }
+    Ok(wanted
+        .iter()
+        .zip(found)
+        .filter_map(|(q, f)| f.map(|(v, at)| (*q, v, at)))
+        .collect())
 }
 
 /// A validated aggregate query (from the HTTP parameters).

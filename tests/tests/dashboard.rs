@@ -712,11 +712,12 @@ async fn firing_alerts_are_shown_first<S: TestStore>() {
     }
 }
 
-/// A room's card on the overview shows its latest temperature and
-/// humidity each from the newest reading that has it: a temperature probe
-/// beside a hygrometer in the study, a Shelly H&T's two parts (two
-/// messages, two readings) in the attic, and a probe alone in the garage.
-async fn a_room_s_card_takes_each_quantity_from_its_newest_reading<S: TestStore>() {
+/// The latest value of each quantity comes from the newest reading that
+/// has it, on a room's card, a room's page and a device's page: a
+/// temperature probe beside a hygrometer in the study, a Shelly H&T's two
+/// parts (two messages, two readings) in the attic, a probe alone in the
+/// garage, and a Shelly Pro 3EM's watts and totals (a message each).
+async fn latest_values_come_each_from_the_newest_reading_that_has_it<S: TestStore>() {
     let app = app(S::fresh("dash-tiles").await, None, RouteSet::All).await;
     let one = |device: &str, room: &str, minutes: i64, quantity: &str, value: f64| {
         json!({"device_id": device, "timestamp": ago(minutes), "type": "climate",
@@ -732,6 +733,9 @@ async fn a_room_s_card_takes_each_quantity_from_its_newest_reading<S: TestStore>
             one("ht-1", "attic", 9, "temperature", 14.25),
             one("ht-1", "attic", 8, "humidity", 61.0),
             one("probe-2", "garage", 3, "temperature", 8.5),
+            json!({"device_id": "pro3em", "timestamp": ago(2), "type": "power",
+                   "cumulative_kwh_p": 6000.75, "cumulative_kwh_n": 60.5}),
+            json!({"device_id": "pro3em", "timestamp": ago(1), "type": "power", "current_w": -120.5}),
         ],
     )
     .await;
@@ -753,10 +757,26 @@ async fn a_room_s_card_takes_each_quantity_from_its_newest_reading<S: TestStore>
             None => assert!(!card.contains(" %"), "{room}: {card}"),
         }
     }
+    // The pages' "Latest reading": each quantity's row, an older one with
+    // its own time.
+    let latest = |page: &str| {
+        let at = page.find("id=\"latest-h\"").unwrap();
+        page[at..].split("</table>").next().unwrap().to_owned()
+    };
+    let (_, page) = text(&get(&app, "/ui/rooms/study", &[], &[]).await);
+    let table = latest(&page);
+    assert!(table.contains(">20.5 °C<"), "{table}");
+    assert!(table.contains(">48 %"), "{table}");
+    let (_, page) = text(&get(&app, "/ui/devices/pro3em", &[], &[]).await);
+    let table = latest(&page);
+    assert!(table.contains(">-120.5 W<"), "{table}");
+    assert!(table.contains(">6000.75 kWh"), "{table}");
+    assert!(table.contains(">60.5 kWh"), "{table}");
+    assert_eq!(table.matches("class=\"muted\"> (").count(), 2, "{table}");
 }
 
 on_every_store!(
-    a_room_s_card_takes_each_quantity_from_its_newest_reading,
+    latest_values_come_each_from_the_newest_reading_that_has_it,
     firing_alerts_are_shown_first,
     pages_name_rooms_and_devices_and_draw_every_reading,
     bad_parameters_get_a_400_that_names_them,

@@ -23,7 +23,7 @@ use crate::domain::aggregate::{Bucketing, Width};
 use crate::model::Zone;
 use crate::model::{DeviceId, Quantity, QuantityKind, RoomId, TimeRange, Timestamp};
 use crate::query::{self, Partition, StatsQuery};
-use crate::store::{Order, Store};
+use crate::store::{Order, RegistrySnapshot, RoomRecord, Store};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -391,19 +391,7 @@ pub async fn overview<S: Store>(
         .rooms
         .values()
         .map(|room| {
-            // The climate quantities its devices report, to look for.
-            let reports = |q: Quantity| {
-                room.devices.iter().any(|d| {
-                    registry
-                        .devices
-                        .get(d)
-                        .is_some_and(|d| d.quantities.contains(&q))
-                })
-            };
-            let wanted = Wanted {
-                temperature: reports(Quantity::Temperature),
-                humidity: reports(Quantity::Humidity),
-            };
+            let wanted = climate_of(room, &registry);
             (room.clone(), wanted)
         })
         .collect();
@@ -430,12 +418,16 @@ pub async fn overview<S: Store>(
                     day.to().millis(),
                     &format!("{}: temperature, last 24 hours", pages::room_name(&room)),
                 );
-                let latest = latest_climate(&store, &room, wanted, day).await?;
+                let latest = query::latest_values(
+                    &store,
+                    Partition::Room(&room.room_id),
+                    room.latest.as_ref(),
+                    &wanted,
+                )
+                .await?;
                 Ok::<_, ApiError>(pages::RoomTile {
                     room,
-                    temperature: latest.temperature,
-                    humidity: latest.humidity,
-                    at: latest.at,
+                    latest,
                     spark,
                 })
             }
@@ -482,89 +474,20 @@ pub async fn overview<S: Store>(
     ))
 }
 
-/// A room's latest temperature and humidity, and the newest of their times.
-#[derive(Debug, Default, PartialEq)]
-struct LatestClimate {
-    temperature: Option<f64>,
-    humidity: Option<f64>,
-    at: Option<Timestamp>,
-}
-
-/// The climate quantities a room's devices report.
-#[derive(Debug, Clone, Copy)]
-struct Wanted {
-    temperature: bool,
-    humidity: bool,
-}
-
-/// How far back a room's newest readings are searched for the quantity its
-/// latest reading lacks.
-const LATEST_CLIMATE_LOOKBACK: usize = 100;
-
-impl LatestClimate {
-    /// What `r` has that is still missing.
-    fn take(&mut self, r: &crate::model::Reading) {
-        let t = self
-            .temperature
-            .is_none()
-            .then(|| r.get(Quantity::Temperature))
-            .flatten();
-        let h = self
-            .humidity
-            .is_none()
-            .then(|| r.get(Quantity::Humidity))
-            .flatten();
-        if t.is_some() || h.is_some() {
-            self.temperature = self.temperature.or(t);
-            self.humidity = self.humidity.or(h);
-            self.at = Some(self.at.map_or(r.timestamp, |at| at.max(r.timestamp)));
-        }
-    }
-
-    /// Whether it has each quantity `wanted`.
-    fn complete(&self, wanted: Wanted) -> bool {
-        (self.temperature.is_some() || !wanted.temperature)
-            && (self.humidity.is_some() || !wanted.humidity)
-    }
-}
-
-/// Each from the newest reading that has it. The room's latest reading has
-/// both where its sensors report both at once (most do); where they report
-/// one each (a temperature probe beside a hygrometer) or in parts (a
-/// Shelly H&T's two messages), the other of the quantities `wanted` comes
-/// from the room's newest readings of `day`: one read, only for such a room.
-async fn latest_climate<S: Store>(
-    store: &S,
-    room: &crate::store::RoomRecord,
-    wanted: Wanted,
-    day: TimeRange,
-) -> Result<LatestClimate, ApiError> {
-    let mut latest = LatestClimate::default();
-    let Some(newest) = &room.latest else {
-        return Ok(latest);
-    };
-    latest.take(newest);
-    if latest.complete(wanted) {
-        return Ok(latest);
-    }
-    let page = store
-        .room_readings(
-            &room.room_id,
-            &crate::store::RangeRequest {
-                range: day,
-                order: Order::Desc,
-                limit: LATEST_CLIMATE_LOOKBACK,
-                after: None,
-            },
-        )
-        .await?;
-    for r in &page.readings {
-        latest.take(r);
-        if latest.complete(wanted) {
-            break;
-        }
-    }
-    Ok(latest)
+/// The climate quantities a room's devices report (a room's readings are
+/// its climate readings).
+fn climate_of(room: &RoomRecord, registry: &RegistrySnapshot) -> Vec<Quantity> {
+    [Quantity::Temperature, Quantity::Humidity]
+        .into_iter()
+        .filter(|q| {
+            room.devices.iter().any(|d| {
+                registry
+                    .devices
+                    .get(d)
+                    .is_some_and(|d| d.quantities.contains(q))
+            })
+        })
+        .collect()
 }
 
 /// The alert series that fire now, of the devices `wanted` keeps, oldest first.
@@ -639,7 +562,15 @@ pub async fn device_page<S: Store>(
         .keys()
         .cloned()
         .collect();
+    let latest = query::latest_values(
+        &app.store,
+        Partition::Device(&id),
+        device.latest.as_ref(),
+        &device.quantities.iter().copied().collect::<Vec<_>>(),
+    )
+    .await?;
     let page = pages::Device {
+        latest: &latest,
         device: &device,
         alerts: &alerts,
         charts: &drawn,
@@ -696,9 +627,23 @@ pub async fn room_page<S: Store>(
             .any(|r| &r.device_id == d && r.room.as_ref() == Some(&room.room_id))
     })
     .await?;
+    let latest = query::latest_values(
+        &app.store,
+        Partition::Room(&id),
+        room.latest.as_ref(),
+        &climate_of(&room, &registry),
+    )
+    .await?;
     Ok(html(
         StatusCode::OK,
-        pages::room(&room, &devices, &drawn, &alerts, &view),
+        pages::room(&pages::Room {
+            room: &room,
+            devices: &devices,
+            charts: &drawn,
+            alerts: &alerts,
+            latest: &latest,
+            view: &view,
+        }),
     ))
 }
 

@@ -8,7 +8,8 @@ use super::energy::{Bars, MeterEnergy, Totals};
 use super::{Drawn, View, PAGE_SIZES, PICKS, QUIET_AFTER_MS};
 use crate::api::json::unsigned_zero;
 use crate::domain::tariff::Tariff;
-use crate::model::{DeviceId, Reading, RoomId, Timestamp};
+use crate::model::{DeviceId, Quantity, RoomId, Timestamp};
+use crate::query::LatestValues;
 use crate::store::{DeviceRecord, RoomRecord};
 use chrono::TimeZone;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
@@ -245,10 +246,7 @@ pub struct RoomTile {
     pub room: RoomRecord,
     /// Its latest temperature and humidity, each from the newest reading
     /// that has it (a room's sensors may report one each, or in parts).
-    pub temperature: Option<f64>,
-    pub humidity: Option<f64>,
-    /// The newest of those readings' times.
-    pub at: Option<Timestamp>,
+    pub latest: LatestValues,
     /// Its 24-hour sparkline (SVG).
     pub spark: String,
 }
@@ -298,7 +296,16 @@ fn totals_head(first: &str, sells: bool, tariff: Option<&Tariff>) -> Markup {
     }
 }
 
+fn value_of(latest: &LatestValues, q: Quantity) -> Option<f64> {
+    latest.iter().find(|(l, _, _)| *l == q).map(|(_, v, _)| *v)
+}
+
+fn newest_of(latest: &LatestValues) -> Option<Timestamp> {
+    latest.iter().map(|(_, _, at)| *at).max()
+}
+
 pub fn overview(o: &Overview) -> Markup {
+    use Quantity::{Humidity, Temperature};
     let tz = o.view.tz.name();
     layout(
         "Overview",
@@ -313,10 +320,10 @@ pub fn overview(o: &Overview) -> Markup {
                         div.card.room data-room=(room.room_id.as_str()) {
                             a href={ "/ui/rooms/" (room.room_id.as_str()) "?tz=" (tz) } { strong.name { (room_name(room)) } }
                             div {
-                                @if let Some(t) = tile.temperature { span.big { (format!("{t:.1}")) " °C" } " " }
-                                @if let Some(h) = tile.humidity { span { (format!("{h:.0}")) " %" } }
+                                @if let Some(t) = value_of(&tile.latest, Temperature) { span.big { (format!("{t:.1}")) " °C" } " " }
+                                @if let Some(h) = value_of(&tile.latest, Humidity) { span { (format!("{h:.0}")) " %" } }
                             }
-                            @if let Some(at) = tile.at { div.muted { (when(at, o.view)) } }
+                            @if let Some(at) = newest_of(&tile.latest) { div.muted { (when(at, o.view)) } }
                             (PreEscaped(&tile.spark))
                         }
                     }
@@ -407,16 +414,21 @@ fn chart(d: &Drawn, unit: &str, view: &View) -> Markup {
     }
 }
 
-fn latest_table(r: &Option<Reading>, view: &View) -> Markup {
+/// Each quantity's latest value; a value older than the newest (a device
+/// that reports in parts, a room's other sensor) says when it came.
+fn latest_table(latest: &LatestValues, view: &View) -> Markup {
     html! {
-        @match r {
+        @match newest_of(latest) {
             None => p.muted { "No reading yet." },
-            Some(r) => {
-                p.muted { (when(r.timestamp, view)) }
+            Some(newest) => {
+                p.muted { (when(newest, view)) }
                 table.latest {
                     tbody {
-                        @for (q, v) in r.measurement.values() {
-                            tr { th scope="row" { (q.name()) } td { (v) " " (q.spec().unit) } }
+                        @for (q, v, at) in latest {
+                            tr {
+                                th scope="row" { (q.name()) }
+                                td { (v) " " (q.spec().unit) @if *at != newest { span.muted { " (" (when(*at, view)) ")" } } }
+                            }
                         }
                     }
                 }
@@ -476,6 +488,8 @@ pub struct Device<'a> {
     pub view: &'a View,
     /// The rooms there are, to place the device in one.
     pub rooms: &'a [RoomId],
+    /// Its latest value of each quantity it reports.
+    pub latest: &'a LatestValues,
 }
 
 /// One of a meter's energy charts: bars at both sizes, with each bar's
@@ -561,7 +575,7 @@ pub fn device(p: &Device) -> Markup {
                 }
                 (name_and_room(&format!("/devices/{id}"), d, p.rooms))
             }
-            section aria-labelledby="latest-h" { h2 #latest-h { "Latest reading" } (latest_table(&d.latest, view)) }
+            section aria-labelledby="latest-h" { h2 #latest-h { "Latest reading" } (latest_table(p.latest, view)) }
             @if let Some(e) = p.energy { (energy_section(d, e, p.tariff, view)) }
             section aria-labelledby="history-h" {
                 h2 #history-h { "History" }
@@ -577,13 +591,20 @@ pub fn device(p: &Device) -> Markup {
 }
 
 /// The firing alerts of the room's devices come first.
-pub fn room(
-    r: &RoomRecord,
-    devices: &[DeviceRecord],
-    charts: &[Drawn],
-    alerts: &[Firing],
-    view: &View,
-) -> Markup {
+/// What a room's page shows.
+pub struct Room<'a> {
+    pub room: &'a RoomRecord,
+    pub devices: &'a [DeviceRecord],
+    pub charts: &'a [Drawn],
+    pub alerts: &'a [Firing],
+    /// Its latest temperature and humidity, each from the newest reading
+    /// that has it.
+    pub latest: &'a LatestValues,
+    pub view: &'a View,
+}
+
+pub fn room(p: &Room) -> Markup {
+    let (r, devices, charts, alerts, view) = (p.room, p.devices, p.charts, p.alerts, p.view);
     let id = r.room_id.as_str();
     let path = format!("/ui/rooms/{id}");
     layout(
@@ -601,7 +622,7 @@ pub fn room(
                     }
                 }
             }
-            section aria-labelledby="latest-h" { h2 #latest-h { "Latest reading" } (latest_table(&r.latest, view)) }
+            section aria-labelledby="latest-h" { h2 #latest-h { "Latest reading" } (latest_table(p.latest, view)) }
             section aria-labelledby="history-h" {
                 h2 #history-h { "History" }
                 (ranges(&path, view))
