@@ -26,8 +26,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The topics subscribed to when none is given: every shape of docs/mqtt.md.
-pub const DEFAULT_TOPICS: [&str; 4] =
-    ["readings/#", "tele/+/SENSOR", "zigbee2mqtt/#", "+/status/+"];
+pub const DEFAULT_TOPICS: [&str; 5] = [
+    "readings/#",
+    "tele/+/SENSOR",
+    "zigbee2mqtt/#",
+    "+/status/+",
+    "shellies/#",
+];
 
 /// Most messages stored in one write: more than a broker keeps in flight
 /// to one client by default (mosquitto's `max_inflight_messages` is 20,

@@ -161,7 +161,7 @@ fn every_shape_is_stored_and_a_bad_message_does_not_stop_the_good_ones() {
 
 /// Devices that publish a reading in parts, a message each, send them back
 /// to back: a Shelly Pro 3EM its watts and its totals, an H&T its
-/// temperature and humidity. Each part is a reading at the time it was
+/// temperature and humidity, a Gen1 3EM a value a topic. Each part is a reading at the time it was
 /// received, and none replaces another: 200 time-less messages of one
 /// device published in a burst (most within a millisecond of another) are
 /// 200 readings.
@@ -188,8 +188,19 @@ fn parts_published_back_to_back_are_each_a_reading() {
         r#"{"id":0,"tC":21.6,"tF":70.9}"#,
     );
     broker.publish("shellyhtg3-1/status/humidity:0", r#"{"id":0,"rh":51.2}"#);
+    // A Shelly Gen1 3EM's phase: a value a topic, as plain text; and what
+    // carries no reading.
+    for (topic, value) in [
+        ("emeter/0/power", "-250.5"),
+        ("emeter/0/total", "6000.75"),
+        ("emeter/0/total_returned", "60.5"),
+        ("online", "true"),
+    ] {
+        broker.publish(&format!("shellies/shellyem3-c45bbe/{topic}"), value);
+    }
     eventually(&server, "/health", |h| {
-        h["checks"][0]["subscription"]["stored"] == 204
+        let s = &h["checks"][0]["subscription"];
+        s["stored"] == 207 && s["ignored"] == 1
     });
     let now = chrono::Utc::now();
     let range = format!(
@@ -210,14 +221,26 @@ fn parts_published_back_to_back_are_each_a_reading() {
     for (device, parts) in [
         (
             "shellypro3em-c8f09e",
-            [("current_w", -100.25), ("cumulative_kwh_p", 6.00075)],
+            [("current_w", -100.25), ("cumulative_kwh_p", 6.00075)].to_vec(),
         ),
-        ("shellyhtg3-1", [("temperature", 21.6), ("humidity", 51.2)]),
+        (
+            "shellyhtg3-1",
+            [("temperature", 21.6), ("humidity", 51.2)].to_vec(),
+        ),
+        (
+            "shellyem3-c45bbe",
+            [
+                ("current_w", -250.5),
+                ("cumulative_kwh_p", 6.00075),
+                ("cumulative_kwh_n", 0.0605),
+            ]
+            .to_vec(),
+        ),
     ] {
         let (status, body) = get(&server, &format!("/devices/{device}/readings?{range}"));
         assert_eq!(status, 200, "{body}");
         let readings = body["readings"].as_array().unwrap();
-        assert_eq!(readings.len(), 2, "{device}: {body}");
+        assert_eq!(readings.len(), parts.len(), "{device}: {body}");
         for (quantity, value) in parts {
             assert!(
                 readings.iter().any(|r| r[quantity].as_f64() == Some(value)),

@@ -178,8 +178,9 @@ async fn a_message_the_store_cannot_take_fails_and_is_stored_when_it_can() {
 
 /// Energy from every MQTT payload that carries a counter (issue 38), as
 /// meters give them: a Tasmota plug (`ENERGY.Total`, kWh), a Shelly switch
-/// (`aenergy.total`, Wh) and a Zigbee2MQTT plug (`energy`, kWh) the bought
-/// one alone; a Zigbee DIN meter (`energy`, `produced_energy`), a smart
+/// (`aenergy.total`, Wh), a Zigbee2MQTT plug (`energy`, kWh), a Shelly Gen1
+/// plug (`relay/0/energy`, Watt-minutes) and a Gen1 EM's second channel
+/// (`emeter/1/total`, Wh) the bought one alone; a Zigbee DIN meter (`energy`, `produced_energy`), a smart
 /// meter through Tasmota's Smart Meter Interface (`Total_in`, `Total_out`,
 /// kWh), a Shelly Pro 3EM (`emdata`'s `total_act`, `total_act_ret`, Wh), a
 /// Shelly Pro EM's second channel (`em1data`) and a PM Mini behind a
@@ -195,7 +196,7 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
     let dynamo = fresh_store(&dynalite(), "mqtt-energy").await;
     // (topic, payload of the counters' values in kWh, device, whether it sells)
     type Payload = fn(f64, f64) -> String;
-    let devices: [(&str, Payload, &str, bool); 8] = [
+    let devices: [(&str, Payload, &str, bool); 10] = [
         (
             "tele/pow-1/SENSOR",
             |kwh, _| {
@@ -221,6 +222,19 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
             "zigbee2mqtt/plug-2",
             |kwh, _| format!(r#"{{"power":41.5,"energy":{kwh:.3},"state":"ON"}}"#),
             "plug-2",
+            false,
+        ),
+        (
+            "shellies/shellyplug-s-7e1d/relay/0/energy",
+            // Watt-minutes, as plain text.
+            |kwh, _| format!("{}", (kwh * 60_000.0).round()),
+            "shellyplug-s-7e1d",
+            false,
+        ),
+        (
+            "shellies/shellyem-b1/emeter/1/total",
+            |kwh, _| format!("{:.2}", kwh * 1000.0),
+            "shellyem-b1-1",
             false,
         ),
         (

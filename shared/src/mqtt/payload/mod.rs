@@ -8,7 +8,8 @@
 //!   (Telegraf's MQTT output), told apart by the first byte;
 //! - `tele/<device>/SENSOR`: Tasmota's telemetry (`tasmota`);
 //! - `zigbee2mqtt/<friendly name>`: Zigbee2MQTT's device state (`zigbee2mqtt`);
-//! - `<id>/status/<component>`: a Shelly Gen2 device's status (`shelly`).
+//! - `<id>/status/<component>`: a Shelly Gen2 device's status (`shelly`);
+//! - `shellies/<id>/...`: a Shelly Gen1 device's values (`shelly_gen1`).
 //!
 //! A payload without a time takes the receive time (Tasmota's `Time` is
 //! local time without a zone, so it is not used either). Tasmota's,
@@ -18,6 +19,7 @@
 //! or none until it has one (docs/line-protocol.md).
 
 mod shelly;
+mod shelly_gen1;
 mod tasmota;
 mod zigbee2mqtt;
 
@@ -73,6 +75,7 @@ pub fn decode(topic: &str, payload: &[u8]) -> Result<Decoded, MqttError> {
             )
             .map_err(bad)
         }
+        ["shellies", id, rest @ ..] => shelly_gen1::decode(id, rest, payload).map_err(bad),
         [id, "status", component] => shelly::decode(id, component, payload).map_err(bad),
         _ => Err(MqttError::UnknownTopic(topic.to_owned())),
     }

@@ -1,0 +1,165 @@
+//! Shelly's first generation (a Plug S, a 1PM, an EM, a 3EM, an H&T), which
+//! publishes each value on a topic of its own under `shellies/<id>/`, as
+//! plain text:
+//!
+//! - `relay/<n>/power`, `light/<n>/power`, `roller/<n>/power` (W), and their
+//!   `energy`: Watt-minutes since the device started (a restart is a reset,
+//!   which energy answers count as such);
+//! - `emeter/<n>/power` (W), `total` and `total_returned` (Wh, kept across
+//!   restarts), `voltage`, `current`: an EM's or a 3EM's channel or phase;
+//! - `sensor/temperature`, `sensor/humidity`, `sensor/battery`: an H&T's.
+//!
+//! A channel other than the first is its own device, `<id>-<n>`, as with
+//! Shelly's later devices (`super::shelly`). The rest (`online`, `announce`,
+//! `relay/0` on or off, a relay's own `temperature`) carry no reading.
+
+use super::{line, Decoded};
+use serde_json::{json, Map};
+
+/// The reading of one message on `shellies/<id>/<rest>`.
+pub(super) fn decode(id: &str, rest: &[&str], payload: &[u8]) -> Result<Decoded, String> {
+    let (channel, quantity, scale) = match rest {
+        ["relay" | "light" | "roller", n, "power"] => (*n, "current_w", 1.0),
+        ["relay" | "light" | "roller", n, "energy"] => (*n, "cumulative_kwh_p", 1.0 / 60_000.0),
+        ["emeter", n, "power"] => (*n, "current_w", 1.0),
+        ["emeter", n, "total"] => (*n, "cumulative_kwh_p", 1.0 / 1000.0),
+        ["emeter", n, "total_returned"] => (*n, "cumulative_kwh_n", 1.0 / 1000.0),
+        ["emeter", n, "voltage"] => (*n, "voltage_v", 1.0),
+        ["emeter", n, "current"] => (*n, "current_a", 1.0),
+        ["sensor", "temperature"] => ("0", "temperature", 1.0),
+        ["sensor", "humidity"] => ("0", "humidity", 1.0),
+        ["sensor", "battery"] => ("0", "battery_pct", 1.0),
+        _ => {
+            return Ok(Decoded::Nothing(
+                "a Shelly Gen1 topic that carries no reading of ours",
+            ))
+        }
+    };
+    let text = std::str::from_utf8(payload)
+        .map_err(|_| "not UTF-8 text".to_owned())?
+        .trim();
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("{quantity}: a number was expected, got {text:?}"))?;
+    let value = if scale == 1.0 {
+        value
+    } else {
+        // To the milliwatt-hour, so that 6000.75 Wh reads as 6.00075 kWh
+        // (not 6.0007500000000005).
+        (value * scale * 1_000_000.0).round() / 1_000_000.0
+    };
+    let device = if channel == "0" {
+        crate::model::device_id_text(id)
+    } else {
+        crate::model::device_id_text(&format!("{id}-{channel}"))
+    };
+    let mut fields = Map::new();
+    fields.insert(quantity.into(), json!(value));
+    line(&device, &fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::fields;
+    use super::super::{decode, Decoded};
+
+    #[test]
+    fn a_value_a_topic() {
+        for (topic, payload, device, quantity, value) in [
+            (
+                "shellies/shellyplug-s-7e1d/relay/0/power",
+                "41.5",
+                "shellyplug-s-7e1d",
+                "current_w",
+                41.5,
+            ),
+            // Watt-minutes: 123,456 of them are 2.0576 kWh.
+            (
+                "shellies/shellyplug-s-7e1d/relay/0/energy",
+                "123456",
+                "shellyplug-s-7e1d",
+                "cumulative_kwh_p",
+                2.0576,
+            ),
+            (
+                "shellies/shellyswitch25-1/relay/1/energy",
+                "60000",
+                "shellyswitch25-1-1",
+                "cumulative_kwh_p",
+                1.0,
+            ),
+            (
+                "shellies/shellyem3-c45bbe/emeter/0/power",
+                "-250.5",
+                "shellyem3-c45bbe",
+                "current_w",
+                -250.5,
+            ),
+            (
+                "shellies/shellyem3-c45bbe/emeter/2/total",
+                "6000.75",
+                "shellyem3-c45bbe-2",
+                "cumulative_kwh_p",
+                6.00075,
+            ),
+            (
+                "shellies/shellyem-b1/emeter/0/total_returned",
+                "60.5",
+                "shellyem-b1",
+                "cumulative_kwh_n",
+                0.0605,
+            ),
+            (
+                "shellies/shellyem-b1/emeter/1/voltage",
+                "231.2",
+                "shellyem-b1-1",
+                "voltage_v",
+                231.2,
+            ),
+            (
+                "shellies/shellyht-a1/sensor/temperature",
+                "21.5",
+                "shellyht-a1",
+                "temperature",
+                21.5,
+            ),
+            (
+                "shellies/shellyht-a1/sensor/humidity",
+                " 48.5\n",
+                "shellyht-a1",
+                "humidity",
+                48.5,
+            ),
+            (
+                "shellies/shellyht-a1/sensor/battery",
+                "87",
+                "shellyht-a1",
+                "battery_pct",
+                87.0,
+            ),
+        ] {
+            let r = &fields(decode(topic, payload.as_bytes()).unwrap());
+            assert_eq!(r["device_id"], device, "{topic}");
+            assert_eq!(r[quantity], value, "{topic}");
+            assert_eq!(r.as_object().unwrap().len(), 2, "{topic}: {r}");
+        }
+    }
+
+    #[test]
+    fn the_rest_is_acknowledged_and_a_bad_value_is_an_error() {
+        for (topic, payload) in [
+            ("shellies/announce", r#"{"id":"shellyem-b1","mac":"B1"}"#),
+            ("shellies/shellyem-b1/online", "true"),
+            ("shellies/shellyplug-s-7e1d/relay/0", "on"),
+            ("shellies/shellyplug-s-7e1d/temperature", "38.5"),
+            ("shellies/shellyplug-s-7e1d/relay/0/command", "off"),
+        ] {
+            assert!(
+                matches!(decode(topic, payload.as_bytes()), Ok(Decoded::Nothing(_))),
+                "{topic}"
+            );
+        }
+        let e = decode("shellies/shellyem-b1/emeter/0/total", b"lots").unwrap_err();
+        assert!(e.to_string().contains("a number was expected"), "{e}");
+    }
+}
