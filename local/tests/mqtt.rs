@@ -116,7 +116,7 @@ fn every_shape_is_stored_and_a_bad_message_does_not_stop_the_good_ones() {
         ),
         (
             "tele/hichi/SENSOR",
-            r#"{"Time":"2026-11-23T10:00:00","SML":{"Total_in":12345.6789,"Total_out":4321.0987,"Power_curr":-512}}"#,
+            r#"{"Time":"2026-11-23T10:00:00","SML":{"Total_in":12345.6789,"Total_out":4321.0987,"Power_cur":-512}}"#,
             "hichi",
             "cumulative_kwh_n",
             4321.0987,
@@ -153,7 +153,7 @@ fn every_shape_is_stored_and_a_bad_message_does_not_stop_the_good_ones() {
     let last = s["last_ignored"].as_str().unwrap();
     assert!(
         last.starts_with("tele/hichi-2/SENSOR: ")
-            && last.contains("Total_in, Total_out, Power_curr"),
+            && last.contains("Total_in, Total_out, Power_cur:"),
         "{s}"
     );
     stop(server);

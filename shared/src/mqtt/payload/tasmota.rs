@@ -1,8 +1,9 @@
 //! Tasmota's `tele/<device>/SENSOR` telemetry: its energy monitor
 //! (`ENERGY`), a smart meter read through its Smart Meter Interface (an
-//! object with `Total_in`, `Total_out` and `Power_curr`, the names evcc
-//! asks of a meter's script: a Hichi or bitShake reader on a German
-//! meter), and its sensors' objects (`AM2301`, `BME280`, ...).
+//! object with `Total_in`, `Total_out` and `Power_cur`, as the meters of
+//! Tasmota's docs name them, or `Power_curr`, as evcc asks: a Hichi or
+//! bitShake reader on a German meter), and its sensors' objects
+//! (`AM2301`, `BME280`, ...).
 
 use super::{line, number, Decoded};
 use serde_json::{json, Map, Value};
@@ -38,9 +39,12 @@ pub(super) fn decode(o: &Map<String, Value>, device: &str) -> Result<Decoded, St
         if name == "ENERGY" {
             continue;
         }
+        // `Power_cur` as the meters of Tasmota's docs name it, `Power_curr`
+        // as evcc asks.
         for (from, to) in [
             ("Total_in", "cumulative_kwh_p"),
             ("Total_out", "cumulative_kwh_n"),
+            ("Power_cur", "current_w"),
             ("Power_curr", "current_w"),
         ] {
             if let Some(v) = number(s, from) {
@@ -68,7 +72,7 @@ pub(super) fn decode(o: &Map<String, Value>, device: &str) -> Result<Decoded, St
     }
     if r.is_empty() {
         return Ok(Decoded::Nothing(
-            "a Tasmota SENSOR message with no quantity of ours (a meter script names its values Total_in, Total_out, Power_curr: docs/mqtt.md)",
+            "a Tasmota SENSOR message with no quantity of ours (a meter script names its values Total_in, Total_out, Power_cur: docs/mqtt.md)",
         ));
     }
     line(device, &r)
@@ -107,7 +111,7 @@ mod tests {
                 br#"{"Time":"2026-11-23T10:00:00","Switch1":"ON"}"#
             )
             .unwrap(),
-            Decoded::Nothing("a Tasmota SENSOR message with no quantity of ours (a meter script names its values Total_in, Total_out, Power_curr: docs/mqtt.md)")
+            Decoded::Nothing("a Tasmota SENSOR message with no quantity of ours (a meter script names its values Total_in, Total_out, Power_cur: docs/mqtt.md)")
         );
     }
 
@@ -138,10 +142,12 @@ mod tests {
         assert_eq!(r["cumulative_kwh_n"], 4321.0987);
         assert_eq!(r["current_w"], -512.0);
         assert_eq!(r.as_object().unwrap().len(), 4, "{r}");
-        // Any name of the meter's group, and a meter that only imports.
-        let p = br#"{"MT175":{"Total_in":88.5,"Power_curr":230}}"#;
+        // Any name of the meter's group, and a meter that only imports,
+        // its script as in Tasmota's docs (`Power_cur`, a meter number).
+        let p = br#"{"MT681":{"Total_in":88.5,"Power_cur":230,"Meter_id":"0901454d48000034a1b2"}}"#;
         let r = &fields(decode("tele/hichi/SENSOR", p).unwrap());
         assert_eq!(r["cumulative_kwh_p"], 88.5);
+        assert_eq!(r["current_w"], 230.0);
         assert!(r.get("cumulative_kwh_n").is_none());
     }
 }
