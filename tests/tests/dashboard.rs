@@ -714,7 +714,8 @@ async fn firing_alerts_are_shown_first<S: TestStore>() {
 
 /// The latest value of each quantity comes from the newest reading that
 /// has it, on a room's card, a room's page and a device's page: a
-/// temperature probe beside a hygrometer in the study, a Shelly H&T's two
+/// temperature probe beside a hygrometer (and a CO2 sensor, the newest) in
+/// the study, a Shelly H&T's two
 /// parts (two messages, two readings) in the attic, a probe alone in the
 /// garage, and a Shelly Pro 3EM's watts and totals (a message each).
 async fn latest_values_come_each_from_the_newest_reading_that_has_it<S: TestStore>() {
@@ -733,6 +734,8 @@ async fn latest_values_come_each_from_the_newest_reading_that_has_it<S: TestStor
             one("ht-1", "attic", 9, "temperature", 14.25),
             one("ht-1", "attic", 8, "humidity", 61.0),
             one("probe-2", "garage", 3, "temperature", 8.5),
+            // The study's newest reading: a CO2 sensor's, neither of the two.
+            json!({"device_id": "co2-1", "timestamp": ago(4), "room": "study", "co2_ppm": 640}),
             json!({"device_id": "pro3em", "timestamp": ago(2), "type": "power",
                    "cumulative_kwh_p": 6000.75, "cumulative_kwh_n": 60.5}),
             json!({"device_id": "pro3em", "timestamp": ago(1), "type": "power", "current_w": -120.5}),
@@ -767,6 +770,7 @@ async fn latest_values_come_each_from_the_newest_reading_that_has_it<S: TestStor
     let table = latest(&page);
     assert!(table.contains(">20.5 °C<"), "{table}");
     assert!(table.contains(">48 %"), "{table}");
+    assert!(table.contains(">640 ppm<"), "{table}");
     let (_, page) = text(&get(&app, "/ui/devices/pro3em", &[], &[]).await);
     let table = latest(&page);
     assert!(table.contains(">-120.5 W<"), "{table}");

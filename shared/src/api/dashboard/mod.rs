@@ -627,11 +627,23 @@ pub async fn room_page<S: Store>(
             .any(|r| &r.device_id == d && r.room.as_ref() == Some(&room.room_id))
     })
     .await?;
+    // What its newest reading has (a CO2 sensor's too), and the climate
+    // quantities its devices report.
+    let mut wanted: Vec<Quantity> = room
+        .latest
+        .iter()
+        .flat_map(|r| r.measurement.values().iter().map(|(q, _)| *q))
+        .collect();
+    for q in climate_of(&room, &registry) {
+        if !wanted.contains(&q) {
+            wanted.push(q);
+        }
+    }
     let latest = query::latest_values(
         &app.store,
         Partition::Room(&id),
         room.latest.as_ref(),
-        &climate_of(&room, &registry),
+        &wanted,
     )
     .await?;
     Ok(html(

@@ -590,19 +590,19 @@ pub fn device(p: &Device) -> Markup {
     )
 }
 
-/// The firing alerts of the room's devices come first.
 /// What a room's page shows.
 pub struct Room<'a> {
     pub room: &'a RoomRecord,
     pub devices: &'a [DeviceRecord],
     pub charts: &'a [Drawn],
     pub alerts: &'a [Firing],
-    /// Its latest temperature and humidity, each from the newest reading
-    /// that has it.
+    /// Its newest reading's values and its latest temperature and
+    /// humidity, each from the newest reading that has it.
     pub latest: &'a LatestValues,
     pub view: &'a View,
 }
 
+/// The firing alerts of the room's devices come first.
 pub fn room(p: &Room) -> Markup {
     let (r, devices, charts, alerts, view) = (p.room, p.devices, p.charts, p.alerts, p.view);
     let id = r.room_id.as_str();

@@ -516,16 +516,18 @@ impl EnergyFold {
         self.buckets
             .into_values()
             .map(|mut b| {
-                b.kwh_bought = round6(b.kwh_bought);
-                b.kwh_sold = round6(b.kwh_sold);
+                b.kwh_bought = to_the_mwh(b.kwh_bought);
+                b.kwh_sold = to_the_mwh(b.kwh_sold);
                 b
             })
             .collect()
     }
 }
 
-fn round6(v: f64) -> f64 {
-    (v * 1e6).round() / 1e6
+/// kWh to the milliwatt-hour (6 decimals), so that float noise does not
+/// show: 6532.1 Wh read as kWh is 6.5321, not 6.532100000000001.
+pub fn to_the_mwh(kwh: f64) -> f64 {
+    (kwh * 1e6).round() / 1e6
 }
 
 #[cfg(test)]

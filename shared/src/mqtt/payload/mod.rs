@@ -142,6 +142,22 @@ fn number(o: &Map<String, Value>, key: &str) -> Option<f64> {
     o.get(key).and_then(Value::as_f64)
 }
 
+/// The numbers of `o` named in `names` (theirs, ours) into `r`, under our
+/// names; one `r` already has is kept (the first object that has it wins).
+fn numbers_into(r: &mut Map<String, Value>, o: &Map<String, Value>, names: &[(&str, &str)]) {
+    for (from, to) in names {
+        if let Some(v) = number(o, from) {
+            r.entry(*to).or_insert(json!(v));
+        }
+    }
+}
+
+/// An energy counter given in `unit`s (1000 a kWh for Wh, 60,000 for
+/// Watt-minutes) in kWh, to the milliwatt-hour as energy answers are.
+fn kwh(value: f64, per_kwh: f64) -> f64 {
+    crate::domain::aggregate::to_the_mwh(value / per_kwh)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@
 //! keeps two of them from sharing a key). The rest of a device's components
 //! (`sys`, `wifi`, `input:0`, ...) carry no reading.
 
-use super::{line, number, object, Decoded};
+use super::{kwh, line, number, numbers_into, object, Decoded};
 use serde_json::{json, Map, Value};
 
 /// The reading of one status message of `component` of the device `id`.
@@ -67,25 +67,23 @@ pub(super) fn decode(id: &str, component: &str, payload: &[u8]) -> Result<Decode
 /// A switch's or a power meter's: `apower` (W), `aenergy.total` and
 /// `ret_aenergy.total` (Wh), `voltage`, `current`.
 fn switch(o: &Map<String, Value>) -> Map<String, Value> {
-    let mut r = Map::new();
-    if let Some(w) = number(o, "apower") {
-        r.insert("current_w".into(), json!(w));
-    }
+    let mut r = mapped(
+        o,
+        &[
+            ("apower", "current_w"),
+            ("voltage", "voltage_v"),
+            ("current", "current_a"),
+        ],
+    );
     for (from, to) in [
         ("aenergy", "cumulative_kwh_p"),
         ("ret_aenergy", "cumulative_kwh_n"),
     ] {
         if let Some(Value::Object(e)) = o.get(from) {
             if let Some(wh) = number(e, "total") {
-                r.insert(to.into(), json!(kwh(wh)));
+                r.insert(to.into(), json!(kwh(wh, 1000.0)));
             }
         }
-    }
-    if let Some(v) = number(o, "voltage") {
-        r.insert("voltage_v".into(), json!(v));
-    }
-    if let Some(a) = number(o, "current") {
-        r.insert("current_a".into(), json!(a));
     }
     r
 }
@@ -93,11 +91,7 @@ fn switch(o: &Map<String, Value>) -> Map<String, Value> {
 /// The numbers of `o` under their names of ours.
 fn mapped(o: &Map<String, Value>, names: &[(&str, &str)]) -> Map<String, Value> {
     let mut r = Map::new();
-    for (from, to) in names {
-        if let Some(v) = number(o, from) {
-            r.insert((*to).into(), json!(v));
-        }
-    }
+    numbers_into(&mut r, o, names);
     r
 }
 
@@ -106,16 +100,10 @@ fn counters(o: &Map<String, Value>, bought: &str, sold: &str) -> Map<String, Val
     let mut r = Map::new();
     for (from, to) in [(bought, "cumulative_kwh_p"), (sold, "cumulative_kwh_n")] {
         if let Some(wh) = number(o, from) {
-            r.insert(to.into(), json!(kwh(wh)));
+            r.insert(to.into(), json!(kwh(wh, 1000.0)));
         }
     }
     r
-}
-
-/// Watt-hours in kWh, to the milliwatt-hour, so that 6532.1 Wh reads as
-/// 6.5321 kWh (not 6.532100000000001).
-fn kwh(wh: f64) -> f64 {
-    (wh * 1000.0).round() / 1_000_000.0
 }
 
 #[cfg(test)]

@@ -13,22 +13,24 @@
 //! Shelly's later devices (`super::shelly`). The rest (`online`, `announce`,
 //! `relay/0` on or off, a relay's own `temperature`) carry no reading.
 
-use super::{line, Decoded};
+use super::{kwh, line, Decoded};
 use serde_json::{json, Map};
 
 /// The reading of one message on `shellies/<id>/<rest>`.
 pub(super) fn decode(id: &str, rest: &[&str], payload: &[u8]) -> Result<Decoded, String> {
-    let (channel, quantity, scale) = match rest {
-        ["relay" | "light" | "roller", n, "power"] => (*n, "current_w", 1.0),
-        ["relay" | "light" | "roller", n, "energy"] => (*n, "cumulative_kwh_p", 1.0 / 60_000.0),
-        ["emeter", n, "power"] => (*n, "current_w", 1.0),
-        ["emeter", n, "total"] => (*n, "cumulative_kwh_p", 1.0 / 1000.0),
-        ["emeter", n, "total_returned"] => (*n, "cumulative_kwh_n", 1.0 / 1000.0),
-        ["emeter", n, "voltage"] => (*n, "voltage_v", 1.0),
-        ["emeter", n, "current"] => (*n, "current_a", 1.0),
-        ["sensor", "temperature"] => ("0", "temperature", 1.0),
-        ["sensor", "humidity"] => ("0", "humidity", 1.0),
-        ["sensor", "battery"] => ("0", "battery_pct", 1.0),
+    // The channel, our name, and how many of its units make a kWh, for
+    // an energy counter.
+    let (channel, quantity, per_kwh) = match rest {
+        ["relay" | "light" | "roller", n, "power"] => (*n, "current_w", None),
+        ["relay" | "light" | "roller", n, "energy"] => (*n, "cumulative_kwh_p", Some(60_000.0)),
+        ["emeter", n, "power"] => (*n, "current_w", None),
+        ["emeter", n, "total"] => (*n, "cumulative_kwh_p", Some(1000.0)),
+        ["emeter", n, "total_returned"] => (*n, "cumulative_kwh_n", Some(1000.0)),
+        ["emeter", n, "voltage"] => (*n, "voltage_v", None),
+        ["emeter", n, "current"] => (*n, "current_a", None),
+        ["sensor", "temperature"] => ("0", "temperature", None),
+        ["sensor", "humidity"] => ("0", "humidity", None),
+        ["sensor", "battery"] => ("0", "battery_pct", None),
         _ => {
             return Ok(Decoded::Nothing(
                 "a Shelly Gen1 topic that carries no reading of ours",
@@ -41,13 +43,7 @@ pub(super) fn decode(id: &str, rest: &[&str], payload: &[u8]) -> Result<Decoded,
     let value: f64 = text
         .parse()
         .map_err(|_| format!("{quantity}: a number was expected, got {text:?}"))?;
-    let value = if scale == 1.0 {
-        value
-    } else {
-        // To the milliwatt-hour, so that 6000.75 Wh reads as 6.00075 kWh
-        // (not 6.0007500000000005).
-        (value * scale * 1_000_000.0).round() / 1_000_000.0
-    };
+    let value = per_kwh.map_or(value, |per| kwh(value, per));
     let device = if channel == "0" {
         crate::model::device_id_text(id)
     } else {

@@ -5,8 +5,22 @@
 //! bitShake reader on a German meter), and its sensors' objects
 //! (`AM2301`, `BME280`, ...).
 
-use super::{line, number, Decoded};
+use super::{line, number, numbers_into, Decoded};
 use serde_json::{json, Map, Value};
+
+/// A sensor object's names (Tasmota's, ours), `Temperature` aside (it may
+/// be in °F). A meter's through the Smart Meter Interface: `Power_cur` as
+/// the meters of Tasmota's docs name it, `Power_curr` as evcc asks.
+const SENSOR_NAMES: &[(&str, &str)] = &[
+    ("Total_in", "cumulative_kwh_p"),
+    ("Total_out", "cumulative_kwh_n"),
+    ("Power_cur", "current_w"),
+    ("Power_curr", "current_w"),
+    ("Humidity", "humidity"),
+    ("Pressure", "pressure_hpa"),
+    ("CarbonDioxide", "co2_ppm"),
+    ("Illuminance", "illuminance_lx"),
+];
 
 /// The readings of one `SENSOR` message: one line, or nothing where it
 /// carries no quantity of the catalogue.
@@ -25,11 +39,11 @@ pub(super) fn decode(o: &Map<String, Value>, device: &str) -> Result<Decoded, St
                 r.insert(to.into(), json!(v));
             }
         }
-        for (from, to) in [("Voltage", "voltage_v"), ("Current", "current_a")] {
-            if let Some(v) = number(e, from) {
-                r.insert(to.into(), json!(v));
-            }
-        }
+        numbers_into(
+            &mut r,
+            e,
+            &[("Voltage", "voltage_v"), ("Current", "current_a")],
+        );
     }
     let fahrenheit = o.get("TempUnit").and_then(Value::as_str) == Some("F");
     // The first object that has each quantity (a device with two
@@ -39,18 +53,7 @@ pub(super) fn decode(o: &Map<String, Value>, device: &str) -> Result<Decoded, St
         if name == "ENERGY" {
             continue;
         }
-        // `Power_cur` as the meters of Tasmota's docs name it, `Power_curr`
-        // as evcc asks.
-        for (from, to) in [
-            ("Total_in", "cumulative_kwh_p"),
-            ("Total_out", "cumulative_kwh_n"),
-            ("Power_cur", "current_w"),
-            ("Power_curr", "current_w"),
-        ] {
-            if let Some(v) = number(s, from) {
-                r.entry(to).or_insert(json!(v));
-            }
-        }
+        numbers_into(&mut r, s, SENSOR_NAMES);
         if let Some(t) = number(s, "Temperature") {
             let c = if fahrenheit {
                 crate::model::celsius_from_fahrenheit(t)
@@ -58,16 +61,6 @@ pub(super) fn decode(o: &Map<String, Value>, device: &str) -> Result<Decoded, St
                 t
             };
             r.entry("temperature").or_insert(json!(c));
-        }
-        for (from, to) in [
-            ("Humidity", "humidity"),
-            ("Pressure", "pressure_hpa"),
-            ("CarbonDioxide", "co2_ppm"),
-            ("Illuminance", "illuminance_lx"),
-        ] {
-            if let Some(v) = number(s, from) {
-                r.entry(to).or_insert(json!(v));
-            }
         }
     }
     if r.is_empty() {
