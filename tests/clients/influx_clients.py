@@ -33,6 +33,17 @@ def readings(device):
         return json.load(r)["readings"]
 
 
+def energy(device):
+    query = urllib.parse.urlencode({
+        "from": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0 - 60)),
+        "to": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0 + 3600)),
+    })
+    req = urllib.request.Request(f"{base}/devices/{device}/energy?{query}",
+                                 headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req) as r:
+        return json.load(r)
+
+
 def expect(device, want):
     got = [{k: v for k, v in r.items() if k not in ("device_id",)} for r in readings(device)]
     if got != want:
@@ -75,6 +86,25 @@ for gzip in (False, True):
         sys.exit("v1 write_points failed")
     expect(f"py1_{tag}_temperature", [{"timestamp": iso(t0), "type": "climate", "temperature": 19.25}])
     expect(f"py1_{tag}_humidity", [{"timestamp": iso(t0), "type": "climate", "humidity": 51.0}])
+
+    # Home Assistant's energy counters, as its event_to_json builds them: the
+    # grid meter's consumption is energy bought, its production energy sold.
+    points = []
+    for i, t in enumerate((t0, t0 + 1800, t0 + 3600)):
+        for entity, start, step in ((f"py1_{tag}_energy_consumption", 5000.0, 0.4),
+                                    (f"py1_{tag}_energy_production", 700.0, 1.25)):
+            points.append({"measurement": "kWh", "tags": {"domain": "sensor", "entity_id": entity},
+                           "time": iso(t), "fields": {"value": start + i * step, "device_class_str": "energy",
+                                                      "state_class_str": "total_increasing",
+                                                      "friendly_name_str": entity.replace("_", " ")}})
+    if not client.write_points(points):
+        sys.exit("v1 write_points of energy failed")
+    for entity, bought, sold in ((f"py1_{tag}_energy_consumption", 0.8, 0.0),
+                                 (f"py1_{tag}_energy_production", 0.0, 2.5)):
+        got = energy(entity)
+        if (got["kwh_bought"], got["kwh_sold"]) != (bought, sold):
+            sys.exit(f"{entity}: energy {got}, want bought {bought}, sold {sold}")
+        print(f"ok {entity}: bought {bought}, sold {sold}")
 
 # A wrong token is refused by both clients.
 try:

@@ -106,6 +106,134 @@ async fn home_assistant_writes_with_its_default_layout<S: TestStore>() {
     );
 }
 
+/// A Home Assistant household's energy counters, as its InfluxDB integration
+/// writes them (measurement = the unit, state changes only, batches of a few
+/// seconds): the grid meter's import and export entities (a DSMR reader's),
+/// and a plug in Wh. Each is a device with one counter, bought or sold as its
+/// name says; the day's energy per hour is the counter's own growth.
+async fn home_assistant_energy_counters_give_energy_each_way<S: TestStore>() {
+    let app = app(S::fresh("lp-ha-energy").await, Some(TOKEN), RouteSet::All).await;
+    let v1 = [("db", "home_assistant"), ("p", TOKEN)];
+    let t0 = 1_795_219_200i64; // 2026-11-21T00:00:00Z
+    let (mut import, mut export, mut plug_wh) = (10_512.25f64, 2_310.5f64, 80_000.0f64);
+    let mut hourly: Vec<(f64, f64, f64)> = Vec::new();
+    for hour in 0..24i64 {
+        let (at_import, at_export, at_plug) = (import, export, plug_wh);
+        let mut body = String::new();
+        // The state at the hour, then every 5 minutes while it changes.
+        for step in 0..12i64 {
+            let t = (t0 + hour * 3600 + step * 300) * 1_000_000_000;
+            body += &format!(
+                "kWh,domain=sensor,entity_id=electricity_meter_energy_consumption value={import},device_class_str=\"energy\",state_class_str=\"total_increasing\",friendly_name_str=\"Electricity Meter Energy consumption\",unit_of_measurement_str=\"kWh\" {t}\n"
+            );
+            import = ((import + 0.05 + (hour % 5) as f64 * 0.01) * 1000.0).round() / 1000.0;
+            if (8..16).contains(&hour) {
+                body += &format!(
+                    "kWh,domain=sensor,entity_id=electricity_meter_energy_production value={export},device_class_str=\"energy\",state_class_str=\"total_increasing\" {t}\n"
+                );
+                export = ((export + 0.125) * 1000.0).round() / 1000.0;
+            }
+            if step % 3 == 0 {
+                body += &format!(
+                    "Wh,domain=sensor,entity_id=washer_plug_energy value={plug_wh},device_class_str=\"energy\" {t}\n"
+                );
+                plug_wh += 37.0;
+            }
+        }
+        if hour == 16 {
+            // The export's last change, at 16:00.
+            let t = (t0 + 16 * 3600) * 1_000_000_000;
+            body += &format!(
+                "kWh,domain=sensor,entity_id=electricity_meter_energy_production value={export},device_class_str=\"energy\",state_class_str=\"total_increasing\" {t}\n"
+            );
+        }
+        let resp = write(&app, "/write", &v1, &body, &[]).await;
+        assert_eq!(resp.status_code, 204, "{resp:?}");
+        hourly.push((
+            import - at_import,
+            export - at_export,
+            (plug_wh - at_plug) / 1000.0,
+        ));
+    }
+    // The last hour closes at midnight with one more state each.
+    let t = (t0 + 24 * 3600) * 1_000_000_000;
+    let body = format!(
+        "kWh,domain=sensor,entity_id=electricity_meter_energy_consumption value={import},device_class_str=\"energy\" {t}\n\
+         Wh,domain=sensor,entity_id=washer_plug_energy value={plug_wh},device_class_str=\"energy\" {t}\n"
+    );
+    assert_eq!(
+        write(&app, "/write", &v1, &body, &[]).await.status_code,
+        204
+    );
+
+    let energy = |device: &'static str| {
+        let app = &app;
+        async move {
+            let query = [DAY[0], DAY[1], ("bucket", "1h")];
+            let (status, body) = get(app, &format!("/devices/{device}/energy"), &query).await;
+            assert_eq!(status, 200, "{body}");
+            body
+        }
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+    let per_hour = |body: &Value, key: &str| -> Vec<(String, f64)> {
+        body["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                (
+                    b["start"].as_str().unwrap()[11..13].to_owned(),
+                    b[key].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    // Bought: every hour of the day, nothing sold.
+    let consumption = energy("electricity_meter_energy_consumption").await;
+    let bought = per_hour(&consumption, "kwh_bought");
+    assert_eq!(bought.len(), 24, "{consumption}");
+    for (hour, (_, kwh)) in bought.iter().enumerate() {
+        assert!(
+            close(*kwh, hourly[hour].0),
+            "hour {hour}: {kwh} against {}",
+            hourly[hour].0
+        );
+    }
+    assert_eq!(consumption["kwh_sold"], json!(0.0));
+    // Sold: the eight hours of daylight, nothing bought.
+    let production = energy("electricity_meter_energy_production").await;
+    let sold = per_hour(&production, "kwh_sold");
+    let hours: Vec<&str> = sold.iter().map(|(h, _)| h.as_str()).collect();
+    assert_eq!(
+        hours,
+        ["08", "09", "10", "11", "12", "13", "14", "15"],
+        "{production}"
+    );
+    for (h, kwh) in &sold {
+        let hour: usize = h.parse().unwrap();
+        assert!(
+            close(*kwh, hourly[hour].1),
+            "hour {h}: {kwh} against {}",
+            hourly[hour].1
+        );
+    }
+    assert!(close(
+        production["kwh_sold"].as_f64().unwrap(),
+        8.0 * 12.0 * 0.125
+    ));
+    assert_eq!(production["kwh_bought"], json!(0.0));
+    // The plug's Wh in kWh.
+    let plug = energy("washer_plug_energy").await;
+    assert!(
+        close(plug["kwh_bought"].as_f64().unwrap(), 24.0 * 4.0 * 0.037),
+        "{plug}"
+    );
+    for (hour, (_, kwh)) in per_hour(&plug, "kwh_bought").iter().enumerate() {
+        assert!(close(*kwh, hourly[hour].2), "plug, hour {hour}: {kwh}");
+    }
+}
+
 async fn tasmota_probes_health_and_writes_one_line_per_quantity<S: TestStore>() {
     let app = app(S::fresh("lp-tasmota").await, Some(TOKEN), RouteSet::All).await;
     let (status, health) = answer(&handle(&app, api_event("GET", "/health", &[], None, &[])).await);
@@ -361,6 +489,7 @@ async fn climate_lines_without_a_room_are_stored_every_time<S: TestStore>() {
 on_every_store!(
     climate_lines_without_a_room_are_stored_every_time,
     home_assistant_writes_with_its_default_layout,
+    home_assistant_energy_counters_give_energy_each_way,
     tasmota_probes_health_and_writes_one_line_per_quantity,
     telegraf_creates_its_database_and_writes_gzip_nanoseconds,
     bad_lines_wrong_tokens_and_big_bodies_get_influxdbs_answers,

@@ -8,8 +8,8 @@
 //!   (`climate,device=th-1,room=living temperature=21.5,humidity=45`);
 //! * a field `value` is the quantity its measurement names, by catalogue name,
 //!   a short name (`temperature,device=x value=22.6`, as Tasmota writes) or a
-//!   unit (`°C`, `W`, ..., as Home Assistant writes, with its `device_class_str`
-//!   field to tell `%` humidity from `%` battery);
+//!   unit and device class as Home Assistant writes them (`home_assistant`:
+//!   `°C`, `%` of class `humidity`, `kWh` bought or sold as the entity's name says);
 //! * other fields (Home Assistant's attributes) are ignored, and a line with no
 //!   quantity at all is skipped and counted;
 //! * lines of one device at one time are one reading (Tasmota writes one line
@@ -18,6 +18,7 @@
 
 use crate::model::{plausible_time, DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
 mod fast;
+mod home_assistant;
 
 use influxdb_line_protocol::{FieldValue, ParsedLine};
 
@@ -399,13 +400,12 @@ fn device_of(line: &impl LineView, known: &mut Known<DeviceId>) -> Result<Device
 /// The catalogue quantities of a line, by field name or, for a field `value`,
 /// by what its measurement names. A field that is a quantity must be a number.
 fn quantities(line: &impl LineView) -> Result<Vec<(Quantity, f64)>, String> {
-    let class = line.text_field("device_class_str");
     let mut out = Vec::with_capacity(4);
     for (name, value) in line.fields() {
         let (q, convert): (Quantity, Convert) = if let Some(q) = Quantity::parse(name) {
             (q, |v| v)
         } else if name == "value" {
-            match measured(line.measurement(), class) {
+            match measured(line) {
                 Some(found) => found,
                 None => continue,
             }
@@ -427,35 +427,30 @@ fn quantities(line: &impl LineView) -> Result<Vec<(Quantity, f64)>, String> {
 /// From the unit a client sent to the catalogue's.
 type Convert = fn(f64) -> f64;
 
-/// The quantity a measurement names (and how to convert its values): a
-/// catalogue name, a short name, or a unit as Home Assistant writes it, with its
-/// device class where the unit alone is ambiguous.
-fn measured(measurement: &str, class: Option<&str>) -> Option<(Quantity, Convert)> {
-    let same: Convert = |v| v;
-    if let Some(q) = Quantity::parse(measurement) {
-        return Some((q, same));
+/// The quantity a line's `value` is (and how to convert it): its measurement
+/// as a catalogue name or a short name (`temperature`, as Tasmota writes), else
+/// the unit and device class Home Assistant writes.
+fn measured(line: &impl LineView) -> Option<(Quantity, Convert)> {
+    let measurement = line.measurement();
+    let named = Quantity::parse(measurement).or_else(|| {
+        Some(match measurement.to_ascii_lowercase().as_str() {
+            "temperature" | "temp" => Quantity::Temperature,
+            "humidity" => Quantity::Humidity,
+            "battery" => Quantity::Battery,
+            "pressure" => Quantity::Pressure,
+            "co2" | "carbondioxide" | "eco2" => Quantity::Co2,
+            "pm2.5" | "pm25" => Quantity::Pm25,
+            "illuminance" | "lux" => Quantity::Illuminance,
+            "power" => Quantity::Power,
+            "voltage" => Quantity::Voltage,
+            "current" => Quantity::Current,
+            _ => return None,
+        })
+    });
+    match named {
+        Some(q) => Some((q, |v| v)),
+        None => home_assistant::quantity(line),
     }
-    let q = match (measurement.to_ascii_lowercase().as_str(), class) {
-        ("°f", _) | ("°F", _) => {
-            return Some((Quantity::Temperature, crate::model::celsius_from_fahrenheit))
-        }
-        ("°c" | "temperature" | "temp", _) => Quantity::Temperature,
-        ("humidity", _) | ("%", Some("humidity")) => Quantity::Humidity,
-        ("battery", _) | ("%", Some("battery")) => Quantity::Battery,
-        ("pressure" | "hpa", _) => Quantity::Pressure,
-        ("co2" | "carbondioxide" | "eco2", _) | ("ppm", None | Some("carbon_dioxide")) => {
-            Quantity::Co2
-        }
-        ("pm2.5" | "pm25", _) | ("µg/m³", Some("pm25")) => Quantity::Pm25,
-        ("illuminance" | "lux" | "lx", _) => Quantity::Illuminance,
-        ("power" | "w", _) => Quantity::Power,
-        ("voltage" | "v", _) => Quantity::Voltage,
-        ("current" | "a", _) => Quantity::Current,
-        ("m³", Some("gas")) => Quantity::Gas,
-        ("m³", Some("water")) => Quantity::Water,
-        _ => return None,
-    };
-    Some((q, same))
 }
 
 #[cfg(test)]
@@ -558,6 +553,73 @@ mod tests {
         );
         assert_eq!(by_device["porch"]["temperature"], 10.0);
         assert!(by_device["living_temperature"].get("room").is_none());
+    }
+
+    #[test]
+    fn home_assistant_energy_counters_go_one_way_or_the_other() {
+        let t = 1795222923000000000i64;
+        let body = format!(
+            "kWh,domain=sensor,entity_id=grid_import value=1234.5,device_class_str=\"energy\",state_class_str=\"total_increasing\",friendly_name_str=\"Grid import\" {t}\n\
+             kWh,domain=sensor,entity_id=grid_export value=310.25,device_class_str=\"energy\",state_class_str=\"total_increasing\" {t}\n\
+             Wh,domain=sensor,entity_id=plug_energy value=1234567,device_class_str=\"energy\",state_class_str=\"total_increasing\" {t}\n\
+             MWh,domain=sensor,entity_id=farm_production value=1.5,device_class_str=\"energy\" {t}\n\
+             kWh,domain=sensor,entity_id=car_battery value=41.2,device_class_str=\"energy_storage\",state_class_str=\"measurement\" {t}\n\
+             kWh,domain=sensor,entity_id=home_battery value=8.2,state_class_str=\"measurement\" {t}\n\
+             kW,domain=sensor,entity_id=power_consumption value=0.35,device_class_str=\"power\" {t}\n\
+             cumulative_kwh_n,domain=sensor,entity_id=meter_two value=42.5,device_class_str=\"energy\",unit_of_measurement_str=\"kWh\" {t}\n"
+        );
+        let out = lines(&body).unwrap();
+        assert_eq!(out.skipped, 2, "stored energy is no counter");
+        let of = |device: &str| {
+            let r = out
+                .readings
+                .iter()
+                .find(|r| r.device_id.as_str() == device)
+                .unwrap();
+            (r.get(Quantity::EnergyBought), r.get(Quantity::EnergySold))
+        };
+        assert_eq!(of("grid_import"), (Some(1234.5), None));
+        assert_eq!(of("grid_export"), (None, Some(310.25)));
+        assert_eq!(of("plug_energy"), (Some(1234.567), None), "Wh in kWh");
+        assert_eq!(of("farm_production"), (None, Some(1500.0)), "MWh in kWh");
+        assert_eq!(
+            of("meter_two"),
+            (None, Some(42.5)),
+            "override_measurement decides for a name that says nothing"
+        );
+        let power = out
+            .readings
+            .iter()
+            .find(|r| r.device_id.as_str() == "power_consumption");
+        assert_eq!(power.unwrap().get(Quantity::Power), Some(350.0), "kW in W");
+    }
+
+    #[test]
+    fn home_assistant_with_the_class_or_the_entity_as_measurement() {
+        // `measurement_attr: domain__device_class`, then `entity_id`: the unit
+        // is then a field of its own.
+        let t = 1795222923000000000i64;
+        let body = format!(
+            "sensor__temperature,domain=sensor,entity_id=porch value=50,unit_of_measurement_str=\"°F\" {t}\n\
+             sensor__humidity,domain=sensor,entity_id=porch_humidity value=61,unit_of_measurement_str=\"%\" {t}\n\
+             sensor__energy,domain=sensor,entity_id=meter_returned value=12.5,unit_of_measurement_str=\"kWh\" {t}\n\
+             sensor.cellar_temperature,domain=sensor,entity_id=cellar_temperature value=11.5,unit_of_measurement_str=\"°C\",device_class_str=\"temperature\" {t}\n\
+             sensor,domain=sensor,entity_id=cpu value=12,unit_of_measurement_str=\"%\" {t}\n"
+        );
+        let out = lines(&body).unwrap();
+        assert_eq!(out.skipped, 1, "a % without a class");
+        let get = |device: &str, q: Quantity| {
+            let r = out
+                .readings
+                .iter()
+                .find(|r| r.device_id.as_str() == device)
+                .unwrap();
+            r.get(q)
+        };
+        assert_eq!(get("porch", Quantity::Temperature), Some(10.0));
+        assert_eq!(get("porch_humidity", Quantity::Humidity), Some(61.0));
+        assert_eq!(get("meter_returned", Quantity::EnergySold), Some(12.5));
+        assert_eq!(get("cellar_temperature", Quantity::Temperature), Some(11.5));
     }
 
     #[test]
