@@ -57,7 +57,7 @@ pub(crate) struct MqttArgs {
     #[arg(long, env = "MQTT_URL")]
     pub(crate) mqtt: Option<String>,
     /// A topic filter to subscribe to (repeatable); by default every shape of docs/mqtt.md:
-    /// readings/#, tele/+/SENSOR, zigbee2mqtt/#, +/status/+, shellies/#.
+    /// readings/#, tele/+/SENSOR, zigbee2mqtt/#, +/status/+, shellies/#, dsmr/#.
     #[arg(
         long = "mqtt-topic",
         env = "MQTT_TOPICS",

@@ -26,12 +26,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The topics subscribed to when none is given: every shape of docs/mqtt.md.
-pub const DEFAULT_TOPICS: [&str; 5] = [
+pub const DEFAULT_TOPICS: [&str; 6] = [
     "readings/#",
     "tele/+/SENSOR",
     "zigbee2mqtt/#",
     "+/status/+",
     "shellies/#",
+    "dsmr/#",
 ];
 
 /// Most messages stored in one write: more than a broker keeps in flight

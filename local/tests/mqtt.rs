@@ -128,7 +128,16 @@ fn every_shape_is_stored_and_a_bad_message_does_not_stop_the_good_ones() {
             "cumulative_kwh_n",
             0.0605,
         ),
+        (
+            "dsmr/json",
+            r#"{"id":1,"timestamp":"2026-11-23T10:00:01Z","electricity_delivered_1":4021.117,"electricity_delivered_2":3817.25,"electricity_returned_1":1102.5,"electricity_returned_2":2310.016,"electricity_currently_delivered":0.0,"electricity_currently_returned":1.212,"extra_device_delivered":2210.371}"#,
+            "dsmr",
+            "cumulative_kwh_p",
+            7838.367,
+        ),
     ];
+    // DSMR-reader's topics of one field: ignored, and `/health` says why.
+    broker.publish("dsmr/reading/electricity_delivered_1", "4021.117");
     // A Shelly's components without a reading are acknowledged and counted
     // as ignored, neither stored nor rejected.
     broker.publish("shellypro3em-c8f09e/status/sys", r#"{"uptime":28980}"#);
@@ -150,7 +159,7 @@ fn every_shape_is_stored_and_a_bad_message_does_not_stop_the_good_ones() {
     // visible: waited for, not read once.
     let health = eventually(&server, "/health", |h| {
         let s = &h["checks"][0]["subscription"];
-        s["stored"] == 7 && s["rejected"] == 2 && s["ignored"] == 2
+        s["stored"] == 8 && s["rejected"] == 2 && s["ignored"] == 3
     });
     let s = &health["checks"][0]["subscription"];
     let last = s["last_ignored"].as_str().unwrap();

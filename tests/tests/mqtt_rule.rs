@@ -183,8 +183,9 @@ async fn a_message_the_store_cannot_take_fails_and_is_stored_when_it_can() {
 /// (`emeter/1/total`, Wh) the bought one alone; a Zigbee DIN meter (`energy`, `produced_energy`), a smart
 /// meter through Tasmota's Smart Meter Interface (`Total_in`, `Total_out`,
 /// kWh), a Shelly Pro 3EM (`emdata`'s `total_act`, `total_act_ret`, Wh), a
-/// Shelly Pro EM's second channel (`em1data`) and a PM Mini behind a
-/// balcony inverter (`ret_aenergy`) both. Each message every 10 minutes for
+/// Shelly Pro EM's second channel (`em1data`), a PM Mini behind a
+/// balcony inverter (`ret_aenergy`) and a P1 meter through DSMR-reader
+/// (`dsmr/json`, two tariffs each way, at the meter's time) both. Each message every 10 minutes for
 /// three hours; hourly energy is the counters' own differences, on DynamoDB
 /// and on the embedded store.
 #[tokio::test]
@@ -195,11 +196,12 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
     let sqlite = SqliteStore::open(dir.join("ingester.db")).unwrap();
     let dynamo = fresh_store(&dynalite(), "mqtt-energy").await;
     // (topic, payload of the counters' values in kWh, device, whether it sells)
-    type Payload = fn(f64, f64) -> String;
-    let devices: [(&str, Payload, &str, bool); 10] = [
+    // (the counters in kWh, bought and sold, and the time of the message)
+    type Payload = fn(f64, f64, &str) -> String;
+    let devices: [(&str, Payload, &str, bool); 11] = [
         (
             "tele/pow-1/SENSOR",
-            |kwh, _| {
+            |kwh, _, _| {
                 format!(
                     r#"{{"Time":"2026-11-21T03:00:00","ENERGY":{{"Total":{kwh:.3},"Power":150,"Voltage":231}}}}"#
                 )
@@ -209,7 +211,7 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
         ),
         (
             "shellyplus1pm-c1/status/switch:0",
-            |kwh, _| {
+            |kwh, _, _| {
                 format!(
                     r#"{{"id":0,"output":true,"apower":8.9,"aenergy":{{"total":{:.1},"by_minute":[0,0,0],"minute_ts":1795226400}}}}"#,
                     kwh * 1000.0
@@ -220,26 +222,26 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
         ),
         (
             "zigbee2mqtt/plug-2",
-            |kwh, _| format!(r#"{{"power":41.5,"energy":{kwh:.3},"state":"ON"}}"#),
+            |kwh, _, _| format!(r#"{{"power":41.5,"energy":{kwh:.3},"state":"ON"}}"#),
             "plug-2",
             false,
         ),
         (
             "shellies/shellyplug-s-7e1d/relay/0/energy",
             // Watt-minutes, as plain text.
-            |kwh, _| format!("{}", (kwh * 60_000.0).round()),
+            |kwh, _, _| format!("{}", (kwh * 60_000.0).round()),
             "shellyplug-s-7e1d",
             false,
         ),
         (
             "shellies/shellyem-b1/emeter/1/total",
-            |kwh, _| format!("{:.2}", kwh * 1000.0),
+            |kwh, _, _| format!("{:.2}", kwh * 1000.0),
             "shellyem-b1-1",
             false,
         ),
         (
             "zigbee2mqtt/din-meter",
-            |kwh, sold| {
+            |kwh, sold, _| {
                 format!(r#"{{"power":-640,"energy":{kwh:.3},"produced_energy":{sold:.3}}}"#)
             },
             "din-meter",
@@ -247,7 +249,7 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
         ),
         (
             "tele/hichi/SENSOR",
-            |kwh, sold| {
+            |kwh, sold, _| {
                 format!(
                     r#"{{"Time":"2026-11-21T03:00:00","SML":{{"Total_in":{kwh:.4},"Total_out":{sold:.4},"Power_curr":-420,"Meter_Id":"0a01"}}}}"#
                 )
@@ -257,7 +259,7 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
         ),
         (
             "shellypro3em-c8f09e/status/emdata:0",
-            |kwh, sold| {
+            |kwh, sold, _| {
                 format!(
                     r#"{{"id":0,"a_total_act_energy":1.0,"total_act":{:.2},"total_act_ret":{:.2}}}"#,
                     kwh * 1000.0,
@@ -269,7 +271,7 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
         ),
         (
             "shellyproem50-08f9e0/status/em1data:1",
-            |kwh, sold| {
+            |kwh, sold, _| {
                 format!(
                     r#"{{"id":1,"total_act_energy":{:.2},"total_act_ret_energy":{:.2}}}"#,
                     kwh * 1000.0,
@@ -281,7 +283,7 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
         ),
         (
             "shellypmmini-b1/status/pm1:0",
-            |kwh, sold| {
+            |kwh, sold, _| {
                 format!(
                     r#"{{"id":0,"apower":-381.4,"aenergy":{{"total":{:.3}}},"ret_aenergy":{{"total":{:.3}}}}}"#,
                     kwh * 1000.0,
@@ -291,6 +293,21 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
             "shellypmmini-b1",
             true,
         ),
+        (
+            // A P1 meter's two tariffs, on their own registers: the low one
+            // until 121.5 kWh, the high one after (bought is their sum).
+            "dsmr/json",
+            |kwh, sold, at| {
+                format!(
+                    r#"{{"id":7,"timestamp":"{at}","electricity_delivered_1":{:.3},"electricity_delivered_2":{:.3},"electricity_returned_1":{:.3},"electricity_returned_2":55.0,"electricity_currently_delivered":0.21,"electricity_currently_returned":0.0,"extra_device_delivered":null}}"#,
+                    3000.0 + kwh.min(121.5),
+                    2000.0 + (kwh - 121.5).max(0.0),
+                    100.0 + sold
+                )
+            },
+            "dsmr",
+            true,
+        ),
     ];
     let kwh = |i: i64| 120.0 + (0..i).map(|j| (j % 3 + 1) as f64 * 0.125).sum::<f64>();
     let sold = |i: i64| 40.0 + (0..i).map(|j| (j % 2) as f64 * 0.25).sum::<f64>();
@@ -298,8 +315,9 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
     let dynamo_app = app(dynamo, None, RouteSet::All).await;
     for i in 0..=18i64 {
         let received = RECEIVED + i * 600_000;
+        let at = Timestamp::from_millis(received).unwrap().to_string();
         for (topic, payload, _, _) in &devices {
-            let m = message(topic, &payload(kwh(i), sold(i)), received);
+            let m = message(topic, &payload(kwh(i), sold(i), &at), received);
             let s = on_message(&sqlite_app.store, &sqlite_app.registry, &m)
                 .await
                 .unwrap();

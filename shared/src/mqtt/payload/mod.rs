@@ -9,7 +9,9 @@
 //! - `tele/<device>/SENSOR`: Tasmota's telemetry (`tasmota`);
 //! - `zigbee2mqtt/<friendly name>`: Zigbee2MQTT's device state (`zigbee2mqtt`);
 //! - `<id>/status/<component>`: a Shelly Gen2 device's status (`shelly`);
-//! - `shellies/<id>/...`: a Shelly Gen1 device's values (`shelly_gen1`).
+//! - `shellies/<id>/...`: a Shelly Gen1 device's values (`shelly_gen1`);
+//! - `dsmr/json`: DSMR-reader's telegram of a P1 smart meter (`dsmr_reader`),
+//!   at the meter's time.
 //!
 //! A payload without a time takes the receive time (Tasmota's `Time` is
 //! local time without a zone, so it is not used either). Tasmota's,
@@ -18,6 +20,7 @@
 //! name a room, so a climate reading takes the device's registered room,
 //! or none until it has one (docs/line-protocol.md).
 
+mod dsmr_reader;
 mod shelly;
 mod shelly_gen1;
 mod tasmota;
@@ -76,6 +79,8 @@ pub fn decode(topic: &str, payload: &[u8]) -> Result<Decoded, MqttError> {
             .map_err(bad)
         }
         ["shellies", id, rest @ ..] => shelly_gen1::decode(id, rest, payload).map_err(bad),
+        ["dsmr", "json"] => dsmr_reader::decode(&object(payload).map_err(bad)?).map_err(bad),
+        ["dsmr", _, ..] => Ok(Decoded::Nothing(dsmr_reader::OTHER_TOPICS)),
         [id, "status", component] => shelly::decode(id, component, payload).map_err(bad),
         _ => Err(MqttError::UnknownTopic(topic.to_owned())),
     }
