@@ -214,7 +214,9 @@ def main():
             fig = driver.find_element(By.CSS_SELECTOR, 'figure[data-chart="energy-hours"]')
             webdriver.ActionChains(driver).move_to_element(fig.find_element(By.CSS_SELECTOR, ".wide svg")).perform()
             time.sleep(0.2)
-            check("kWh bought" in fig.find_element(By.CSS_SELECTOR, ".tip").text, f"{meter}: the bar under the pointer")
+            tip = fig.find_element(By.CSS_SELECTOR, ".tip").text
+            check("kWh bought" in tip, f"{meter}: the bar under the pointer")
+            check(("kWh sold" in tip) == (meter == "meter-1"), f"{meter}: what it sold, where it sells: {tip!r}")
             check(console_errors(driver) == [], f"{meter} console")
         if os.environ.get("SCREENSHOTS"):
             driver.get(base + f"/ui/devices/meter-1?tz={zone}#energy")

@@ -557,6 +557,96 @@ async fn a_meter_s_page_has_energy_bars_with_totals<S: TestStore>() {
     }
 }
 
+/// A meter that only sells (a solar inverter; Home Assistant's production
+/// entity) shows what it sold and no bought column or cost; a gas meter's
+/// counter is not electricity: no table, no energy section.
+async fn a_meter_shows_only_the_counters_it_has<S: TestStore>() {
+    let tariff = shared::domain::tariff::Tariff::parse("0.25", "EUR").unwrap();
+    let app = app(S::fresh("dash-sold-only").await, None, RouteSet::All)
+        .await
+        .with_tariff(tariff);
+    let readings: Vec<Value> = (0..156)
+        .flat_map(|i| {
+            [
+                json!({"device_id": "pv-1", "timestamp": ago(10 + i * 10), "type": "power",
+                       "cumulative_kwh_n": 900.0 + (156 - i) as f64 * 0.07, "current_w": -420.0}),
+                json!({"device_id": "gas-1", "timestamp": ago(10 + i * 10), "type": "meter",
+                       "gas_m3": 3000.0 + (156 - i) as f64 * 0.01}),
+            ]
+        })
+        .collect();
+    post(&app, &readings).await;
+    let now = Timestamp::now().millis();
+    let midnight = now - now.rem_euclid(86_400_000);
+
+    let (status, overview) = text(&get(&app, "/", &[], &[]).await);
+    assert_eq!(status, 200, "{overview}");
+    assert!(
+        !overview.contains("class=\"energy-totals\" data-device=\"gas-1\""),
+        "a gas meter is no electricity meter"
+    );
+    let at = overview
+        .find("<table class=\"energy-totals\" data-device=\"pv-1\"")
+        .expect("pv-1's table");
+    let table = overview[at..].split("</table>").next().unwrap();
+    assert!(
+        table.contains("Sold (kWh)") && table.contains("class=\"num sold\""),
+        "{table}"
+    );
+    assert!(
+        !table.contains("Bought") && !table.contains("num bought") && !table.contains("Cost"),
+        "{table}"
+    );
+    let sold: f64 = attr_after(table, "data-period=\"Today\"", "data-kwh")
+        .parse()
+        .unwrap();
+    let want = energy_route(&app, "pv-1", midnight, midnight + 86_400_000, "1d").await;
+    assert!(
+        (sold - want.1).abs() < 1e-9 && want.1 > 0.0,
+        "{sold} {want:?}"
+    );
+
+    let (status, page) = text(&get(&app, "/ui/devices/pv-1", &[], &[]).await);
+    assert_eq!(status, 200, "{page}");
+    let section = &page[page.find("id=\"energy\"").expect("an energy section")..];
+    assert!(section.contains("Sold (kWh)"), "{section}");
+    assert!(
+        !section.contains("Bought (kWh)") && !section.contains("Cost ("),
+        "nothing bought, nothing to pay"
+    );
+    let marker = "data-chart=\"energy-hours\"";
+    let figure = &section[section.find(marker).unwrap()..];
+    let figure = figure.split("</figure>").next().unwrap();
+    assert!(
+        figure.contains("data-sells") && !figure.contains("data-buys"),
+        "{figure}"
+    );
+    let caption = figure.split("<figcaption>").nth(1).unwrap();
+    assert!(
+        caption.contains("kWh sold") && !caption.contains("kWh bought"),
+        "{caption}"
+    );
+    let total: f64 = attr_after(figure, marker, "data-total-sold")
+        .parse()
+        .unwrap();
+    let want = energy_route(
+        &app,
+        "pv-1",
+        midnight - 86_400_000,
+        midnight + 86_400_000,
+        "1h",
+    )
+    .await;
+    assert!((total - want.1).abs() < 1e-9, "{total} {want:?}");
+
+    let (status, gas) = text(&get(&app, "/ui/devices/gas-1", &[], &[]).await);
+    assert_eq!(status, 200, "{gas}");
+    assert!(
+        !gas.contains("id=\"energy\""),
+        "no electricity on a gas meter's page"
+    );
+}
+
 async fn the_token_is_asked_once_and_kept_in_a_strict_cookie<S: TestStore>() {
     let app = app(S::fresh("dash-token").await, Some(TOKEN), RouteSet::All).await;
     post(&app, &history()).await;
@@ -787,5 +877,6 @@ on_every_store!(
     names_are_escaped,
     the_overview_s_electricity_is_the_energy_routes,
     a_meter_s_page_has_energy_bars_with_totals,
+    a_meter_shows_only_the_counters_it_has,
     the_token_is_asked_once_and_kept_in_a_strict_cookie,
 );

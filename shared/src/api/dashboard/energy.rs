@@ -7,8 +7,8 @@
 
 use super::charts::Bar;
 use crate::domain::aggregate::{Bucketing, EnergyBucket, Width};
-use crate::model::Zone;
 use crate::model::{DeviceId, TimeRange, Timestamp};
+use crate::model::{Quantity, Zone};
 use crate::query::{self, StatsQuery};
 use crate::store::{DeviceRecord, Store, StoreError};
 
@@ -98,8 +98,8 @@ pub struct MeterEnergy {
     pub charts: Vec<Bars>,
     /// (period name, totals): today, yesterday, the last 30 days, the last 12 months.
     pub periods: Vec<(&'static str, Totals)>,
-    /// Whether the meter has a sold counter (the page then shows it).
-    pub sells: bool,
+    /// The counters the meter has sent (the page shows a column for each).
+    pub counters: Counters,
 }
 
 async fn buckets<S: Store>(
@@ -116,14 +116,33 @@ async fn buckets<S: Store>(
     Ok(query::energy(store, device, &q).await?.buckets)
 }
 
-/// Whether a device has reported a counter: it is a meter.
-pub fn is_meter(d: &DeviceRecord) -> bool {
-    reports_a_counter(d.quantities.iter().copied())
+/// Which electricity counters a device has sent: bought, sold, both or
+/// neither. A meter's tables and charts show a column and a total for each
+/// it has (a solar inverter's, or Home Assistant's production entity, only
+/// sold); a gas or water meter's counter is not electricity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counters {
+    pub bought: bool,
+    pub sold: bool,
 }
 
-/// Whether these quantities hold a counter (bought, sold or both).
-pub fn reports_a_counter(mut quantities: impl Iterator<Item = crate::model::Quantity>) -> bool {
-    quantities.any(|q| q.kind() == crate::model::QuantityKind::Counter)
+impl Counters {
+    pub fn of(quantities: impl Iterator<Item = Quantity>) -> Self {
+        quantities.fold(Self::default(), |c, q| Self {
+            bought: c.bought || q == Quantity::EnergyBought,
+            sold: c.sold || q == Quantity::EnergySold,
+        })
+    }
+
+    /// Whether there is any: the device is a meter.
+    pub fn any(self) -> bool {
+        self.bought || self.sold
+    }
+}
+
+/// Whether a device has reported an electricity counter: it is a meter.
+pub fn is_meter(d: &DeviceRecord) -> bool {
+    Counters::of(d.quantities.iter().copied()).any()
 }
 
 /// A meter's energy: hours of yesterday and today, 30 days, 12 months.
@@ -186,9 +205,7 @@ pub async fn meter<S: Store>(
     Ok(MeterEnergy {
         charts,
         periods,
-        sells: device
-            .quantities
-            .contains(&crate::model::Quantity::EnergySold),
+        counters: Counters::of(device.quantities.iter().copied()),
     })
 }
 

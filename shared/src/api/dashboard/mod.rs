@@ -287,15 +287,15 @@ impl Plot {
     }
 }
 
-/// The plots of a device: its gauges, and energy when it has a counter
-/// (bought, sold or both).
+/// The plots of a device: its gauges, and energy when it has an
+/// electricity counter (bought, sold or both).
 fn plots(quantities: impl Iterator<Item = Quantity> + Clone) -> Vec<Plot> {
     let mut out: Vec<Plot> = quantities
         .clone()
         .filter(|q| q.kind() == QuantityKind::Gauge)
         .map(Plot::Gauge)
         .collect();
-    if energy::reports_a_counter(quantities) {
+    if energy::Counters::of(quantities).any() {
         out.push(Plot::Energy);
     }
     out

@@ -4,7 +4,7 @@
 //! as inline SVG; no JavaScript toolchain, no CDN.
 
 use super::charts::{self, Chart, Data};
-use super::energy::{Bars, MeterEnergy, Totals};
+use super::energy::{Bars, Counters, MeterEnergy, Totals};
 use super::{Drawn, View, PAGE_SIZES, PICKS, QUIET_AFTER_MS};
 use crate::api::json::unsigned_zero;
 use crate::domain::tariff::Tariff;
@@ -68,7 +68,10 @@ document.querySelectorAll('figure[data-bars]').forEach(function (fig) {
     var bar = bars.filter(function (b) { return b[0] <= t && t < b[1]; })[0];
     if (!bar) { tip.textContent = ''; return; }
     var when = new Date(bar[0]).toLocaleString(undefined, { timeZone: fig.dataset.tz, dateStyle: 'medium', timeStyle: fig.dataset.chart === 'energy-hours' ? 'short' : undefined });
-    tip.textContent = when + ': ' + bar[2].toFixed(2) + ' kWh bought' + (fig.dataset.sells ? ', ' + bar[3].toFixed(2) + ' sold' : '');
+    var parts = [];
+    if (fig.dataset.buys !== undefined) { parts.push(bar[2].toFixed(2) + ' kWh bought'); }
+    if (fig.dataset.sells !== undefined) { parts.push(bar[3].toFixed(2) + ' kWh sold'); }
+    tip.textContent = when + ': ' + parts.join(', ');
   });
 });
 document.querySelectorAll('figure[data-chart]:not([data-bars])').forEach(function (fig) {
@@ -267,29 +270,30 @@ fn kwh(v: f64) -> String {
     format!("{:.2}", unsigned_zero((v * 100.0).round() / 100.0))
 }
 
-/// A period's row of the electricity tables: bought, sold where the meters
-/// sell, and cost where a price is set. Full-precision values ride along
-/// in `data-kwh` for the tests.
-fn totals_row(period: &str, t: &Totals, sells: bool, tariff: Option<&Tariff>) -> Markup {
+/// A period's row of the electricity tables: bought and sold, each where
+/// the meter has that counter, and the cost of what was bought where a
+/// price is set. Full-precision values ride along in `data-kwh` for the
+/// tests.
+fn totals_row(period: &str, t: &Totals, counters: Counters, tariff: Option<&Tariff>) -> Markup {
     html! {
         tr data-period=(period) {
             th scope="row" { (period) }
-            td.num.bought data-kwh=(unsigned_zero(t.bought)) { (kwh(t.bought)) }
-            @if sells { td.num.sold data-kwh=(unsigned_zero(t.sold)) { (kwh(t.sold)) } }
-            @if let Some(tariff) = tariff {
+            @if counters.bought { td.num.bought data-kwh=(unsigned_zero(t.bought)) { (kwh(t.bought)) } }
+            @if counters.sold { td.num.sold data-kwh=(unsigned_zero(t.sold)) { (kwh(t.sold)) } }
+            @if let Some(tariff) = tariff.filter(|_| counters.bought) {
                 td.num.cost { (kwh(tariff.cost(t.bought))) }
             }
         }
     }
 }
 
-fn totals_head(first: &str, sells: bool, tariff: Option<&Tariff>) -> Markup {
+fn totals_head(first: &str, counters: Counters, tariff: Option<&Tariff>) -> Markup {
     html! {
         thead { tr {
             th scope="col" { (first) }
-            th.num scope="col" { "Bought (kWh)" }
-            @if sells { th.num scope="col" { "Sold (kWh)" } }
-            @if let Some(tariff) = tariff {
+            @if counters.bought { th.num scope="col" { "Bought (kWh)" } }
+            @if counters.sold { th.num scope="col" { "Sold (kWh)" } }
+            @if let Some(tariff) = tariff.filter(|_| counters.bought) {
                 th.num scope="col" { "Cost (" (tariff.currency()) ")" }
             }
         } }
@@ -333,12 +337,12 @@ pub fn overview(o: &Overview) -> Markup {
                 section aria-labelledby="energy-h" {
                     h2 #energy-h { "Electricity" }
                     @for (meter, periods) in o.electricity {
-                        @let sells = meter.quantities.contains(&crate::model::Quantity::EnergySold);
+                        @let counters = Counters::of(meter.quantities.iter().copied());
                         table.energy-totals data-device=(meter.device_id.as_str()) {
                             caption { a href={ "/ui/devices/" (meter.device_id.as_str()) "?tz=" (tz) "#energy" } { (device_name(meter)) } }
-                            (totals_head("Period", sells, o.tariff))
+                            (totals_head("Period", counters, o.tariff))
                             tbody {
-                                @for (period, t) in periods { (totals_row(period, t, sells, o.tariff)) }
+                                @for (period, t) in periods { (totals_row(period, t, counters, o.tariff)) }
                             }
                         }
                     }
@@ -494,7 +498,7 @@ pub struct Device<'a> {
 
 /// One of a meter's energy charts: bars at both sizes, with each bar's
 /// `[start, end, bought, sold]` and the totals in data attributes.
-fn energy_chart(b: &Bars, sells: bool, title: &str, view: &View) -> Markup {
+fn energy_chart(b: &Bars, counters: Counters, title: &str, view: &View) -> Markup {
     let data = Data::Bars(b.bars.clone());
     let draw = |(width, height): (u32, u32)| {
         charts::svg(&Chart {
@@ -519,10 +523,12 @@ fn energy_chart(b: &Bars, sells: bool, title: &str, view: &View) -> Markup {
             data-total-bought=(unsigned_zero(b.totals.bought)) data-total-sold=(unsigned_zero(b.totals.sold))
             data-from=(b.range.from().millis()) data-to=(b.range.to().millis()) data-tz=(view.tz.name())
             data-left=(charts::PLOT_LEFT) data-right=(charts::PLOT_RIGHT)
-            data-sells[sells] {
+            data-buys[counters.bought] data-sells[counters.sold] {
             figcaption {
-                (b.caption) ": " span.total { (kwh(b.totals.bought)) " kWh bought" }
-                @if sells { ", " span.total-sold { (kwh(b.totals.sold)) " kWh sold" } }
+                (b.caption) ": "
+                @if counters.bought { span.total { (kwh(b.totals.bought)) " kWh bought" } }
+                @if counters.bought && counters.sold { ", " }
+                @if counters.sold { span.total-sold { (kwh(b.totals.sold)) " kWh sold" } }
             }
             @if b.bars.is_empty() { p.muted { "No energy in this range." } }
             div.wide { (PreEscaped(draw(PAGE_SIZES[0]))) }
@@ -543,11 +549,11 @@ fn energy_section(
             h2 #energy-h { "Energy" }
             p.muted { "Days and months in " (view.tz.name()) "." }
             table.energy-totals {
-                (totals_head("Period", e.sells, tariff))
-                tbody { @for (period, t) in &e.periods { (totals_row(period, t, e.sells, tariff)) } }
+                (totals_head("Period", e.counters, tariff))
+                tbody { @for (period, t) in &e.periods { (totals_row(period, t, e.counters, tariff)) } }
             }
             @for b in &e.charts {
-                (energy_chart(b, e.sells, &format!("{}: {}", device_name(d), b.caption), view))
+                (energy_chart(b, e.counters, &format!("{}: {}", device_name(d), b.caption), view))
             }
         }
     }
