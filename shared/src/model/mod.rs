@@ -18,7 +18,8 @@ pub use id_index::{FastMap, IdIndex, SharedText};
 pub use ids::{device_id_text, DeviceId, IdError, Name, RoomId};
 pub use interval::parse_interval;
 pub use quantity::{
-    celsius_from_fahrenheit, whole_thousandths, Quantity, QuantityKind, ReadingKind, Spec,
+    celsius_from_fahrenheit, watts_from_kilowatts, whole_thousandths, Quantity, QuantityKind,
+    ReadingKind, Spec,
 };
 pub use raw_reading::{RawBody, RawReading, RawValue};
 pub use reading::{plausible_time, FieldProblem, Measurement, Reading, BOUNDS};

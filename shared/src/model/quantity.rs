@@ -68,6 +68,13 @@ pub fn celsius_from_fahrenheit(f: f64) -> f64 {
     ((f - 32.0) * 5.0 / 9.0 * 1000.0).round() / 1000.0
 }
 
+/// A power in kW as the catalogue's W, to the milliwatt (so that 0.35 kW is
+/// 350 W, not 350.00000000000006). Every edge that takes kW (Home
+/// Assistant's `kW`, DSMR-reader's telegram) converts with this.
+pub fn watts_from_kilowatts(kw: f64) -> f64 {
+    (kw * 1e6).round() / 1e3
+}
+
 /// Every quantity, in the order answers list them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Quantity {

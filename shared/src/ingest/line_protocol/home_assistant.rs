@@ -42,7 +42,7 @@ pub(super) fn quantity(line: &impl LineView) -> Option<(Quantity, Convert)> {
         ("lx", _) => Quantity::Illuminance,
         ("w", _) => Quantity::Power,
         // DSMR meters and some inverters give kW.
-        ("kw", _) => return Some((Quantity::Power, |kw| (kw * 1e6).round() / 1e3)),
+        ("kw", _) => return Some((Quantity::Power, crate::model::watts_from_kilowatts)),
         ("v", _) => Quantity::Voltage,
         ("a", _) => Quantity::Current,
         ("m³", Some("gas")) => Quantity::Gas,

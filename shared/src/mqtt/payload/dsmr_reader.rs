@@ -7,6 +7,7 @@
 //! message, and are acknowledged with a reason.
 
 use super::{kind, kwh, Decoded};
+use crate::model::watts_from_kilowatts;
 use serde_json::{json, Map, Value};
 
 /// The device a DSMR-reader's meter is (it publishes one meter, and its
@@ -55,7 +56,7 @@ pub(super) fn decode(o: &Map<String, Value>) -> Result<Decoded, String> {
     let given = number("electricity_currently_returned")?;
     if drawn.is_some() || given.is_some() {
         let kw = drawn.unwrap_or(0.0) - given.unwrap_or(0.0);
-        r.insert("current_w".into(), json!((kw * 1e6).round() / 1e3));
+        r.insert("current_w".into(), json!(watts_from_kilowatts(kw)));
     }
     // The gas meter's counter, read by the electricity meter (hourly, or
     // every 5 minutes); it is stored at the telegram's time.
