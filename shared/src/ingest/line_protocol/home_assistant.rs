@@ -31,7 +31,8 @@ pub(super) fn quantity(line: &impl LineView) -> Option<(Quantity, Convert)> {
         .text_field("device_class_str")
         .or_else(|| measurement.split_once("__").map(|(_, class)| class));
     let same: Convert = |v| v;
-    let q = match (unit.to_ascii_lowercase().as_str(), class) {
+    let lower = unit.to_ascii_lowercase();
+    let q = match (lower.as_str(), class) {
         ("°f", _) => return Some((Quantity::Temperature, crate::model::celsius_from_fahrenheit)),
         ("°c", _) => Quantity::Temperature,
         ("%", Some("humidity")) => Quantity::Humidity,
@@ -53,11 +54,13 @@ pub(super) fn quantity(line: &impl LineView) -> Option<(Quantity, Convert)> {
             if line.text_field("state_class_str") == Some("measurement") {
                 return None;
             }
-            let convert: Convert = match unit {
-                "Wh" | "wh" => |wh| to_the_mwh(wh / 1000.0),
-                "kWh" | "kwh" => same,
-                "MWh" => |mwh| to_the_mwh(mwh * 1000.0),
-                _ => return None, // mWh is no unit Home Assistant gives energy in
+            // In any case (`KWh`, as some scripts write it), but `mWh` is
+            // not `MWh`: Home Assistant gives no energy in mWh.
+            let convert: Convert = match (lower.as_str(), unit.starts_with('M')) {
+                ("wh", _) => |wh| to_the_mwh(wh / 1000.0),
+                ("kwh", _) => same,
+                ("mwh", true) => |mwh| to_the_mwh(mwh * 1000.0),
+                _ => return None,
             };
             let names = [
                 line.tag("entity_id"),

@@ -563,13 +563,18 @@ mod tests {
              kWh,domain=sensor,entity_id=grid_export value=310.25,device_class_str=\"energy\",state_class_str=\"total_increasing\" {t}\n\
              Wh,domain=sensor,entity_id=plug_energy value=1234567,device_class_str=\"energy\",state_class_str=\"total_increasing\" {t}\n\
              MWh,domain=sensor,entity_id=farm_production value=1.5,device_class_str=\"energy\" {t}\n\
+             KWh,domain=sensor,entity_id=heat_pump_energy value=3120.5,device_class_str=\"energy\" {t}\n\
+             mWh,domain=sensor,entity_id=tiny_energy value=5,device_class_str=\"energy\" {t}\n\
              kWh,domain=sensor,entity_id=car_battery value=41.2,device_class_str=\"energy_storage\",state_class_str=\"measurement\" {t}\n\
              kWh,domain=sensor,entity_id=home_battery value=8.2,state_class_str=\"measurement\" {t}\n\
              kW,domain=sensor,entity_id=power_consumption value=0.35,device_class_str=\"power\" {t}\n\
              cumulative_kwh_n,domain=sensor,entity_id=meter_two value=42.5,device_class_str=\"energy\",unit_of_measurement_str=\"kWh\" {t}\n"
         );
         let out = lines(&body).unwrap();
-        assert_eq!(out.skipped, 2, "stored energy is no counter");
+        assert_eq!(
+            out.skipped, 3,
+            "stored energy is no counter, and mWh no unit of it"
+        );
         let of = |device: &str| {
             let r = out
                 .readings
@@ -582,6 +587,11 @@ mod tests {
         assert_eq!(of("grid_export"), (None, Some(310.25)));
         assert_eq!(of("plug_energy"), (Some(1234.567), None), "Wh in kWh");
         assert_eq!(of("farm_production"), (None, Some(1500.0)), "MWh in kWh");
+        assert_eq!(
+            of("heat_pump_energy"),
+            (Some(3120.5), None),
+            "a unit in any case"
+        );
         assert_eq!(
             of("meter_two"),
             (None, Some(42.5)),
