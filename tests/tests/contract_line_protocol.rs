@@ -85,6 +85,21 @@ async fn home_assistant_writes_with_its_default_layout<S: TestStore>() {
     let resp = write(&app, "/write", &v1, &body, &[]).await;
     assert_eq!(resp.status_code, 204, "{resp:?}");
     assert_eq!(resp.headers.get("x-ingester-skipped-lines").unwrap(), "1");
+    // `/health` says which line was skipped, and why.
+    let (status, health) = get(&app, "/health", &[]).await;
+    assert_eq!(status, 200, "{health}");
+    let check = health["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "line protocol")
+        .unwrap_or_else(|| panic!("{health}"));
+    assert_eq!(check["lines"]["skipped"], 1, "{check}");
+    let last = check["lines"]["last_skipped"].as_str().unwrap();
+    assert!(
+        last.starts_with("state,entity_id=front_door: the value's measurement \"state\""),
+        "{last}"
+    );
     assert_eq!(
         readings(&app, "living_temperature").await,
         json!([{"device_id":"living_temperature","timestamp":"2026-11-21T01:02:03.000Z","type":"climate","temperature":21.5}])

@@ -57,6 +57,7 @@ fn app_on(client: aws_sdk_dynamodb::Client) -> App<DynamoStore> {
         backups: None,
         tariff: None,
         alert_receivers: None,
+        skipped_lines: Default::default(),
     }
 }
 

@@ -46,6 +46,7 @@ fn app(url: &str, table: &str, concurrency: usize) -> App<DynamoStore> {
         backups: None,
         tariff: None,
         alert_receivers: None,
+        skipped_lines: Default::default(),
     }
 }
 

@@ -156,10 +156,11 @@ async fn write<S: Store>(
     let out = ingest::ingest(&app.store, &app.registry, wire, Timestamp::now())
         .await
         .map_err(InfluxError::from)?;
+    app.skipped_lines.record(&out.skipped);
     let mut response = StatusCode::NO_CONTENT.into_response();
     response.headers_mut().insert(
         "x-ingester-skipped-lines",
-        HeaderValue::from(out.skipped_lines as u64),
+        HeaderValue::from(out.skipped.lines as u64),
     );
     Ok(response)
 }
@@ -201,6 +202,18 @@ pub async fn health<S: Store>(State(app): State<Arc<App<S>>>) -> Response {
     }));
     if let Some(names) = &app.alert_receivers {
         checks.push(alert_check(&app.store, names).await);
+    }
+    if let Some(r) = app.skipped_lines.report() {
+        checks.push(json!({
+            "name": "line protocol",
+            "status": "pass",
+            "message": format!(
+                "{} lines skipped since the server started, holding no quantity of ours; the last: {}",
+                r.skipped,
+                r.last_skipped.as_deref().unwrap_or("?")
+            ),
+            "lines": r,
+        }));
     }
     (
         [(header::CONTENT_TYPE, "application/json")],

@@ -16,6 +16,7 @@ pub mod params;
 mod presented;
 mod profile;
 mod routes;
+pub mod skipped_lines;
 mod state;
 mod views;
 

@@ -81,6 +81,8 @@ pub struct App<S> {
     /// The alert receivers beside the server (`serve --alert-rules`), whose
     /// health `GET /health` reports.
     pub alert_receivers: Option<Vec<String>>,
+    /// The lines the InfluxDB write API skipped, for `GET /health`.
+    pub skipped_lines: std::sync::Arc<super::skipped_lines::SkippedLines>,
 }
 
 impl<S: Store> App<S> {
@@ -119,6 +121,7 @@ impl<S: Store> App<S> {
             backups: None,
             tariff: None,
             alert_receivers: None,
+            skipped_lines: Default::default(),
         }
     }
 

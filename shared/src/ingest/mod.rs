@@ -79,19 +79,28 @@ pub struct Ingested {
     pub written: usize,
     pub duplicates: usize,
     /// Line protocol only: lines with no quantity of the catalogue.
-    pub skipped_lines: usize,
+    pub skipped: Skipped,
+}
+
+/// A line-protocol body's lines that held no quantity of the catalogue
+/// (another program's metrics, an entity whose unit says nothing): how
+/// many, and the last one with why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Skipped {
+    pub lines: usize,
+    pub last: Option<String>,
 }
 
 /// Parses a body into readings, resolving a reading's room from the
-/// registry when it names none; also how many lines carried no quantity of
+/// registry when it names none; also the lines that carried no quantity of
 /// ours (line protocol).
 pub fn parse(
     wire: Wire<'_>,
     now: Timestamp,
     registry: &crate::store::RegistrySnapshot,
-) -> Result<(Vec<Reading>, usize), IngestError> {
+) -> Result<(Vec<Reading>, Skipped), IngestError> {
     match wire {
-        Wire::Json(body) => Ok((json::parse_batch(body, now, registry)?, 0)),
+        Wire::Json(body) => Ok((json::parse_batch(body, now, registry)?, Skipped::default())),
         Wire::LineProtocol { body, precision } => {
             let text =
                 std::str::from_utf8(body).map_err(|e| IngestError::NotUtf8(e.to_string()))?;
@@ -103,7 +112,13 @@ pub fn parse(
                     lines.readings.len()
                 )));
             }
-            Ok((lines.readings, lines.skipped))
+            Ok((
+                lines.readings,
+                Skipped {
+                    lines: lines.skipped,
+                    last: lines.last_skipped,
+                },
+            ))
         }
     }
 }
@@ -121,10 +136,10 @@ pub async fn ingest<S: Store>(
     now: Timestamp,
 ) -> Result<Ingested, IngestError> {
     let snapshot = registry.current_for_rooms(store).await;
-    let (readings, skipped_lines) = parse(wire, now, &snapshot)?;
+    let (readings, skipped) = parse(wire, now, &snapshot)?;
     write(store, registry, &snapshot, readings)
         .await
-        .into_ingested(skipped_lines)
+        .into_ingested(skipped)
 }
 
 /// What [`write`] did with its readings.
@@ -139,12 +154,12 @@ pub struct Written {
 
 impl Written {
     /// A request's answer: what it stored, or which of its readings are not.
-    pub fn into_ingested(self, skipped_lines: usize) -> Result<Ingested, IngestError> {
+    pub fn into_ingested(self, skipped: Skipped) -> Result<Ingested, IngestError> {
         if self.unwritten.is_empty() {
             Ok(Ingested {
                 written: self.items_written,
                 duplicates: self.duplicates,
-                skipped_lines,
+                skipped,
             })
         } else {
             Err(IngestError::Unavailable {

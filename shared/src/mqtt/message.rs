@@ -54,7 +54,7 @@ pub async fn ingest_message<S: Store>(
     let parsed = readings_of(topic, payload, received, &snapshot)?;
     Ok(ingest::write(store, registry, &snapshot, parsed.readings)
         .await
-        .into_ingested(parsed.skipped_lines)?)
+        .into_ingested(parsed.skipped)?)
 }
 
 /// A message's readings, parsed as the HTTP write of the same body would
@@ -62,7 +62,7 @@ pub async fn ingest_message<S: Store>(
 pub(super) struct MessageReadings {
     pub readings: Vec<Reading>,
     /// Its lines that carried no quantity of ours.
-    pub skipped_lines: usize,
+    pub skipped: ingest::Skipped,
     /// Why it carries no reading, where its shape carries none (a
     /// Zigbee2MQTT bridge topic, a Shelly's `sys`).
     pub nothing: Option<&'static str>,
@@ -99,15 +99,15 @@ pub(super) fn readings_of(
             tracing::debug!(topic, why, "message without readings");
             return Ok(MessageReadings {
                 readings: Vec::new(),
-                skipped_lines: 0,
+                skipped: ingest::Skipped::default(),
                 nothing: Some(why),
             });
         }
     };
-    let (readings, skipped_lines) = ingest::parse(wire, received, snapshot)?;
+    let (readings, skipped) = ingest::parse(wire, received, snapshot)?;
     Ok(MessageReadings {
         readings,
-        skipped_lines,
+        skipped,
         nothing: None,
     })
 }

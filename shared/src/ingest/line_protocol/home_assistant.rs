@@ -24,12 +24,7 @@ use crate::model::Quantity;
 /// CPU, a `kWh` of a battery's charge).
 pub(super) fn quantity(line: &impl LineView) -> Option<(Quantity, Convert)> {
     let measurement = line.measurement();
-    let unit = line
-        .text_field("unit_of_measurement_str")
-        .unwrap_or(measurement);
-    let class = line
-        .text_field("device_class_str")
-        .or_else(|| measurement.split_once("__").map(|(_, class)| class));
+    let (unit, class) = unit_and_class(line);
     let same: Convert = |v| v;
     let lower = unit.to_ascii_lowercase();
     let q = match (lower.as_str(), class) {
@@ -77,6 +72,44 @@ pub(super) fn quantity(line: &impl LineView) -> Option<(Quantity, Convert)> {
         _ => return None,
     };
     Some((q, same))
+}
+
+/// A line's unit and device class, wherever its layout puts them (module
+/// comment).
+fn unit_and_class(line: &impl LineView) -> (&str, Option<&str>) {
+    let measurement = line.measurement();
+    let unit = line
+        .text_field("unit_of_measurement_str")
+        .unwrap_or(measurement);
+    let class = line
+        .text_field("device_class_str")
+        .or_else(|| measurement.split_once("__").map(|(_, class)| class));
+    (unit, class)
+}
+
+/// Why a line's `value` is no quantity ([`quantity`] found none).
+pub(super) fn why_not(line: &impl LineView) -> String {
+    let (unit, class) = unit_and_class(line);
+    let class_text = class.map_or("without a device_class_str".to_owned(), |c| {
+        format!("with class {c}")
+    });
+    match unit.to_ascii_lowercase().as_str() {
+        "%" => {
+            format!("a value in % is stored only with class humidity or battery, here {class_text}")
+        }
+        "ppm" | "µg/m³" | "m³" => format!("a value in {unit} {class_text} is none of ours"),
+        "mwh" if !unit.starts_with('M') => "a value in mWh is none of ours".to_owned(),
+        "wh" | "kwh" | "mwh" => format!(
+            "a value in {unit} {class_text} and state class {} is stored energy, not a \
+             counter of energy bought or sold",
+            line.text_field("state_class_str").unwrap_or("none")
+        ),
+        _ => format!(
+            "the value's measurement {:?} (unit {unit:?}) names no quantity of the catalogue \
+             (docs/line-protocol.md)",
+            line.measurement()
+        ),
+    }
 }
 
 /// Words that say energy went to the grid, said together (`to_grid`,

@@ -75,6 +75,8 @@ pub struct Lines {
     pub readings: Vec<Reading>,
     /// Lines with no quantity of the catalogue (another program's metrics).
     pub skipped: usize,
+    /// The last of them, and why it holds no quantity (`skipped_line`).
+    pub last_skipped: Option<String>,
 }
 
 /// Tags that name the device, in the order they are looked for.
@@ -225,6 +227,7 @@ fn numbered_lines(body: &str) -> impl Iterator<Item = (usize, Result<ParsedLine<
 struct Gatherer {
     gathered: Vec<Gathered>,
     skipped: usize,
+    last_skipped: Option<String>,
     precision: Precision,
     now: Timestamp,
     // A batch names few devices and rooms, line after line: each is parsed
@@ -241,6 +244,7 @@ impl Gatherer {
         Self {
             gathered: Vec::with_capacity(memchr::memchr_iter(b'\n', body.as_bytes()).count() + 1),
             skipped: 0,
+            last_skipped: None,
             precision,
             now,
             devices: Known::default(),
@@ -255,6 +259,7 @@ impl Gatherer {
         let values = quantities(parsed).map_err(fail)?;
         if values.is_empty() {
             self.skipped += 1;
+            self.last_skipped = Some(skipped_line(parsed));
             return Ok(());
         }
         let known = parsed
@@ -306,6 +311,7 @@ impl Gatherer {
         let Self {
             mut gathered,
             skipped,
+            last_skipped,
             ..
         } = self;
         // Readings come out ordered by time, then device (times mostly differ, so
@@ -345,7 +351,11 @@ impl Gatherer {
                 measurement,
             });
         }
-        Ok(Lines { readings, skipped })
+        Ok(Lines {
+            readings,
+            skipped,
+            last_skipped,
+        })
     }
 }
 
@@ -422,6 +432,22 @@ fn quantities(line: &impl LineView) -> Result<Vec<(Quantity, f64)>, String> {
         }
     }
     Ok(out)
+}
+
+/// A line that holds no quantity, named by its measurement and device tag,
+/// and why: what `/health` shows of the last one, so that a user can see
+/// why an entity of theirs is not stored.
+fn skipped_line(line: &impl LineView) -> String {
+    let device = DEVICE_TAGS
+        .iter()
+        .find_map(|t| line.tag(t).map(|v| format!(",{t}={v}")))
+        .unwrap_or_default();
+    let why = if line.fields().any(|(name, _)| name == "value") {
+        home_assistant::why_not(line)
+    } else {
+        "no field is named as a quantity of the catalogue (docs/quantities.md)".to_owned()
+    };
+    format!("{}{device}: {why}", line.measurement())
 }
 
 /// From the unit a client sent to the catalogue's.
@@ -534,6 +560,10 @@ mod tests {
         );
         let out = lines(body).unwrap();
         assert_eq!(out.skipped, 2, "a binary sensor and an unclassed %");
+        assert_eq!(
+            out.last_skipped.as_deref(),
+            Some("%,entity_id=cpu_use: a value in % is stored only with class humidity or battery, here without a device_class_str")
+        );
         let by_device: BTreeMap<String, serde_json::Value> = out
             .readings
             .iter()
@@ -618,6 +648,13 @@ mod tests {
         );
         let out = lines(&body).unwrap();
         assert_eq!(out.skipped, 1, "a % without a class");
+        assert!(
+            out.last_skipped
+                .as_deref()
+                .is_some_and(|l| l.starts_with("sensor,entity_id=cpu: a value in % ")),
+            "{:?}",
+            out.last_skipped
+        );
         let get = |device: &str, q: Quantity| {
             let r = out
                 .readings
