@@ -861,11 +861,20 @@ async fn latest_values_come_each_from_the_newest_reading_that_has_it<S: TestStor
     assert!(table.contains(">20.5 °C<"), "{table}");
     assert!(table.contains(">48 %"), "{table}");
     assert!(table.contains(">640 ppm<"), "{table}");
+    assert!(
+        table.contains("data-quantity=\"co2_ppm\">CO₂<")
+            && table.contains("data-quantity=\"temperature\">Temperature<"),
+        "each row named for people, the catalogue's name beside: {table}"
+    );
     let (_, page) = text(&get(&app, "/ui/devices/pro3em", &[], &[]).await);
     let table = latest(&page);
     assert!(table.contains(">-120.5 W<"), "{table}");
     assert!(table.contains(">6000.75 kWh"), "{table}");
     assert!(table.contains(">60.5 kWh"), "{table}");
+    assert!(
+        table.contains(">Energy sold, meter total<") && table.contains(">Power<"),
+        "{table}"
+    );
     assert_eq!(table.matches("class=\"muted\"> (").count(), 2, "{table}");
 }
 

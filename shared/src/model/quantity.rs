@@ -53,6 +53,8 @@ impl ReadingKind {
 #[derive(Debug)]
 pub struct Spec {
     pub name: &'static str,
+    /// What the dashboard calls it, for people (`name` is for programs).
+    pub label: &'static str,
     pub unit: &'static str,
     /// Inclusive plausibility bounds.
     pub range: (f64, f64),
@@ -98,7 +100,7 @@ use QuantityKind::{Counter, Gauge};
 use ReadingKind as F;
 
 const fn spec(
-    name: &'static str,
+    (name, label): (&'static str, &'static str),
     unit: &'static str,
     range: (f64, f64),
     kind: QuantityKind,
@@ -106,6 +108,7 @@ const fn spec(
 ) -> Spec {
     Spec {
         name,
+        label,
         unit,
         range,
         kind,
@@ -146,20 +149,80 @@ const NAME_RANK: [u8; 14] = {
 
 /// In the order of `Quantity`'s variants.
 const CATALOGUE: [Spec; 14] = [
-    spec("cumulative_kwh_p", "kWh", (0.0, 1e9), Counter, F::Power),
-    spec("cumulative_kwh_n", "kWh", (0.0, 1e9), Counter, F::Power),
-    spec("current_w", "W", (-1e7, 1e7), Gauge, F::Power),
-    spec("voltage_v", "V", (0.0, 1e4), Gauge, F::Power),
-    spec("current_a", "A", (-1e4, 1e4), Gauge, F::Power),
-    spec("temperature", "°C", (-100.0, 150.0), Gauge, F::Climate),
-    spec("humidity", "%", (0.0, 100.0), Gauge, F::Climate),
-    spec("pressure_hpa", "hPa", (300.0, 1100.0), Gauge, F::Climate),
-    spec("co2_ppm", "ppm", (0.0, 1e5), Gauge, F::Climate),
-    spec("pm25_ugm3", "µg/m³", (0.0, 1e4), Gauge, F::Climate),
-    spec("illuminance_lx", "lx", (0.0, 2e5), Gauge, F::Climate),
-    spec("gas_m3", "m³", (0.0, 1e9), Counter, F::Meter),
-    spec("water_m3", "m³", (0.0, 1e9), Counter, F::Meter),
-    spec("battery_pct", "%", (0.0, 100.0), Gauge, F::Device),
+    spec(
+        ("cumulative_kwh_p", "Energy bought, meter total"),
+        "kWh",
+        (0.0, 1e9),
+        Counter,
+        F::Power,
+    ),
+    spec(
+        ("cumulative_kwh_n", "Energy sold, meter total"),
+        "kWh",
+        (0.0, 1e9),
+        Counter,
+        F::Power,
+    ),
+    spec(("current_w", "Power"), "W", (-1e7, 1e7), Gauge, F::Power),
+    spec(("voltage_v", "Voltage"), "V", (0.0, 1e4), Gauge, F::Power),
+    spec(("current_a", "Current"), "A", (-1e4, 1e4), Gauge, F::Power),
+    spec(
+        ("temperature", "Temperature"),
+        "°C",
+        (-100.0, 150.0),
+        Gauge,
+        F::Climate,
+    ),
+    spec(
+        ("humidity", "Humidity"),
+        "%",
+        (0.0, 100.0),
+        Gauge,
+        F::Climate,
+    ),
+    spec(
+        ("pressure_hpa", "Air pressure"),
+        "hPa",
+        (300.0, 1100.0),
+        Gauge,
+        F::Climate,
+    ),
+    spec(("co2_ppm", "CO₂"), "ppm", (0.0, 1e5), Gauge, F::Climate),
+    spec(
+        ("pm25_ugm3", "PM2.5"),
+        "µg/m³",
+        (0.0, 1e4),
+        Gauge,
+        F::Climate,
+    ),
+    spec(
+        ("illuminance_lx", "Light"),
+        "lx",
+        (0.0, 2e5),
+        Gauge,
+        F::Climate,
+    ),
+    spec(
+        ("gas_m3", "Gas, meter total"),
+        "m³",
+        (0.0, 1e9),
+        Counter,
+        F::Meter,
+    ),
+    spec(
+        ("water_m3", "Water, meter total"),
+        "m³",
+        (0.0, 1e9),
+        Counter,
+        F::Meter,
+    ),
+    spec(
+        ("battery_pct", "Battery"),
+        "%",
+        (0.0, 100.0),
+        Gauge,
+        F::Device,
+    ),
 ];
 
 impl Quantity {
@@ -272,6 +335,14 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), Quantity::ALL.len());
+        let mut labels: Vec<&str> = Quantity::ALL.iter().map(|q| q.spec().label).collect();
+        labels.sort();
+        labels.dedup();
+        assert_eq!(
+            labels.len(),
+            Quantity::ALL.len(),
+            "a label names one quantity"
+        );
         // Today's names stay.
         for name in [
             "cumulative_kwh_p",

@@ -279,6 +279,14 @@ impl Plot {
         }
     }
 
+    /// What the chart's caption calls it, for people.
+    pub fn label(self) -> &'static str {
+        match self {
+            Plot::Gauge(q) => q.spec().label,
+            Plot::Energy => "Energy",
+        }
+    }
+
     pub fn unit(self) -> &'static str {
         match self {
             Plot::Gauge(q) => q.spec().unit,

@@ -409,7 +409,7 @@ fn ranges(path: &str, view: &View) -> Markup {
 fn chart(d: &Drawn, unit: &str, view: &View) -> Markup {
     html! {
         figure data-chart=(d.plot.key()) data-unit=(unit) data-points=(d.points) data-values=(d.values) data-from=(view.range.from().millis()) data-tz=(view.tz.name()) {
-            figcaption { (d.plot.key()) " (" (unit) ")" }
+            figcaption { (d.plot.label()) " (" (unit) ")" }
             @if d.points == 0 { p.muted { "No readings in this range." } }
             div.wide { (PreEscaped(&d.svg)) }
             @if let Some(narrow) = &d.narrow { div.narrow { (PreEscaped(narrow)) } }
@@ -430,7 +430,7 @@ fn latest_table(latest: &LatestValues, view: &View) -> Markup {
                     tbody {
                         @for (q, v, at) in latest {
                             tr {
-                                th scope="row" { (q.name()) }
+                                th scope="row" data-quantity=(q.name()) { (q.spec().label) }
                                 td { (v) " " (q.spec().unit) @if *at != newest { span.muted { " (" (when(*at, view)) ")" } } }
                             }
                         }
