@@ -347,9 +347,10 @@ async fn energy_counts_growth_resets_gaps_and_the_reading_before_from<S: TestSto
         vec![
             ("00:00".into(), 2.5, 0.5, 0), // half of 98->100 (1.0) + all of 100->101.5 (1.5); sold 10->10.5
             ("01:00".into(), 1.0, 0.0, 2), // reset of both counters, then 2->3 from 01:20
-            ("02:00".into(), 1.0, 0.1, 0), // the 02:00->05:00 gap spreads 3 kWh and 0.3 evenly
-            ("03:00".into(), 1.0, 0.1, 0),
-            ("04:00".into(), 1.0, 0.1, 0),
+            // The 02:00->05:00 gap (three hours without a reading) grows
+            // 3 kWh and 0.3 in its last hour, where the reading that shows
+            // it arrived: 02:00 and 03:00 have no energy.
+            ("04:00".into(), 3.0, 0.3, 0),
         ]
     );
     assert_eq!(

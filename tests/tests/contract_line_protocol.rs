@@ -170,11 +170,16 @@ async fn home_assistant_energy_counters_give_energy_each_way<S: TestStore>() {
             (plug_wh - at_plug) / 1000.0,
         ));
     }
-    // The last hour closes at midnight with one more state each.
+    // The last hour closes at midnight with one more state each; the
+    // export's next change is the next morning's at 08:00: the night
+    // between, with no state, sold nothing.
     let t = (t0 + 24 * 3600) * 1_000_000_000;
+    let morning = (t0 + 32 * 3600) * 1_000_000_000;
+    let next = export + 0.125;
     let body = format!(
         "kWh,domain=sensor,entity_id=electricity_meter_energy_consumption value={import},device_class_str=\"energy\" {t}\n\
-         Wh,domain=sensor,entity_id=washer_plug_energy value={plug_wh},device_class_str=\"energy\" {t}\n"
+         Wh,domain=sensor,entity_id=washer_plug_energy value={plug_wh},device_class_str=\"energy\" {t}\n\
+         kWh,domain=sensor,entity_id=electricity_meter_energy_production value={next},device_class_str=\"energy\" {morning}\n"
     );
     assert_eq!(
         write(&app, "/write", &v1, &body, &[]).await.status_code,
@@ -216,7 +221,8 @@ async fn home_assistant_energy_counters_give_energy_each_way<S: TestStore>() {
         );
     }
     assert_eq!(consumption["kwh_sold"], json!(0.0));
-    // Sold: the eight hours of daylight, nothing bought.
+    // Sold: the eight hours of daylight, nothing bought, and nothing in the
+    // night before the next morning's change (counter::spread_from).
     let production = energy("electricity_meter_energy_production").await;
     let sold = per_hour(&production, "kwh_sold");
     let hours: Vec<&str> = sold.iter().map(|(h, _)| h.as_str()).collect();

@@ -19,6 +19,31 @@ use crate::model::{Quantity, Reading, Timestamp};
 /// Below this share of the reference, a lower value is a new meter.
 pub const RESET_BELOW: f64 = 0.9;
 
+/// The longest interval between two readings of a counter whose growth is
+/// spread over all of it, in proportion to time. A longer one's growth is
+/// spread over its last hour only ([`spread_from`]).
+pub const SPREAD_AT_MOST_MS: i64 = 3_600_000;
+
+/// Where the growth between readings at `t0` and `t1` starts: `t0`, or an
+/// hour before `t1` when they are further apart.
+///
+/// A counter that is reported only when it changes (Home Assistant's
+/// entities, a Zigbee plug's energy) stood still until just before the
+/// reading that shows it moved: a solar meter's first change of the
+/// morning, spread over the night, would sell energy in the dark. Within
+/// an hour, linear interpolation places growth across a bucket boundary
+/// (readings every few minutes); beyond it, the growth is placed where the
+/// value that reveals it arrived, as Home Assistant's statistics and
+/// VictoriaMetrics' `increase` do. A meter back from an outage has its
+/// outage's energy in the hour it returns.
+pub fn spread_from(t0: Timestamp, t1: Timestamp) -> Timestamp {
+    if t1.millis() - t0.millis() > SPREAD_AT_MOST_MS {
+        Timestamp::from_millis(t1.millis() - SPREAD_AT_MOST_MS).unwrap_or(t0)
+    } else {
+        t0
+    }
+}
+
 /// What one reading does to a counter.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Step {

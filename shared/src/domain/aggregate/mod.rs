@@ -375,7 +375,10 @@ impl EnergyBucket {
 ///   part way. Between two consecutive readings of a counter it grows by
 ///   `later - earlier`; that growth is spread over the interval in
 ///   proportion to time, so a bucket boundary inside the interval splits it
-///   (the counter is read across the boundary by linear interpolation).
+///   (the counter is read across the boundary by linear interpolation). An
+///   interval longer than an hour spreads its growth over its last hour
+///   only (`counter::spread_from`: a counter reported on change stood still
+///   until just before).
 /// * A drop below 90 % of the counter's reference (its last accepted value) is
 ///   a meter reset or replacement: that interval contributes nothing, the drop
 ///   is counted in `resets`, and growth restarts from the new value. A smaller
@@ -493,6 +496,7 @@ impl EnergyFold {
     }
 
     fn spread(&mut self, c: Counter, t0: Timestamp, t1: Timestamp, kwh: f64) {
+        let t0 = counter::spread_from(t0, t1);
         let span = (t1.millis() - t0.millis()) as f64;
         let a = t0.max(self.range.from());
         let b = t1.min(self.range.to());
@@ -802,7 +806,9 @@ mod tests {
     }
 
     #[test]
-    fn a_gap_spreads_growth_evenly_and_a_single_reading_has_no_energy() {
+    fn a_long_gap_grows_in_its_last_hour_and_a_single_reading_has_no_energy() {
+        // Five hours without a reading (a counter reported on change): the
+        // growth is the last hour's.
         let (b, r) = hours("2026-11-21T00:00:00Z", "2026-11-21T05:00:00Z");
         let got = energy(
             b,
@@ -812,11 +818,33 @@ mod tests {
                 ("2026-11-21T05:00:00Z", 10.0, 0.0),
             ],
         );
-        assert_eq!(got.len(), 5);
-        assert!(
-            got.iter().all(|(_, p, _, _)| (*p - 2.0).abs() < 1e-9),
-            "{got:?}"
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, "04:00");
+        assert!((got[0].1 - 10.0).abs() < 1e-9, "{got:?}");
+        // Its last hour across a boundary: 04:30 to 05:30 is half each.
+        let (b, r) = hours("2026-11-21T00:00:00Z", "2026-11-21T06:00:00Z");
+        let got = energy(
+            b,
+            r,
+            &[
+                ("2026-11-21T00:10:00Z", 0.0, 0.0),
+                ("2026-11-21T05:30:00Z", 4.0, 0.0),
+            ],
         );
+        let hours_of: Vec<(&str, f64)> = got.iter().map(|g| (g.0.as_str(), g.1)).collect();
+        assert_eq!(hours_of, vec![("04:00", 2.0), ("05:00", 2.0)]);
+        // An hour exactly is still spread over all of it.
+        let (b, r) = hours("2026-11-21T00:00:00Z", "2026-11-21T02:00:00Z");
+        let got = energy(
+            b,
+            r,
+            &[
+                ("2026-11-21T00:30:00Z", 0.0, 0.0),
+                ("2026-11-21T01:30:00Z", 1.0, 0.0),
+            ],
+        );
+        let hours_of: Vec<f64> = got.iter().map(|g| g.1).collect();
+        assert_eq!(hours_of, vec![0.5, 0.5]);
         let (b, r) = hours("2026-11-21T00:00:00Z", "2026-11-21T05:00:00Z");
         assert_eq!(energy(b, r, &[("2026-11-21T01:00:00Z", 7.0, 0.0)]), vec![]);
     }

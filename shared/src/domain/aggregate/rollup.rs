@@ -1008,7 +1008,8 @@ mod tests {
     /// Energy from the readings by the definition alone, without the fold:
     /// for each counter, each pair of its consecutive readings grows by the
     /// meter rule (`counter::step`), spread over the buckets the interval
-    /// overlaps inside the range in proportion to time; a reset is counted
+    /// (its last hour, when it is longer) overlaps inside the range in
+    /// proportion to time; a reset is counted
     /// in the bucket of the reading that made it. (bucket start, bought,
     /// sold, resets) for each bucket an interval overlaps. Each counter is
     /// read from its last reading before the range, as an answer reads it.
@@ -1039,6 +1040,8 @@ mod tests {
             let mut reference = None::<f64>;
             for pair in series.windows(2) {
                 let ((t0, _), (t1, v1)) = (pair[0], pair[1]);
+                // An interval over an hour grows in its last hour only.
+                let t0 = t0.max(t1 - 3_600_000);
                 let prev = reference.unwrap_or(pair[0].1);
                 let (growth, reset, next) = match step(prev, v1) {
                     Step::Growth(g) => (g, false, v1),
