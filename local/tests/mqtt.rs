@@ -130,7 +130,7 @@ fn every_shape_is_stored_and_a_bad_message_does_not_stop_the_good_ones() {
         ),
         (
             "dsmr/json",
-            r#"{"id":1,"timestamp":"2026-11-23T10:00:01Z","electricity_delivered_1":4021.117,"electricity_delivered_2":3817.25,"electricity_returned_1":1102.5,"electricity_returned_2":2310.016,"electricity_currently_delivered":0.0,"electricity_currently_returned":1.212,"extra_device_delivered":2210.371}"#,
+            r#"{"id":1,"timestamp":"2026-11-23T10:00:01Z","electricity_delivered_1":"4021.117","electricity_delivered_2":"3817.250","electricity_returned_1":"1102.500","electricity_returned_2":"2310.016","electricity_currently_delivered":"0.000","electricity_currently_returned":"1.212","extra_device_delivered":"2210.371"}"#,
             "dsmr",
             "cumulative_kwh_p",
             7838.367,

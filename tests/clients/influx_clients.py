@@ -22,26 +22,24 @@ host, port = urllib.parse.urlparse(base).hostname, urllib.parse.urlparse(base).p
 t0 = int(time.time()) - 3600
 
 
-def readings(device):
+def around_t0(device, route):
+    """A device's route (`readings`, `energy`) from a minute before t0 to an hour after: the JSON answer."""
     query = urllib.parse.urlencode({
         "from": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0 - 60)),
         "to": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0 + 3600)),
     })
-    req = urllib.request.Request(f"{base}/devices/{device}/readings?{query}",
-                                 headers={"Authorization": f"Bearer {token}"})
-    with urllib.request.urlopen(req) as r:
-        return json.load(r)["readings"]
-
-
-def energy(device):
-    query = urllib.parse.urlencode({
-        "from": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0 - 60)),
-        "to": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0 + 3600)),
-    })
-    req = urllib.request.Request(f"{base}/devices/{device}/energy?{query}",
+    req = urllib.request.Request(f"{base}/devices/{device}/{route}?{query}",
                                  headers={"Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(req) as r:
         return json.load(r)
+
+
+def readings(device):
+    return around_t0(device, "readings")["readings"]
+
+
+def energy(device):
+    return around_t0(device, "energy")
 
 
 def expect(device, want):

@@ -296,10 +296,11 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
         (
             // A P1 meter's two tariffs, on their own registers: the low one
             // until 121.5 kWh, the high one after (bought is their sum).
+            // As DSMR-reader publishes them: decimals as text.
             "dsmr/json",
             |kwh, sold, at| {
                 format!(
-                    r#"{{"id":7,"timestamp":"{at}","electricity_delivered_1":{:.3},"electricity_delivered_2":{:.3},"electricity_returned_1":{:.3},"electricity_returned_2":55.0,"electricity_currently_delivered":0.21,"electricity_currently_returned":0.0,"extra_device_delivered":null}}"#,
+                    r#"{{"id":7,"timestamp":"{at}","electricity_delivered_1":"{:.3}","electricity_delivered_2":"{:.3}","electricity_returned_1":"{:.3}","electricity_returned_2":"55.000","electricity_currently_delivered":"0.210","electricity_currently_returned":"0.000","extra_device_delivered":null}}"#,
                     3000.0 + kwh.min(121.5),
                     2000.0 + (kwh - 121.5).max(0.0),
                     100.0 + sold

@@ -208,7 +208,7 @@ pub async fn health<S: Store>(State(app): State<Arc<App<S>>>) -> Response {
             "name": "line protocol",
             "status": "pass",
             "message": format!(
-                "{} lines skipped since the server started, holding no quantity of ours; the last: {}",
+                "{} lines skipped since the server started, holding no quantity of ours; the latest: {}",
                 r.skipped,
                 r.last_skipped.as_deref().unwrap_or("?")
             ),

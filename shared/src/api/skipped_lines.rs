@@ -1,5 +1,6 @@
 //! What `GET /health` shows of the lines the InfluxDB write API skipped
-//! since the process started: how many, and the last one with why (a Home
+//! since the process started: how many, and one with why (the first of the
+//! latest request that skipped any: a Home
 //! Assistant entity in `%` without a class, another program's metrics). A
 //! user whose entity never shows up finds the reason there; the answer's
 //! `X-Ingester-Skipped-Lines` header is seen by no one.
@@ -20,14 +21,14 @@ pub struct SkippedReport {
 }
 
 impl SkippedLines {
-    /// Counts a request's skipped lines, keeping its last.
+    /// Counts a request's skipped lines, keeping the one it words.
     pub fn record(&self, skipped: &Skipped) {
         if skipped.lines == 0 {
             return;
         }
         let mut report = self.report.lock().unwrap_or_else(|p| p.into_inner());
         report.skipped += skipped.lines as u64;
-        if let Some(last) = &skipped.last {
+        if let Some(last) = &skipped.first {
             report.last_skipped = Some(last.clone());
         }
     }
@@ -52,7 +53,7 @@ mod tests {
         for (lines, last) in [(2, "cpu,host=a: first"), (1, "%,entity_id=b: second")] {
             health.record(&Skipped {
                 lines,
-                last: Some(last.to_owned()),
+                first: Some(last.to_owned()),
             });
         }
         assert_eq!(

@@ -84,11 +84,11 @@ pub struct Ingested {
 
 /// A line-protocol body's lines that held no quantity of the catalogue
 /// (another program's metrics, an entity whose unit says nothing): how
-/// many, and the last one with why.
+/// many, and the first one with why.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Skipped {
     pub lines: usize,
-    pub last: Option<String>,
+    pub first: Option<String>,
 }
 
 /// Parses a body into readings, resolving a reading's room from the
@@ -116,7 +116,7 @@ pub fn parse(
                 lines.readings,
                 Skipped {
                     lines: lines.skipped,
-                    last: lines.last_skipped,
+                    first: lines.first_skipped,
                 },
             ))
         }

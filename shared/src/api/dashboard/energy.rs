@@ -6,9 +6,10 @@
 //! rollups), in the viewer's time zone.
 
 use super::charts::Bar;
+use crate::domain::aggregate::counter::Counters;
 use crate::domain::aggregate::{Bucketing, EnergyBucket, Width};
+use crate::model::Zone;
 use crate::model::{DeviceId, TimeRange, Timestamp};
-use crate::model::{Quantity, Zone};
 use crate::query::{self, StatsQuery};
 use crate::store::{DeviceRecord, Store, StoreError};
 
@@ -99,7 +100,7 @@ pub struct MeterEnergy {
     /// (period name, totals): today, yesterday, the last 30 days, the last 12 months.
     pub periods: Vec<(&'static str, Totals)>,
     /// The counters the meter has sent (the page shows a column for each).
-    pub counters: Counters,
+    pub counters: Reported,
 }
 
 async fn buckets<S: Store>(
@@ -116,33 +117,14 @@ async fn buckets<S: Store>(
     Ok(query::energy(store, device, &q).await?.buckets)
 }
 
-/// Which electricity counters a device has sent: bought, sold, both or
-/// neither. A meter's tables and charts show a column and a total for each
-/// it has (a solar inverter's, or Home Assistant's production entity, only
-/// sold); a gas or water meter's counter is not electricity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Counters {
-    pub bought: bool,
-    pub sold: bool,
-}
-
-impl Counters {
-    pub fn of(quantities: impl Iterator<Item = Quantity>) -> Self {
-        quantities.fold(Self::default(), |c, q| Self {
-            bought: c.bought || q == Quantity::EnergyBought,
-            sold: c.sold || q == Quantity::EnergySold,
-        })
-    }
-
-    /// Whether there is any: the device is a meter.
-    pub fn any(self) -> bool {
-        self.bought || self.sold
-    }
-}
+/// Which electricity counters a meter has sent: its tables and charts show
+/// a column and a total for each (a solar inverter's, or Home Assistant's
+/// production entity, only sold).
+pub type Reported = Counters<bool>;
 
 /// Whether a device has reported an electricity counter: it is a meter.
 pub fn is_meter(d: &DeviceRecord) -> bool {
-    Counters::of(d.quantities.iter().copied()).any()
+    Reported::among(d.quantities.iter().copied()).any()
 }
 
 /// A meter's energy: hours of yesterday and today, 30 days, 12 months.
@@ -205,7 +187,7 @@ pub async fn meter<S: Store>(
     Ok(MeterEnergy {
         charts,
         periods,
-        counters: Counters::of(device.quantities.iter().copied()),
+        counters: Reported::among(device.quantities.iter().copied()),
     })
 }
 

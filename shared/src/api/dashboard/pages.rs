@@ -4,7 +4,7 @@
 //! as inline SVG; no JavaScript toolchain, no CDN.
 
 use super::charts::{self, Chart, Data};
-use super::energy::{Bars, Counters, MeterEnergy, Totals};
+use super::energy::{Bars, MeterEnergy, Reported, Totals};
 use super::{Drawn, View, PAGE_SIZES, PICKS, QUIET_AFTER_MS};
 use crate::api::json::unsigned_zero;
 use crate::domain::tariff::Tariff;
@@ -274,7 +274,7 @@ fn kwh(v: f64) -> String {
 /// the meter has that counter, and the cost of what was bought where a
 /// price is set. Full-precision values ride along in `data-kwh` for the
 /// tests.
-fn totals_row(period: &str, t: &Totals, counters: Counters, tariff: Option<&Tariff>) -> Markup {
+fn totals_row(period: &str, t: &Totals, counters: Reported, tariff: Option<&Tariff>) -> Markup {
     html! {
         tr data-period=(period) {
             th scope="row" { (period) }
@@ -287,7 +287,7 @@ fn totals_row(period: &str, t: &Totals, counters: Counters, tariff: Option<&Tari
     }
 }
 
-fn totals_head(first: &str, counters: Counters, tariff: Option<&Tariff>) -> Markup {
+fn totals_head(first: &str, counters: Reported, tariff: Option<&Tariff>) -> Markup {
     html! {
         thead { tr {
             th scope="col" { (first) }
@@ -337,7 +337,7 @@ pub fn overview(o: &Overview) -> Markup {
                 section aria-labelledby="energy-h" {
                     h2 #energy-h { "Electricity" }
                     @for (meter, periods) in o.electricity {
-                        @let counters = Counters::of(meter.quantities.iter().copied());
+                        @let counters = Reported::among(meter.quantities.iter().copied());
                         table.energy-totals data-device=(meter.device_id.as_str()) {
                             caption { a href={ "/ui/devices/" (meter.device_id.as_str()) "?tz=" (tz) "#energy" } { (device_name(meter)) } }
                             (totals_head("Period", counters, o.tariff))
@@ -498,7 +498,7 @@ pub struct Device<'a> {
 
 /// One of a meter's energy charts: bars at both sizes, with each bar's
 /// `[start, end, bought, sold]` and the totals in data attributes.
-fn energy_chart(b: &Bars, counters: Counters, title: &str, view: &View) -> Markup {
+fn energy_chart(b: &Bars, counters: Reported, title: &str, view: &View) -> Markup {
     let data = Data::Bars(b.bars.clone());
     let draw = |(width, height): (u32, u32)| {
         charts::svg(&Chart {

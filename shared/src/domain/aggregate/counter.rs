@@ -121,6 +121,26 @@ impl Counters<Option<f64>> {
     }
 }
 
+impl Counters<bool> {
+    /// Which counters a device's quantities hold (a gas or water meter's
+    /// counter is not one of these two).
+    pub fn among(quantities: impl IntoIterator<Item = Quantity>) -> Self {
+        let mut found = Self::default();
+        for q in quantities {
+            for c in Counter::BOTH {
+                if q == c.quantity() {
+                    *found.get_mut(c) = true;
+                }
+            }
+        }
+        found
+    }
+
+    pub fn any(&self) -> bool {
+        self.bought || self.sold
+    }
+}
+
 /// Each counter's nearest reading among `readings` (given nearest first):
 /// its time and that counter's value alone, oldest first, one entry per
 /// time. What a fold is fed from outside a range: each counter from its
@@ -280,6 +300,19 @@ mod tests {
         assert_eq!(chain.read(Counter::Bought, t(6), 3.0).unwrap().kwh, 1.0);
         // The other counter was never read: it has no mark.
         assert_eq!(chain.sold, None);
+    }
+
+    #[test]
+    fn a_device_s_quantities_hold_the_counters_it_reported() {
+        use Quantity::*;
+        let among = |qs: &[Quantity]| {
+            let c = Counters::<bool>::among(qs.iter().copied());
+            (c.bought, c.sold, c.any())
+        };
+        assert_eq!(among(&[Power, EnergyBought]), (true, false, true));
+        assert_eq!(among(&[EnergySold, Power]), (false, true, true));
+        assert_eq!(among(&[EnergyBought, EnergySold]), (true, true, true));
+        assert_eq!(among(&[Gas, Water, Temperature]), (false, false, false));
     }
 
     /// Each counter grows over the interval between its own readings: a

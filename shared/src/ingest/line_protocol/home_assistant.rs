@@ -23,31 +23,77 @@ use crate::model::Quantity;
 /// the catalogue's unit; `None` when its unit and class do not say (a `%` of a
 /// CPU, a `kWh` of a battery's charge).
 pub(super) fn quantity(line: &impl LineView) -> Option<(Quantity, Convert)> {
+    mapping(line).ok()
+}
+
+/// Why a line's `value` is no quantity ([`quantity`] found none), in words.
+pub(super) fn why_not(line: &impl LineView) -> String {
+    let Err(unmapped) = mapping(line) else {
+        return "its value is a quantity".to_owned();
+    };
+    let (unit, class) = unit_and_class(line);
+    let class = class.map_or("without a device_class_str".to_owned(), |c| {
+        format!("with class {c}")
+    });
+    match unmapped {
+        Unmapped::Class(wanted) => {
+            format!("a value in {unit} is stored only with class {wanted}, here {class}")
+        }
+        Unmapped::StoredEnergy => format!(
+            "a value in {unit} {class} and state class {} is stored energy, not a counter of \
+             energy bought or sold",
+            line.text_field("state_class_str").unwrap_or("none")
+        ),
+        Unmapped::Unit => format!(
+            "the value's measurement {:?} (unit {unit:?}) names no quantity of the catalogue \
+             (docs/line-protocol.md)",
+            line.measurement()
+        ),
+    }
+}
+
+/// Why a unit and class map to no quantity: the one decision behind both
+/// [`quantity`] and [`why_not`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unmapped {
+    /// A unit that is ours only with one of these classes.
+    Class(&'static str),
+    /// Energy that is stored (`energy_storage`, state class `measurement`),
+    /// not counted.
+    StoredEnergy,
+    /// A unit that is none of ours.
+    Unit,
+}
+
+fn mapping(line: &impl LineView) -> Result<(Quantity, Convert), Unmapped> {
     let measurement = line.measurement();
     let (unit, class) = unit_and_class(line);
     let same: Convert = |v| v;
     let lower = unit.to_ascii_lowercase();
     let q = match (lower.as_str(), class) {
-        ("°f", _) => return Some((Quantity::Temperature, crate::model::celsius_from_fahrenheit)),
+        ("°f", _) => return Ok((Quantity::Temperature, crate::model::celsius_from_fahrenheit)),
         ("°c", _) => Quantity::Temperature,
         ("%", Some("humidity")) => Quantity::Humidity,
         ("%", Some("battery")) => Quantity::Battery,
+        ("%", _) => return Err(Unmapped::Class("humidity or battery")),
         ("hpa", _) => Quantity::Pressure,
         ("ppm", None | Some("carbon_dioxide")) => Quantity::Co2,
+        ("ppm", _) => return Err(Unmapped::Class("carbon_dioxide")),
         ("µg/m³", Some("pm25")) => Quantity::Pm25,
+        ("µg/m³", _) => return Err(Unmapped::Class("pm25")),
         ("lx", _) => Quantity::Illuminance,
         ("w", _) => Quantity::Power,
         // DSMR meters and some inverters give kW.
-        ("kw", _) => return Some((Quantity::Power, crate::model::watts_from_kilowatts)),
+        ("kw", _) => return Ok((Quantity::Power, crate::model::watts_from_kilowatts)),
         ("v", _) => Quantity::Voltage,
         ("a", _) => Quantity::Current,
         ("m³", Some("gas")) => Quantity::Gas,
         ("m³", Some("water")) => Quantity::Water,
+        ("m³", _) => return Err(Unmapped::Class("gas or water")),
         ("wh" | "kwh" | "mwh", None | Some("energy")) => {
-            // A counter of energy, not a stored amount (`energy_storage`, or a
-            // state class `measurement`).
+            // A counter of energy, not a stored amount (state class `measurement`).
             if line.text_field("state_class_str") == Some("measurement") {
-                return None;
+                return Err(Unmapped::StoredEnergy);
             }
             // In any case (`KWh`, as some scripts write it), but `mWh` is
             // not `MWh`: Home Assistant gives no energy in mWh.
@@ -55,7 +101,7 @@ pub(super) fn quantity(line: &impl LineView) -> Option<(Quantity, Convert)> {
                 ("wh", _) => |wh| to_the_mwh(wh / 1000.0),
                 ("kwh", _) => same,
                 ("mwh", true) => |mwh| to_the_mwh(mwh * 1000.0),
-                _ => return None,
+                _ => return Err(Unmapped::Unit),
             };
             let names = [
                 line.tag("entity_id"),
@@ -67,11 +113,13 @@ pub(super) fn quantity(line: &impl LineView) -> Option<(Quantity, Convert)> {
             } else {
                 Quantity::EnergyBought
             };
-            return Some((q, convert));
+            return Ok((q, convert));
         }
-        _ => return None,
+        // Another class of energy: `energy_storage`, a battery's charge.
+        ("wh" | "kwh" | "mwh", _) => return Err(Unmapped::StoredEnergy),
+        _ => return Err(Unmapped::Unit),
     };
-    Some((q, same))
+    Ok((q, same))
 }
 
 /// A line's unit and device class, wherever its layout puts them (module
@@ -85,31 +133,6 @@ fn unit_and_class(line: &impl LineView) -> (&str, Option<&str>) {
         .text_field("device_class_str")
         .or_else(|| measurement.split_once("__").map(|(_, class)| class));
     (unit, class)
-}
-
-/// Why a line's `value` is no quantity ([`quantity`] found none).
-pub(super) fn why_not(line: &impl LineView) -> String {
-    let (unit, class) = unit_and_class(line);
-    let class_text = class.map_or("without a device_class_str".to_owned(), |c| {
-        format!("with class {c}")
-    });
-    match unit.to_ascii_lowercase().as_str() {
-        "%" => {
-            format!("a value in % is stored only with class humidity or battery, here {class_text}")
-        }
-        "ppm" | "µg/m³" | "m³" => format!("a value in {unit} {class_text} is none of ours"),
-        "mwh" if !unit.starts_with('M') => "a value in mWh is none of ours".to_owned(),
-        "wh" | "kwh" | "mwh" => format!(
-            "a value in {unit} {class_text} and state class {} is stored energy, not a \
-             counter of energy bought or sold",
-            line.text_field("state_class_str").unwrap_or("none")
-        ),
-        _ => format!(
-            "the value's measurement {:?} (unit {unit:?}) names no quantity of the catalogue \
-             (docs/line-protocol.md)",
-            line.measurement()
-        ),
-    }
 }
 
 /// Words that say energy went to the grid, said together (`to_grid`,

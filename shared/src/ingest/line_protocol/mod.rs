@@ -75,8 +75,10 @@ pub struct Lines {
     pub readings: Vec<Reading>,
     /// Lines with no quantity of the catalogue (another program's metrics).
     pub skipped: usize,
-    /// The last of them, and why it holds no quantity (`skipped_line`).
-    pub last_skipped: Option<String>,
+    /// The first of them, and why it holds no quantity (`skipped_line`):
+    /// worded once a request, as a body of another program's metrics may
+    /// skip most of its lines.
+    pub first_skipped: Option<String>,
 }
 
 /// Tags that name the device, in the order they are looked for.
@@ -227,7 +229,7 @@ fn numbered_lines(body: &str) -> impl Iterator<Item = (usize, Result<ParsedLine<
 struct Gatherer {
     gathered: Vec<Gathered>,
     skipped: usize,
-    last_skipped: Option<String>,
+    first_skipped: Option<String>,
     precision: Precision,
     now: Timestamp,
     // A batch names few devices and rooms, line after line: each is parsed
@@ -244,7 +246,7 @@ impl Gatherer {
         Self {
             gathered: Vec::with_capacity(memchr::memchr_iter(b'\n', body.as_bytes()).count() + 1),
             skipped: 0,
-            last_skipped: None,
+            first_skipped: None,
             precision,
             now,
             devices: Known::default(),
@@ -259,7 +261,9 @@ impl Gatherer {
         let values = quantities(parsed).map_err(fail)?;
         if values.is_empty() {
             self.skipped += 1;
-            self.last_skipped = Some(skipped_line(parsed));
+            if self.first_skipped.is_none() {
+                self.first_skipped = Some(skipped_line(parsed));
+            }
             return Ok(());
         }
         let known = parsed
@@ -311,7 +315,7 @@ impl Gatherer {
         let Self {
             mut gathered,
             skipped,
-            last_skipped,
+            first_skipped,
             ..
         } = self;
         // Readings come out ordered by time, then device (times mostly differ, so
@@ -354,7 +358,7 @@ impl Gatherer {
         Ok(Lines {
             readings,
             skipped,
-            last_skipped,
+            first_skipped,
         })
     }
 }
@@ -435,8 +439,8 @@ fn quantities(line: &impl LineView) -> Result<Vec<(Quantity, f64)>, String> {
 }
 
 /// A line that holds no quantity, named by its measurement and device tag,
-/// and why: what `/health` shows of the last one, so that a user can see
-/// why an entity of theirs is not stored.
+/// and why: what `/health` shows of one, so that a user can see why an
+/// entity of theirs is not stored.
 fn skipped_line(line: &impl LineView) -> String {
     let device = DEVICE_TAGS
         .iter()
@@ -561,8 +565,8 @@ mod tests {
         let out = lines(body).unwrap();
         assert_eq!(out.skipped, 2, "a binary sensor and an unclassed %");
         assert_eq!(
-            out.last_skipped.as_deref(),
-            Some("%,entity_id=cpu_use: a value in % is stored only with class humidity or battery, here without a device_class_str")
+            out.first_skipped.as_deref(),
+            Some("state,entity_id=door: the value's measurement \"state\" (unit \"state\") names no quantity of the catalogue (docs/line-protocol.md)")
         );
         let by_device: BTreeMap<String, serde_json::Value> = out
             .readings
@@ -594,9 +598,9 @@ mod tests {
              Wh,domain=sensor,entity_id=plug_energy value=1234567,device_class_str=\"energy\",state_class_str=\"total_increasing\" {t}\n\
              MWh,domain=sensor,entity_id=farm_production value=1.5,device_class_str=\"energy\" {t}\n\
              KWh,domain=sensor,entity_id=heat_pump_energy value=3120.5,device_class_str=\"energy\" {t}\n\
-             mWh,domain=sensor,entity_id=tiny_energy value=5,device_class_str=\"energy\" {t}\n\
              kWh,domain=sensor,entity_id=car_battery value=41.2,device_class_str=\"energy_storage\",state_class_str=\"measurement\" {t}\n\
              kWh,domain=sensor,entity_id=home_battery value=8.2,state_class_str=\"measurement\" {t}\n\
+             mWh,domain=sensor,entity_id=tiny_energy value=5,device_class_str=\"energy\" {t}\n\
              kW,domain=sensor,entity_id=power_consumption value=0.35,device_class_str=\"power\" {t}\n\
              cumulative_kwh_n,domain=sensor,entity_id=meter_two value=42.5,device_class_str=\"energy\",unit_of_measurement_str=\"kWh\" {t}\n"
         );
@@ -604,6 +608,10 @@ mod tests {
         assert_eq!(
             out.skipped, 3,
             "stored energy is no counter, and mWh no unit of it"
+        );
+        assert_eq!(
+            out.first_skipped.as_deref(),
+            Some("kWh,entity_id=car_battery: a value in kWh with class energy_storage and state class measurement is stored energy, not a counter of energy bought or sold")
         );
         let of = |device: &str| {
             let r = out
@@ -649,11 +657,11 @@ mod tests {
         let out = lines(&body).unwrap();
         assert_eq!(out.skipped, 1, "a % without a class");
         assert!(
-            out.last_skipped
+            out.first_skipped
                 .as_deref()
                 .is_some_and(|l| l.starts_with("sensor,entity_id=cpu: a value in % ")),
             "{:?}",
-            out.last_skipped
+            out.first_skipped
         );
         let get = |device: &str, q: Quantity| {
             let r = out

@@ -21,7 +21,8 @@ pub(super) fn decode(o: &Map<String, Value>) -> Result<Decoded, String> {
         match o.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => Ok(n.as_f64()),
-            // Django's decimals may come as text.
+            // As DSMR-reader publishes its registers: Django's JSON encoder
+            // writes a decimal as text ("4021.117"). A number is read too.
             Some(Value::String(s)) => s
                 .parse::<f64>()
                 .map(Some)
@@ -79,26 +80,21 @@ pub(super) const OTHER_TOPICS: &str = "a DSMR-reader topic of one field: enable 
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::body as json;
     use super::super::{decode, Decoded};
-    use serde_json::Value;
-
-    fn json(d: Decoded) -> Value {
-        match d {
-            Decoded::Json(b) => serde_json::from_slice(&b).unwrap(),
-            other => panic!("not JSON: {other:?}"),
-        }
-    }
 
     #[test]
     fn a_telegram_is_one_reading_of_both_tariffs() {
-        // DSMR-reader's default mapping, as its own tests publish it.
+        // DSMR-reader's default mapping, as it publishes it
+        // (`json.dumps(..., cls=DjangoJSONEncoder)`: the registers are
+        // decimals, written as text; a UTC time ends in Z).
         let p = br#"{"id": 4181, "timestamp": "2026-11-21T10:00:01Z",
-            "electricity_delivered_1": 4021.117, "electricity_returned_1": 1102.5,
-            "electricity_delivered_2": 3817.25, "electricity_returned_2": 2310.016,
-            "electricity_currently_delivered": 0.0, "electricity_currently_returned": 1.212,
-            "phase_currently_delivered_l1": 0.0, "phase_currently_delivered_l2": 0.0,
-            "phase_currently_delivered_l3": 0.0,
-            "extra_device_timestamp": "2026-11-21T10:00:00Z", "extra_device_delivered": 2210.371}"#;
+            "electricity_delivered_1": "4021.117", "electricity_returned_1": "1102.500",
+            "electricity_delivered_2": "3817.250", "electricity_returned_2": "2310.016",
+            "electricity_currently_delivered": "0.000", "electricity_currently_returned": "1.212",
+            "phase_currently_delivered_l1": "0.000", "phase_currently_delivered_l2": "0.000",
+            "phase_currently_delivered_l3": "0.000",
+            "extra_device_timestamp": "2026-11-21T10:00:00Z", "extra_device_delivered": "2210.371"}"#;
         let r = json(decode("dsmr/json", p).unwrap());
         assert_eq!(r["device_id"], "dsmr");
         assert_eq!(r["timestamp"], "2026-11-21T10:00:01Z");
@@ -109,15 +105,18 @@ mod tests {
     }
 
     #[test]
-    fn a_meter_without_gas_or_return_and_decimals_as_text() {
-        let p = br#"{"timestamp": "2026-11-21T11:00:01+01:00", "electricity_delivered_1": "12.5",
-            "electricity_delivered_2": "7.25", "electricity_currently_delivered": "0.350",
+    fn a_meter_without_gas_or_return_and_numbers_as_numbers() {
+        // `use_local_timezone`, no gas meter, and numbers (a reading made in
+        // memory, as DSMR-reader's own tests publish one).
+        let p = br#"{"timestamp": "2026-11-21T11:00:01+01:00", "electricity_delivered_1": 12.5,
+            "electricity_delivered_2": 7.25, "electricity_currently_delivered": 0.35,
             "extra_device_delivered": null}"#;
         let r = json(decode("dsmr/json", p).unwrap());
         assert_eq!(r["cumulative_kwh_p"], 19.75);
         assert_eq!(r["current_w"], 350.0);
         assert!(r.get("cumulative_kwh_n").is_none() && r.get("gas_m3").is_none());
         assert!(decode("dsmr/json", br#"{"electricity_delivered_1": true}"#).is_err());
+        assert!(decode("dsmr/json", br#"{"electricity_delivered_1": "n/a"}"#).is_err());
         assert!(matches!(
             decode(
                 "dsmr/json",

@@ -167,7 +167,7 @@ fn kwh(value: f64, per_kwh: f64) -> f64 {
 mod tests {
     use super::*;
 
-    fn body(d: Decoded) -> Value {
+    pub(super) fn body(d: Decoded) -> Value {
         match d {
             Decoded::Json(b) => serde_json::from_slice(&b).unwrap(),
             other => panic!("not JSON: {other:?}"),
