@@ -59,15 +59,6 @@ pub struct Totals {
     pub sold: f64,
 }
 
-impl From<&EnergyBucket> for Totals {
-    fn from(b: &EnergyBucket) -> Self {
-        Totals {
-            bought: b.kwh_bought,
-            sold: b.kwh_sold,
-        }
-    }
-}
-
 impl Totals {
     fn of(buckets: &[EnergyBucket]) -> Self {
         buckets.iter().fold(Totals::default(), |t, b| Totals {
@@ -75,11 +66,22 @@ impl Totals {
             sold: t.sold + b.kwh_sold,
         })
     }
+}
 
-    fn add(&mut self, other: Totals) {
-        self.bought += other.bought;
-        self.sold += other.sold;
-    }
+/// A period's totals, `None` where no interval between the meter's readings
+/// overlaps it (the energy answer has no bucket there): a meter installed
+/// this month has no last month, and a table that said 0.00 kWh would say
+/// it used nothing.
+pub type PeriodTotals = Option<Totals>;
+
+/// A period named for people, and its totals.
+pub type Period = (&'static str, PeriodTotals);
+
+/// `b` added to a period's totals.
+fn add(period: &mut PeriodTotals, b: &EnergyBucket) {
+    let t = period.get_or_insert_with(Totals::default);
+    t.bought += b.kwh_bought;
+    t.sold += b.kwh_sold;
 }
 
 /// One chart of a meter's energy: its range and bars.
@@ -93,12 +95,19 @@ pub struct Bars {
     pub totals: Totals,
 }
 
+impl Bars {
+    /// The chart's range as a period of the table: its totals, where it has a bar.
+    pub fn period(&self) -> PeriodTotals {
+        (!self.bars.is_empty()).then_some(self.totals)
+    }
+}
+
 /// A meter's energy page: three charts and the totals of each period.
 #[derive(Debug, Clone)]
 pub struct MeterEnergy {
     pub charts: Vec<Bars>,
-    /// (period name, totals): today, yesterday, the last 30 days, the last 12 months.
-    pub periods: Vec<(&'static str, Totals)>,
+    /// Today, yesterday, the last 30 days, the last 12 months.
+    pub periods: Vec<Period>,
     /// The counters the meter has sent (the page shows a column for each).
     pub counters: Reported,
 }
@@ -169,20 +178,20 @@ pub async fn meter<S: Store>(
     // are UTC hours, and in a zone a half hour off (India) one straddles
     // midnight.
     let today = cal.one(Width::Day, 0).from();
-    let (mut today_totals, mut yesterday_totals) = (Totals::default(), Totals::default());
+    let (mut today_totals, mut yesterday_totals) = (None, None);
     for b in buckets(store, id, cal.last(Width::Day, 1), Width::Day, cal.tz).await? {
         let t = if b.start >= today {
             &mut today_totals
         } else {
             &mut yesterday_totals
         };
-        t.add(Totals::from(&b));
+        add(t, &b);
     }
     let periods = vec![
         ("Today", today_totals),
         ("Yesterday", yesterday_totals),
-        ("Last 30 days", charts[1].totals),
-        ("Last 12 months", charts[2].totals),
+        ("Last 30 days", charts[1].period()),
+        ("Last 12 months", charts[2].period()),
     ];
     Ok(MeterEnergy {
         charts,
@@ -196,23 +205,23 @@ pub async fn periods<S: Store>(
     store: &S,
     meter: &DeviceRecord,
     cal: Calendar,
-) -> Result<Vec<(&'static str, Totals)>, StoreError> {
+) -> Result<Vec<Period>, StoreError> {
     let mut out = vec![
-        ("Today", Totals::default()),
-        ("Yesterday", Totals::default()),
-        ("This month", Totals::default()),
-        ("Last month", Totals::default()),
+        ("Today", None),
+        ("Yesterday", None),
+        ("This month", None),
+        ("Last month", None),
     ];
     let today = cal.one(Width::Day, 0).from();
     let this_month = cal.one(Width::Month, 0).from();
     let id = &meter.device_id;
     for b in buckets(store, id, cal.last(Width::Day, 1), Width::Day, cal.tz).await? {
         let i = if b.start >= today { 0 } else { 1 };
-        out[i].1.add(Totals::from(&b));
+        add(&mut out[i].1, &b);
     }
     for b in buckets(store, id, cal.last(Width::Month, 1), Width::Month, cal.tz).await? {
         let i = if b.start >= this_month { 2 } else { 3 };
-        out[i].1.add(Totals::from(&b));
+        add(&mut out[i].1, &b);
     }
     Ok(out)
 }

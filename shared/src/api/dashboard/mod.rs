@@ -454,8 +454,7 @@ pub async fn overview<S: Store>(
         .map(|meter| {
             let store = app.store.clone();
             async move {
-                let periods: Vec<(&'static str, energy::Totals)> =
-                    energy::periods(&store, &meter, cal).await?;
+                let periods: Vec<energy::Period> = energy::periods(&store, &meter, cal).await?;
                 Ok::<_, ApiError>((meter, periods))
             }
         })

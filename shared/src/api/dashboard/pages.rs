@@ -4,7 +4,7 @@
 //! as inline SVG; no JavaScript toolchain, no CDN.
 
 use super::charts::{self, Chart, Data};
-use super::energy::{Bars, MeterEnergy, Reported, Totals};
+use super::energy::{Bars, MeterEnergy, Period, PeriodTotals, Reported};
 use super::{Drawn, View, PAGE_SIZES, PICKS, QUIET_AFTER_MS};
 use crate::api::json::unsigned_zero;
 use crate::domain::tariff::Tariff;
@@ -258,7 +258,7 @@ pub struct Overview<'a> {
     pub rooms: &'a [RoomTile],
     pub devices: &'a [DeviceRecord],
     /// Each meter's (period, totals): today, yesterday, this month, last month.
-    pub electricity: &'a [(DeviceRecord, Vec<(&'static str, Totals)>)],
+    pub electricity: &'a [(DeviceRecord, Vec<Period>)],
     pub tariff: Option<&'a Tariff>,
     pub now: Timestamp,
     pub view: &'a View,
@@ -273,14 +273,31 @@ fn kwh(v: f64) -> String {
 /// A period's row of the electricity tables: bought and sold, each where
 /// the meter has that counter, and the cost of what was bought where a
 /// price is set. Full-precision values ride along in `data-kwh` for the
-/// tests.
-fn totals_row(period: &str, t: &Totals, counters: Reported, tariff: Option<&Tariff>) -> Markup {
+/// tests. A period without readings says so across the row, not 0.00.
+fn totals_row(
+    period: &str,
+    t: &PeriodTotals,
+    counters: Reported,
+    tariff: Option<&Tariff>,
+) -> Markup {
+    let tariff = tariff.filter(|_| counters.bought);
+    let Some(t) = t else {
+        let columns = usize::from(counters.bought)
+            + usize::from(counters.sold)
+            + usize::from(tariff.is_some());
+        return html! {
+            tr data-period=(period) {
+                th scope="row" { (period) }
+                td.num.muted.none colspan=(columns) { "No readings" }
+            }
+        };
+    };
     html! {
         tr data-period=(period) {
             th scope="row" { (period) }
             @if counters.bought { td.num.bought data-kwh=(unsigned_zero(t.bought)) { (kwh(t.bought)) } }
             @if counters.sold { td.num.sold data-kwh=(unsigned_zero(t.sold)) { (kwh(t.sold)) } }
-            @if let Some(tariff) = tariff.filter(|_| counters.bought) {
+            @if let Some(tariff) = tariff {
                 td.num.cost { (kwh(tariff.cost(t.bought))) }
             }
         }
