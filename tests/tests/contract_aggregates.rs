@@ -552,6 +552,144 @@ async fn energy_from_every_subset_of_counters<S: TestStore>() {
     }
 }
 
+/// A counter's growth between its consecutive readings, in the bucket
+/// where the first lies (readings on a 10-minute grid: no interval crosses
+/// a bucket's edge). Bucket start to growth.
+fn growth_by_difference(
+    readings: &[Value],
+    name: &str,
+    bucket_of: impl Fn(&str) -> String,
+) -> std::collections::BTreeMap<String, f64> {
+    let series: Vec<(&str, f64)> = readings
+        .iter()
+        .filter_map(|r| Some((r["timestamp"].as_str()?, r[name].as_f64()?)))
+        .collect();
+    let mut out = std::collections::BTreeMap::new();
+    for pair in series.windows(2) {
+        *out.entry(bucket_of(pair[0].0)).or_default() += pair[1].1 - pair[0].1;
+    }
+    out
+}
+
+/// Gas and water meters are meters too: a P1 meter's telegram (electricity
+/// both ways and gas, DSMR-reader's), a gas meter and a water meter alone.
+/// Each answer's `m3_gas` and `m3_water` per hour, day and month are the
+/// readings' own differences, beside the electricity, on every engine; a
+/// meter without them has neither key.
+async fn gas_and_water_give_their_volume_beside_the_electricity<S: TestStore>() {
+    let app = app(S::fresh("volumes").await, None, RouteSet::All).await;
+    let (mut gas, mut water) = (4021.117f64, 812.5f64);
+    let mut readings: Vec<Value> = Vec::new();
+    for (i, mut r) in meter_days("p1", Some(-1440), Some(-1440))
+        .into_iter()
+        .enumerate()
+    {
+        // Heating in the morning and evening: gas moves in some hours only.
+        let hour = (i / 6) % 24;
+        if (6..9).contains(&hour) || (17..22).contains(&hour) {
+            gas += 0.017 * (1 + i % 3) as f64;
+        }
+        water += if i % 5 == 0 { 0.009 } else { 0.0 };
+        let m3 = |v: f64| json!((v * 1000.0).round() / 1000.0);
+        r["gas_m3"] = m3(gas);
+        let t = r["timestamp"].clone();
+        readings.push(r);
+        readings.push(
+            json!({"device_id": "gas-1", "type": "meter", "timestamp": t,
+                             "gas_m3": m3(gas * 0.5)}),
+        );
+        readings.push(
+            json!({"device_id": "water-1", "type": "meter", "timestamp": t,
+                             "water_m3": m3(water)}),
+        );
+    }
+    readings.extend(meter_days("m-plain", Some(-1440), None));
+    post(&app, &readings).await;
+    for (bucket, from, to, cut) in [
+        ("1h", at(-1440), at(2 * 1440), 13),
+        ("1d", at(-1440), at(2 * 1440), 10),
+        ("1mo", at(-1440), at(2 * 1440), 7),
+        ("1h", at(600), at(1440 + 900), 13),
+    ] {
+        let month = |t: &str| format!("{}-01T00:00:00.000Z", &t[..7]);
+        let bucket_of = |t: &str| match bucket {
+            "1mo" => month(t),
+            _ => format!("{}{}", &t[..cut], &"0000-00-00T00:00:00.000Z"[cut..]),
+        };
+        for (device, counters) in [
+            ("p1", &["kwh_bought", "kwh_sold", "m3_gas"][..]),
+            ("gas-1", &["m3_gas"][..]),
+            ("water-1", &["m3_water"][..]),
+            ("m-plain", &["kwh_bought"][..]),
+        ] {
+            let (status, body) = get(
+                &app,
+                &format!("/devices/{device}/energy"),
+                &[("from", &from), ("to", &to), ("bucket", bucket)],
+            )
+            .await;
+            assert_eq!(status, 200, "{device} {bucket}: {body}");
+            let inside: Vec<&Value> = readings
+                .iter()
+                .filter(|r| {
+                    let t = r["timestamp"].as_str().unwrap();
+                    r["device_id"] == device && from.as_str() <= t && t <= to.as_str()
+                })
+                .collect();
+            let inside: Vec<Value> = inside.into_iter().cloned().collect();
+            let buckets = body["buckets"].as_array().unwrap();
+            for name in ["m3_gas", "m3_water"] {
+                assert_eq!(
+                    body.get(name).is_some(),
+                    counters.contains(&name),
+                    "{device} {name}: {body}"
+                );
+                assert!(
+                    buckets
+                        .iter()
+                        .all(|b| b.get(name).is_some() == counters.contains(&name)),
+                    "{device} {name}: {body}"
+                );
+            }
+            for name in counters {
+                let quantity = match *name {
+                    "kwh_bought" => "cumulative_kwh_p",
+                    "kwh_sold" => "cumulative_kwh_n",
+                    "m3_gas" => "gas_m3",
+                    _ => "water_m3",
+                };
+                let expected = growth_by_difference(&inside, quantity, bucket_of);
+                let got: std::collections::BTreeMap<String, f64> = buckets
+                    .iter()
+                    .map(|b| {
+                        let start = b["start"].as_str().unwrap();
+                        let start = match bucket {
+                            "1mo" => month(start),
+                            _ => start.to_owned(),
+                        };
+                        (start, b[*name].as_f64().unwrap())
+                    })
+                    .collect();
+                for (start, want) in &expected {
+                    let v = got.get(start).copied().unwrap_or_else(|| {
+                        panic!("{device} {bucket} {name}: no bucket {start}: {body}")
+                    });
+                    assert!(
+                        (v - want).abs() < 1e-6,
+                        "{device} {bucket} {name} {start}: {v}, expected {want}"
+                    );
+                }
+                let total: f64 = expected.values().sum();
+                assert!(
+                    (body[*name].as_f64().unwrap() - total).abs() < 1e-6,
+                    "{device} {name}: {total} {body}"
+                );
+                assert!(total > 0.05, "{device} {bucket} {name}: {total}");
+            }
+        }
+    }
+}
+
 async fn too_many_buckets_and_bad_parameters_get_400<S: TestStore>() {
     let app = app(S::fresh("statslimits").await, None, RouteSet::All).await;
     for (path, q, param) in [
@@ -583,5 +721,6 @@ on_every_store!(
     energy_counts_growth_resets_gaps_and_the_reading_before_from,
     a_dip_or_a_zero_is_not_a_new_meter,
     energy_from_every_subset_of_counters,
+    gas_and_water_give_their_volume_beside_the_electricity,
     too_many_buckets_and_bad_parameters_get_400,
 );

@@ -133,7 +133,7 @@ pub type Reported = Counters<bool>;
 
 /// Whether a device has reported an electricity counter: it is a meter.
 pub fn is_meter(d: &DeviceRecord) -> bool {
-    Reported::among(d.quantities.iter().copied()).any()
+    Reported::among(d.quantities.iter().copied()).electricity()
 }
 
 /// A meter's energy: hours of yesterday and today, 30 days, 12 months.

@@ -303,7 +303,7 @@ fn plots(quantities: impl Iterator<Item = Quantity> + Clone) -> Vec<Plot> {
         .filter(|q| q.kind() == QuantityKind::Gauge)
         .map(Plot::Gauge)
         .collect();
-    if energy::Reported::among(quantities).any() {
+    if energy::Reported::among(quantities).electricity() {
         out.push(Plot::Energy);
     }
     out

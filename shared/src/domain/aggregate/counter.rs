@@ -63,31 +63,53 @@ pub fn step(reference: f64, v: f64) -> Step {
     }
 }
 
-/// A meter's two counters: kWh bought (`cumulative_kwh_p`) and kWh sold
-/// (`cumulative_kwh_n`). A meter reports either or both, and may gain one
-/// later: each counter is followed on its own, from its own readings.
+/// A device's cumulative counters: a meter's kWh bought
+/// (`cumulative_kwh_p`) and kWh sold (`cumulative_kwh_n`), a gas meter's m³
+/// (`gas_m3`) and a water meter's (`water_m3`). A device reports any of them
+/// (a P1 meter's telegram electricity and gas), and may gain one later:
+/// each counter is followed on its own, from its own readings, by the same
+/// rule. Amounts are in the counter's unit: kWh for the electricity ones,
+/// m³ for gas and water.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Counters<T> {
     pub bought: T,
     pub sold: T,
+    pub gas: T,
+    pub water: T,
 }
 
-/// One of the two counters.
+/// One of the counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Counter {
     Bought,
     Sold,
+    Gas,
+    Water,
 }
 
 impl Counter {
-    pub const BOTH: [Counter; 2] = [Counter::Bought, Counter::Sold];
+    /// Every counter, in the order the stores keep them.
+    pub const ALL: [Counter; 4] = [Counter::Bought, Counter::Sold, Counter::Gas, Counter::Water];
+    /// The electricity counters (kWh): what the dashboard's electricity
+    /// tables and a price are about.
+    pub const ELECTRICITY: [Counter; 2] = [Counter::Bought, Counter::Sold];
+    /// The counters of a volume (m³), gas and water: a stored rollup keeps
+    /// them after the electricity ones (`Stored::x`).
+    pub const VOLUMES: [Counter; 2] = [Counter::Gas, Counter::Water];
 
     /// The quantity a reading carries this counter in.
     pub fn quantity(self) -> Quantity {
         match self {
             Counter::Bought => Quantity::EnergyBought,
             Counter::Sold => Quantity::EnergySold,
+            Counter::Gas => Quantity::Gas,
+            Counter::Water => Quantity::Water,
         }
+    }
+
+    /// The counter a quantity is, if it is one.
+    pub fn of_quantity(q: Quantity) -> Option<Counter> {
+        Counter::ALL.into_iter().find(|c| c.quantity() == q)
     }
 }
 
@@ -96,6 +118,8 @@ impl<T> Counters<T> {
         match c {
             Counter::Bought => &self.bought,
             Counter::Sold => &self.sold,
+            Counter::Gas => &self.gas,
+            Counter::Water => &self.water,
         }
     }
 
@@ -103,6 +127,18 @@ impl<T> Counters<T> {
         match c {
             Counter::Bought => &mut self.bought,
             Counter::Sold => &mut self.sold,
+            Counter::Gas => &mut self.gas,
+            Counter::Water => &mut self.water,
+        }
+    }
+
+    /// Each counter's value made by `f`.
+    pub fn from_fn(mut f: impl FnMut(Counter) -> T) -> Self {
+        Counters {
+            bought: f(Counter::Bought),
+            sold: f(Counter::Sold),
+            gas: f(Counter::Gas),
+            water: f(Counter::Water),
         }
     }
 }
@@ -110,34 +146,34 @@ impl<T> Counters<T> {
 impl Counters<Option<f64>> {
     /// The counters a reading carries.
     pub fn of(r: &Reading) -> Self {
-        Counters {
-            bought: r.get(Quantity::EnergyBought),
-            sold: r.get(Quantity::EnergySold),
-        }
+        Counters::from_fn(|c| r.get(c.quantity()))
     }
 
     pub fn any(&self) -> bool {
-        self.bought.is_some() || self.sold.is_some()
+        Counter::ALL.into_iter().any(|c| self.get(c).is_some())
     }
 }
 
 impl Counters<bool> {
-    /// Which counters a device's quantities hold (a gas or water meter's
-    /// counter is not one of these two).
+    /// Which counters a device's quantities hold.
     pub fn among(quantities: impl IntoIterator<Item = Quantity>) -> Self {
         let mut found = Self::default();
         for q in quantities {
-            for c in Counter::BOTH {
-                if q == c.quantity() {
-                    *found.get_mut(c) = true;
-                }
+            if let Some(c) = Counter::of_quantity(q) {
+                *found.get_mut(c) = true;
             }
         }
         found
     }
 
-    pub fn any(&self) -> bool {
+    /// Whether it has an electricity counter: the device is an electricity meter.
+    pub fn electricity(&self) -> bool {
         self.bought || self.sold
+    }
+
+    /// Whether it has any of `counters`.
+    pub fn any_of(&self, counters: &[Counter]) -> bool {
+        counters.iter().any(|c| *self.get(*c))
     }
 }
 
@@ -149,10 +185,10 @@ pub fn nearest<'a>(
     readings: impl IntoIterator<Item = &'a Reading>,
 ) -> Vec<(Timestamp, Counters<Option<f64>>)> {
     let mut found: Vec<(Timestamp, Counters<Option<f64>>)> = Vec::with_capacity(2);
-    let mut missing = Counter::BOTH.len();
+    let mut missing = Counter::ALL.len();
     for r in readings {
         let values = Counters::of(r);
-        for c in Counter::BOTH {
+        for c in Counter::ALL {
             let Some(v) = *values.get(c) else { continue };
             if found.iter().any(|(_, f)| f.get(c).is_some()) {
                 continue;
@@ -307,12 +343,25 @@ mod tests {
         use Quantity::*;
         let among = |qs: &[Quantity]| {
             let c = Counters::<bool>::among(qs.iter().copied());
-            (c.bought, c.sold, c.any())
+            (c.bought, c.sold, c.electricity(), c.gas, c.water)
         };
-        assert_eq!(among(&[Power, EnergyBought]), (true, false, true));
-        assert_eq!(among(&[EnergySold, Power]), (false, true, true));
-        assert_eq!(among(&[EnergyBought, EnergySold]), (true, true, true));
-        assert_eq!(among(&[Gas, Water, Temperature]), (false, false, false));
+        assert_eq!(
+            among(&[Power, EnergyBought]),
+            (true, false, true, false, false)
+        );
+        assert_eq!(
+            among(&[EnergySold, Power]),
+            (false, true, true, false, false)
+        );
+        assert_eq!(
+            among(&[EnergyBought, EnergySold]),
+            (true, true, true, false, false)
+        );
+        assert_eq!(
+            among(&[Gas, Water, Temperature]),
+            (false, false, false, true, true),
+            "a gas or water meter is no electricity meter"
+        );
     }
 
     /// Each counter grows over the interval between its own readings: a

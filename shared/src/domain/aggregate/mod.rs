@@ -353,15 +353,43 @@ pub struct EnergyBucket {
     pub kwh_bought: f64,
     /// kWh sold (growth of `cumulative_kwh_n`) in the bucket.
     pub kwh_sold: f64,
+    /// m³ of gas (growth of `gas_m3`), where the device has a gas counter.
+    pub m3_gas: Option<f64>,
+    /// m³ of water (growth of `water_m3`), where it has a water counter.
+    pub m3_water: Option<f64>,
     /// Counter drops (meter resets or replacements) seen in the bucket.
     pub resets: u32,
 }
 
 impl EnergyBucket {
-    fn kwh_mut(&mut self, c: Counter) -> &mut f64 {
+    fn new(start: Timestamp, end: Timestamp) -> Self {
+        EnergyBucket {
+            start,
+            end,
+            kwh_bought: 0.0,
+            kwh_sold: 0.0,
+            m3_gas: None,
+            m3_water: None,
+            resets: 0,
+        }
+    }
+
+    /// What counter `c` added in the bucket, in its unit (kWh or m³).
+    pub fn amount(&self, c: Counter) -> Option<f64> {
         match c {
-            Counter::Bought => &mut self.kwh_bought,
-            Counter::Sold => &mut self.kwh_sold,
+            Counter::Bought => Some(self.kwh_bought),
+            Counter::Sold => Some(self.kwh_sold),
+            Counter::Gas => self.m3_gas,
+            Counter::Water => self.m3_water,
+        }
+    }
+
+    fn add(&mut self, c: Counter, amount: f64) {
+        match c {
+            Counter::Bought => self.kwh_bought += amount,
+            Counter::Sold => self.kwh_sold += amount,
+            Counter::Gas => *self.m3_gas.get_or_insert(0.0) += amount,
+            Counter::Water => *self.m3_water.get_or_insert(0.0) += amount,
         }
     }
 }
@@ -370,9 +398,9 @@ impl EnergyBucket {
 /// time order, including each counter's last reading before the range and
 /// its first after it:
 ///
-/// * Each counter (bought, sold) is followed on its own, from the readings
-///   that carry it: a meter may report one, the other or both, and gain one
-///   part way. Between two consecutive readings of a counter it grows by
+/// * Each counter (bought, sold, gas, water) is followed on its own, from
+///   the readings that carry it: a meter may report any of them, and gain
+///   one part way. Between two consecutive readings of a counter it grows by
 ///   `later - earlier`; that growth is spread over the interval in
 ///   proportion to time, so a bucket boundary inside the interval splits it
 ///   (the counter is read across the boundary by linear interpolation). An
@@ -436,19 +464,15 @@ impl EnergyFold {
         {
             return self.buckets.last_entry().expect("just seen").into_mut();
         }
-        self.buckets.entry(start).or_insert(EnergyBucket {
-            start,
-            end,
-            kwh_bought: 0.0,
-            kwh_sold: 0.0,
-            resets: 0,
-        })
+        self.buckets
+            .entry(start)
+            .or_insert_with(|| EnergyBucket::new(start, end))
     }
 
     /// Adds the next reading's counters, those it carries (readings must
     /// come in time order).
     pub fn add(&mut self, t: Timestamp, values: Counters<Option<f64>>) {
-        for c in Counter::BOTH {
+        for c in Counter::ALL {
             if let Some(v) = *values.get(c) {
                 if let Some(growth) = self.chain.read(c, t, v) {
                     self.add_growth(c, &growth);
@@ -476,7 +500,7 @@ impl EnergyFold {
     /// that the rollup's span lies inside the range and in one bucket; then
     /// this adds exactly what its readings would have.
     pub fn add_counters(&mut self, start: Timestamp, counters: &Counters<Option<CounterSpan>>) {
-        for c in Counter::BOTH {
+        for c in Counter::ALL {
             let Some(span) = counters.get(c) else {
                 continue;
             };
@@ -488,7 +512,7 @@ impl EnergyFold {
             if span.leaving.at > span.first_at {
                 let holding = self.span_of(start);
                 let bucket = self.bucket(holding);
-                *bucket.kwh_mut(c) += span.inside_kwh;
+                bucket.add(c, span.inside_kwh);
                 bucket.resets += span.inside_resets;
             }
             *self.chain.get_mut(c) = Some(span.leaving);
@@ -506,7 +530,7 @@ impl EnergyFold {
         let (mut start, mut end) = self.span_of(a);
         while start < b {
             let share = (end.min(b).millis() - start.max(a).millis()) as f64 / span;
-            *self.bucket((start, end)).kwh_mut(c) += kwh * share;
+            self.bucket((start, end)).add(c, kwh * share);
             if end >= b {
                 break;
             }
@@ -517,19 +541,26 @@ impl EnergyFold {
     /// Buckets overlapped by an interval between readings, oldest first; energies
     /// rounded to 6 decimals (mWh) so that float noise does not show.
     pub fn finish(self) -> Vec<EnergyBucket> {
+        // A volume counter the fold followed has an amount in every bucket
+        // (0 where it stood still); one the device has not is left out.
+        let followed = |c: Counter| self.chain.get(c).is_some();
+        let (gas, water) = (followed(Counter::Gas), followed(Counter::Water));
         self.buckets
             .into_values()
             .map(|mut b| {
                 b.kwh_bought = to_the_mwh(b.kwh_bought);
                 b.kwh_sold = to_the_mwh(b.kwh_sold);
+                b.m3_gas = gas.then(|| to_the_mwh(b.m3_gas.unwrap_or(0.0)));
+                b.m3_water = water.then(|| to_the_mwh(b.m3_water.unwrap_or(0.0)));
                 b
             })
             .collect()
     }
 }
 
-/// kWh to the milliwatt-hour (6 decimals), so that float noise does not
-/// show: 6532.1 Wh read as kWh is 6.5321, not 6.532100000000001.
+/// kWh to the milliwatt-hour (6 decimals; m³ to the millilitre), so that
+/// float noise does not show: 6532.1 Wh read as kWh is 6.5321, not
+/// 6.532100000000001.
 pub fn to_the_mwh(kwh: f64) -> f64 {
     (kwh * 1e6).round() / 1e6
 }
@@ -561,6 +592,7 @@ mod tests {
                 Counters {
                     bought: Some(*p),
                     sold: Some(*n),
+                    ..Default::default()
                 },
             );
         }

@@ -127,7 +127,7 @@ impl Rollup {
     /// version 1) may not: its readings of a meter that reported one counter
     /// were left out, and its energy must be read from its readings.
     pub fn counters_cover_readings(&self) -> bool {
-        Counter::BOTH.into_iter().all(|c| {
+        Counter::ALL.into_iter().all(|c| {
             let read = self
                 .all
                 .fields
@@ -174,7 +174,7 @@ impl Rollup {
             }
         }
         let values = Counters::of(r);
-        for c in Counter::BOTH {
+        for c in Counter::ALL {
             if let Some(v) = *values.get(c) {
                 self.add_counter(c, r.timestamp, v);
             }
@@ -267,10 +267,7 @@ pub fn extend_spans_from_columns(
             let to = *from + holders[*from..].partition_point(|i| *i < hi);
             if to > *from {
                 rollup.all.add_column(*quantity, &column[*from..to]);
-                if let Some(c) = Counter::BOTH
-                    .into_iter()
-                    .find(|c| c.quantity() == *quantity)
-                {
+                if let Some(c) = Counter::of_quantity(*quantity) {
                     for k in *from..to {
                         rollup.add_counter(c, at(times[holders[k]])?, column[k]);
                     }
@@ -385,7 +382,7 @@ pub fn day(start: Timestamp, hours: &[Rollup]) -> Rollup {
         for (room, t) in &h.rooms {
             d.rooms.entry(room.clone()).or_default().merge(t);
         }
-        for c in Counter::BOTH {
+        for c in Counter::ALL {
             let Some(hour) = h.counters.get(c) else {
                 continue;
             };
@@ -523,6 +520,26 @@ pub struct Stored<S = String> {
     /// The mark (time, reference) kept through the span by a counter it has
     /// no reading of: bought, sold.
     pub k: (Option<StoredMark>, Option<StoredMark>),
+    /// Gas and water, as `b`, `s` and `k` keep the electricity counters;
+    /// `None` where the span has neither (an electricity meter's, a
+    /// sensor's: the shape and its size as before), and in every rollup
+    /// stored before gas and water were followed. Read as none there, so
+    /// that such a span's gas and water come from its readings
+    /// (`Rollup::counters_cover_readings`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x: Option<StoredVolumes>,
+}
+
+/// A rollup's gas and water counters (`Stored::x`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StoredVolumes {
+    /// What the span's readings of the gas counter add.
+    pub g: Option<StoredCounter>,
+    /// The same for the water counter.
+    pub w: Option<StoredCounter>,
+    /// The mark kept through the span by a counter it has no reading of:
+    /// gas, water.
+    pub k: (Option<StoredMark>, Option<StoredMark>),
 }
 
 pub type StoredField<S = String> = (S, u64, f64, f64, f64);
@@ -588,21 +605,44 @@ impl From<&Rollup> for Stored {
             b: r.counters.bought.as_ref().map(stored_counter),
             s: r.counters.sold.as_ref().map(stored_counter),
             k: (kept(Counter::Bought), kept(Counter::Sold)),
+            x: Some(StoredVolumes {
+                g: r.counters.gas.as_ref().map(stored_counter),
+                w: r.counters.water.as_ref().map(stored_counter),
+                k: (kept(Counter::Gas), kept(Counter::Water)),
+            })
+            .filter(|x| x.g.is_some() || x.w.is_some() || x.k != (None, None)),
         }
+    }
+}
+
+impl<S> Stored<S> {
+    /// The mark kept through the span by each counter it has no reading of.
+    pub fn kept(&self) -> Counters<Option<StoredMark>> {
+        kept_marks(self.k, self.x.as_ref().map_or((None, None), |x| x.k))
+    }
+}
+
+/// Each counter's kept mark, from the electricity counters' pair and the
+/// volumes'.
+pub(super) fn kept_marks(
+    (bought, sold): (Option<StoredMark>, Option<StoredMark>),
+    (gas, water): (Option<StoredMark>, Option<StoredMark>),
+) -> Counters<Option<StoredMark>> {
+    Counters {
+        bought,
+        sold,
+        gas,
+        water,
     }
 }
 
 /// The chain a span of `counters` leaving `chain` was entered with: a
 /// counter it has no reading of keeps the mark it entered with.
 pub(super) fn entering(counters: &Counters<Option<CounterSpan>>, chain: &Chain) -> Chain {
-    let of = |c: Counter| match counters.get(c) {
+    Counters::from_fn(|c| match counters.get(c) {
         Some(span) => span.entering,
         None => *chain.get(c),
-    };
-    Counters {
-        bought: of(Counter::Bought),
-        sold: of(Counter::Sold),
-    }
+    })
 }
 
 /// Whether a fold standing at `chain` may take `counters` in place of the
@@ -614,26 +654,26 @@ pub(super) fn continues(
     chain: &Chain,
 ) -> bool {
     covers
-        && Counter::BOTH.into_iter().all(|c| match counters.get(c) {
+        && Counter::ALL.into_iter().all(|c| match counters.get(c) {
             Some(span) => *chain.get(c) == span.entering,
             None => true,
         })
 }
 
 /// The chain a span of `counters` leaves: each counter's leaving mark, or
-/// the mark kept through it (`Stored::k`) by one it has no reading of.
+/// the mark kept through it (`Stored::kept`) by one it has no reading of.
 pub(super) fn chain_after(
     counters: &Counters<Option<CounterSpan>>,
-    (bought, sold): (Option<StoredMark>, Option<StoredMark>),
+    kept: Counters<Option<StoredMark>>,
 ) -> Result<Chain, String> {
-    let after = |c: &Option<CounterSpan>, kept: Option<StoredMark>| match c {
-        Some(c) => Ok(Some(c.leaving)),
-        None => kept.map(mark).transpose(),
-    };
-    Ok(Counters {
-        bought: after(&counters.bought, bought)?,
-        sold: after(&counters.sold, sold)?,
-    })
+    let mut chain = Chain::default();
+    for c in Counter::ALL {
+        *chain.get_mut(c) = match counters.get(c) {
+            Some(span) => Some(span.leaving),
+            None => kept.get(c).map(mark).transpose()?,
+        };
+    }
+    Ok(chain)
 }
 
 fn time(ms: i64) -> Result<Timestamp, String> {
@@ -721,12 +761,16 @@ impl<S: AsRef<str>> Stored<S> {
                 self.v
             ));
         }
+        let kept = self.kept();
         let (all, rooms) = tallies(self.n, self.f, self.r)?;
+        let (gas, water) = self.x.map_or((None, None), |x| (x.g, x.w));
         let counters = Counters {
             bought: self.b.map(StoredCounter::decode).transpose()?,
             sold: self.s.map(StoredCounter::decode).transpose()?,
+            gas: gas.map(StoredCounter::decode).transpose()?,
+            water: water.map(StoredCounter::decode).transpose()?,
         };
-        let chain = chain_after(&counters, self.k)?;
+        let chain = chain_after(&counters, kept)?;
         Ok(Rollup {
             span,
             start,
@@ -788,6 +832,7 @@ impl<S: AsRef<str>> StoredV1<S> {
                     at,
                     reference: sold,
                 }),
+                ..Default::default()
             })
         };
         // Version 1 kept no count of the readings it followed. Equal counts
@@ -830,6 +875,7 @@ impl<S: AsRef<str>> StoredV1<S> {
                         incoming_resets,
                     )),
                     sold: Some(side(Counter::Sold, c.inside.1, 0, 0)),
+                    ..Default::default()
                 };
                 (counters, leaving)
             }
@@ -849,6 +895,47 @@ impl<S: AsRef<str>> StoredV1<S> {
             chain,
         })
     }
+}
+
+/// The stored shape of rollup version 2 as postcard wrote it (an embedded
+/// store's bodies before version 3 of its own form): `Stored` without `x`,
+/// which postcard, whose fields are positional, cannot leave out. Read,
+/// never written.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StoredV2<S = String> {
+    pub v: u8,
+    pub n: u64,
+    pub f: Vec<StoredField<S>>,
+    pub r: Vec<StoredRoom<S>>,
+    pub b: Option<StoredCounter>,
+    pub s: Option<StoredCounter>,
+    pub k: (Option<StoredMark>, Option<StoredMark>),
+}
+
+impl<S> From<StoredV2<S>> for Stored<S> {
+    fn from(o: StoredV2<S>) -> Self {
+        Stored {
+            v: o.v,
+            n: o.n,
+            f: o.f,
+            r: o.r,
+            b: o.b,
+            s: o.s,
+            k: o.k,
+            x: None,
+        }
+    }
+}
+
+/// The stored shape in postcard's bytes (the embedded store's bodies of
+/// version 2, and one whose field is outside the catalogue): with `x`, or
+/// without it, as version 2 wrote every rollup and as a span without gas
+/// or water is written (postcard's fields are positional: an `x` left out
+/// is absent, where its reader expects it).
+pub fn from_postcard(bytes: &[u8]) -> Result<Stored<&str>, String> {
+    postcard::from_bytes::<Stored<&str>>(bytes)
+        .or_else(|_| postcard::from_bytes::<StoredV2<&str>>(bytes).map(Stored::from))
+        .map_err(|e| e.to_string())
 }
 
 /// The version a stored rollup's postcard bytes are in: its first byte
@@ -872,11 +959,12 @@ mod tests {
     }
 
     /// What a reading of the generated history is. `u8`s name the counters
-    /// a meter's reading carries: bit 0 bought, bit 1 sold.
+    /// a meter's reading carries: bit 0 bought, bit 1 sold, bit 2 gas, bit
+    /// 3 water (`Counter::ALL`'s order).
     #[derive(Debug, Clone)]
     enum Kind {
         /// The counters move by these shares of their values: growth, or a dip.
-        Meter(u8, f64, f64),
+        Meter(u8, [f64; 4]),
         Zero(u8),
         NewMeter(u8),
         Climate(u8, f64),
@@ -885,22 +973,29 @@ mod tests {
     }
 
     /// A device's history, and the counters its meter readings may carry
-    /// (bought only, sold only, or either and both, which makes a counter
-    /// that appears, disappears and comes back part way).
+    /// (bought only, sold only, either and both, gas alone, or all four as
+    /// a P1 meter's telegram: any subset of them in a reading, which makes a
+    /// counter that appears, disappears and comes back part way).
     fn history() -> impl Strategy<Value = Vec<(i64, Kind)>> {
-        let counters = prop_oneof![3 => Just(3u8), 1 => Just(1u8), 1 => Just(2u8)];
+        let counters = prop_oneof![
+            3 => Just(3u8),
+            1 => Just(1u8),
+            1 => Just(2u8),
+            1 => Just(4u8),
+            2 => Just(15u8)
+        ];
         let kind = |allowed: u8| {
-            let which =
-                prop_oneof![4 => Just(3u8), 3 => Just(1u8), 2 => Just(2u8)].prop_map(move |w| {
-                    if w & allowed == 0 {
-                        allowed
-                    } else {
-                        w & allowed
-                    }
-                });
+            let which = prop_oneof![3 => Just(15u8), 2 => 1u8..16].prop_map(move |w| {
+                if w & allowed == 0 {
+                    allowed
+                } else {
+                    w & allowed
+                }
+            });
             let grow = prop_oneof![8 => 0.0f64..0.01, 1 => -0.08f64..0.0];
             prop_oneof![
-                9 => (which.clone(), grow.clone(), grow).prop_map(|(w, b, s)| Kind::Meter(w, b, s)),
+                9 => (which.clone(), [grow.clone(), grow.clone(), grow.clone(), grow])
+                    .prop_map(|(w, shares)| Kind::Meter(w, shares)),
                 1 => which.clone().prop_map(Kind::Zero),
                 1 => which.prop_map(Kind::NewMeter),
                 1 => Just(Kind::Watts),
@@ -920,16 +1015,13 @@ mod tests {
 
     fn readings(h: &[(i64, Kind)]) -> Vec<Reading> {
         let device = DeviceId::parse("m-1").unwrap();
-        let (mut t, mut kwh) = (T0, [1000.0f64, 20.0]);
+        let (mut t, mut kwh) = (T0, [1000.0f64, 20.0, 4000.0, 300.0]);
         h.iter()
             .map(|(gap, kind)| {
                 t += gap;
-                let meter = |which: u8, values: [f64; 2]| {
+                let meter = |which: u8, values: [f64; 4]| {
                     let mut v = vec![(Quantity::Power, 100.0)];
-                    for (i, q) in [Quantity::EnergyBought, Quantity::EnergySold]
-                        .into_iter()
-                        .enumerate()
-                    {
+                    for (i, q) in Counter::ALL.map(Counter::quantity).into_iter().enumerate() {
                         if which & (1 << i) != 0 {
                             v.push((q, values[i]));
                         }
@@ -942,15 +1034,15 @@ mod tests {
                         (temp * 100.0).round() / 100.0,
                         50.0,
                     ),
-                    Kind::Meter(which, b, s) => {
-                        for (i, share) in [b, s].into_iter().enumerate() {
+                    Kind::Meter(which, shares) => {
+                        for (i, share) in shares.iter().enumerate() {
                             if which & (1 << i) != 0 {
                                 kwh[i] = ((kwh[i] * (1.0 + share)) * 1000.0).round() / 1000.0;
                             }
                         }
                         meter(*which, kwh)
                     }
-                    Kind::Zero(which) => meter(*which, [0.0, 0.0]),
+                    Kind::Zero(which) => meter(*which, [0.0; 4]),
                     Kind::NewMeter(which) => {
                         for (i, v) in kwh.iter_mut().enumerate() {
                             if which & (1 << i) != 0 {
@@ -1010,17 +1102,18 @@ mod tests {
     /// meter rule (`counter::step`), spread over the buckets the interval
     /// (its last hour, when it is longer) overlaps inside the range in
     /// proportion to time; a reset is counted
-    /// in the bucket of the reading that made it. (bucket start, bought,
-    /// sold, resets) for each bucket an interval overlaps. Each counter is
-    /// read from its last reading before the range, as an answer reads it.
+    /// in the bucket of the reading that made it. (bucket start, each
+    /// counter's amount in `Counter::ALL`'s order, resets) for each bucket
+    /// an interval overlaps. Each counter is read from its last reading
+    /// before the range, as an answer reads it.
     fn reference(
         all: &[Reading],
         b: Bucketing,
         range: TimeRange,
-    ) -> Vec<(Timestamp, f64, f64, u32)> {
+    ) -> Vec<(Timestamp, [f64; 4], u32)> {
         use super::super::counter::{step, Step};
-        let mut out: BTreeMap<Timestamp, (f64, f64, u32)> = BTreeMap::new();
-        for (i, c) in Counter::BOTH.into_iter().enumerate() {
+        let mut out: BTreeMap<Timestamp, ([f64; 4], u32)> = BTreeMap::new();
+        for (i, c) in Counter::ALL.into_iter().enumerate() {
             let series: Vec<(i64, f64)> = all
                 .iter()
                 .filter_map(|r| Counters::of(r).get(c).map(|v| (r.timestamp.millis(), v)))
@@ -1050,24 +1143,21 @@ mod tests {
                 };
                 reference = Some(next);
                 if reset && range.contains(ts(t1)) {
-                    out.entry(b.start_of(ts(t1))).or_default().2 += 1;
+                    out.entry(b.start_of(ts(t1))).or_default().1 += 1;
                 }
                 let (a, z) = (t0.max(range.from().millis()), t1.min(range.to().millis()));
                 let mut start = b.start_of(ts(a)).millis();
                 while start < z {
                     let end = b.end_of(ts(start)).millis();
                     let share = (end.min(z) - start.max(a)) as f64 / (t1 - t0) as f64;
-                    let e = out.entry(ts(start)).or_default();
-                    if i == 0 {
-                        e.0 += growth * share
-                    } else {
-                        e.1 += growth * share
-                    }
+                    out.entry(ts(start)).or_default().0[i] += growth * share;
                     start = end;
                 }
             }
         }
-        out.into_iter().map(|(t, (p, n, r))| (t, p, n, r)).collect()
+        out.into_iter()
+            .map(|(t, (amounts, r))| (t, amounts, r))
+            .collect()
     }
 
     /// The same from the hour rollups (the range is whole hours), falling
@@ -1178,10 +1268,13 @@ mod tests {
         prop_assert_eq!(energy.len(), o_energy.len(), "{:?}\n{:?}", energy, o_energy);
         for (a, b) in energy.iter().zip(o_energy) {
             prop_assert_eq!((a.start, a.resets), (b.start, b.resets));
-            prop_assert!(
-                close(a.kwh_bought, b.kwh_bought) && close(a.kwh_sold, b.kwh_sold),
-                "{a:?} {b:?}"
-            );
+            for c in Counter::ALL {
+                let (x, y) = (a.amount(c), b.amount(c));
+                prop_assert!(
+                    x.is_some() == y.is_some() && close(x.unwrap_or(0.0), y.unwrap_or(0.0)),
+                    "{c:?}: {a:?} {b:?}"
+                );
+            }
         }
         Ok(())
     }
@@ -1222,7 +1315,7 @@ mod tests {
             .map(|i| {
                 (
                     15 * 60_000,
-                    Kind::Meter(3, 0.001 + (i % 7) as f64 * 1e-4, 0.002),
+                    Kind::Meter(3, [0.001 + (i % 7) as f64 * 1e-4, 0.002, 0.0, 0.0]),
                 )
             })
             .collect();
@@ -1238,11 +1331,11 @@ mod tests {
         let (stats, energy) = raw(&all, berlin, range);
         let (r_stats, r_energy) = from_rollups(&all, &hours, berlin, range);
         assert_eq!(energy.len(), 2);
-        for (a, (start, bought, sold, _)) in r_energy.iter().zip(reference(&all, berlin, range)) {
+        for (a, (start, amounts, _)) in r_energy.iter().zip(reference(&all, berlin, range)) {
             assert_eq!(a.start, start);
             assert!(
-                close(a.kwh_bought, bought) && close(a.kwh_sold, sold),
-                "{a:?} {bought} {sold}"
+                close(a.kwh_bought, amounts[0]) && close(a.kwh_sold, amounts[1]),
+                "{a:?} {amounts:?}"
             );
         }
         same_answers((&stats, &energy), (&r_stats, &r_energy)).unwrap();
@@ -1396,9 +1489,11 @@ mod tests {
             let (r_stats, r_energy) = from_rollups(&all, &hours, b, range);
             let oracle = reference(&all, b, range);
             prop_assert_eq!(energy.len(), oracle.len(), "{:?}\n{:?}", energy, oracle);
-            for (a, (start, bought, sold, resets)) in energy.iter().zip(&oracle) {
+            for (a, (start, amounts, resets)) in energy.iter().zip(&oracle) {
                 prop_assert_eq!((a.start, a.resets), (*start, *resets));
-                prop_assert!(close(a.kwh_bought, *bought) && close(a.kwh_sold, *sold), "{a:?} {bought} {sold}");
+                for (c, want) in Counter::ALL.into_iter().zip(amounts) {
+                    prop_assert!(close(a.amount(c).unwrap_or(0.0), *want), "{c:?}: {a:?} {amounts:?}");
+                }
             }
             same_answers((&stats, &energy), (&r_stats, &r_energy))?;
         }
@@ -1467,7 +1562,7 @@ mod tests {
                 let back: Stored = serde_json::from_str(&text).unwrap();
                 prop_assert_eq!(back.decode(r.span, r.start).unwrap(), r.clone());
                 let bytes = postcard::to_allocvec(&Stored::from(&r)).unwrap();
-                let back: Stored = postcard::from_bytes(&bytes).unwrap();
+                let back = from_postcard(&bytes).unwrap();
                 prop_assert_eq!(back.decode(r.span, r.start).unwrap(), r);
             }
         }

@@ -16,12 +16,19 @@
 //!   readings lack it. A room sensor's day is 40 bytes where version 3
 //!   took 44, a meter's 84 where it took 107 (docs/BENCHMARKS.md).
 //!
+//! - (version 5) a rollup with a gas or water counter, or a mark kept by
+//!   one, has them after the electricity counters' marks, as those are
+//!   written; a rollup without either is written as version 4, byte for
+//!   byte as before.
+//!
 //! Version 3 bodies (each number alone) are still read.
 //! Bodies of versions 1 and 2 (postcard) are still read; a version-2 body is
 //! what the shape's DynamoDB item holds, and what `size` meters.
 
+use super::counter::{Counter, Counters};
 use super::rollup::{
-    Stored, StoredCounter, StoredField, StoredMark, StoredRoom, Tally, STORED_VERSION,
+    Stored, StoredCounter, StoredField, StoredMark, StoredRoom, StoredVolumes, Tally,
+    STORED_VERSION,
 };
 use super::rollup_counters::StoredCounters;
 use super::stats_map::QuantityStats;
@@ -29,15 +36,27 @@ use super::FieldStats;
 use crate::domain::block::numbers::{unzigzag, zigzag, Reader, Writer};
 use crate::model::Quantity;
 
-/// The body's first byte (versions 1 and 2 are postcard's).
+/// The body's first byte (versions 1 and 2 are postcard's), for a rollup
+/// without gas or water.
 pub const VERSION: u8 = 4;
 /// Version 3, still read: every count and number stood alone.
 const VERSION_3: u8 = 3;
+/// A rollup with gas or water (`Stored::x`): version 4 and its volumes.
+pub const VERSION_5: u8 = 5;
 
 /// Whether a body whose first byte is `version` is one of this module's
 /// (else it is postcard's, versions 1 and 2).
 pub fn reads(version: u8) -> bool {
-    version == VERSION || version == VERSION_3
+    (VERSION_3..=VERSION_5).contains(&version)
+}
+
+/// What a body's version says of its form.
+#[derive(Debug, Clone, Copy)]
+struct Form {
+    /// Its numbers are written from what comes before them (version 4 on).
+    relative: bool,
+    /// It has gas and water after the electricity counters (version 5).
+    volumes: bool,
 }
 
 /// A number's form, in its head's low two bits.
@@ -54,7 +73,10 @@ const MOST_BASE: i64 = 9_000_000_000_000_000;
 /// field has no catalogue quantity (postcard keeps any name).
 pub fn encode<S: AsRef<str>>(stored: &Stored<S>, start_ms: i64) -> Option<Vec<u8>> {
     let mut out = Writer::default();
-    out.byte(VERSION);
+    out.byte(match stored.x {
+        Some(_) => VERSION_5,
+        None => VERSION,
+    });
     out.unsigned(stored.n);
     fields(&mut out, &stored.f, stored.n)?;
     out.unsigned(stored.r.len() as u64);
@@ -78,11 +100,25 @@ pub fn encode<S: AsRef<str>>(stored: &Stored<S>, start_ms: i64) -> Option<Vec<u8
             counter(&mut out, c, start_ms, counter_base(&stored.f, q));
         }
     }
-    out.byte(u8::from(stored.k.0.is_some()) | u8::from(stored.k.1.is_some()) << 1);
-    for m in [&stored.k.0, &stored.k.1].into_iter().flatten() {
-        mark(&mut out, m, start_ms, 0);
+    kept(&mut out, &stored.k, start_ms);
+    if let Some(x) = &stored.x {
+        out.byte(u8::from(x.g.is_some()) | u8::from(x.w.is_some()) << 1);
+        for (c, q) in [(&x.g, Quantity::Gas), (&x.w, Quantity::Water)] {
+            if let Some(c) = c {
+                counter(&mut out, c, start_ms, counter_base(&stored.f, q));
+            }
+        }
+        kept(&mut out, &x.k, start_ms);
     }
     Some(out.bytes)
+}
+
+/// A pair of counters' kept marks: which there are, then each.
+fn kept(out: &mut Writer, k: &(Option<StoredMark>, Option<StoredMark>), start_ms: i64) {
+    out.byte(u8::from(k.0.is_some()) | u8::from(k.1.is_some()) << 1);
+    for m in [&k.0, &k.1].into_iter().flatten() {
+        mark(out, m, start_ms, 0);
+    }
 }
 
 /// Version 4 writes a field's count as how many of its scope's `n`
@@ -171,12 +207,14 @@ fn number(out: &mut Writer, v: f64, from: i64) {
     out.float(v);
 }
 
-/// The rollup starting at `start_ms` that `body` (version 3 or 4) holds;
-/// room names are borrowed from it. An error says what does not decode.
+/// The rollup starting at `start_ms` that `body` (version 3, 4 or 5)
+/// holds; room names are borrowed from it. An error says what does not
+/// decode.
 pub fn decode(body: &[u8], start_ms: i64) -> Result<Stored<&str>, String> {
     let mut r = Reader::new(body);
     let e = |e: crate::domain::block::BlockError| e.to_string();
-    let (relative, n) = read_head(&mut r)?;
+    let (form, n) = read_head(&mut r)?;
+    let relative = form.relative;
     let f = read_fields(&mut r, relative, n)?;
     let rooms = r.unsigned().map_err(e)?;
     let mut rs: Vec<StoredRoom<&str>> = Vec::new();
@@ -193,42 +231,38 @@ pub fn decode(body: &[u8], start_ms: i64) -> Result<Stored<&str>, String> {
         };
         rs.push((name, tally));
     }
-    let from = |q: Quantity| match relative {
-        true => counter_base(&f, q),
+    let from = Counters::from_fn(|c| match relative {
+        true => counter_base(&f, c.quantity()),
         false => 0,
-    };
-    let (b, s, k) = read_counters(
-        &mut r,
-        start_ms,
-        (from(Quantity::EnergyBought), from(Quantity::EnergySold)),
-    )?;
+    });
+    let tail = read_tail(&mut r, start_ms, form, from)?;
     Ok(Stored {
         v: STORED_VERSION,
         n,
         f,
         r: rs,
-        b,
-        s,
-        k,
+        b: tail.b,
+        s: tail.s,
+        k: tail.k,
+        x: tail.x,
     })
 }
 
-/// The counters that `body` (version 3 or 4) holds, read past its tallies
-/// and rooms without building them (`RollupCounters`: what an energy
-/// answer folds).
+/// The counters that `body` (version 3, 4 or 5) holds, read past its
+/// tallies and rooms without building them (`RollupCounters`: what an
+/// energy answer folds).
 pub fn counters(body: &[u8], start_ms: i64) -> Result<StoredCounters, String> {
     let e = |e: crate::domain::block::BlockError| e.to_string();
     let mut r = Reader::new(body);
-    let (relative, n) = read_head(&mut r)?;
+    let (form, n) = read_head(&mut r)?;
+    let relative = form.relative;
     // Each counter's readings, and its marks' base (`counter_base`).
-    let (mut read, mut from) = ((0, 0), (0, 0));
+    let (mut read, mut from) = (Counters::<u64>::default(), Counters::<i64>::default());
     for _ in 0..read_field_count(&mut r)? {
         let (q, f) = read_field(&mut r, relative, n)?;
-        let based = if relative { base(f.min) } else { 0 };
-        match q {
-            Quantity::EnergyBought => (read.0, from.0) = (f.count, based),
-            Quantity::EnergySold => (read.1, from.1) = (f.count, based),
-            _ => {}
+        if let Some(c) = Counter::of_quantity(q) {
+            *read.get_mut(c) = f.count;
+            *from.get_mut(c) = if relative { base(f.min) } else { 0 };
         }
     }
     for _ in 0..r.unsigned().map_err(e)? {
@@ -244,30 +278,62 @@ pub fn counters(body: &[u8], start_ms: i64) -> Result<StoredCounters, String> {
             other => return Err(format!("a room's tally flag {other}")),
         }
     }
-    let (b, s, k) = read_counters(&mut r, start_ms, from)?;
-    Ok(StoredCounters { b, s, k, read })
+    let tail = read_tail(&mut r, start_ms, form, from)?;
+    Ok(StoredCounters {
+        b: tail.b,
+        s: tail.s,
+        k: tail.k,
+        x: tail.x,
+        read,
+    })
 }
 
-/// A body's counters (bought, sold, their marks written from `from`) and
-/// the marks kept through it, to its end.
-#[allow(clippy::type_complexity)]
-fn read_counters(
+/// What a body holds after its tallies and rooms: its counters and kept
+/// marks.
+struct Tail {
+    b: Option<StoredCounter>,
+    s: Option<StoredCounter>,
+    k: (Option<StoredMark>, Option<StoredMark>),
+    x: Option<StoredVolumes>,
+}
+
+/// A pair of counters and the marks kept by them.
+type Pair = (
+    Option<StoredCounter>,
+    Option<StoredCounter>,
+    (Option<StoredMark>, Option<StoredMark>),
+);
+
+/// A body's counters (each one's marks written from its `from`) and kept
+/// marks, to its end: the electricity counters', then (version 5) gas and
+/// water's.
+fn read_tail(
     r: &mut Reader,
     start_ms: i64,
-    from: (i64, i64),
-) -> Result<
-    (
-        Option<StoredCounter>,
-        Option<StoredCounter>,
-        (Option<StoredMark>, Option<StoredMark>),
-    ),
-    String,
-> {
+    form: Form,
+    from: Counters<i64>,
+) -> Result<Tail, String> {
+    let (b, s, k) = read_pair(r, start_ms, (from.bought, from.sold))?;
+    let x = match form.volumes {
+        true => {
+            let (g, w, k) = read_pair(r, start_ms, (from.gas, from.water))?;
+            Some(StoredVolumes { g, w, k })
+        }
+        false => None,
+    };
+    if !r.done() {
+        return Err("bytes after the rollup".into());
+    }
+    Ok(Tail { b, s, k, x })
+}
+
+/// Two counters (their marks written from `from`) and the marks they keep.
+fn read_pair(r: &mut Reader, start_ms: i64, from: (i64, i64)) -> Result<Pair, String> {
     let counters = flags(r)?;
-    let b = (counters & 1 != 0)
+    let first = (counters & 1 != 0)
         .then(|| read_counter(r, start_ms, from.0))
         .transpose()?;
-    let s = (counters & 2 != 0)
+    let second = (counters & 2 != 0)
         .then(|| read_counter(r, start_ms, from.1))
         .transpose()?;
     let kept = flags(r)?;
@@ -277,22 +343,28 @@ fn read_counters(
     let k1 = (kept & 2 != 0)
         .then(|| read_mark(r, start_ms, 0))
         .transpose()?;
-    if !r.done() {
-        return Err("bytes after the rollup".into());
-    }
-    Ok((b, s, (k0, k1)))
+    Ok((first, second, (k0, k1)))
 }
 
-/// A body's version, as whether its numbers are written from what comes
-/// before them (version 4), and its count of readings.
-fn read_head(r: &mut Reader) -> Result<(bool, u64), String> {
+/// A body's version, as the form it says, and its count of readings.
+fn read_head(r: &mut Reader) -> Result<(Form, u64), String> {
     let e = |e: crate::domain::block::BlockError| e.to_string();
-    let relative = match r.byte().map_err(e)? {
-        VERSION => true,
-        VERSION_3 => false,
-        _ => return Err("not a version 3 or 4 rollup".into()),
+    let form = match r.byte().map_err(e)? {
+        VERSION_5 => Form {
+            relative: true,
+            volumes: true,
+        },
+        VERSION => Form {
+            relative: true,
+            volumes: false,
+        },
+        VERSION_3 => Form {
+            relative: false,
+            volumes: false,
+        },
+        _ => return Err("not a version 3, 4 or 5 rollup".into()),
     };
-    Ok((relative, r.unsigned().map_err(e)?))
+    Ok((form, r.unsigned().map_err(e)?))
 }
 
 fn flags(r: &mut Reader) -> Result<u8, String> {
@@ -363,7 +435,8 @@ fn read_field(r: &mut Reader, relative: bool, n: u64) -> Result<(Quantity, Field
 pub fn tally(body: &[u8], room: Option<&str>) -> Result<Option<Tally>, String> {
     let e = |e: crate::domain::block::BlockError| e.to_string();
     let mut r = Reader::new(body);
-    let (relative, n) = read_head(&mut r)?;
+    let (form, n) = read_head(&mut r)?;
+    let relative = form.relative;
     let all = read_tally(&mut r, relative, n)?;
     let Some(room) = room else {
         return Ok(Some(all));
@@ -482,6 +555,7 @@ pub(crate) mod tests {
                 ..counter
             }),
             k: (None, None),
+            x: None,
         }
     }
 
@@ -636,8 +710,16 @@ pub(crate) mod tests {
                 proptest::option::of(mark_strategy()),
                 proptest::option::of(mark_strategy()),
             ),
+            proptest::option::of((
+                proptest::option::of(counter_strategy()),
+                proptest::option::of(counter_strategy()),
+                (
+                    proptest::option::of(mark_strategy()),
+                    proptest::option::of(mark_strategy()),
+                ),
+            )),
         )
-            .prop_map(|(n, f, r, b, s, k)| {
+            .prop_map(|(n, f, r, b, s, k, x)| {
                 let own = |f: Vec<StoredField<&str>>| {
                     f.into_iter()
                         .map(|(q, c, a, b, s)| (q.to_owned(), c, a, b, s))
@@ -653,8 +735,32 @@ pub(crate) mod tests {
                     b,
                     s,
                     k,
+                    x: x.map(|(g, w, k)| StoredVolumes { g, w, k }),
                 }
             })
+    }
+
+    /// `stored` with its names borrowed.
+    fn borrowed(stored: &Stored<String>) -> Stored<&str> {
+        fn fields(f: &[StoredField<String>]) -> Vec<StoredField<&str>> {
+            f.iter()
+                .map(|(q, c, a, b, s)| (q.as_str(), *c, *a, *b, *s))
+                .collect()
+        }
+        Stored {
+            v: stored.v,
+            n: stored.n,
+            f: fields(&stored.f),
+            r: stored
+                .r
+                .iter()
+                .map(|(room, t)| (room.as_str(), t.as_ref().map(|(c, f)| (*c, fields(f)))))
+                .collect(),
+            b: stored.b.clone(),
+            s: stored.s.clone(),
+            k: stored.k,
+            x: stored.x.clone(),
+        }
     }
 
     type Bits = (u64, Vec<(&'static str, u64, u64, u64, u64)>);
@@ -698,10 +804,9 @@ pub(crate) mod tests {
         #[test]
         fn every_rollup_round_trips_bit_for_bit(stored in stored_strategy(), start in any::<i64>()) {
             let body = encode(&stored, start).unwrap();
+            prop_assert_eq!(body[0], if stored.x.is_some() { VERSION_5 } else { VERSION });
             let back = decode(&body, start).unwrap();
-            let bytes = postcard::to_allocvec(&stored).unwrap();
-            let borrowed: Stored<&str> = postcard::from_bytes(&bytes).unwrap();
-            prop_assert_eq!(bits(&back), bits(&borrowed));
+            prop_assert_eq!(bits(&back), bits(&borrowed(&stored)));
         }
 
         #[test]
@@ -732,13 +837,13 @@ pub(crate) mod tests {
             let whole = decode(&body, start).unwrap();
             let alone = counters(&body, start).unwrap();
             prop_assert_eq!(
-                format!("{:?}", (&alone.b, &alone.s, &alone.k)),
-                format!("{:?}", (&whole.b, &whole.s, &whole.k))
+                format!("{:?}", (&alone.b, &alone.s, &alone.k, &alone.x)),
+                format!("{:?}", (&whole.b, &whole.s, &whole.k, &whole.x))
             );
             let read = |q: Quantity| {
                 stored.f.iter().find(|(name, ..)| name == q.name()).map_or(0, |f| f.1)
             };
-            prop_assert_eq!(alone.read, (read(Quantity::EnergyBought), read(Quantity::EnergySold)));
+            prop_assert_eq!(alone.read, Counters::from_fn(|c| read(c.quantity())));
         }
 
         #[test]

@@ -5,8 +5,10 @@
 //! a year of a meter's hours in local days decoded every hour whole, a
 //! third of that energy answer's time, docs/BENCHMARKS.md).
 
-use super::counter::{Chain, Counters};
-use super::rollup::{chain_after, continues, entering, Rollup, StoredCounter, StoredMark};
+use super::counter::{Chain, Counter, Counters};
+use super::rollup::{
+    chain_after, continues, entering, kept_marks, Rollup, StoredCounter, StoredMark, StoredVolumes,
+};
 use super::CounterSpan;
 use crate::model::{Span, Timestamp};
 
@@ -54,29 +56,36 @@ impl From<&Rollup> for RollupCounters {
 }
 
 /// What a stored body holds of its counters (`rollup_body::counters`): the
-/// stored shape's counters and kept marks (`Stored::b`, `s`, `k`), and how
-/// many of its readings carried each counter's quantity (bought, sold).
+/// stored shape's counters and kept marks (`Stored::b`, `s`, `k` and `x`),
+/// and how many of its readings carried each counter's quantity.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredCounters {
     pub b: Option<StoredCounter>,
     pub s: Option<StoredCounter>,
     pub k: (Option<StoredMark>, Option<StoredMark>),
-    pub read: (u64, u64),
+    pub x: Option<StoredVolumes>,
+    pub read: Counters<u64>,
 }
 
 impl StoredCounters {
     /// The counters of the rollup of `span` starting at `start` they were
     /// read from.
     pub fn decode(self, span: Span, start: Timestamp) -> Result<RollupCounters, String> {
-        let covers = (self.read.0 > 0) == self.b.is_some() && (self.read.1 > 0) == self.s.is_some();
+        let kept = kept_marks(self.k, self.x.as_ref().map_or((None, None), |x| x.k));
+        let (gas, water) = self.x.map_or((None, None), |x| (x.g, x.w));
         let counters = Counters {
             bought: self.b.map(StoredCounter::decode).transpose()?,
             sold: self.s.map(StoredCounter::decode).transpose()?,
+            gas: gas.map(StoredCounter::decode).transpose()?,
+            water: water.map(StoredCounter::decode).transpose()?,
         };
+        let covers = Counter::ALL
+            .into_iter()
+            .all(|c| (*self.read.get(c) > 0) == counters.get(c).is_some());
         Ok(RollupCounters {
             span,
             start,
-            chain: chain_after(&counters, self.k)?,
+            chain: chain_after(&counters, kept)?,
             counters,
             covers,
         })

@@ -390,7 +390,7 @@ pub(super) fn hour_item(
     let block = block_value(readings)?
         .ok_or_else(|| StoreError::Corrupt(format!("{device}: an hour item without readings")))?;
     item.insert(attr::BLOCK.to_owned(), block);
-    if entering.bought.is_some() || entering.sold.is_some() {
+    if entering != Chain::default() {
         item.insert(attr::ENTERING.to_owned(), entering_value(&entering));
     }
     Ok(item)
@@ -398,11 +398,18 @@ pub(super) fn hour_item(
 
 /// An hour item's entering chain: `[time, kWh]` of the bought counter, then
 /// of the sold one, each `NULL` for a counter without a mark (four
-/// elements). Items written before each counter was followed on its own
-/// have three: `[time, kWh bought, kWh sold]`, both counters at that time.
+/// elements), then where gas or water has a mark, the same of gas and of
+/// water (eight). Items written before each counter was followed on its
+/// own have three: `[time, kWh bought, kWh sold]`, both counters at that
+/// time.
 fn entering_value(chain: &Chain) -> AttributeValue {
-    let mut parts = Vec::with_capacity(4);
-    for c in Counter::BOTH {
+    let volumes = Counter::VOLUMES.iter().any(|c| chain.get(*c).is_some());
+    let counters: &[Counter] = match volumes {
+        true => &Counter::ALL,
+        false => &Counter::ELECTRICITY,
+    };
+    let mut parts = Vec::with_capacity(2 * counters.len());
+    for &c in counters {
         match chain.get(c) {
             Some(m) => {
                 parts.push(AttributeValue::N(m.at.millis().to_string()));
@@ -446,11 +453,15 @@ fn entering_of(item: &Item) -> Result<Chain, String> {
         3 => Ok(Counters {
             bought: mark(number(0)?, number(1)?)?,
             sold: mark(number(0)?, number(2)?)?,
+            ..Default::default()
         }),
-        4 => Ok(Counters {
-            bought: mark(number(0)?, number(1)?)?,
-            sold: mark(number(2)?, number(3)?)?,
-        }),
+        n @ (4 | 8) => {
+            let mut chain = Chain::default();
+            for (i, c) in Counter::ALL.into_iter().take(n / 2).enumerate() {
+                *chain.get_mut(c) = mark(number(2 * i)?, number(2 * i + 1)?)?;
+            }
+            Ok(chain)
+        }
         n => Err(format!("an entering chain of {n} parts")),
     }
 }

@@ -37,7 +37,7 @@ fn header_counts_energy(header: &block::BlockHeader) -> bool {
     header
         .quantities
         .iter()
-        .any(|q| Counter::BOTH.iter().any(|c| c.quantity() == q.quantity))
+        .any(|q| Counter::of_quantity(q.quantity).is_some())
 }
 
 /// Merges a device's sealed `day` (its block alone, no segment, or a block

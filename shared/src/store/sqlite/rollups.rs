@@ -19,7 +19,9 @@ use super::rows::Bounds;
 use super::series;
 use super::{db_err, StoreError};
 use crate::domain::aggregate::counter::Chain;
-use crate::domain::aggregate::rollup::{postcard_version, spans, Rollup, Stored, StoredV1, Tally};
+use crate::domain::aggregate::rollup::{
+    from_postcard, postcard_version, spans, Rollup, Stored, StoredV1, Tally,
+};
 use crate::domain::aggregate::rollup_body;
 use crate::domain::aggregate::rollup_counters::RollupCounters;
 use crate::model::{DeviceId, RoomId, Span, TimeRange, Timestamp};
@@ -77,12 +79,12 @@ fn decode_sized(
     stored.decode(span, start).map_err(corrupt)
 }
 
-/// The stored shape in a body of version 2 (postcard) or 3 and 4
+/// The stored shape in a body of version 2 (postcard) or 3 to 5
 /// (`rollup_body`) of a rollup starting at `start_ms`.
 pub(super) fn stored_of(start_ms: i64, body: &[u8]) -> Result<Stored<&str>, String> {
     match postcard_version(body) {
         Some(v) if rollup_body::reads(v) => rollup_body::decode(body, start_ms),
-        _ => postcard::from_bytes(body).map_err(|e| e.to_string()),
+        _ => from_postcard(body),
     }
 }
 

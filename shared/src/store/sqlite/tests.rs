@@ -1015,6 +1015,85 @@ async fn version_1_rollups_of_a_bought_only_meter_read_until_rebuilt() {
     );
 }
 
+/// Day rollups written before gas and water were followed (version 4
+/// bodies, no `x`) of a P1 meter's telegrams, electricity and gas: they
+/// still read, their gas counter absent, so that an energy answer takes
+/// those days' gas from their readings and gives what fresh rollups give;
+/// `rollups rebuild` writes them again as version 5.
+#[tokio::test]
+async fn rollups_from_before_gas_was_followed_answer_from_the_readings_until_rebuilt() {
+    use crate::domain::aggregate::{rollup_body, Bucketing, Width};
+    use crate::model::Span;
+    use crate::query::{self, StatsQuery};
+    let store = SqliteStore::in_memory().unwrap();
+    let device = DeviceId::parse("dsmr").unwrap();
+    let readings = three_meter_days(&device, |i| {
+        vec![
+            (Quantity::EnergyBought, 500.0 + i as f64 * 0.125),
+            (Quantity::Gas, 4021.117 + (i / 3) as f64 * 0.011),
+        ]
+    });
+    assert!(store.write_readings(&readings).await.unwritten.is_empty());
+    let range = crate::model::TimeRange::new(at(0), at(3 * 1440)).unwrap();
+    let q = StatsQuery {
+        range,
+        bucketing: Bucketing::new(Width::Day, None),
+    };
+    let fresh = query::energy(&store, &device, &q).await.unwrap();
+    let gas: f64 = fresh.buckets.iter().map(|b| b.m3_gas.unwrap()).sum();
+    assert!((gas - (431 / 3) as f64 * 0.011).abs() < 1e-6, "{gas}");
+    let days = store.rollups(&device, Span::Day, &range).await.unwrap();
+    assert!(days
+        .iter()
+        .all(|r| r.counters.gas.is_some() && r.counters_cover_readings()));
+    // Each day's body as the build before wrote it: the same, without gas.
+    {
+        let writer = store.lock();
+        let bodies: Vec<(i64, Vec<u8>)> = writer
+            .conn
+            .prepare("SELECT start, body FROM rollups WHERE span = 1")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(bodies.len(), 3);
+        for (start, body) in bodies {
+            assert_eq!(body[0], rollup_body::VERSION_5);
+            let mut before = rollups::stored_of(start, &body).unwrap();
+            assert!(before.x.is_some());
+            before.x = None;
+            let old = rollup_body::encode(&before, start).unwrap();
+            assert_eq!(old[0], rollup_body::VERSION);
+            writer
+                .conn
+                .execute(
+                    "UPDATE rollups SET body = ?1 WHERE span = 1 AND start = ?2",
+                    rusqlite::params![old, start],
+                )
+                .unwrap();
+        }
+    }
+    let old_days = store.rollups(&device, Span::Day, &range).await.unwrap();
+    assert!(old_days
+        .iter()
+        .all(|r| r.counters.gas.is_none() && !r.counters_cover_readings()));
+    let old = query::energy(&store, &device, &q).await.unwrap();
+    assert_eq!(old.buckets, fresh.buckets);
+    assert!(old.items_read > fresh.items_read, "read from the readings");
+    crate::rollups::Upkeep::rebuild_rollups(&store, &device, range)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.rollups(&device, Span::Day, &range).await.unwrap(),
+        days
+    );
+    assert_eq!(
+        query::energy(&store, &device, &q).await.unwrap().buckets,
+        fresh.buckets
+    );
+}
+
 /// Three days of a meter, a reading every ten minutes, its `i`th reading's
 /// values from `values(i)`.
 fn three_meter_days(
