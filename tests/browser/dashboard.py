@@ -54,6 +54,7 @@ def readings(now):
     """Two days of a bedroom and a kitchen sensor and a meter, every 5 minutes."""
     out = []
     plug = 40.0
+    gas = [4021.117]
     for i in range(576, 0, -1):
         t = now - datetime.timedelta(minutes=5 * i)
         ts = t.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -69,6 +70,10 @@ def readings(now):
         plug += 0.0075 * (1 + i % 3)
         out.append({"device_id": "plug-1", "timestamp": ts, "type": "power",
                     "cumulative_kwh_p": round(plug, 4), "current_w": 90})
+        # A gas meter (DSMR's, every 5 minutes), heating mornings and evenings.
+        if 6 <= t.hour < 9 or 17 <= t.hour < 22:
+            gas[0] += 0.011 * (1 + i % 2)
+        out.append({"device_id": "gas-1", "timestamp": ts, "type": "meter", "gas_m3": round(gas[0], 3)})
     return out
 
 
@@ -151,6 +156,20 @@ def main():
         check(console_errors(driver) == [], "overview console")
         if os.environ.get("SCREENSHOTS"):
             driver.save_screenshot(os.path.join(os.environ["SCREENSHOTS"], "overview-desktop.png"))
+        # A gas meter's table says m³, no kWh: yesterday's (UTC) is what /energy answers.
+        driver.get(base + "/?tz=UTC")
+        gas = driver.find_element(By.CSS_SELECTOR, 'table[data-device="gas-1"]')
+        check("Gas (m³)" in gas.text and "kWh" not in gas.text, f"the gas meter's table: {gas.text!r}")
+        midnight = now.replace(hour=0, minute=0)
+        q = urllib.parse.urlencode({"from": (midnight - datetime.timedelta(days=1)).isoformat(),
+                                    "to": midnight.isoformat(), "bucket": "1d"})
+        api = get_json(port, f"/devices/gas-1/energy?{q}")
+        shown = float(gas.find_element(By.CSS_SELECTOR, 'tr[data-period="Yesterday"] .gas').get_attribute("data-m3"))
+        check(abs(shown - api["m3_gas"]) < 1e-9 and shown > 0.1, f"gas yesterday: {shown} shown, {api}")
+        if os.environ.get("SCREENSHOTS"):
+            driver.get(base + "/ui/devices/gas-1?tz=UTC")
+            driver.save_screenshot(os.path.join(os.environ["SCREENSHOTS"], "gas-desktop.png"))
+        driver.get(base + "/")
 
         # A device page over a day: a point per reading (288 in 24 hours, 5-minute steps).
         driver.get(base + "/ui/devices/meter-1?range=24h")
@@ -200,7 +219,12 @@ def main():
                 said = re.search(r"([0-9]+\.[0-9]{2}) kWh bought", caption)
                 check(said is not None and abs(float(said.group(1)) - shown) <= 0.005 + 1e-9,
                       f"{meter} {key}: the caption says {caption!r} for {shown!r}")
+            # Today's row, or yesterday's in the minutes after the zone's midnight
+            # before a reading, when today's says "No readings".
             today = driver.find_element(By.CSS_SELECTOR, '#energy tr[data-period="Today"]')
+            if not today.find_elements(By.CSS_SELECTOR, ".bought"):
+                check("No readings" in today.text, f"{meter}: today without a figure says so")
+                today = driver.find_element(By.CSS_SELECTOR, '#energy tr[data-period="Yesterday"]')
             cost = today.find_element(By.CSS_SELECTOR, ".cost").text
             bought = float(today.find_element(By.CSS_SELECTOR, ".bought").get_attribute("data-kwh"))
             # To the cent, whichever way a half cent is rounded.

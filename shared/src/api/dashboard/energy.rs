@@ -1,12 +1,12 @@
-//! A household's electricity on the dashboard (issue 38): what a meter
-//! bought and sold per hour of today and yesterday, per day of the last 30
-//! days and per month of the last 12, and the overview's today, yesterday,
-//! this month and last month of each meter (not a sum: a plug's meter is
-//! often part of the house's). All from `query::energy` (so from the
-//! rollups), in the viewer's time zone.
+//! A household's meters on the dashboard (issue 38): what a meter bought
+//! and sold per hour of today and yesterday, per day of the last 30 days
+//! and per month of the last 12, and the overview's today, yesterday, this
+//! month and last month of each meter (not a sum: a plug's meter is often
+//! part of the house's); a gas or water meter's m³ in the same tables. All
+//! from `query::energy` (so from the rollups), in the viewer's time zone.
 
 use super::charts::Bar;
-use crate::domain::aggregate::counter::Counters;
+use crate::domain::aggregate::counter::{Counter, Counters};
 use crate::domain::aggregate::{Bucketing, EnergyBucket, Width};
 use crate::model::Zone;
 use crate::model::{DeviceId, TimeRange, Timestamp};
@@ -52,19 +52,22 @@ impl Calendar {
     }
 }
 
-/// kWh bought and sold.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Totals {
-    pub bought: f64,
-    pub sold: f64,
-}
+/// What each counter added: kWh bought and sold, m³ of gas and of water.
+pub type Totals = Counters<f64>;
 
 impl Totals {
     fn of(buckets: &[EnergyBucket]) -> Self {
-        buckets.iter().fold(Totals::default(), |t, b| Totals {
-            bought: t.bought + b.kwh_bought,
-            sold: t.sold + b.kwh_sold,
-        })
+        let mut t = Totals::default();
+        for b in buckets {
+            t.add(b);
+        }
+        t
+    }
+
+    fn add(&mut self, b: &EnergyBucket) {
+        for c in Counter::ALL {
+            *self.get_mut(c) += b.amount(c).unwrap_or(0.0);
+        }
     }
 }
 
@@ -79,9 +82,7 @@ pub type Period = (&'static str, PeriodTotals);
 
 /// `b` added to a period's totals.
 fn add(period: &mut PeriodTotals, b: &EnergyBucket) {
-    let t = period.get_or_insert_with(Totals::default);
-    t.bought += b.kwh_bought;
-    t.sold += b.kwh_sold;
+    period.get_or_insert_with(Totals::default).add(b);
 }
 
 /// One chart of a meter's energy: its range and bars.
@@ -126,14 +127,15 @@ async fn buckets<S: Store>(
     Ok(query::energy(store, device, &q).await?.buckets)
 }
 
-/// Which electricity counters a meter has sent: its tables and charts show
-/// a column and a total for each (a solar inverter's, or Home Assistant's
-/// production entity, only sold).
+/// Which counters a meter has sent: its tables show a column and a total
+/// for each (a solar inverter's, or Home Assistant's production entity,
+/// only sold; a gas meter only gas), its charts the electricity ones.
 pub type Reported = Counters<bool>;
 
-/// Whether a device has reported an electricity counter: it is a meter.
+/// Whether a device has reported a counter (electricity, gas or water): it
+/// is a meter.
 pub fn is_meter(d: &DeviceRecord) -> bool {
-    Reported::among(d.quantities.iter().copied()).electricity()
+    Reported::among(d.quantities.iter().copied()).any_of(&Counter::ALL)
 }
 
 /// A meter's energy: hours of yesterday and today, 30 days, 12 months.

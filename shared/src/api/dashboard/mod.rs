@@ -450,7 +450,7 @@ pub async fn overview<S: Store>(
         .filter(|d| energy::is_meter(d))
         .cloned()
         .collect();
-    let electricity = stream::iter(meters)
+    let meters = stream::iter(meters)
         .map(|meter| {
             let store = app.store.clone();
             async move {
@@ -464,7 +464,7 @@ pub async fn overview<S: Store>(
         // for every lifetime of the `&'static str` in its items (rustc
         // issue 102211), which axum's handlers must be.
         .boxed();
-    let (rooms, electricity) = future::try_join(rooms, electricity).await?;
+    let (rooms, meters) = future::try_join(rooms, meters).await?;
     let devices: Vec<_> = registry.devices.values().cloned().collect();
     let alerts = firing(&app.store, |_| true).await?;
     Ok(html(
@@ -473,7 +473,7 @@ pub async fn overview<S: Store>(
             alerts: &alerts,
             rooms: &rooms,
             devices: &devices,
-            electricity: &electricity,
+            meters: &meters,
             tariff: app.tariff.as_ref(),
             now,
             view: &view,
@@ -551,7 +551,7 @@ pub async fn device_page<S: Store>(
             .await?,
         );
     }
-    let electricity = if energy::is_meter(&device) {
+    let energy = if energy::is_meter(&device) {
         let cal = energy::Calendar {
             tz: view.tz,
             now: Timestamp::now(),
@@ -581,7 +581,7 @@ pub async fn device_page<S: Store>(
         device: &device,
         alerts: &alerts,
         charts: &drawn,
-        energy: electricity.as_ref(),
+        energy: energy.as_ref(),
         tariff: app.tariff.as_ref(),
         view: &view,
         rooms: &rooms,

@@ -258,7 +258,8 @@ pub struct Overview<'a> {
     pub rooms: &'a [RoomTile],
     pub devices: &'a [DeviceRecord],
     /// Each meter's (period, totals): today, yesterday, this month, last month.
-    pub electricity: &'a [(DeviceRecord, Vec<Period>)],
+    /// Each meter (electricity, gas or water) and its periods.
+    pub meters: &'a [(DeviceRecord, Vec<Period>)],
     pub tariff: Option<&'a Tariff>,
     pub now: Timestamp,
     pub view: &'a View,
@@ -270,10 +271,16 @@ fn kwh(v: f64) -> String {
     format!("{:.2}", unsigned_zero((v * 100.0).round() / 100.0))
 }
 
-/// A period's row of the electricity tables: bought and sold, each where
-/// the meter has that counter, and the cost of what was bought where a
-/// price is set. Full-precision values ride along in `data-kwh` for the
-/// tests. A period without readings says so across the row, not 0.00.
+/// m³ as the pages write them: to the litre, as gas and water meters count.
+fn m3(v: f64) -> String {
+    format!("{:.3}", unsigned_zero((v * 1000.0).round() / 1000.0))
+}
+
+/// A period's row of the meters' tables: bought and sold, each where the
+/// meter has that counter, the cost of what was bought where a price is
+/// set, then gas and water where it has them. Full-precision values ride
+/// along in `data-kwh` and `data-m3` for the tests. A period without
+/// readings says so across the row, not 0.00.
 fn totals_row(
     period: &str,
     t: &PeriodTotals,
@@ -284,7 +291,9 @@ fn totals_row(
     let Some(t) = t else {
         let columns = usize::from(counters.bought)
             + usize::from(counters.sold)
-            + usize::from(tariff.is_some());
+            + usize::from(tariff.is_some())
+            + usize::from(counters.gas)
+            + usize::from(counters.water);
         return html! {
             tr data-period=(period) {
                 th scope="row" { (period) }
@@ -300,6 +309,8 @@ fn totals_row(
             @if let Some(tariff) = tariff {
                 td.num.cost { (kwh(tariff.cost(t.bought))) }
             }
+            @if counters.gas { td.num.gas data-m3=(unsigned_zero(t.gas)) { (m3(t.gas)) } }
+            @if counters.water { td.num.water data-m3=(unsigned_zero(t.water)) { (m3(t.water)) } }
         }
     }
 }
@@ -313,6 +324,8 @@ fn totals_head(first: &str, counters: Reported, tariff: Option<&Tariff>) -> Mark
             @if let Some(tariff) = tariff.filter(|_| counters.bought) {
                 th.num scope="col" { "Cost (" (tariff.currency()) ")" }
             }
+            @if counters.gas { th.num scope="col" { "Gas (m³)" } }
+            @if counters.water { th.num scope="col" { "Water (m³)" } }
         } }
     }
 }
@@ -350,10 +363,10 @@ pub fn overview(o: &Overview) -> Markup {
                     }
                 }
             }
-            @if !o.electricity.is_empty() {
+            @if !o.meters.is_empty() {
                 section aria-labelledby="energy-h" {
-                    h2 #energy-h { "Electricity" }
-                    @for (meter, periods) in o.electricity {
+                    h2 #energy-h { "Meters" }
+                    @for (meter, periods) in o.meters {
                         @let counters = Reported::among(meter.quantities.iter().copied());
                         table.energy-totals data-device=(meter.device_id.as_str()) {
                             caption { a href={ "/ui/devices/" (meter.device_id.as_str()) "?tz=" (tz) "#energy" } { (device_name(meter)) } }
@@ -569,8 +582,12 @@ fn energy_section(
                 (totals_head("Period", e.counters, tariff))
                 tbody { @for (period, t) in &e.periods { (totals_row(period, t, e.counters, tariff)) } }
             }
-            @for b in &e.charts {
-                (energy_chart(b, e.counters, &format!("{}: {}", device_name(d), b.caption), view))
+            // Bars are kWh, bought up and sold down: a gas or water meter
+            // has its table alone.
+            @if e.counters.electricity() {
+                @for b in &e.charts {
+                    (energy_chart(b, e.counters, &format!("{}: {}", device_name(d), b.caption), view))
+                }
             }
         }
     }
