@@ -364,6 +364,93 @@ async fn rollup_items_from_before_gas_was_followed_answer_from_the_readings() {
     }
 }
 
+/// Day rollups an earlier build wrote into an embedded store's file
+/// (version 4 bodies, no gas) for a P1 meter's telegrams, electricity and
+/// gas: its energy answers, gas included, are what fresh rollups give,
+/// those days read from their readings; `rollups rebuild` writes them
+/// again as version 5.
+#[tokio::test]
+async fn embedded_rollups_from_before_gas_was_followed_answer_from_the_readings() {
+    use shared::domain::aggregate::rollup_body;
+    let dir = std::env::temp_dir().join(format!("rollups-gas-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ingester.db");
+    let device = DeviceId::parse("dsmr").unwrap();
+    let readings: Vec<Reading> = (0..3 * 144)
+        .map(|i| Reading {
+            device_id: device.clone(),
+            timestamp: Timestamp::from_millis(T0 + i * 10 * MINUTE).unwrap(),
+            measurement: Measurement::new(
+                None,
+                vec![
+                    (Quantity::EnergyBought, 500.0 + i as f64 * 0.125),
+                    (Quantity::Gas, 4021.117 + (i / 3) as f64 * 0.011),
+                ],
+            )
+            .unwrap(),
+        })
+        .collect();
+    let range = TimeRange::new(
+        Timestamp::from_millis(T0).unwrap(),
+        Timestamp::from_millis(T0 + 3 * 1440 * MINUTE).unwrap(),
+    )
+    .unwrap();
+    let q = StatsQuery {
+        range,
+        bucketing: Bucketing::new(Width::Day, None),
+    };
+    let fresh = {
+        let store = SqliteStore::open(&file).unwrap();
+        assert!(store.write_readings(&readings).await.unwritten.is_empty());
+        query::energy(&store, &device, &q).await.unwrap()
+    };
+    let gas: f64 = fresh.buckets.iter().map(|b| b.m3_gas.unwrap()).sum();
+    assert!((gas - (431 / 3) as f64 * 0.011).abs() < 1e-6, "{gas}");
+    // Each day's body as the build before wrote it: the same, without gas.
+    {
+        let conn = rusqlite::Connection::open(&file).unwrap();
+        let bodies: Vec<(i64, Vec<u8>)> = conn
+            .prepare("SELECT start, body FROM rollups WHERE span = 1")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(bodies.len(), 3);
+        for (start, body) in bodies {
+            assert_eq!(body[0], rollup_body::VERSION_5);
+            let mut before = rollup_body::decode(&body, start).unwrap();
+            assert!(before.x.is_some());
+            before.x = None;
+            let old = rollup_body::encode(&before, start).unwrap();
+            assert_eq!(old[0], rollup_body::VERSION);
+            conn.execute(
+                "UPDATE rollups SET body = ?1 WHERE span = 1 AND start = ?2",
+                rusqlite::params![old, start],
+            )
+            .unwrap();
+        }
+    }
+    let store = SqliteStore::open(&file).unwrap();
+    let old = query::energy(&store, &device, &q).await.unwrap();
+    assert_eq!(old.buckets, fresh.buckets);
+    assert!(
+        old.items_read > fresh.items_read,
+        "read from the readings: {} {}",
+        old.items_read,
+        fresh.items_read
+    );
+    shared::rollups::Upkeep::rebuild_rollups(&store, &device, range)
+        .await
+        .unwrap();
+    let rebuilt = query::energy(&store, &device, &q).await.unwrap();
+    assert_eq!(rebuilt.buckets, fresh.buckets);
+    assert_eq!(rebuilt.items_read, fresh.items_read);
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A year of a meter: daily stats and monthly energy read a day rollup per
 /// day (≤ 400 items), not every reading, and give the readings' answers.
 #[tokio::test]

@@ -225,7 +225,8 @@ pub struct Mark {
 pub struct Growth {
     pub from: Timestamp,
     pub to: Timestamp,
-    pub kwh: f64,
+    /// In the counter's unit: kWh, or m³ of gas or water.
+    pub amount: f64,
     pub resets: u32,
 }
 
@@ -233,7 +234,7 @@ impl Mark {
     /// The mark after the counter's next reading, `v` at `at` (later than
     /// `self.at`), and what it adds.
     pub fn next(self, at: Timestamp, v: f64) -> (Mark, Growth) {
-        let (reference, kwh, resets) = match step(self.reference, v) {
+        let (reference, amount, resets) = match step(self.reference, v) {
             Step::Growth(g) => (v, g, 0),
             Step::Dip => (self.reference, 0.0, 0),
             Step::Reset => (v, 0.0, 1),
@@ -243,7 +244,7 @@ impl Mark {
             Growth {
                 from: self.at,
                 to: at,
-                kwh,
+                amount,
                 resets,
             },
         )
@@ -292,7 +293,7 @@ pub fn bought_between(readings: &[Reading], from: Timestamp, to: Timestamp) -> O
         if let Some(v) = r.get(Quantity::EnergyBought) {
             any = true;
             if let Some(g) = chain.read(Counter::Bought, r.timestamp, v) {
-                kwh += g.kwh;
+                kwh += g.amount;
             }
         }
     }
@@ -325,15 +326,15 @@ mod tests {
         for (m, v) in [(1, 4999.0), (2, 0.0), (3, 5000.25), (4, 5000.5)] {
             let growth = chain.read(Counter::Bought, t(m), v).unwrap();
             assert_eq!(growth.from, t(m - 1));
-            bought += growth.kwh;
+            bought += growth.amount;
             resets += growth.resets;
         }
         assert_eq!((bought, resets), (0.5, 0));
         // A real new meter: a reset, then growth from its first value.
         let growth = chain.read(Counter::Bought, t(5), 2.0).unwrap();
-        assert_eq!((growth.kwh, growth.resets), (0.0, 1));
+        assert_eq!((growth.amount, growth.resets), (0.0, 1));
         assert_eq!(chain.bought.unwrap().reference, 2.0);
-        assert_eq!(chain.read(Counter::Bought, t(6), 3.0).unwrap().kwh, 1.0);
+        assert_eq!(chain.read(Counter::Bought, t(6), 3.0).unwrap().amount, 1.0);
         // The other counter was never read: it has no mark.
         assert_eq!(chain.sold, None);
     }
@@ -374,6 +375,6 @@ mod tests {
         chain.read(Counter::Sold, t(0), 1.0);
         chain.read(Counter::Bought, t(1), 11.0);
         let sold = chain.read(Counter::Sold, t(2), 3.0).unwrap();
-        assert_eq!((sold.from, sold.to, sold.kwh), (t(0), t(2), 2.0));
+        assert_eq!((sold.from, sold.to, sold.amount), (t(0), t(2), 2.0));
     }
 }

@@ -491,7 +491,7 @@ impl EnergyFold {
             let span = self.span_of(g.to);
             self.bucket(span).resets += g.resets;
         }
-        self.spread(c, g.from, g.to, g.kwh);
+        self.spread(c, g.from, g.to, g.amount);
     }
 
     /// A rollup's counters in place of its readings. The caller promises that
@@ -512,7 +512,7 @@ impl EnergyFold {
             if span.leaving.at > span.first_at {
                 let holding = self.span_of(start);
                 let bucket = self.bucket(holding);
-                bucket.add(c, span.inside_kwh);
+                bucket.add(c, span.inside_amount);
                 bucket.resets += span.inside_resets;
             }
             *self.chain.get_mut(c) = Some(span.leaving);

@@ -68,7 +68,7 @@ pub struct CounterSpan {
     /// The time of the span's first reading of the counter.
     pub first_at: Timestamp,
     /// Growth and resets between the span's own readings of it.
-    pub inside_kwh: f64,
+    pub inside_amount: f64,
     pub inside_resets: u32,
     pub leaving: Mark,
 }
@@ -181,7 +181,7 @@ impl Rollup {
         }
     }
 
-    /// Adds the span's next reading of counter `c`: `v` kWh at `at`.
+    /// Adds the span's next reading of counter `c`: `v` (its unit) at `at`.
     fn add_counter(&mut self, c: Counter, at: Timestamp, v: f64) {
         let entering = *self.chain.get(c);
         let growth = self.chain.read(c, at, v);
@@ -192,14 +192,14 @@ impl Rollup {
                     entering,
                     incoming: growth,
                     first_at: at,
-                    inside_kwh: 0.0,
+                    inside_amount: 0.0,
                     inside_resets: 0,
                     leaving,
                 })
             }
             Some(span) => {
                 let growth = growth.expect("a mark exists after the span's first reading");
-                span.inside_kwh += growth.kwh;
+                span.inside_amount += growth.amount;
                 span.inside_resets += growth.resets;
                 span.leaving = leaving;
             }
@@ -392,7 +392,7 @@ pub fn day(start: Timestamp, hours: &[Rollup]) -> Rollup {
                     let growth = hour
                         .incoming
                         .expect("a mark exists after the day's first reading of the counter");
-                    day.inside_kwh += growth.kwh + hour.inside_kwh;
+                    day.inside_amount += growth.amount + hour.inside_amount;
                     day.inside_resets += growth.resets + hour.inside_resets;
                     day.leaving = hour.leaving;
                 }
@@ -543,7 +543,7 @@ pub struct StoredVolumes {
 }
 
 pub type StoredField<S = String> = (S, u64, f64, f64, f64);
-/// A counter's mark: (time in epoch milliseconds, reference kWh).
+/// A counter's mark: (time in epoch milliseconds, reference in the counter's unit).
 pub type StoredMark = (i64, f64);
 pub type StoredRoom<S = String> = (S, Option<(u64, Vec<StoredField<S>>)>);
 
@@ -552,7 +552,7 @@ pub type StoredRoom<S = String> = (S, Option<(u64, Vec<StoredField<S>>)>);
 pub struct StoredCounter {
     /// The mark entering the span.
     pub e: Option<(i64, f64)>,
-    /// The growth into the first reading (kWh, resets), from `e`'s time to
+    /// The growth into the first reading (amount, resets), from `e`'s time to
     /// `first`: there when `e` is.
     pub g: Option<(f64, u32)>,
     pub first: i64,
@@ -578,9 +578,9 @@ fn stored_mark(m: &Mark) -> (i64, f64) {
 fn stored_counter(c: &CounterSpan) -> StoredCounter {
     StoredCounter {
         e: c.entering.as_ref().map(stored_mark),
-        g: c.incoming.map(|g| (g.kwh, g.resets)),
+        g: c.incoming.map(|g| (g.amount, g.resets)),
         first: c.first_at.millis(),
-        i: (c.inside_kwh, c.inside_resets),
+        i: (c.inside_amount, c.inside_resets),
         l: stored_mark(&c.leaving),
     }
 }
@@ -732,10 +732,10 @@ impl StoredCounter {
         let entering = self.e.map(mark).transpose()?;
         let first_at = time(self.first)?;
         let incoming = match (entering, self.g) {
-            (Some(from), Some((kwh, resets))) => Some(Growth {
+            (Some(from), Some((amount, resets))) => Some(Growth {
                 from: from.at,
                 to: first_at,
-                kwh,
+                amount,
                 resets,
             }),
             (None, None) => None,
@@ -745,7 +745,7 @@ impl StoredCounter {
             entering,
             incoming,
             first_at,
-            inside_kwh: self.i.0,
+            inside_amount: self.i.0,
             inside_resets: self.i.1,
             leaving: mark(self.l)?,
         })
@@ -858,11 +858,11 @@ impl<S: AsRef<str>> StoredV1<S> {
                         incoming: incoming.map(|(from, to, b, s, _)| Growth {
                             from,
                             to,
-                            kwh: if which == Counter::Bought { b } else { s },
+                            amount: if which == Counter::Bought { b } else { s },
                             resets: incoming_resets,
                         }),
                         first_at,
-                        inside_kwh: kwh,
+                        inside_amount: kwh,
                         inside_resets: resets,
                         leaving: leaving.get(which).expect("both marks"),
                     };
