@@ -393,7 +393,7 @@ pub async fn energy<S: Store>(
                 for rollup in store.rollup_counters(device, *span, range).await? {
                     items_read += 1;
                     if rollup.continues(&fold.chain()) {
-                        fold.add_counters(rollup.start, &rollup.counters);
+                        fold.add_counters(rollup.start, rollup.spans());
                     } else {
                         let span_range = TimeRange::new(rollup.start, rollup.end())
                             .expect("a span is not empty");

@@ -499,11 +499,12 @@ impl EnergyFold {
     /// (`chain()` equals its entering chain for every counter it read), and
     /// that the rollup's span lies inside the range and in one bucket; then
     /// this adds exactly what its readings would have.
-    pub fn add_counters(&mut self, start: Timestamp, counters: &Counters<Option<CounterSpan>>) {
-        for c in Counter::ALL {
-            let Some(span) = counters.get(c) else {
-                continue;
-            };
+    pub fn add_counters<'a>(
+        &mut self,
+        start: Timestamp,
+        spans: impl IntoIterator<Item = (Counter, &'a CounterSpan)>,
+    ) {
+        for (c, span) in spans {
             debug_assert_eq!(*self.chain.get(c), span.entering);
             if let Some(growth) = &span.incoming {
                 self.add_growth(c, growth);

@@ -118,7 +118,12 @@ impl Rollup {
 
     /// The chain the span was entered with.
     pub fn entering(&self) -> Chain {
-        entering(&self.counters, &self.chain)
+        entering(present(&self.counters), &self.chain)
+    }
+
+    /// Each counter the span has readings of, and what they add.
+    pub fn spans(&self) -> impl Iterator<Item = (Counter, &CounterSpan)> + Clone {
+        present(&self.counters)
     }
 
     /// Whether the counters' summaries stand for every reading of a counter
@@ -141,7 +146,7 @@ impl Rollup {
     /// counters in place of its readings (`EnergyFold::add_counters`): it
     /// stands where the span's readings of each counter began.
     pub fn continues(&self, chain: &Chain) -> bool {
-        continues(self.counters_cover_readings(), &self.counters, chain)
+        continues(self.counters_cover_readings(), self.spans(), chain)
     }
 
     /// An empty span, entered with the device's counter chain `entering`.
@@ -173,9 +178,11 @@ impl Rollup {
                 }
             }
         }
-        let values = Counters::of(r);
-        for c in Counter::ALL {
-            if let Some(v) = *values.get(c) {
+        // Each counter the reading carries (each followed on its own, so in
+        // any order), straight from its values: no `Counters` built for
+        // every reading of an ingest.
+        for &(q, v) in r.measurement.values() {
+            if let Some(c) = Counter::of_quantity(q) {
                 self.add_counter(c, r.timestamp, v);
             }
         }
@@ -636,42 +643,54 @@ pub(super) fn kept_marks(
     }
 }
 
-/// The chain a span of `counters` leaving `chain` was entered with: a
-/// counter it has no reading of keeps the mark it entered with.
-pub(super) fn entering(counters: &Counters<Option<CounterSpan>>, chain: &Chain) -> Chain {
-    Counters::from_fn(|c| match counters.get(c) {
-        Some(span) => span.entering,
-        None => *chain.get(c),
-    })
+/// Each counter a span has readings of, and what they add, in
+/// `Counter::ALL`'s order.
+pub fn present(
+    counters: &Counters<Option<CounterSpan>>,
+) -> impl Iterator<Item = (Counter, &CounterSpan)> + Clone {
+    Counter::ALL
+        .into_iter()
+        .filter_map(move |c| counters.get(c).as_ref().map(|span| (c, span)))
 }
 
-/// Whether a fold standing at `chain` may take `counters` in place of the
-/// span's readings: they cover them (`covers`), and each counter entered
-/// where the fold stands.
-pub(super) fn continues(
+/// The chain a span leaving `chain` was entered with, from the `spans` of
+/// the counters it has readings of: one it has no reading of keeps the
+/// mark it entered with.
+pub(super) fn entering<'a>(
+    spans: impl IntoIterator<Item = (Counter, &'a CounterSpan)>,
+    chain: &Chain,
+) -> Chain {
+    let mut out = *chain;
+    for (c, span) in spans {
+        *out.get_mut(c) = span.entering;
+    }
+    out
+}
+
+/// Whether a fold standing at `chain` may take a span's counter `spans` in
+/// place of its readings: they cover them (`covers`), and each counter
+/// entered where the fold stands.
+pub(super) fn continues<'a>(
     covers: bool,
-    counters: &Counters<Option<CounterSpan>>,
+    mut spans: impl Iterator<Item = (Counter, &'a CounterSpan)>,
     chain: &Chain,
 ) -> bool {
-    covers
-        && Counter::ALL.into_iter().all(|c| match counters.get(c) {
-            Some(span) => *chain.get(c) == span.entering,
-            None => true,
-        })
+    covers && spans.all(|(c, span)| *chain.get(c) == span.entering)
 }
 
-/// The chain a span of `counters` leaves: each counter's leaving mark, or
-/// the mark kept through it (`Stored::kept`) by one it has no reading of.
-pub(super) fn chain_after(
-    counters: &Counters<Option<CounterSpan>>,
+/// The chain a span leaves: each counter's leaving mark (of its `spans`),
+/// or the mark kept through it (`Stored::kept`) by one it has no reading
+/// of.
+pub(super) fn chain_after<'a>(
+    spans: impl IntoIterator<Item = (Counter, &'a CounterSpan)>,
     kept: Counters<Option<StoredMark>>,
 ) -> Result<Chain, String> {
     let mut chain = Chain::default();
     for c in Counter::ALL {
-        *chain.get_mut(c) = match counters.get(c) {
-            Some(span) => Some(span.leaving),
-            None => kept.get(c).map(mark).transpose()?,
-        };
+        *chain.get_mut(c) = kept.get(c).map(mark).transpose()?;
+    }
+    for (c, span) in spans {
+        *chain.get_mut(c) = Some(span.leaving);
     }
     Ok(chain)
 }
@@ -770,7 +789,7 @@ impl<S: AsRef<str>> Stored<S> {
             gas: gas.map(StoredCounter::decode).transpose()?,
             water: water.map(StoredCounter::decode).transpose()?,
         };
-        let chain = chain_after(&counters, kept)?;
+        let chain = chain_after(present(&counters), kept)?;
         Ok(Rollup {
             span,
             start,
@@ -1227,7 +1246,7 @@ mod tests {
             {
                 stats.add_tally(h.start, &h.all);
                 if h.continues(&energy.chain()) {
-                    energy.add_counters(h.start, &h.counters);
+                    energy.add_counters(h.start, h.spans());
                 } else {
                     for r in all
                         .iter()
@@ -1583,9 +1602,9 @@ mod tests {
             let mut from_hours = EnergyFold::new(b, range);
             let mut from_day = EnergyFold::new(b, range);
             for r in &of_day {
-                from_hours.add_counters(r.start, &r.counters);
+                from_hours.add_counters(r.start, r.spans());
             }
-            from_day.add_counters(d.start, &d.counters);
+            from_day.add_counters(d.start, d.spans());
             prop_assert_eq!(from_hours.chain(), from_day.chain());
             let (x, y) = (from_hours.finish(), from_day.finish());
             prop_assert_eq!(x.len(), y.len());

@@ -11,14 +11,23 @@ use super::rollup::{
 };
 use super::CounterSpan;
 use crate::model::{Span, Timestamp};
+use smallvec::SmallVec;
+
+/// Each counter a span has readings of, and what they add, in
+/// `Counter::ALL`'s order: most spans have one or two, held inline (a
+/// year of a meter's hours in local days copies 8,784 of these a request,
+/// and four counters' room each cost that answer an eighth more
+/// instructions).
+pub type CounterSpans = SmallVec<[(Counter, CounterSpan); 2]>;
 
 /// A rollup's span, its counters and the chain it leaves.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RollupCounters {
     pub span: Span,
     pub start: Timestamp,
-    /// Per counter, what the span's readings of it add (`Rollup::counters`).
-    pub counters: Counters<Option<CounterSpan>>,
+    /// What the span's readings of each counter add (`Rollup::counters`),
+    /// for the counters it has readings of.
+    pub counters: CounterSpans,
     /// The device's counter chain after the span (`Rollup::chain`).
     pub chain: Chain,
     /// Whether the counters stand for every reading of a counter the span
@@ -31,15 +40,29 @@ impl RollupCounters {
         self.span.end_of(self.start)
     }
 
+    /// Each counter the span has readings of, and what they add.
+    pub fn spans(&self) -> impl Iterator<Item = (Counter, &CounterSpan)> + Clone {
+        self.counters.iter().map(|(c, span)| (*c, span))
+    }
+
     /// The chain the span was entered with.
     pub fn entering(&self) -> Chain {
-        entering(&self.counters, &self.chain)
+        entering(self.spans(), &self.chain)
     }
 
     /// Whether a fold that stands at `chain` may take these counters in
     /// place of the span's readings.
     pub fn continues(&self, chain: &Chain) -> bool {
-        continues(self.covers, &self.counters, chain)
+        continues(self.covers, self.spans(), chain)
+    }
+
+    /// The bytes held outside the value itself (more counters than fit
+    /// inline: a P1 meter's telegram, electricity both ways and gas).
+    pub fn heap_bytes(&self) -> usize {
+        match self.counters.spilled() {
+            true => self.counters.capacity() * std::mem::size_of::<(Counter, CounterSpan)>(),
+            false => 0,
+        }
     }
 }
 
@@ -48,7 +71,7 @@ impl From<&Rollup> for RollupCounters {
         Self {
             span: r.span,
             start: r.start,
-            counters: r.counters,
+            counters: r.spans().map(|(c, span)| (c, *span)).collect(),
             chain: r.chain,
             covers: r.counters_cover_readings(),
         }
@@ -73,19 +96,25 @@ impl StoredCounters {
     pub fn decode(self, span: Span, start: Timestamp) -> Result<RollupCounters, String> {
         let kept = kept_marks(self.k, self.x.as_ref().map_or((None, None), |x| x.k));
         let (gas, water) = self.x.map_or((None, None), |x| (x.g, x.w));
-        let counters = Counters {
-            bought: self.b.map(StoredCounter::decode).transpose()?,
-            sold: self.s.map(StoredCounter::decode).transpose()?,
-            gas: gas.map(StoredCounter::decode).transpose()?,
-            water: water.map(StoredCounter::decode).transpose()?,
+        let stored = Counters {
+            bought: self.b,
+            sold: self.s,
+            gas,
+            water,
         };
-        let covers = Counter::ALL
-            .into_iter()
-            .all(|c| (*self.read.get(c) > 0) == counters.get(c).is_some());
+        let mut counters = CounterSpans::new();
+        let mut covers = true;
+        for c in Counter::ALL {
+            let stored = stored.get(c).clone();
+            covers &= (*self.read.get(c) > 0) == stored.is_some();
+            if let Some(s) = stored {
+                counters.push((c, s.decode()?));
+            }
+        }
         Ok(RollupCounters {
             span,
             start,
-            chain: chain_after(&counters, kept)?,
+            chain: chain_after(counters.iter().map(|(c, span)| (*c, span)), kept)?,
             counters,
             covers,
         })

@@ -69,17 +69,18 @@ impl CachedHour {
         let counters = self
             .counters
             .as_ref()
-            .map_or(0, |_| std::mem::size_of::<RollupCounters>());
+            .map_or(0, |c| std::mem::size_of::<RollupCounters>() + c.heap_bytes());
         std::mem::size_of::<Self>() + self.body.len() + tally(&self.tally) + rooms + counters
     }
 }
 
 /// The bytes a cache keeps by default. A year of a household's four
-/// devices' hours takes about 15 MB as counted here (a room sensor's day
-/// about 6 KB, a meter's 22 KB: hour bodies of 40 and 84 bytes, their
-/// tallies, and a meter's counters, room for four since gas and water are
-/// followed, `a_kept_day_of_a_sensor_and_of_a_meter_takes_what_the_docs_say`):
-/// five such years fit.
+/// devices' hours takes about 13 MB as counted here (a room sensor's day
+/// about 6 KB, a meter's 18 KB: hour bodies of 40 and 84 bytes, their
+/// tallies, and a meter's counters,
+/// `a_kept_day_of_a_sensor_and_of_a_meter_takes_what_the_docs_say`): five
+/// such years fit (they came to 66 MB once a counter's chain had room for
+/// gas and water).
 pub const DEFAULT_CAPACITY: usize = 80 << 20;
 
 /// What one kept day costs besides its hours: its key, fingerprint and
