@@ -66,10 +66,9 @@ impl CachedHour {
                         .map_or(0, |t| std::mem::size_of::<Tally>() + tally(t))
             })
             .sum();
-        let counters = self
-            .counters
-            .as_ref()
-            .map_or(0, |c| std::mem::size_of::<RollupCounters>() + c.heap_bytes());
+        let counters = self.counters.as_ref().map_or(0, |c| {
+            std::mem::size_of::<RollupCounters>() + c.heap_bytes()
+        });
         std::mem::size_of::<Self>() + self.body.len() + tally(&self.tally) + rooms + counters
     }
 }
