@@ -160,7 +160,8 @@ def main():
         driver.get(base + "/?tz=UTC")
         gas = driver.find_element(By.CSS_SELECTOR, 'table[data-device="gas-1"]')
         check("Gas (m³)" in gas.text and "kWh" not in gas.text, f"the gas meter's table: {gas.text!r}")
-        midnight = now.replace(hour=0, minute=0)
+        # The page's yesterday: midnight as the page was drawn, not as the data was made.
+        midnight = datetime.datetime.now(datetime.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
         q = urllib.parse.urlencode({"from": (midnight - datetime.timedelta(days=1)).isoformat(),
                                     "to": midnight.isoformat(), "bucket": "1d"})
         api = get_json(port, f"/devices/gas-1/energy?{q}")

@@ -420,32 +420,18 @@ fn meter_days(device: &str, bought_from: Option<i64>, sold_from: Option<i64>) ->
         .collect()
 }
 
-/// Energy by definition, from the readings alone: each counter's growth
-/// between two of its consecutive readings, in the bucket where the first
-/// lies (the readings are on a 10-minute grid, so no interval crosses a
-/// bucket's edge). Bucket start (RFC 3339) to (kWh bought, kWh sold).
+/// Energy by definition, from the readings alone (`growth_by_difference`
+/// of each counter). Bucket start (RFC 3339) to (kWh bought, kWh sold).
 fn energy_by_difference(
     readings: &[Value],
     bucket_of: impl Fn(&str) -> String,
 ) -> std::collections::BTreeMap<String, (f64, f64)> {
     let mut out = std::collections::BTreeMap::<String, (f64, f64)>::new();
-    for (i, name) in ["cumulative_kwh_p", "cumulative_kwh_n"]
-        .into_iter()
-        .enumerate()
-    {
-        let series: Vec<(&str, f64)> = readings
-            .iter()
-            .filter_map(|r| Some((r["timestamp"].as_str()?, r[name].as_f64()?)))
-            .collect();
-        for pair in series.windows(2) {
-            let e = out.entry(bucket_of(pair[0].0)).or_default();
-            let growth = pair[1].1 - pair[0].1;
-            if i == 0 {
-                e.0 += growth
-            } else {
-                e.1 += growth
-            }
-        }
+    for (start, kwh) in growth_by_difference(readings, "cumulative_kwh_p", &bucket_of) {
+        out.entry(start).or_default().0 += kwh;
+    }
+    for (start, kwh) in growth_by_difference(readings, "cumulative_kwh_n", &bucket_of) {
+        out.entry(start).or_default().1 += kwh;
     }
     out
 }
