@@ -2,11 +2,11 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use shared::model::{Reading, Timestamp};
-use shared::store::RegistrySnapshot;
+use shared::registry::KnownRooms;
 
 fuzz_target!(|data: &[u8]| {
     let now = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
-    if let Ok(readings) = shared::ingest::json::parse_batch(data, now, &RegistrySnapshot::default()) {
+    if let Ok(readings) = shared::ingest::json::parse_batch(data, now, &KnownRooms::default()) {
         assert!(readings.len() <= shared::ingest::MAX_READINGS);
         for r in &readings {
             // An accepted reading serialises to a body that parses back to itself.

@@ -7,7 +7,6 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use shared::model::Timestamp;
 use shared::store::dynamodb::item::ReadingItem;
-use shared::store::RegistrySnapshot;
 use std::hint::black_box;
 
 fn body(n: usize) -> Vec<u8> {
@@ -61,7 +60,7 @@ fn items(readings: &[shared::model::Reading]) -> Vec<impl Sized> {
 
 fn ingest_cpu(c: &mut Criterion) {
     let now = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
-    let registry = RegistrySnapshot::default();
+    let registry = shared::registry::KnownRooms::default();
     let mut group = c.benchmark_group("ingest_cpu");
     for n in [1usize, 100, 1000] {
         let body = body(n);

@@ -441,7 +441,21 @@ async fn bad_query_parameters_and_cursors_get_400_naming_the_parameter<S: TestSt
             vec![DAY[0], DAY[1], ("cursor", &cursor)],
             "cursor",
         ),
-        ("/devices", vec![("limit", "5")], "limit"),
+        ("/devices", vec![("limit", "0")], "limit"),
+        ("/devices", vec![("limit", "1001")], "limit"),
+        ("/devices", vec![("type", "fridge")], "type"),
+        ("/devices", vec![("prefix", "a b")], "prefix"),
+        ("/devices", vec![("room", "no/room")], "room"),
+        (
+            "/devices",
+            vec![("silent_since", "yesterday")],
+            "silent_since",
+        ),
+        ("/devices", vec![("cursor", &cursor)], "cursor"),
+        ("/rooms", vec![("limit", "x")], "limit"),
+        ("/rooms", vec![("cursor", "bm90IGEgY3Vyc29y")], "cursor"),
+        ("/rooms/bedroom", vec![("limit", "0")], "limit"),
+        ("/rooms", vec![("form", "x")], "form"),
     ];
     for (path, q, param) in cases {
         let (status, body) = get(&app, path, &q).await;

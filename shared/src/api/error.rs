@@ -68,9 +68,9 @@ impl ApiError {
             ApiError::Ingest(IngestError::TooLarge(_)) | ApiError::TooLarge(_) => {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
-            ApiError::Ingest(IngestError::Unavailable { .. }) | ApiError::StorageUnavailable(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ApiError::Ingest(IngestError::Unavailable { .. })
+            | ApiError::Ingest(IngestError::RegistryUnavailable(_))
+            | ApiError::StorageUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Ingest(_)
             | ApiError::InvalidParameters(_)
             | ApiError::InvalidPath { .. }
@@ -95,9 +95,9 @@ impl ApiError {
             | ApiError::Ingest(IngestError::Invalid(_))
             | ApiError::Ingest(IngestError::InvalidLines(_))
             | ApiError::Ingest(IngestError::NotUtf8(_)) => "invalid_readings",
-            ApiError::Ingest(IngestError::Unavailable { .. }) | ApiError::StorageUnavailable(_) => {
-                "storage_unavailable"
-            }
+            ApiError::Ingest(IngestError::Unavailable { .. })
+            | ApiError::Ingest(IngestError::RegistryUnavailable(_))
+            | ApiError::StorageUnavailable(_) => "storage_unavailable",
             ApiError::InvalidParameters(_) => "invalid_parameter",
             ApiError::InvalidPath { .. } => "invalid_path",
             ApiError::InvalidBody(_) | ApiError::UnreadableBody(_) => "invalid_body",
@@ -145,6 +145,9 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if let ApiError::StorageUnavailable(e) = &self {
             tracing::error!(error = %e, "storage unavailable");
+        }
+        if let ApiError::Ingest(IngestError::RegistryUnavailable(e)) = &self {
+            tracing::error!(error = %e, "registry unavailable; nothing written");
         }
         if let ApiError::Ingest(IngestError::Unavailable { unwritten, total }) = &self {
             tracing::error!(unwritten = unwritten.len(), total, "readings not stored");

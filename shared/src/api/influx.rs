@@ -68,9 +68,9 @@ impl From<ApiError> for InfluxError {
 impl From<IngestError> for InfluxError {
     fn from(e: IngestError) -> Self {
         match e {
-            IngestError::TooLarge(_) | IngestError::Unavailable { .. } => {
-                InfluxError::from(ApiError::Ingest(e))
-            }
+            IngestError::TooLarge(_)
+            | IngestError::Unavailable { .. }
+            | IngestError::RegistryUnavailable(_) => InfluxError::from(ApiError::Ingest(e)),
             other => InfluxError::invalid(other.to_string()),
         }
     }

@@ -5,9 +5,10 @@
 use crate::domain::aggregate::{Bucketing, Width, MAX_BUCKETS};
 use crate::keys::MAX_CURSOR_LEN;
 use crate::model::Quantity;
-use crate::model::{TimeRange, Timestamp};
+use crate::model::{DeviceId, ReadingKind, RoomId, TimeRange, Timestamp};
 use crate::query::{ReadingsQuery, SearchQuery, StatsQuery};
 use crate::store::Order;
+use crate::store::{DeviceFilter, RoomFilter};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
@@ -58,6 +59,10 @@ route_params!(
     DashboardParams { range, from, to, tz }
 );
 route_params!(
+    /// The overview: `DashboardParams`, and over a fleet a search and pages.
+    OverviewParams { range, from, to, tz, search, cursor, rooms_cursor }
+);
+route_params!(
     /// The chart images: what to draw, the page's range parameters, a width in pixels.
     ChartParams { quantity, range, from, to, tz, width }
 );
@@ -68,6 +73,19 @@ route_params!(
 route_params!(
     /// Box search: the range and the box, inclusive.
     SearchParams { from, to, tmin, tmax, hmin, hmax, limit, cursor }
+);
+
+route_params!(
+    /// `/devices`: a page, and what narrows it.
+    DeviceListParams { limit, cursor, room, r#type, prefix, silent_since, search }
+);
+route_params!(
+    /// `/rooms`: a page, and the rooms' id prefix.
+    RoomListParams { limit, cursor, prefix, search }
+);
+route_params!(
+    /// A room's devices (`/rooms/{id}`): a page of them.
+    ListPageParams { limit, cursor }
 );
 
 /// A query string into one of the structs above. serde names the offending
@@ -138,6 +156,118 @@ fn limit(v: &Option<String>, max: usize, problems: &mut Problems) -> Option<usiz
                 None
             }
         },
+    }
+}
+
+/// Records in a page of a registry list, when `limit` is not given, and at
+/// most: a household's whole list (today's answer, one page), and at about
+/// 350 bytes a device a third of a megabyte, far inside Lambda's 6 MB.
+pub const LIST_LIMIT: usize = 1000;
+
+/// A validated list request: its page and, for devices, its filter.
+#[derive(Debug, Clone)]
+pub struct ListQuery<F> {
+    pub filter: F,
+    pub limit: usize,
+    pub cursor: Option<String>,
+}
+
+/// `limit` of a list: 1 to `LIST_LIMIT`, default `LIST_LIMIT`.
+fn list_limit(v: &Option<String>, problems: &mut Problems) -> Option<usize> {
+    if v.is_none() {
+        return Some(LIST_LIMIT);
+    }
+    limit(v, LIST_LIMIT, problems)
+}
+
+/// An id prefix: the characters a device id may hold (a room's are a subset).
+fn id_prefix(v: &Option<String>, problems: &mut Problems) -> Option<String> {
+    let p = value("prefix", v, problems)?;
+    match DeviceId::parse(p) {
+        Ok(_) => Some(p.to_owned()),
+        // A prefix of a reserved name is still a prefix ("DEV" lists "DEVICE-7").
+        Err(crate::model::IdError::Reserved(_)) => Some(p.to_owned()),
+        Err(e) => {
+            problems.push(("prefix".into(), e.to_string()));
+            None
+        }
+    }
+}
+
+/// `search`: text to find in ids and names (empty: no filter).
+pub fn search(v: &Option<String>, problems: &mut Problems) -> Option<String> {
+    value("search", v, problems)
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+}
+
+/// `/devices`' parameters.
+pub fn device_list(p: &DeviceListParams) -> Result<ListQuery<DeviceFilter>, Problems> {
+    let mut problems = Problems::new();
+    let limit = list_limit(&p.limit, &mut problems);
+    let cursor = value("cursor", &p.cursor, &mut problems).map(str::to_owned);
+    let room = value("room", &p.room, &mut problems).and_then(|r| {
+        RoomId::parse(r)
+            .map_err(|e| problems.push(("room".into(), e.to_string())))
+            .ok()
+    });
+    let kind = value("type", &p.r#type, &mut problems).and_then(|t| {
+        let kind = ReadingKind::parse(t);
+        if kind.is_none() {
+            let known: Vec<&str> = ReadingKind::ALL.iter().map(|k| k.as_str()).collect();
+            problems.push((
+                "type".into(),
+                format!("must be one of {}, got {t:?}", known.join(", ")),
+            ));
+        }
+        kind
+    });
+    let prefix = id_prefix(&p.prefix, &mut problems);
+    let silent_since = value("silent_since", &p.silent_since, &mut problems)
+        .and_then(|v| time("silent_since", v, &mut problems));
+    let text = search(&p.search, &mut problems);
+    match limit {
+        Some(limit) if problems.is_empty() => Ok(ListQuery {
+            filter: DeviceFilter {
+                room,
+                kind,
+                prefix,
+                silent_since,
+                text,
+            },
+            limit,
+            cursor,
+        }),
+        _ => Err(problems),
+    }
+}
+
+/// `/rooms`' parameters.
+pub fn room_list(p: &RoomListParams) -> Result<ListQuery<RoomFilter>, Problems> {
+    let mut problems = Problems::new();
+    let limit = list_limit(&p.limit, &mut problems);
+    let cursor = value("cursor", &p.cursor, &mut problems).map(str::to_owned);
+    let prefix = id_prefix(&p.prefix, &mut problems);
+    let text = search(&p.search, &mut problems);
+    match limit {
+        Some(limit) if problems.is_empty() => Ok(ListQuery {
+            filter: RoomFilter { prefix, text },
+            limit,
+            cursor,
+        }),
+        _ => Err(problems),
+    }
+}
+
+/// A page of a room's devices.
+pub fn list_page(p: &ListPageParams) -> Result<(usize, Option<String>), Problems> {
+    let mut problems = Problems::new();
+    let limit = list_limit(&p.limit, &mut problems);
+    let cursor = value("cursor", &p.cursor, &mut problems).map(str::to_owned);
+    match limit {
+        Some(limit) if problems.is_empty() => Ok((limit, cursor)),
+        _ => Err(problems),
     }
 }
 

@@ -8,6 +8,7 @@ use super::{profile, ApiError, App};
 use crate::ingest;
 use crate::model::{DeviceId, RoomId, Timestamp};
 use crate::query::{self, Partition};
+use crate::registry;
 use crate::store::metering::metered;
 use crate::store::{Store, ZIndex};
 use axum::extract::State;
@@ -173,6 +174,25 @@ impl<T: Serialize> Serialize for Keyed<'_, T> {
     }
 }
 
+/// `{"<key>": [...], "next_cursor": "..."}`, the cursor only where more
+/// may follow: a household's list, one page, is the answer it always was.
+struct ListView<'a, T> {
+    key: &'static str,
+    items: &'a T,
+    next_cursor: Option<&'a str>,
+}
+
+impl<T: Serialize> Serialize for ListView<'_, T> {
+    fn serialize<Se: Serializer>(&self, serializer: Se) -> Result<Se::Ok, Se::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry(self.key, self.items)?;
+        if let Some(next) = self.next_cursor {
+            map.serialize_entry("next_cursor", next)?;
+        }
+        map.end()
+    }
+}
+
 pub async fn post_readings<S: Store>(
     State(app): AppState<S>,
     _: Params<NoParams>,
@@ -228,10 +248,18 @@ pub async fn put_room<S: Store>(
     ok(Keyed("room", &RoomView::from(&room)))
 }
 
-pub async fn devices<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> Answer {
-    let registry = app.registry.current(&app.store).await;
-    let devices: Vec<DeviceView> = registry.devices.values().map(DeviceView::from).collect();
-    ok(Keyed("devices", &devices))
+pub async fn devices<S: Store>(
+    State(app): AppState<S>,
+    Params(p): Params<params::DeviceListParams>,
+) -> Answer {
+    let q = params::device_list(&p).map_err(ApiError::InvalidParameters)?;
+    let page = registry::list::devices(&app.store, q.filter, q.limit, q.cursor.as_deref()).await?;
+    let devices: Vec<DeviceView> = page.items.iter().map(DeviceView::from).collect();
+    ok(ListView {
+        key: "devices",
+        items: &devices,
+        next_cursor: page.next_cursor.as_deref(),
+    })
 }
 
 pub async fn device<S: Store>(
@@ -266,28 +294,41 @@ pub async fn device_energy<S: Store>(
     ok(Metered::new(views::energy(&id, &q, &buckets?), units))
 }
 
-pub async fn rooms<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> Answer {
-    let registry = app.registry.current(&app.store).await;
-    let rooms: Vec<RoomView> = registry.rooms.values().map(RoomView::from).collect();
-    ok(Keyed("rooms", &rooms))
+pub async fn rooms<S: Store>(
+    State(app): AppState<S>,
+    Params(p): Params<params::RoomListParams>,
+) -> Answer {
+    let q = params::room_list(&p).map_err(ApiError::InvalidParameters)?;
+    let page = registry::list::rooms(&app.store, q.filter, q.limit, q.cursor.as_deref()).await?;
+    let rooms: Vec<RoomView> = page.items.iter().map(RoomView::from).collect();
+    ok(ListView {
+        key: "rooms",
+        items: &rooms,
+        next_cursor: page.next_cursor.as_deref(),
+    })
 }
 
+/// A room and a page of the devices that reported in it.
 pub async fn room<S: Store>(
     State(app): AppState<S>,
     Id(id): Id<RoomId>,
-    _: Params<NoParams>,
+    Params(p): Params<params::ListPageParams>,
 ) -> Answer {
+    let (limit, cursor) = params::list_page(&p).map_err(ApiError::InvalidParameters)?;
     let Some(room) = query::room(&app.store, &app.registry, &id).await? else {
         return Err(ApiError::NotFound(format!("no room {id}")));
     };
-    let registry = app.registry.current(&app.store).await;
-    let devices: Vec<DeviceView> = room
-        .devices
-        .iter()
-        .filter_map(|d| registry.devices.get(d))
-        .map(DeviceView::from)
-        .collect();
-    ok(json!({ "room": RoomView::from(&room), "devices": devices }))
+    let filter = crate::store::DeviceFilter {
+        room: Some(id),
+        ..Default::default()
+    };
+    let page = registry::list::devices(&app.store, filter, limit, cursor.as_deref()).await?;
+    let devices: Vec<DeviceView> = page.items.iter().map(DeviceView::from).collect();
+    let mut answer = json!({ "room": RoomView::from(&room), "devices": devices });
+    if let Some(next) = page.next_cursor {
+        answer["next_cursor"] = json!(next);
+    }
+    ok(answer)
 }
 
 pub async fn all_readings<S: Store>(

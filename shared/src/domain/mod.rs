@@ -7,6 +7,8 @@
 //! - `aggregate`: buckets, statistics and energy folds; `aggregate::rollup`,
 //!   the hour and day rollup algebra and the one cascade rule;
 //!   `aggregate::counter`, the meter rule;
+//! - `registry_list`: lists of devices and rooms a page at a time, and
+//!   what their filters admit;
 //! - `registry_writes`: which registry updates are worth a write (what the
 //!   registry function remembers while warm);
 //! - `room_presence`: which devices a room read merges, over which time;
@@ -20,6 +22,7 @@ pub mod billing;
 pub mod block;
 pub mod indexes;
 pub mod registry;
+pub mod registry_list;
 pub mod registry_writes;
 pub mod retention;
 pub mod room_presence;

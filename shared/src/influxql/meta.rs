@@ -57,7 +57,7 @@ pub(super) async fn meta<S: Store>(
             limit,
             offset,
         } => {
-            let snapshot = cx.registry.current(cx.store).await;
+            let snapshot = cx.registry.everything(cx.store).await?;
             let names: Vec<Vec<Cell>> = schema::measurements(&snapshot)
                 .into_iter()
                 .filter(|m| name.as_ref().is_none_or(|n| n.matches(m)))
@@ -75,7 +75,7 @@ pub(super) async fn meta<S: Store>(
             limit,
             offset,
         } => {
-            let snapshot = cx.registry.current(cx.store).await;
+            let snapshot = cx.registry.everything(cx.store).await?;
             per_measurement(&snapshot, from, |m| {
                 let keys = schema::tags(&snapshot, m).into_iter().map(text).collect();
                 Some((vec!["tagKey"], page(keys, *limit, *offset)))
@@ -86,7 +86,7 @@ pub(super) async fn meta<S: Store>(
             limit,
             offset,
         } => {
-            let snapshot = cx.registry.current(cx.store).await;
+            let snapshot = cx.registry.everything(cx.store).await?;
             per_measurement(&snapshot, from, |m| {
                 let keys = schema::fields(&snapshot, m)
                     .into_iter()
@@ -108,7 +108,7 @@ pub(super) async fn meta<S: Store>(
                 }
                 condition::check(c)?;
             }
-            let snapshot = cx.registry.current(cx.store).await;
+            let snapshot = cx.registry.everything(cx.store).await?;
             per_measurement(&snapshot, from, |m| {
                 let values = tag_values(&snapshot, m, key, condition.as_ref());
                 Some((vec!["key", "value"], page(values, *limit, *offset)))

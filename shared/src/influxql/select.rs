@@ -356,7 +356,7 @@ pub(super) async fn select<S: Store>(
         (Ok(f), Ok(t)) if f < t => TimeRange::new(f, t).expect("from < to"),
         _ => return Ok(Vec::new()),
     };
-    let snapshot = cx.registry.current(cx.store).await;
+    let snapshot = cx.registry.everything(cx.store).await?;
     let measurements: Vec<&str> = schema::measurements(&snapshot)
         .into_iter()
         .filter(|m| select.from.iter().any(|s: &Source| s.matches(m)))

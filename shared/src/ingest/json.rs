@@ -3,14 +3,14 @@
 
 use super::{IngestError, ReadingProblem, MAX_READINGS};
 use crate::model::{DeviceId, RawBody, RawReading, Reading, Timestamp};
-use crate::store::RegistrySnapshot;
+use crate::registry::KnownRooms;
 
 /// Parses and validates a body: one reading or an array of up to 1000. Every
 /// problem of every reading is reported; a single invalid reading rejects all.
 pub fn parse_batch(
     body: &[u8],
     now: Timestamp,
-    registry: &RegistrySnapshot,
+    registry: &KnownRooms,
 ) -> Result<Vec<Reading>, IngestError> {
     // Straight into borrowed fields, not a `serde_json::Value` tree: see `RawReading`.
     let parsed: RawBody = serde_json::from_slice(body).map_err(|e| IngestError::InvalidJson {
@@ -70,12 +70,8 @@ mod tests {
             let body = format!(
                 r#"{{"device_id":"t-1","room":"hall","temperature":20.0,"humidity":{text}}}"#
             );
-            let parsed = parse_batch(
-                body.as_bytes(),
-                Timestamp::now(),
-                &RegistrySnapshot::default(),
-            )
-            .unwrap();
+            let parsed =
+                parse_batch(body.as_bytes(), Timestamp::now(), &KnownRooms::default()).unwrap();
             let want: f64 = text.parse().unwrap();
             assert_eq!(
                 parsed[0].get(Quantity::Humidity).map(f64::to_bits),

@@ -8,7 +8,7 @@ pub mod json;
 pub mod line_protocol;
 
 use crate::model::{Reading, Timestamp};
-use crate::registry::RegistryCache;
+use crate::registry::{KnownRooms, RegistryCache};
 use crate::store::{Store, WriteReport};
 use line_protocol::Precision;
 
@@ -59,6 +59,10 @@ pub enum IngestError {
     NotUtf8(String),
     #[error("{} of {total} readings could not be stored; retrying the whole request is safe", unwritten.len())]
     Unavailable { unwritten: Vec<usize>, total: usize },
+    /// The rooms of the batch's devices could not be read (a sandbox over a
+    /// fleet asks the store): nothing was written.
+    #[error("the registry could not be read, so nothing was written; retrying the whole request is safe")]
+    RegistryUnavailable(String),
 }
 
 /// A write request's body, in its wire format.
@@ -97,7 +101,7 @@ pub struct Skipped {
 pub fn parse(
     wire: Wire<'_>,
     now: Timestamp,
-    registry: &crate::store::RegistrySnapshot,
+    registry: &KnownRooms,
 ) -> Result<(Vec<Reading>, Skipped), IngestError> {
     match wire {
         Wire::Json(body) => Ok((json::parse_batch(body, now, registry)?, Skipped::default())),
@@ -135,9 +139,11 @@ pub async fn ingest<S: Store>(
     wire: Wire<'_>,
     now: Timestamp,
 ) -> Result<Ingested, IngestError> {
-    let snapshot = registry.current_for_rooms(store).await;
-    let (readings, skipped) = parse(wire, now, &snapshot)?;
-    write(store, registry, &snapshot, readings)
+    let (readings, skipped) = registry
+        .parse_with_rooms(store, |rooms| parse(wire, now, rooms))
+        .await
+        .map_err(|e| IngestError::RegistryUnavailable(e.to_string()))??;
+    write(store, registry, readings)
         .await
         .into_ingested(skipped)
 }
@@ -171,12 +177,11 @@ impl Written {
 }
 
 /// Writes parsed readings (one request's, or a batch of MQTT messages')
-/// in one store write, and marks the cache as the write changed the
-/// registry. `snapshot` is the registry they were parsed against.
+/// in one store write, and tells the cache what the write changed of the
+/// registry, where the store keeps it in the same transaction.
 pub async fn write<S: Store>(
     store: &S,
     registry: &RegistryCache,
-    snapshot: &crate::store::RegistrySnapshot,
     readings: Vec<Reading>,
 ) -> Written {
     let total = readings.len();
@@ -188,18 +193,18 @@ pub async fn write<S: Store>(
             unwritten: Vec::new(),
         };
     }
-    let moves = store.registry_follows_writes() && snapshot.may_move_devices(&readings);
+    let rooms = if store.registry_follows_writes() {
+        registry.rooms_in(&readings)
+    } else {
+        Vec::new()
+    };
     let WriteReport {
         unwritten,
         items_written,
         duplicates,
     } = store.write_owned_readings(readings).await;
     if store.registry_follows_writes() && items_written > 0 {
-        if moves {
-            registry.invalidate();
-        } else {
-            registry.invalidate_latest();
-        }
+        registry.wrote(rooms);
     }
     Written {
         total,

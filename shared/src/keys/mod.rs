@@ -393,8 +393,14 @@ impl CursorScope<'_> {
 const SEARCH_CURSOR_VERSION: &str = "z1";
 
 fn search_tag(scope: &str, key: &str) -> String {
+    tagged(SEARCH_CURSOR_VERSION, scope, key)
+}
+
+/// The check a cursor carries: a hash of its version, what it is bound to
+/// and where it points.
+fn tagged(version: &str, scope: &str, key: &str) -> String {
     let mut h = Sha256::new();
-    for part in [SEARCH_CURSOR_VERSION, scope, key] {
+    for part in [version, scope, key] {
         h.update(part.as_bytes());
         h.update([0u8]);
     }
@@ -436,9 +442,66 @@ pub fn decode_search_cursor(scope: &str, cursor: &str) -> Result<zorder::ZKey, C
     Ok(parsed)
 }
 
+const LIST_CURSOR_VERSION: &str = "l1";
+
+/// An opaque cursor for a list of the registry (`/devices`, `/rooms`, a
+/// room's devices): the id of the last record returned, bound to `scope`
+/// (the list and its filters, spelled canonically by the caller), so an
+/// altered cursor, or one of another list, is refused.
+pub fn encode_list_cursor(scope: &str, last_id: &str) -> String {
+    URL_SAFE_NO_PAD.encode(format!(
+        "{LIST_CURSOR_VERSION}.{}.{last_id}",
+        tagged(LIST_CURSOR_VERSION, scope, last_id)
+    ))
+}
+
+/// The last id a list cursor names (the caller parses it as its id type).
+pub fn decode_list_cursor(scope: &str, cursor: &str) -> Result<String, CursorError> {
+    if cursor.len() > MAX_CURSOR_LEN {
+        return Err(CursorError::TooLong);
+    }
+    let bytes = URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| CursorError::Malformed)?;
+    let text = String::from_utf8(bytes).map_err(|_| CursorError::Malformed)?;
+    let mut parts = text.splitn(3, '.');
+    let (Some(LIST_CURSOR_VERSION), Some(tag), Some(id)) =
+        (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(CursorError::Malformed);
+    };
+    if id.is_empty() {
+        return Err(CursorError::Malformed);
+    }
+    if tag != tagged(LIST_CURSOR_VERSION, scope, id) {
+        return Err(CursorError::WrongScope);
+    }
+    Ok(id.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_cursor_round_trips_and_refuses_another_list_or_an_edit() {
+        let c = encode_list_cursor("devices?prefix=a", "a-7");
+        assert_eq!(decode_list_cursor("devices?prefix=a", &c).unwrap(), "a-7");
+        assert_eq!(
+            decode_list_cursor("devices?prefix=b", &c),
+            Err(CursorError::WrongScope)
+        );
+        let text = String::from_utf8(URL_SAFE_NO_PAD.decode(&c).unwrap()).unwrap();
+        let edited = URL_SAFE_NO_PAD.encode(text.replace("a-7", "a-8"));
+        assert_eq!(
+            decode_list_cursor("devices?prefix=a", &edited),
+            Err(CursorError::WrongScope)
+        );
+        assert_eq!(
+            decode_list_cursor("devices?prefix=a", "!!"),
+            Err(CursorError::Malformed)
+        );
+    }
 
     #[test]
     fn rollup_keys_round_trip_and_no_reading_range_reaches_them() {

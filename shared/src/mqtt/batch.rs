@@ -41,21 +41,36 @@ pub async fn ingest_messages<S: Store>(
     registry: &RegistryCache,
     messages: &[Message<'_>],
 ) -> Vec<Result<Outcome, MessageError>> {
-    let snapshot = registry.current_for_rooms(store).await;
+    let parsed = match registry
+        .parse_with_rooms(store, |rooms| {
+            messages
+                .iter()
+                .map(|m| readings_of(m.topic, m.payload, m.received, rooms))
+                .collect::<Vec<_>>()
+        })
+        .await
+    {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            let unavailable = IngestError::RegistryUnavailable(e.to_string());
+            return messages
+                .iter()
+                .map(|_| Err(unavailable.clone().into()))
+                .collect();
+        }
+    };
     let mut readings = Vec::new();
     // Each message's readings are `spans[i]` of `readings` (or why it has
     // none), or its error.
     let mut spans = Vec::with_capacity(messages.len());
-    for m in messages {
-        spans.push(
-            readings_of(m.topic, m.payload, m.received, &snapshot).map(|mut parsed| {
-                let from = readings.len();
-                readings.append(&mut parsed.readings);
-                (from..readings.len(), parsed.nothing)
-            }),
-        );
+    for parsed in parsed {
+        spans.push(parsed.map(|mut parsed| {
+            let from = readings.len();
+            readings.append(&mut parsed.readings);
+            (from..readings.len(), parsed.nothing)
+        }));
     }
-    let written = ingest::write(store, registry, &snapshot, readings).await;
+    let written = ingest::write(store, registry, readings).await;
     spans
         .into_iter()
         .map(|span| {

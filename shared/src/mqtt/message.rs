@@ -5,8 +5,8 @@ use super::payload::{self, Decoded};
 use crate::ingest::line_protocol::Precision;
 use crate::ingest::{self, IngestError, Ingested, Wire, MAX_BODY_BYTES};
 use crate::model::{Reading, Timestamp};
-use crate::registry::RegistryCache;
-use crate::store::{RegistrySnapshot, Store};
+use crate::registry::{KnownRooms, RegistryCache};
+use crate::store::Store;
 
 /// Why an MQTT message was not stored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -24,7 +24,12 @@ impl MessageError {
     /// Whether delivering the message again may store it (the store was
     /// unavailable), rather than fail the same way.
     pub fn may_succeed_later(&self) -> bool {
-        matches!(self, MessageError::Ingest(IngestError::Unavailable { .. }))
+        matches!(
+            self,
+            MessageError::Ingest(
+                IngestError::Unavailable { .. } | IngestError::RegistryUnavailable(_)
+            )
+        )
     }
 
     /// What is wrong, and where, for a log line (never the payload).
@@ -50,9 +55,11 @@ pub async fn ingest_message<S: Store>(
     payload: &[u8],
     received: Timestamp,
 ) -> Result<Ingested, MessageError> {
-    let snapshot = registry.current_for_rooms(store).await;
-    let parsed = readings_of(topic, payload, received, &snapshot)?;
-    Ok(ingest::write(store, registry, &snapshot, parsed.readings)
+    let parsed = registry
+        .parse_with_rooms(store, |rooms| readings_of(topic, payload, received, rooms))
+        .await
+        .map_err(|e| IngestError::RegistryUnavailable(e.to_string()))??;
+    Ok(ingest::write(store, registry, parsed.readings)
         .await
         .into_ingested(parsed.skipped)?)
 }
@@ -73,7 +80,7 @@ pub(super) fn readings_of(
     topic: &str,
     payload: &[u8],
     received: Timestamp,
-    snapshot: &RegistrySnapshot,
+    rooms: &KnownRooms,
 ) -> Result<MessageReadings, MessageError> {
     let wire_body;
     let wire = match payload::decode(topic, payload)? {
@@ -104,7 +111,7 @@ pub(super) fn readings_of(
             });
         }
     };
-    let (readings, skipped) = ingest::parse(wire, received, snapshot)?;
+    let (readings, skipped) = ingest::parse(wire, received, rooms)?;
     Ok(MessageReadings {
         readings,
         skipped,

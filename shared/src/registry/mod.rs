@@ -4,8 +4,11 @@
 //! out-of-order delivery converge. Also the cold-start cache of the registry.
 
 mod cache;
+mod known_rooms;
+pub mod list;
 
-pub use cache::RegistryCache;
+pub use cache::{RegistryCache, SEED_BOUND};
+pub use known_rooms::KnownRooms;
 
 use crate::domain::registry::RegistryPlan;
 use crate::domain::registry_writes::WrittenRegistry;

@@ -19,6 +19,9 @@ pub use crate::domain::indexes::Indexes;
 pub use crate::domain::registry::{
     DeviceRecord, DeviceUpdate, RegistrySnapshot, RoomRecord, RoomUpdate,
 };
+pub use crate::domain::registry_list::{
+    DeviceFilter, DeviceListRequest, DevicePage, RoomFilter, RoomListRequest, RoomPage,
+};
 pub use crate::domain::retention::Retention;
 pub use alerts::Alerts;
 pub use dynamodb::DynamoStore;
@@ -358,6 +361,35 @@ pub trait Store: Alerts + Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<Reading>, StoreError>> + Send;
     /// Every device and room (all pages).
     fn load_registry(&self) -> impl Future<Output = Result<RegistrySnapshot, StoreError>> + Send;
+    /// One page of the device list in id order, as its filter admits
+    /// (`domain::registry_list`).
+    fn device_page(
+        &self,
+        request: &DeviceListRequest,
+    ) -> impl Future<Output = Result<DevicePage, StoreError>> + Send;
+    /// One page of the room list in id order.
+    fn room_page(
+        &self,
+        request: &RoomListRequest,
+    ) -> impl Future<Output = Result<RoomPage, StoreError>> + Send;
+    /// The registered room of each of `devices` that has a record (`None`
+    /// inside: registered, in no room): what an ingest asks when the
+    /// sandbox does not hold the whole registry. An engine may answer in
+    /// one request.
+    fn rooms_of(
+        &self,
+        devices: &[DeviceId],
+    ) -> impl Future<Output = Result<Vec<(DeviceId, Option<RoomId>)>, StoreError>> + Send {
+        async move {
+            let mut found = Vec::with_capacity(devices.len());
+            for d in devices {
+                if let Some(record) = self.device(d).await? {
+                    found.push((record.device_id, record.room));
+                }
+            }
+            Ok(found)
+        }
+    }
     fn device(
         &self,
         device: &DeviceId,

@@ -16,7 +16,7 @@ pub mod ticks;
 
 use super::error::ApiError;
 use super::extract::{Id, Params};
-use super::params::{DashboardParams, LoginForm};
+use super::params::{self, DashboardParams, LoginForm, OverviewParams};
 use super::state::App;
 use crate::auth::SESSION_COOKIE;
 use crate::domain::aggregate::{Bucketing, Width};
@@ -377,32 +377,103 @@ async fn draw<S: Store>(
     })
 }
 
-/// `GET /`: the overview.
+/// Rooms and devices on the overview when it pages (over a fleet, or a
+/// search): a screenful each, and a link to the next.
+const OVERVIEW_ROOMS: usize = 24;
+const OVERVIEW_DEVICES: usize = 50;
+
+/// What the overview shows of the registry: all of it (a household's), or
+/// a page of rooms and of devices (over a fleet, or what a search found).
+struct Shown {
+    rooms: Vec<(RoomRecord, Vec<Quantity>)>,
+    devices: Vec<crate::store::DeviceRecord>,
+    paging: Option<pages::Paging>,
+}
+
+async fn shown<S: Store>(app: &App<S>, p: &OverviewParams) -> Result<Shown, ApiError> {
+    let mut problems = Vec::new();
+    let search = params::search(&p.search, &mut problems);
+    if !problems.is_empty() {
+        return Err(ApiError::InvalidParameters(problems));
+    }
+    let registry = app.registry.current(&app.store).await;
+    let asked_for_pages = search.is_some() || p.cursor.is_some() || p.rooms_cursor.is_some();
+    if app.registry.holds_whole() && !asked_for_pages {
+        return Ok(Shown {
+            rooms: registry
+                .rooms
+                .values()
+                .map(|room| (room.clone(), climate_of(&devices_of(room, &registry))))
+                .collect(),
+            devices: registry.devices.values().cloned().collect(),
+            paging: None,
+        });
+    }
+    let rooms = crate::registry::list::rooms(
+        &app.store,
+        crate::store::RoomFilter {
+            prefix: None,
+            text: search.clone(),
+        },
+        OVERVIEW_ROOMS,
+        p.rooms_cursor.as_deref(),
+    );
+    let devices = crate::registry::list::devices(
+        &app.store,
+        crate::store::DeviceFilter {
+            text: search.clone(),
+            ..Default::default()
+        },
+        OVERVIEW_DEVICES,
+        p.cursor.as_deref(),
+    );
+    let (rooms, devices) = future::try_join(rooms, devices).await?;
+    Ok(Shown {
+        rooms: rooms
+            .items
+            .into_iter()
+            .map(|room| (room, vec![Quantity::Temperature, Quantity::Humidity]))
+            .collect(),
+        devices: devices.items,
+        paging: Some(pages::Paging {
+            search,
+            next_devices: devices.next_cursor,
+            next_rooms: rooms.next_cursor,
+        }),
+    })
+}
+
+/// `GET /`: the overview. A household's shows every room, meter and
+/// device; over a fleet (or a search), a page of each and a search box.
 pub async fn overview<S: Store>(
     State(app): AppState<S>,
     headers: HeaderMap,
-    Params(p): Params<DashboardParams>,
+    Params(p): Params<OverviewParams>,
 ) -> Result<Response, ApiError> {
     if !may_read(&app, &headers) {
         return Ok(login_page("/"));
     }
     let now = Timestamp::now();
-    let view = view(&p, now)?;
-    let registry = app.registry.current(&app.store).await;
+    let view = view(
+        &DashboardParams {
+            range: p.range.clone(),
+            from: p.from.clone(),
+            to: p.to.clone(),
+            tz: p.tz.clone(),
+        },
+        now,
+    )?;
+    let Shown {
+        rooms,
+        devices,
+        paging,
+    } = shown(&app, &p).await?;
     let day = TimeRange::new(now.saturating_add_millis(-DAY_MS), now).expect("a day");
     // Each room's and each meter's reads side by side, two at a time: on
     // DynamoDB a household's overview is a couple of hundred calls (224 for
     // twenty meters), which one after another took as many round trips. (Owned records and
     // store: a stream of borrowing closures is not `Send` for every
     // lifetime, which axum's handlers must be.)
-    let rooms: Vec<_> = registry
-        .rooms
-        .values()
-        .map(|room| {
-            let wanted = climate_of(room, &registry);
-            (room.clone(), wanted)
-        })
-        .collect();
     let rooms = stream::iter(rooms)
         .map(|(room, wanted)| {
             let store = app.store.clone();
@@ -444,9 +515,8 @@ pub async fn overview<S: Store>(
         .try_collect::<Vec<_>>();
     // Today, yesterday, this month and last month in the view's zone, of each meter.
     let cal = energy::Calendar { tz: view.tz, now };
-    let meters: Vec<_> = registry
-        .devices
-        .values()
+    let meters: Vec<_> = devices
+        .iter()
         .filter(|d| energy::is_meter(d))
         .cloned()
         .collect();
@@ -465,7 +535,6 @@ pub async fn overview<S: Store>(
         // issue 102211), which axum's handlers must be.
         .boxed();
     let (rooms, meters) = future::try_join(rooms, meters).await?;
-    let devices: Vec<_> = registry.devices.values().cloned().collect();
     let alerts = firing(&app.store, |_| true).await?;
     Ok(html(
         StatusCode::OK,
@@ -477,23 +546,28 @@ pub async fn overview<S: Store>(
             tariff: app.tariff.as_ref(),
             now,
             view: &view,
+            paging: paging.as_ref(),
         }),
     ))
 }
 
 /// The climate quantities a room's devices report (a room's readings are
 /// its climate readings).
-fn climate_of(room: &RoomRecord, registry: &RegistrySnapshot) -> Vec<Quantity> {
+fn climate_of(devices: &[&crate::store::DeviceRecord]) -> Vec<Quantity> {
     [Quantity::Temperature, Quantity::Humidity]
         .into_iter()
-        .filter(|q| {
-            room.devices.iter().any(|d| {
-                registry
-                    .devices
-                    .get(d)
-                    .is_some_and(|d| d.quantities.contains(q))
-            })
-        })
+        .filter(|q| devices.iter().any(|d| d.quantities.contains(q)))
+        .collect()
+}
+
+/// A held room's devices, from the held registry.
+fn devices_of<'a>(
+    room: &RoomRecord,
+    registry: &'a RegistrySnapshot,
+) -> Vec<&'a crate::store::DeviceRecord> {
+    room.devices
+        .iter()
+        .filter_map(|d| registry.devices.get(d))
         .collect()
 }
 
@@ -606,12 +680,19 @@ pub async fn room_page<S: Store>(
             pages::not_found(&format!("No room {id}.")),
         ));
     };
-    let registry = app.registry.current(&app.store).await;
-    let devices: Vec<_> = room
-        .devices
-        .iter()
-        .filter_map(|d| registry.devices.get(d).cloned())
-        .collect();
+    // Its devices a page at a time from the store: a room of a fleet's
+    // registry is not held.
+    let devices = crate::registry::list::devices(
+        &app.store,
+        crate::store::DeviceFilter {
+            room: Some(id.clone()),
+            ..Default::default()
+        },
+        params::LIST_LIMIT,
+        None,
+    )
+    .await?
+    .items;
     let mut drawn = Vec::new();
     for q in [Quantity::Temperature, Quantity::Humidity] {
         let title = format!("{}: {}", pages::room_name(&room), q.name());
@@ -641,7 +722,7 @@ pub async fn room_page<S: Store>(
         .iter()
         .flat_map(|r| r.measurement.values().iter().map(|(q, _)| *q))
         .collect();
-    for q in climate_of(&room, &registry) {
+    for q in climate_of(&devices.iter().collect::<Vec<_>>()) {
         if !wanted.contains(&q) {
             wanted.push(q);
         }

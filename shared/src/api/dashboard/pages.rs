@@ -264,6 +264,32 @@ pub struct Overview<'a> {
     pub now: Timestamp,
     pub view: &'a View,
     pub alerts: &'a [Firing],
+    /// Over a fleet, or after a search: the page shown, and the next.
+    pub paging: Option<&'a Paging>,
+}
+
+/// The overview a page at a time: what was searched, and the cursors of
+/// the next page of devices and of rooms, where more follow.
+pub struct Paging {
+    pub search: Option<String>,
+    pub next_devices: Option<String>,
+    pub next_rooms: Option<String>,
+}
+
+/// The overview's address with `tz`, the search and one cursor.
+fn overview_link(view: &View, paging: &Paging, cursor: (&str, &str)) -> String {
+    let mut query = form_urlencoded_pairs(&[("tz", view.tz.name())]);
+    if let Some(s) = &paging.search {
+        query.push('&');
+        query.push_str(&form_urlencoded_pairs(&[("search", s)]));
+    }
+    query.push('&');
+    query.push_str(&form_urlencoded_pairs(&[cursor]));
+    format!("/?{query}")
+}
+
+fn form_urlencoded_pairs(pairs: &[(&str, &str)]) -> String {
+    serde_urlencoded::to_string(pairs).unwrap_or_default()
 }
 
 /// kWh as the pages write them: two decimals, never `-0.00`.
@@ -345,6 +371,16 @@ pub fn overview(o: &Overview) -> Markup {
         "Overview",
         html! {
             (alerts_section(o.alerts, o.devices, o.view))
+            @if let Some(paging) = o.paging {
+                form.search role="search" method="get" action="/" {
+                    input type="hidden" name="tz" value=(tz);
+                    label for="search" { "Find a device or room" }
+                    " "
+                    input #search type="search" name="search" maxlength="64" value=(paging.search.as_deref().unwrap_or("")) placeholder="id or name";
+                    " "
+                    button type="submit" { "Search" }
+                }
+            }
             section aria-labelledby="rooms-h" {
                 h2 #rooms-h { "Rooms" }
                 @if o.rooms.is_empty() { p.muted { "No rooms yet: readings that name a room make one." } }
@@ -361,6 +397,9 @@ pub fn overview(o: &Overview) -> Markup {
                             (PreEscaped(&tile.spark))
                         }
                     }
+                }
+                @if let Some(next) = o.paging.and_then(|p| p.next_rooms.as_deref().map(|c| (p, c))) {
+                    p { a.next-rooms href=(overview_link(o.view, next.0, ("rooms_cursor", next.1))) { "More rooms →" } }
                 }
             }
             @if !o.meters.is_empty() {
@@ -398,6 +437,9 @@ pub fn overview(o: &Overview) -> Markup {
                             }
                         }
                     }
+                }
+                @if let Some(next) = o.paging.and_then(|p| p.next_devices.as_deref().map(|c| (p, c))) {
+                    p { a.next-devices href=(overview_link(o.view, next.0, ("cursor", next.1))) { "More devices →" } }
                 }
             }
         },

@@ -4,9 +4,9 @@
 //! `UpdateItem`s that never move time backwards.
 
 use super::{
-    now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Expiry, Indexes, Order, Page,
-    RangeRequest, RegistrySnapshot, Retention, RoomRecord, RoomUpdate, Store, StoreError,
-    WriteReport, ZIndex, ZPage, ZRangeRequest,
+    now_epoch_seconds, Deduped, DeviceListRequest, DevicePage, DeviceRecord, DeviceUpdate, Expiry,
+    Indexes, Order, Page, RangeRequest, RegistrySnapshot, Retention, RoomListRequest, RoomPage,
+    RoomRecord, RoomUpdate, Store, StoreError, WriteReport, ZIndex, ZPage, ZRangeRequest,
 };
 use crate::domain::aggregate::rollup::Rollup;
 use crate::keys::zorder::ZKey;
@@ -29,6 +29,7 @@ mod calls;
 pub mod item;
 mod presence;
 mod registry;
+mod registry_pages;
 mod reindex;
 mod rollup_spans;
 mod rollups;
@@ -760,6 +761,21 @@ impl Store for DynamoStore {
             Ok(snapshot)
         })
         .await
+    }
+
+    async fn device_page(&self, request: &DeviceListRequest) -> Result<DevicePage, StoreError> {
+        calls::operation(&self.policy, self.device_list_page(request)).await
+    }
+
+    async fn room_page(&self, request: &RoomListRequest) -> Result<RoomPage, StoreError> {
+        calls::operation(&self.policy, self.room_list_page(request)).await
+    }
+
+    async fn rooms_of(
+        &self,
+        devices: &[DeviceId],
+    ) -> Result<Vec<(DeviceId, Option<RoomId>)>, StoreError> {
+        calls::operation(&self.policy, self.batch_rooms(devices)).await
     }
 
     async fn device(&self, device: &DeviceId) -> Result<Option<DeviceRecord>, StoreError> {

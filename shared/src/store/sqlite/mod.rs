@@ -47,9 +47,10 @@ mod upgrade;
 mod write;
 
 use super::{
-    metering, now_epoch_seconds, Deduped, DeviceRecord, DeviceUpdate, Order, Page, RangeRequest,
-    RegistrySnapshot, Retention, RoomRecord, RoomUpdate, SealedPage, Store, StoreError,
-    WriteReport, ZIndex, ZPage, ZRangeRequest,
+    metering, now_epoch_seconds, Deduped, DeviceListRequest, DevicePage, DeviceRecord,
+    DeviceUpdate, Order, Page, RangeRequest, RegistrySnapshot, Retention, RoomListRequest,
+    RoomPage, RoomRecord, RoomUpdate, SealedPage, Store, StoreError, WriteReport, ZIndex, ZPage,
+    ZRangeRequest,
 };
 use crate::domain::aggregate::rollup::{Rollup, Tally};
 use crate::domain::aggregate::rollup_counters::RollupCounters;
@@ -974,6 +975,21 @@ impl Store for SqliteStore {
 
     async fn load_registry(&self) -> Result<RegistrySnapshot, StoreError> {
         self.blocking(|s| s.read(registry::load)).await
+    }
+
+    async fn device_page(&self, request: &DeviceListRequest) -> Result<DevicePage, StoreError> {
+        self.read(|conn| registry::device_page(conn, request))
+    }
+
+    async fn room_page(&self, request: &RoomListRequest) -> Result<RoomPage, StoreError> {
+        self.read(|conn| registry::room_page(conn, request))
+    }
+
+    async fn rooms_of(
+        &self,
+        devices: &[DeviceId],
+    ) -> Result<Vec<(DeviceId, Option<RoomId>)>, StoreError> {
+        self.read(|conn| registry::rooms_of(conn, devices))
     }
 
     async fn device(&self, device: &DeviceId) -> Result<Option<DeviceRecord>, StoreError> {

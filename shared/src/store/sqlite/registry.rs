@@ -8,9 +8,10 @@ use super::names::{DEVICE, ROOM};
 use crate::domain::registry::RegistryPlan;
 use crate::model::{DeviceId, Name, Quantity, Reading, ReadingKind, RoomId, Timestamp};
 use crate::store::{
-    DeviceRecord, DeviceUpdate, RegistrySnapshot, RoomRecord, RoomUpdate, StoreError,
+    DeviceListRequest, DevicePage, DeviceRecord, DeviceUpdate, RegistrySnapshot, RoomListRequest,
+    RoomPage, RoomRecord, RoomUpdate, StoreError,
 };
-use rusqlite::{params, Connection, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row};
 use std::collections::BTreeSet;
 
 fn corrupt(m: impl std::fmt::Display) -> StoreError {
@@ -385,4 +386,151 @@ pub fn room_devices(conn: &Connection, room: &RoomId) -> Result<Option<RoomDevic
         .map(|d| Ok((d, names::device(conn, d)?)))
         .collect::<Result<_, StoreError>>()?;
     Ok(Some((id, devices)))
+}
+
+/// `prefix` and the text just past every id that begins with it (ids are
+/// ASCII: `\u{7f}` sorts after each of their characters), for an index range.
+fn prefix_range(prefix: Option<&str>) -> (String, String) {
+    match prefix {
+        Some(p) => (p.to_owned(), format!("{p}\u{7f}")),
+        None => (String::new(), "\u{7f}".to_owned()),
+    }
+}
+
+/// One page of the device list (`Store::device_page`): a range of the
+/// `names` index in id order, the room's devices where the filter names a
+/// room, the rest of the filter in the same statement (`DeviceFilter::admits`
+/// checks it again).
+pub fn device_page(
+    conn: &Connection,
+    request: &DeviceListRequest,
+) -> Result<DevicePage, StoreError> {
+    let filter = &request.filter;
+    let (lo, hi) = prefix_range(filter.prefix.as_deref());
+    let after = request.after.as_ref().map(|d| d.as_str()).unwrap_or("");
+    let room = match &filter.room {
+        Some(room) => match names::find(conn, ROOM, room.as_str())? {
+            Some(id) => Some(id),
+            None => return Ok(DevicePage::of(Vec::new(), request.limit, None)),
+        },
+        None => None,
+    };
+    let from = if room.is_some() {
+        "room_devices rd JOIN names n ON n.id = rd.device AND rd.room = ?6 \
+         JOIN devices d ON d.id = n.id"
+    } else {
+        "names n JOIN devices d ON d.id = n.id"
+    };
+    let sql = format!(
+        "SELECT {DEVICE_COLUMNS}, n.text FROM {from} \
+         WHERE n.kind = {DEVICE} AND n.text > ?1 AND n.text >= ?2 AND n.text < ?3 \
+         AND (?4 IS NULL OR instr(' ' || d.types || ' ', ' ' || ?4 || ' ') > 0) \
+         AND (?5 IS NULL OR d.last_seen IS NULL OR d.last_seen < ?5) \
+         ORDER BY n.text LIMIT ?7"
+    );
+    let mut stmt = conn.prepare_cached(&sql).map_err(db_err)?;
+    // Read in chunks: the text filter (`DeviceFilter::admits`: any case, in
+    // a name of any script) is applied here, not in SQL.
+    let chunk = (request.limit + 1).max(if filter.text.is_some() { 500 } else { 0 });
+    let mut after = after.to_owned();
+    let mut devices = Vec::new();
+    loop {
+        let mut rows = stmt
+            .query(params![
+                after,
+                lo,
+                hi,
+                filter.kind.map(|k| k.as_str()),
+                filter.silent_since.map(Timestamp::millis),
+                room,
+                chunk as i64,
+            ])
+            .map_err(db_err)?;
+        let mut read = 0;
+        while let Some(row) = rows.next().map_err(db_err)? {
+            read += 1;
+            let text: String = row.get(8).map_err(db_err)?;
+            let id =
+                DeviceId::parse(&text).map_err(|e| corrupt(format!("device {text:?}: {e}")))?;
+            let record = device_record(conn, id, row)?;
+            after = text;
+            if filter.admits(&record) {
+                devices.push(record);
+            }
+        }
+        if read < chunk || devices.len() > request.limit {
+            return Ok(DevicePage::of(devices, request.limit, None));
+        }
+    }
+}
+
+/// One page of the room list (`Store::room_page`), read in chunks as
+/// `device_page` reads devices.
+pub fn room_page(conn: &Connection, request: &RoomListRequest) -> Result<RoomPage, StoreError> {
+    let (lo, hi) = prefix_range(request.filter.prefix.as_deref());
+    let mut after = request
+        .after
+        .as_ref()
+        .map(|r| r.as_str())
+        .unwrap_or("")
+        .to_owned();
+    let chunk = (request.limit + 1).max(if request.filter.text.is_some() {
+        500
+    } else {
+        0
+    });
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {ROOM_COLUMNS}, n.text FROM names n JOIN rooms r ON r.id = n.id \
+             WHERE n.kind = {ROOM} AND n.text > ?1 AND n.text >= ?2 AND n.text < ?3 \
+             ORDER BY n.text LIMIT ?4"
+        ))
+        .map_err(db_err)?;
+    let mut rooms = Vec::new();
+    loop {
+        let mut rows = stmt
+            .query(params![after, lo, hi, chunk as i64])
+            .map_err(db_err)?;
+        let mut read = 0;
+        while let Some(row) = rows.next().map_err(db_err)? {
+            read += 1;
+            let text: String = row.get(5).map_err(db_err)?;
+            let id = RoomId::parse(&text).map_err(|e| corrupt(format!("room {text:?}: {e}")))?;
+            let record = room_record(conn, id, row)?;
+            after = text;
+            if request.filter.admits(&record) {
+                rooms.push(record);
+            }
+        }
+        if read < chunk || rooms.len() > request.limit {
+            return Ok(RoomPage::of(rooms, request.limit, None));
+        }
+    }
+}
+
+/// Each of `devices` that has a record, with its room (`Store::rooms_of`).
+pub fn rooms_of(
+    conn: &Connection,
+    devices: &[DeviceId],
+) -> Result<Vec<(DeviceId, Option<RoomId>)>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT d.room FROM names n JOIN devices d ON d.id = n.id \
+             WHERE n.kind = {DEVICE} AND n.text = ?1"
+        ))
+        .map_err(db_err)?;
+    let mut found = Vec::with_capacity(devices.len());
+    for device in devices {
+        let room: Option<Option<i64>> = stmt
+            .query_row(params![device.as_str()], |r| r.get(0))
+            .optional()
+            .map_err(db_err)?;
+        if let Some(room) = room {
+            found.push((
+                device.clone(),
+                room.map(|id| names::room(conn, id)).transpose()?,
+            ));
+        }
+    }
+    Ok(found)
 }
