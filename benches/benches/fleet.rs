@@ -21,7 +21,12 @@ use tower::ServiceExt;
 /// Lambda's largest answer.
 const LAMBDA_ANSWER: usize = 6 * 1024 * 1024;
 
-async fn send(app: &axum::Router, method: &str, uri: &str, body: String) -> (Duration, u16, String) {
+async fn send(
+    app: &axum::Router,
+    method: &str,
+    uri: &str,
+    body: String,
+) -> (Duration, u16, String) {
     let started = Instant::now();
     let response = app
         .clone()
@@ -68,13 +73,24 @@ async fn fleet(devices: usize) -> Figures {
     let dir = std::env::temp_dir().join(format!("fleet-bench-{}-{devices}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let store = SqliteStore::open(dir.join("ingester.db")).unwrap();
-    let app = App::new(store, Access::open(), RouteSet::All, Duration::from_secs(30))
-        .await
-        .unwrap();
+    let app = App::new(
+        store,
+        Access::open(),
+        RouteSet::All,
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
     let app = router(app);
     let started = Instant::now();
     for from in (0..devices).step_by(1000) {
-        let (_, status, body) = send(&app, "POST", "/readings", batch(from, (from + 1000).min(devices))).await;
+        let (_, status, body) = send(
+            &app,
+            "POST",
+            "/readings",
+            batch(from, (from + 1000).min(devices)),
+        )
+        .await;
         assert_eq!(status, 200, "{body}");
     }
     let register = started.elapsed();
@@ -93,7 +109,11 @@ async fn fleet(devices: usize) -> Figures {
         let page: serde_json::Value = serde_json::from_str(&body).unwrap();
         pages += 1;
         if pages == 1 {
-            println!("  GET /devices (a page of 1,000): {:>9} bytes, {:>7.2} ms", body.len(), took.as_secs_f64() * 1e3);
+            println!(
+                "  GET /devices (a page of 1,000): {:>9} bytes, {:>7.2} ms",
+                body.len(),
+                took.as_secs_f64() * 1e3
+            );
         }
         match page["next_cursor"].as_str() {
             Some(c) => {
@@ -102,7 +122,11 @@ async fn fleet(devices: usize) -> Figures {
             }
             None => {
                 if pages > 1 {
-                    println!("  GET /devices, its last page (page {pages}): {:>9} bytes, {:>7.2} ms", body.len(), took.as_secs_f64() * 1e3);
+                    println!(
+                        "  GET /devices, its last page (page {pages}): {:>9} bytes, {:>7.2} ms",
+                        body.len(),
+                        took.as_secs_f64() * 1e3
+                    );
                 }
                 assert_eq!(
                     pages,
@@ -115,11 +139,23 @@ async fn fleet(devices: usize) -> Figures {
     }
     for (what, uri) in [
         ("GET /rooms (a page)", "/rooms".to_owned()),
-        ("GET /rooms/{id} (10 devices)", "/rooms/room-00042".to_owned()),
-        ("GET /devices?prefix= (10)", "/devices?prefix=sensor-00042".to_owned()),
-        ("GET /devices?search= (1)", format!("/devices?search=sensor-{:06}", devices - 1)),
+        (
+            "GET /rooms/{id} (10 devices)",
+            "/rooms/room-00042".to_owned(),
+        ),
+        (
+            "GET /devices?prefix= (10)",
+            "/devices?prefix=sensor-00042".to_owned(),
+        ),
+        (
+            "GET /devices?search= (1)",
+            format!("/devices?search=sensor-{:06}", devices - 1),
+        ),
         ("overview /", "/".to_owned()),
-        ("overview /?search= (1)", format!("/?search=sensor-{:06}", devices - 1)),
+        (
+            "overview /?search= (1)",
+            format!("/?search=sensor-{:06}", devices - 1),
+        ),
     ] {
         let mut times = Vec::new();
         let mut size = 0;
@@ -131,7 +167,10 @@ async fn fleet(devices: usize) -> Figures {
             size = body.len();
         }
         times.sort();
-        println!("  {what:<32} {size:>9} bytes, {:>7.2} ms", times[1].as_secs_f64() * 1e3);
+        println!(
+            "  {what:<32} {size:>9} bytes, {:>7.2} ms",
+            times[1].as_secs_f64() * 1e3
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
     Figures { devices, register }

@@ -173,6 +173,17 @@ fn serve_on_moto_creates_the_table_and_follows_its_stream() {
         b["rooms"].as_array().is_some_and(|r| r.len() == 2)
     });
     assert_eq!(rooms["rooms"][0]["room_id"], "bedroom");
+    // Lists read the registry from the table, so they show the rooms as
+    // soon as the registry is written, before the poller has also kept the
+    // rollups and saved its position: wait for that.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !checkpoint.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stream position was never saved"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     server.stop();
     let saved: Value =
         serde_json::from_str(&std::fs::read_to_string(&checkpoint).unwrap()).unwrap();

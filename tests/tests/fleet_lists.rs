@@ -153,13 +153,16 @@ async fn lists_are_pages_that_join_up_to_the_whole_list<S: TestStore>() {
     assert_eq!(whole_room["devices"].as_array().unwrap().len(), 3);
 }
 
+/// A query string's pairs.
+type Query<'a> = Vec<(&'a str, &'a str)>;
+
 async fn a_fleet_operator_filters_by_room_type_prefix_silence_and_text<S: TestStore>() {
     let store = S::fresh("fleet-filters").await;
     register(&store, &fleet()).await;
     let app = app(store, None, RouteSet::All).await;
     let (status, _) = handle_put_name(&app, "s-07", "Boiler room north").await;
     assert_eq!(status, 200);
-    let cases: Vec<(Vec<(&str, &str)>, Vec<&str>)> = vec![
+    let cases: Vec<(Query, Vec<&str>)> = vec![
         (vec![("room", "room-2")], vec!["s-02", "s-06", "s-10"]),
         (vec![("room", "no-such-room")], vec![]),
         (
