@@ -1,4 +1,4 @@
-//! The storage primitives the rollups use case (`crate::rollups`) runs on:
+//! The storage primitives the rollups use case runs on (it lives above the store):
 //! one device's readings and rollups, read, put and deleted. Each engine
 //! implements them over its own items and rows; neither decides what to
 //! recompute, in which order, or with which counter chain.

@@ -1,7 +1,7 @@
 //! Rollups on DynamoDB (docs/rollups.md): `RH#<hour>` and `RD#<day>` items in
 //! the device's own partition, and the `RSINCE` marker item (`store::Marker`),
 //! read and written here; what to recompute is the rollups use case's
-//! (`crate::rollups`), over `RollupSpans` (`rollup_spans.rs`), run by the
+//! (above the store), over `RollupSpans` (`rollup_spans.rs`), run by the
 //! rollups stream function. Queries use rollups only from the marker's hour
 //! (and only up to the function's lag).
 //!

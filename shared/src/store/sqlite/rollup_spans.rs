@@ -1,7 +1,7 @@
 //! The rollups use case's primitives on the embedded store, inside a write
-//! transaction: each answers at once (`crate::rollups::at_once`).
+//! transaction: each answers at once (the use case runs them without a runtime).
 
-use super::rollups;
+use super::rollups as rollup_rows;
 use super::rows::Bounds;
 use super::series;
 use super::StoreError;
@@ -88,15 +88,15 @@ impl RollupSpans for TxSpans<'_> {
     }
 
     async fn before(&mut self, span: Span, start: Timestamp) -> Result<Option<Rollup>, StoreError> {
-        rollups::latest_before(self.tx, self.device, span, start.millis())
+        rollup_rows::latest_before(self.tx, self.device, span, start.millis())
     }
 
     async fn after(&mut self, span: Span, start: Timestamp) -> Result<Option<Rollup>, StoreError> {
-        rollups::first_after(self.tx, self.device, span, start.millis())
+        rollup_rows::first_after(self.tx, self.device, span, start.millis())
     }
 
     async fn within(&mut self, span: Span, range: &TimeRange) -> Result<Vec<Rollup>, StoreError> {
-        Ok(rollups::within(
+        Ok(rollup_rows::within(
             self.tx,
             (self.device, self.device_id),
             span,
@@ -112,7 +112,7 @@ impl RollupSpans for TxSpans<'_> {
         span: Span,
         range: &TimeRange,
     ) -> Result<BTreeSet<Timestamp>, StoreError> {
-        rollups::starts(
+        rollup_rows::starts(
             self.tx,
             self.device,
             span,
@@ -129,12 +129,12 @@ impl RollupSpans for TxSpans<'_> {
         rollup: &Rollup,
         _readings: &[Reading],
     ) -> Result<Option<f64>, StoreError> {
-        rollups::put(self.tx, self.device, rollup, self.now_ms)?;
+        rollup_rows::put(self.tx, self.device, rollup, self.now_ms)?;
         Ok(Some(0.0))
     }
 
     async fn delete(&mut self, span: Span, start: Timestamp) -> Result<Option<f64>, StoreError> {
-        rollups::delete(self.tx, self.device, span, start.millis())?;
+        rollup_rows::delete(self.tx, self.device, span, start.millis())?;
         Ok(Some(0.0))
     }
 }
