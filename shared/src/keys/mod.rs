@@ -422,6 +422,13 @@ pub fn encode_search_cursor(scope: &str, after: &zorder::ZKey) -> String {
 
 /// Decodes a box-search cursor, rejecting one altered or made for another search.
 pub fn decode_search_cursor(scope: &str, cursor: &str) -> Result<zorder::ZKey, CursorError> {
+    let key = decode_tagged(SEARCH_CURSOR_VERSION, scope, cursor)?;
+    zorder::ZKey::parse(&key).ok_or(CursorError::Malformed)
+}
+
+/// The key of a `<version>.<tag>.<key>` cursor whose tag binds it to
+/// `scope` (a search's or a list's).
+fn decode_tagged(version: &str, scope: &str, cursor: &str) -> Result<String, CursorError> {
     if cursor.len() > MAX_CURSOR_LEN {
         return Err(CursorError::TooLong);
     }
@@ -430,16 +437,16 @@ pub fn decode_search_cursor(scope: &str, cursor: &str) -> Result<zorder::ZKey, C
         .map_err(|_| CursorError::Malformed)?;
     let text = String::from_utf8(bytes).map_err(|_| CursorError::Malformed)?;
     let mut parts = text.splitn(3, '.');
-    let (Some(SEARCH_CURSOR_VERSION), Some(tag), Some(key)) =
-        (parts.next(), parts.next(), parts.next())
-    else {
+    let (Some(v), Some(tag), Some(key)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(CursorError::Malformed);
     };
-    let parsed = zorder::ZKey::parse(key).ok_or(CursorError::Malformed)?;
-    if tag != search_tag(scope, key) {
+    if v != version || key.is_empty() {
+        return Err(CursorError::Malformed);
+    }
+    if tag != tagged(version, scope, key) {
         return Err(CursorError::WrongScope);
     }
-    Ok(parsed)
+    Ok(key.to_owned())
 }
 
 const LIST_CURSOR_VERSION: &str = "l1";
@@ -457,26 +464,7 @@ pub fn encode_list_cursor(scope: &str, last_id: &str) -> String {
 
 /// The last id a list cursor names (the caller parses it as its id type).
 pub fn decode_list_cursor(scope: &str, cursor: &str) -> Result<String, CursorError> {
-    if cursor.len() > MAX_CURSOR_LEN {
-        return Err(CursorError::TooLong);
-    }
-    let bytes = URL_SAFE_NO_PAD
-        .decode(cursor)
-        .map_err(|_| CursorError::Malformed)?;
-    let text = String::from_utf8(bytes).map_err(|_| CursorError::Malformed)?;
-    let mut parts = text.splitn(3, '.');
-    let (Some(LIST_CURSOR_VERSION), Some(tag), Some(id)) =
-        (parts.next(), parts.next(), parts.next())
-    else {
-        return Err(CursorError::Malformed);
-    };
-    if id.is_empty() {
-        return Err(CursorError::Malformed);
-    }
-    if tag != tagged(LIST_CURSOR_VERSION, scope, id) {
-        return Err(CursorError::WrongScope);
-    }
-    Ok(id.to_owned())
+    decode_tagged(LIST_CURSOR_VERSION, scope, cursor)
 }
 
 #[cfg(test)]
