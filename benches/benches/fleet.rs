@@ -8,7 +8,7 @@
 //!
 //! `cargo bench -p system-benches --bench fleet` (1,000, 10,000 and
 //! 100,000 devices; `FLEET_SIZES=1000,10000` for fewer). Under `cargo
-//! test` it runs once with 600 devices (past the registry's seed bound),
+//! test` it runs once with 300 devices (past the registry's seed bound),
 //! as a smoke test that still checks every answer's bound.
 
 use axum::body::Body;
@@ -141,11 +141,11 @@ async fn fleet(devices: usize) -> Figures {
         ("GET /rooms (a page)", "/rooms".to_owned()),
         (
             "GET /rooms/{id} (10 devices)",
-            "/rooms/room-00042".to_owned(),
+            format!("/rooms/room-{:05}", devices / 20),
         ),
         (
             "GET /devices?prefix= (10)",
-            "/devices?prefix=sensor-00042".to_owned(),
+            format!("/devices?prefix=sensor-{:05}", devices / 20),
         ),
         (
             "GET /devices?search= (1)",
@@ -182,7 +182,7 @@ async fn main() {
     let sizes: Vec<usize> = match std::env::var("FLEET_SIZES") {
         Ok(s) => s.split(',').map(|n| n.trim().parse().unwrap()).collect(),
         Err(_) if full => vec![1_000, 10_000, 100_000],
-        Err(_) => vec![600],
+        Err(_) => vec![300],
     };
     let mut figures = Vec::new();
     for n in sizes {

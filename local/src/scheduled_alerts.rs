@@ -98,8 +98,7 @@ async fn once<S: Store + Alerts>(
     store: &S,
     receivers: &Receivers,
 ) -> Result<usize, shared::store::StoreError> {
-    let registry = store.load_registry().await?;
-    let done = evaluate(store, &registry, Timestamp::now(), receivers).await?;
+    let done = evaluate(store, Timestamp::now(), receivers).await?;
     for (name, e) in &done.broken {
         tracing::error!(rule = %name, error = %e, "a stored alert rule does not parse; skipped");
     }

@@ -64,8 +64,7 @@ fn receivers(specs: &[(&str, serde_json::Value)], repeat: Duration) -> Receivers
 /// One scheduled run as a fresh process makes it: receivers built anew,
 /// the registry and every state read from the store.
 async fn run<S: Store + Alerts>(store: &S, receivers: &Receivers, at: Timestamp) {
-    let registry = store.load_registry().await.unwrap();
-    evaluate(store, &registry, at, receivers).await.unwrap();
+    evaluate(store, at, receivers).await.unwrap();
     deliver(store, receivers, at).await.unwrap();
 }
 

@@ -93,8 +93,7 @@ async fn write<S: Store>(store: &S, readings: &[Reading]) {
 /// Evaluates at `minute` as a fresh process would: the registry and every
 /// state read from the store. The transitions, by rule.
 async fn evaluate<S: Store + Alerts>(store: &S, minute: i64) -> Vec<(String, Transition)> {
-    let registry = store.load_registry().await.unwrap();
-    let done = shared::alerts::evaluate(store, &registry, at(minute), &Default::default())
+    let done = shared::alerts::evaluate(store, at(minute), &Default::default())
         .await
         .unwrap();
     assert!(done.broken.is_empty(), "{:?}", done.broken);

@@ -896,8 +896,7 @@ async fn firing_alerts_are_shown_first<S: TestStore>() {
     let cold =
         r#"{"kind":"threshold","scope":{"room":"hall"},"quantity":"temperature","below":18}"#;
     store.put_alert_rule("hall-cold", cold).await.unwrap();
-    let registry = store.load_registry().await.unwrap();
-    let done = shared::alerts::evaluate(&store, &registry, Timestamp::now(), &Default::default())
+    let done = shared::alerts::evaluate(&store, Timestamp::now(), &Default::default())
         .await
         .unwrap();
     assert_eq!(done.events.len(), 1, "{:?}", done.events);

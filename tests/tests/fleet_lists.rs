@@ -333,13 +333,13 @@ async fn a_sandbox_over_a_fleet_holds_no_registry_and_asks_about_its_batch<S: Te
     );
     assert!(html.contains(r#"type="search""#));
     assert!(html.matches("class=\"device\"").count() <= 50);
-    let (status, found) = get_html(&app, "/", &[("search", "f-0499")]).await;
+    let (status, found) = get_html(&app, "/", &[("search", "f-0199")]).await;
     assert_eq!(status, 200);
     assert!(
-        found.contains("data-device=\"f-0499\""),
+        found.contains("data-device=\"f-0199\""),
         "the search finds it"
     );
-    assert!(!found.contains("data-device=\"f-0498\""));
+    assert!(!found.contains("data-device=\"f-0198\""));
 }
 
 async fn get_html<S: Store>(app: &App<S>, path: &str, query: &[(&str, &str)]) -> (u16, String) {

@@ -1,6 +1,6 @@
 //! One live evaluation of the stored rules (docs/alerts.md): the rules and
 //! the series states read from the store, every rule observed against the
-//! registry (each device's latest reading) and, for an energy rule, the
+//! registry entries its scope names (`watched`: each device's latest reading) and, for an energy rule, the
 //! device's readings over its window with the counter's reading before it;
 //! what changed written back, so that a restart or a cold start neither
 //! forgets a firing series nor reports its transition twice. What receivers
@@ -8,6 +8,7 @@
 //! written: a crash between the two queues it again, and the newer
 //! notification replaces the older.
 
+use crate::alerts::watched::watched;
 use crate::domain::aggregate::counter::bought_between;
 use crate::domain::alerts::notification::due;
 use crate::domain::alerts::{Condition, Delivery, Event, Rule, RuleError};
@@ -134,16 +135,16 @@ async fn reference<S: Store>(
     Ok(None)
 }
 
-/// Evaluates every stored rule at `now` against `registry`, queuing what
-/// `receivers` are due.
+/// Evaluates every stored rule at `now` against the registry entries the
+/// rules watch (`watched`), queuing what `receivers` are due.
 pub async fn evaluate<S: Store + Alerts>(
     store: &S,
-    registry: &RegistrySnapshot,
     now: Timestamp,
     receivers: &Receivers,
 ) -> Result<Evaluated, StoreError> {
     let (rules, broken) = rules(store).await?;
     let before = store.alert_states().await?;
+    let registry = &watched(store, &rules, &before).await?;
     let kwh = energy(store, &rules, registry, now).await?;
     let mut after = before.clone();
     let events = after.evaluate(&rules, registry, now, |rule, device| {

@@ -5,6 +5,7 @@
 //! evaluation (`domain::alerts::States`); vmalert's `-replay.timeFrom`
 //! does the same on VictoriaMetrics.
 
+use crate::alerts::watched::watched;
 use crate::domain::aggregate::counter::bought_between;
 use crate::domain::alerts::{Condition, DeviceView, Devices, Event, Rule, States};
 use crate::model::{DeviceId, Reading, ReadingKind, RoomId, TimeRange, Timestamp, DAY_MS};
@@ -86,7 +87,7 @@ pub async fn replay<S: Store>(
     let read_from =
         Timestamp::from_millis(range.from().millis() - lookback(rules)).unwrap_or(Timestamp::MIN);
     let read = TimeRange::new(read_from, range.to()).unwrap_or(range);
-    let registry = store.load_registry().await?;
+    let registry = watched(store, rules, &States::default()).await?;
     let mut history = History(BTreeMap::new());
     for id in registry.devices.keys() {
         let mut request = RangeRequest {

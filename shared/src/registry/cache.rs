@@ -35,9 +35,11 @@ pub struct RegistryCache {
 
 /// Most devices and rooms (each) a sandbox holds as its whole registry;
 /// past it the registry is read a page or a batch's devices at a time.
-/// Loading 500 devices on dynalite took a few milliseconds beyond the
-/// first request's own (docs/BENCHMARKS.md, "A fleet"); a household has tens.
-pub const SEED_BOUND: usize = 500;
+/// A household has tens. The load of a fleet reads this many (and finds
+/// it is a fleet) in every new sandbox's first request: at 500 that was
+/// 15 ms on dynalite, twice a first request's own time, so the bound is
+/// 200 (docs/BENCHMARKS.md, "A fleet on DynamoDB").
+pub const SEED_BOUND: usize = 200;
 
 /// Most devices whose rooms a sandbox over a fleet keeps between reloads
 /// (about 100 bytes each); when full it starts over.

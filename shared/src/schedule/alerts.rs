@@ -1,6 +1,6 @@
 //! The alerts function's handler (docs/alerts.md): on each scheduled event
 //! (every minute, EventBridge), every stored rule evaluated at the event's
-//! time against the registry, then what the receivers are due delivered.
+//! time against the registry entries its rules watch, then what the receivers are due delivered.
 //! The states and the notifications waiting live in the table, so a cold
 //! start neither forgets a firing alert nor sends it twice.
 //!
@@ -31,8 +31,7 @@ pub async fn handle<S: Store + Alerts>(
     event: &Value,
 ) -> Result<Value, StoreError> {
     let now = event_time(event);
-    let registry = store.load_registry().await?;
-    let done = evaluate(store, &registry, now, receivers).await?;
+    let done = evaluate(store, now, receivers).await?;
     for (name, e) in &done.broken {
         tracing::error!(rule = %name, error = %e, "a stored alert rule does not parse; skipped");
     }

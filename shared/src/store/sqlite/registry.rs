@@ -415,8 +415,11 @@ pub fn device_page(
         },
         None => None,
     };
+    // A room's devices drive the join (CROSS JOIN fixes SQLite's order):
+    // left to itself the planner walked the names index in id order and
+    // probed each device for the room, 14 ms at 100,000 devices.
     let from = if room.is_some() {
-        "room_devices rd JOIN names n ON n.id = rd.device AND rd.room = ?6 \
+        "room_devices rd CROSS JOIN names n ON n.id = rd.device AND rd.room = ?6 \
          JOIN devices d ON d.id = n.id"
     } else {
         "names n JOIN devices d ON d.id = n.id"
