@@ -7,8 +7,9 @@ use super::condition::{self, Known};
 use super::schema::{self, DEVICE_TAG, ROOM_TAG};
 use super::{unsupported, Cell, Context, Series, StatementError};
 use crate::domain::registry::RegistrySnapshot;
+use crate::model::DeviceId;
 use crate::store::Store;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The database name we answer with; any name a client gives is the same data.
 pub const DATABASE: &str = "ingester";
@@ -150,6 +151,17 @@ fn per_measurement(
 /// The (device, room) pairs of a measurement's devices: every room a device
 /// has reported from, and "" for a device that has reported from none.
 fn pairs<'a>(snapshot: &'a RegistrySnapshot, measurement: &str) -> Vec<(&'a str, &'a str)> {
+    // Each device's rooms, gathered once: asking every room about every
+    // device was rooms × devices, 142 s of a debug build at 100,000 devices.
+    let mut reported_in: BTreeMap<&DeviceId, BTreeSet<&str>> = BTreeMap::new();
+    for room in snapshot.rooms.values() {
+        for device in &room.devices {
+            reported_in
+                .entry(device)
+                .or_default()
+                .insert(room.room_id.as_str());
+        }
+    }
     let mut out = Vec::new();
     for (id, device) in &snapshot.devices {
         if !device
@@ -159,12 +171,7 @@ fn pairs<'a>(snapshot: &'a RegistrySnapshot, measurement: &str) -> Vec<(&'a str,
         {
             continue;
         }
-        let mut rooms: BTreeSet<&str> = snapshot
-            .rooms
-            .values()
-            .filter(|r| r.devices.contains(id))
-            .map(|r| r.room_id.as_str())
-            .collect();
+        let mut rooms = reported_in.remove(id).unwrap_or_default();
         if let Some(room) = &device.room {
             rooms.insert(room.as_str());
         }

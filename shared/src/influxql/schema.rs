@@ -6,7 +6,7 @@
 
 use super::ast::{Cast, VarRef};
 use crate::domain::registry::RegistrySnapshot;
-use crate::model::{Quantity, Reading, ReadingKind};
+use crate::model::{DeviceId, Quantity, Reading, ReadingKind};
 use std::collections::BTreeSet;
 
 pub const DEVICE_TAG: &str = "device_id";
@@ -38,15 +38,17 @@ pub fn fields(snapshot: &RegistrySnapshot, measurement: &str) -> Vec<Quantity> {
 /// The tag keys of a measurement, sorted: `device_id`, and `room` where a
 /// device that reports its fields has reported from a room.
 pub fn tags(snapshot: &RegistrySnapshot, measurement: &str) -> Vec<&'static str> {
+    // Gathered once: asking every room about every device is quadratic in a fleet.
+    let in_a_room: BTreeSet<&DeviceId> = snapshot
+        .rooms
+        .values()
+        .flat_map(|r| r.devices.iter())
+        .collect();
     let has_room = snapshot.devices.values().any(|d| {
         d.quantities
             .iter()
             .any(|q| measurement_of(*q) == measurement)
-            && (d.room.is_some()
-                || snapshot
-                    .rooms
-                    .values()
-                    .any(|r| r.devices.contains(&d.device_id)))
+            && (d.room.is_some() || in_a_room.contains(&d.device_id))
     });
     if has_room {
         TAGS.to_vec()

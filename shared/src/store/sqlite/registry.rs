@@ -397,6 +397,18 @@ fn prefix_range(prefix: Option<&str>) -> (String, String) {
     }
 }
 
+/// The range's start: the page's `after` (excluded, the second) or the
+/// prefix's `lo` (included), whichever is later. One bound, not both: with
+/// two lower bounds SQLite's range used the first and scanned the ids
+/// before a prefix (2 ms for a late one at 100,000 devices).
+fn lower_bound(after: &str, lo: &str) -> (String, Option<String>) {
+    if !after.is_empty() && after >= lo {
+        (after.to_owned(), Some(after.to_owned()))
+    } else {
+        (lo.to_owned(), None)
+    }
+}
+
 /// One page of the device list (`Store::device_page`): a range of the
 /// `names` index in id order, the room's devices where the filter names a
 /// room, the rest of the filter in the same statement (`DeviceFilter::admits`
@@ -426,7 +438,7 @@ pub fn device_page(
     };
     let sql = format!(
         "SELECT {DEVICE_COLUMNS}, n.text FROM {from} \
-         WHERE n.kind = {DEVICE} AND n.text > ?1 AND n.text >= ?2 AND n.text < ?3 \
+         WHERE n.kind = {DEVICE} AND n.text >= ?1 AND (?2 IS NULL OR n.text <> ?2) AND n.text < ?3 \
          AND (?4 IS NULL OR instr(' ' || d.types || ' ', ' ' || ?4 || ' ') > 0) \
          AND (?5 IS NULL OR d.last_seen IS NULL OR d.last_seen < ?5) \
          ORDER BY n.text LIMIT ?7"
@@ -438,10 +450,11 @@ pub fn device_page(
     let mut after = after.to_owned();
     let mut devices = Vec::new();
     loop {
+        let (from, excluded) = lower_bound(&after, &lo);
         let mut rows = stmt
             .query(params![
-                after,
-                lo,
+                from,
+                excluded,
                 hi,
                 filter.kind.map(|k| k.as_str()),
                 filter.silent_since.map(Timestamp::millis),
@@ -485,14 +498,15 @@ pub fn room_page(conn: &Connection, request: &RoomListRequest) -> Result<RoomPag
     let mut stmt = conn
         .prepare_cached(&format!(
             "SELECT {ROOM_COLUMNS}, n.text FROM names n JOIN rooms r ON r.id = n.id \
-             WHERE n.kind = {ROOM} AND n.text > ?1 AND n.text >= ?2 AND n.text < ?3 \
+             WHERE n.kind = {ROOM} AND n.text >= ?1 AND (?2 IS NULL OR n.text <> ?2) AND n.text < ?3 \
              ORDER BY n.text LIMIT ?4"
         ))
         .map_err(db_err)?;
     let mut rooms = Vec::new();
     loop {
+        let (from, excluded) = lower_bound(&after, &lo);
         let mut rows = stmt
-            .query(params![after, lo, hi, chunk as i64])
+            .query(params![from, excluded, hi, chunk as i64])
             .map_err(db_err)?;
         let mut read = 0;
         while let Some(row) = rows.next().map_err(db_err)? {
