@@ -7,30 +7,12 @@
 //! does). Needs MOTO_ENDPOINT. Under `cargo test` it runs once with 20 devices
 //! against the debug binaries, as a smoke test.
 
-use integration_tests::runtime_api::Runtime;
+use integration_tests::runtime_api::{function_binary, Runtime};
 use integration_tests::{api_event, fresh_store, moto};
 use serde_json::{json, Value};
 use shared::model::{DeviceId, Measurement, Reading, Timestamp};
 use shared::store::Store;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// The function binaries sit next to this bench's own `deps/` folder.
-fn function_binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().unwrap().parent().unwrap().join(name);
-    assert!(
-        path.exists(),
-        "{} is not built: run `cargo build {}-p ingest -p query` first",
-        path.display(),
-        if exe.to_string_lossy().contains("/release/") {
-            "--release "
-        } else {
-            ""
-        }
-    );
-    path
-}
 
 fn reading(device: usize, minute: i64) -> Reading {
     Reading {

@@ -14,7 +14,7 @@
 //! against the debug binary, as a smoke test that still checks every
 //! answer.
 
-use integration_tests::runtime_api::{answer_body, Runtime};
+use integration_tests::runtime_api::{answer_body, function_binary, Runtime};
 use integration_tests::{api_event, dynalite, fresh_store};
 use serde_json::Value;
 use shared::alerts::evaluate;
@@ -22,28 +22,10 @@ use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
 use shared::notify::Receivers;
 use shared::store::metering::metered;
 use shared::store::{Alerts, DynamoStore};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Lambda's largest answer.
 const LAMBDA_ANSWER: usize = 6 * 1024 * 1024;
-
-/// The function binary next to this bench's own `deps/` folder.
-fn query_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().unwrap().parent().unwrap().join("query");
-    assert!(
-        path.exists(),
-        "{} is not built: run `cargo build {}-p query` first",
-        path.display(),
-        if exe.to_string_lossy().contains("/release/") {
-            "--release "
-        } else {
-            ""
-        }
-    );
-    path
-}
 
 fn sensor(i: usize) -> Reading {
     Reading {
@@ -113,7 +95,7 @@ async fn fleet(devices: usize) -> Figures {
         let mut runtime = Runtime::start().await;
         let spawned = Instant::now();
         runtime.spawn(
-            query_binary().to_str().unwrap(),
+            function_binary("query").to_str().unwrap(),
             &[
                 ("TABLE_NAME", store.table()),
                 ("AWS_ENDPOINT_URL_DYNAMODB", &dynalite()),

@@ -25,6 +25,24 @@ struct Emulator {
     shared: Arc<Shared>,
 }
 
+/// A function binary of this build's profile, for a bench: the binaries sit
+/// next to the running bench's own `deps/` folder.
+pub fn function_binary(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().unwrap().parent().unwrap().join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run `cargo build {}-p {name}` first",
+        path.display(),
+        if exe.to_string_lossy().contains("/release/") {
+            "--release "
+        } else {
+            ""
+        }
+    );
+    path
+}
+
 /// A running emulator and the function process attached to it.
 pub struct Runtime {
     pub addr: String,
