@@ -6,6 +6,8 @@
 //!   and how an update merges into a record (time never moves backwards);
 //! - `aggregate`: buckets, statistics and energy folds; `aggregate::rollup`,
 //!   the hour and day rollup algebra and the one cascade rule;
+//! - `rollup_upkeep`: keeping, rebuilding and recomputing rollups over the
+//!   primitives each engine implements (`RollupSpans`);
 //!   `aggregate::counter`, the meter rule;
 //! - `registry_list`: lists of devices and rooms a page at a time, and
 //!   what their filters admit;
@@ -25,5 +27,6 @@ pub mod registry;
 pub mod registry_list;
 pub mod registry_writes;
 pub mod retention;
+pub mod rollup_upkeep;
 pub mod room_presence;
 pub mod tariff;

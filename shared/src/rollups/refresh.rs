@@ -9,14 +9,14 @@
 //! when their day closes: the newest day touched stays open (read from its
 //! hours), and the day that was open until now is written whole.
 
-use super::recompute::hours_and_days;
+use crate::domain::rollup_upkeep::recompute::hours_and_days;
 use crate::model::{Span, Timestamp};
 use crate::store::{Marker, RollupSpans, RollupWrites, StoreError};
 use std::collections::BTreeSet;
 
 /// Recomputes a device's hour rollups at `hours`, the hours after them whose
 /// entering chain changed, and their days; keeps the marker.
-pub async fn refresh<P: RollupSpans>(
+pub async fn refresh<P: RollupSpans<Error = StoreError>>(
     p: &mut P,
     hours: BTreeSet<Timestamp>,
 ) -> Result<RollupWrites, StoreError> {

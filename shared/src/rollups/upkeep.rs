@@ -2,6 +2,7 @@
 //! stream function, `ingester-local rollups rebuild` and `blocks rebuild`).
 
 use super::{rebuild, refresh};
+use crate::domain::rollup_upkeep::at_once;
 use crate::model::{DeviceId, TimeRange, Timestamp};
 use crate::store::{DynamoStore, RollupWrites, Store, StoreError};
 use std::collections::BTreeSet;
@@ -77,7 +78,7 @@ impl Upkeep for crate::store::SqliteStore {
         device: &DeviceId,
         range: TimeRange,
     ) -> Result<usize, StoreError> {
-        self.in_rollup_transaction(device, move |spans| super::at_once(rebuild(spans, range)))
+        self.in_rollup_transaction(device, move |spans| at_once(rebuild(spans, range)))
             .await
             .map(Option::unwrap_or_default)
     }

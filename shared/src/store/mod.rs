@@ -4,7 +4,6 @@
 pub mod alerts;
 pub mod dynamodb;
 pub mod metering;
-pub mod rollup_spans;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
@@ -23,9 +22,9 @@ pub use crate::domain::registry_list::{
     DeviceFilter, DeviceListRequest, DevicePage, RoomFilter, RoomListRequest, RoomPage,
 };
 pub use crate::domain::retention::Retention;
+pub use crate::domain::rollup_upkeep::{Keeping, Marker, RollupSpans, RollupWrites};
 pub use alerts::Alerts;
 pub use dynamodb::DynamoStore;
-pub use rollup_spans::{Keeping, Marker, RollupSpans};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 
@@ -186,25 +185,6 @@ pub struct WriteReport {
     pub items_written: usize,
     /// Readings superseded by a later reading with the same key in the same request.
     pub duplicates: usize,
-}
-
-/// What refreshing rollups wrote (reported per stream batch).
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub struct RollupWrites {
-    /// Hour items put or deleted.
-    pub hours: usize,
-    /// Day items put or deleted.
-    pub days: usize,
-    /// Write units the engine reported for them (DynamoDB's `ConsumedCapacity`).
-    pub write_units: f64,
-}
-
-impl std::ops::AddAssign for RollupWrites {
-    fn add_assign(&mut self, o: Self) {
-        self.hours += o.hours;
-        self.days += o.days;
-        self.write_units += o.write_units;
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

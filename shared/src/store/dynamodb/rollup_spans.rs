@@ -57,6 +57,7 @@ impl DynamoSpans<'_> {
 }
 
 impl RollupSpans for DynamoSpans<'_> {
+    type Error = StoreError;
     fn keeping(&self) -> Keeping {
         Keeping::HoursAndDaysBehind
     }

@@ -561,7 +561,7 @@ fn write_readings_with(writer: &mut Writer, readings: &[Reading], now_ms: i64) -
                 device_id: &batch.readings[0].device_id,
                 now_ms,
             };
-            crate::rollups::at_once(crate::rollups::keep(
+            crate::domain::rollup_upkeep::at_once(crate::domain::rollup_upkeep::keep(
                 &mut spans,
                 &mut newest,
                 &batch.readings,

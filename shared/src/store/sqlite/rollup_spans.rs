@@ -28,6 +28,7 @@ fn bounds(range: &TimeRange) -> Bounds {
 }
 
 impl RollupSpans for TxSpans<'_> {
+    type Error = StoreError;
     fn keeping(&self) -> Keeping {
         Keeping::DaysInTheWrite
     }

@@ -1,6 +1,6 @@
 //! Rollups on the embedded store (docs/rollups.md): the rows and how
 //! they are read. What to recompute is the rollups use case's
-//! (`crate::rollups::keep`, run in the readings' write transaction, and
+//! (`domain::rollup_upkeep::keep`, run in the readings' write transaction, and
 //! `rebuild`), over `RollupSpans` (`rollup_spans.rs`).
 //!
 //! - Day rollups: one row per device and day; the body is the rollup's

@@ -1004,9 +1004,7 @@ async fn version_1_rollups_of_a_bought_only_meter_read_until_rebuilt() {
         );
     }
     // Rebuilt, they are version 3 again and carry the energy themselves.
-    crate::rollups::Upkeep::rebuild_rollups(&store, &device, range)
-        .await
-        .unwrap();
+    rebuild_in_transaction(&store, &device, range).await;
     let rebuilt = store.rollups(&device, Span::Day, &range).await.unwrap();
     assert_eq!(rebuilt, fresh);
     assert_eq!(
@@ -1123,9 +1121,7 @@ async fn a_day_of_more_than_86400_readings_is_rolled_up_whole() {
         |r: &[crate::domain::aggregate::rollup::Rollup]| r.iter().map(|r| r.all.count).sum::<u64>();
     let kept = store.rollups(&device, Span::Day, &whole).await.unwrap();
     assert_eq!(count(&kept), n as u64);
-    crate::rollups::Upkeep::rebuild_rollups(&store, &device, whole)
-        .await
-        .unwrap();
+    rebuild_in_transaction(&store, &device, whole).await;
     let rebuilt = store.rollups(&device, Span::Day, &whole).await.unwrap();
     assert_eq!(count(&rebuilt), n as u64);
     assert_eq!(rebuilt, kept);
@@ -1233,4 +1229,14 @@ async fn day_tallies_are_the_rollups_own_in_every_body_form() {
         },
     );
     check("postcard's version 2").await;
+}
+
+/// The domain's rebuild in one write transaction, as the rollups use case
+/// runs it on this store.
+async fn rebuild_in_transaction(store: &SqliteStore, device: &DeviceId, range: TimeRange) {
+    use crate::domain::rollup_upkeep::{at_once, rebuild};
+    store
+        .in_rollup_transaction(device, move |spans| at_once(rebuild(spans, range)))
+        .await
+        .unwrap();
 }

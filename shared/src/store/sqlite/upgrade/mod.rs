@@ -235,7 +235,9 @@ pub(super) fn build_rollups(tx: &Connection) -> Result<usize, StoreError> {
             now_ms: Timestamp::now().millis(),
         };
         // The rollups use case, whose primitives here answer at once.
-        built += crate::rollups::at_once(crate::rollups::rebuild(&mut spans, all))?;
+        built += crate::domain::rollup_upkeep::at_once(crate::domain::rollup_upkeep::rebuild(
+            &mut spans, all,
+        ))?;
     }
     Ok(built)
 }

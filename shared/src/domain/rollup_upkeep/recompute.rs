@@ -1,20 +1,20 @@
 //! Recomputing spans from their readings, and the spans after them that the
 //! domain's cascade rule names (`rollup::Cascade`).
 
+use super::{RollupSpans, RollupWrites};
 use crate::domain::aggregate::rollup::{day, leaving, spans, Cascade};
 use crate::model::{Span, TimeRange, Timestamp};
-use crate::store::{RollupSpans, RollupWrites, StoreError};
 use std::collections::BTreeSet;
 
 /// Recomputes the rollups of `span` at `starts` from their readings, in
 /// time order, each entered with the chain of the stored one before it.
 /// Returns each recomputed start with the write units spent on it (`None`:
 /// nothing written).
-pub(super) async fn spans_at<P: RollupSpans>(
+pub async fn spans_at<P: RollupSpans>(
     p: &mut P,
     span: Span,
     starts: impl IntoIterator<Item = Timestamp>,
-) -> Result<Vec<(Timestamp, Option<f64>)>, StoreError> {
+) -> Result<Vec<(Timestamp, Option<f64>)>, P::Error> {
     let mut done = Vec::new();
     let mut cascade = Cascade::new(starts);
     while let Some(start) = cascade.next_start() {
@@ -40,12 +40,12 @@ pub(super) async fn spans_at<P: RollupSpans>(
 /// Recomputes the hours at `hours` and those the cascade names; then their
 /// days before `open_day` (a later day stays open, read from its hours),
 /// and the days of `closing`.
-pub(super) async fn hours_and_days<P: RollupSpans>(
+pub async fn hours_and_days<P: RollupSpans>(
     p: &mut P,
     hours: BTreeSet<Timestamp>,
     open_day: Timestamp,
     closing: BTreeSet<Timestamp>,
-) -> Result<RollupWrites, StoreError> {
+) -> Result<RollupWrites, P::Error> {
     let mut writes = RollupWrites::default();
     let mut days = closing;
     for (hour, units) in spans_at(p, Span::Hour, hours).await? {
@@ -71,7 +71,7 @@ pub(super) async fn hours_and_days<P: RollupSpans>(
 async fn day_from_hours<P: RollupSpans>(
     p: &mut P,
     start: Timestamp,
-) -> Result<Option<f64>, StoreError> {
+) -> Result<Option<f64>, P::Error> {
     let whole = TimeRange::new(start, Span::Day.end_of(start)).expect("a day is not empty");
     let hours = p.within(Span::Hour, &whole).await?;
     let old = p.within(Span::Day, &whole).await?.pop();

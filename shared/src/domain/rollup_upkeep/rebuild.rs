@@ -2,10 +2,10 @@
 //! or a table written before rollups, `rollups rebuild`, `blocks rebuild`).
 
 use super::recompute::{hours_and_days, spans_at};
+use super::{Keeping, Marker, RollupSpans};
 use crate::domain::aggregate::counter::Chain;
 use crate::domain::aggregate::rollup::{spans, Rollup};
 use crate::model::{Reading, Span, TimeRange, Timestamp};
-use crate::store::{Keeping, Marker, RollupSpans, StoreError};
 use std::collections::BTreeSet;
 
 /// Rebuilds a device's stored rollups over the days that overlap `range`
@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 /// rollups are kept behind the writes, the marker, when the rebuilt days
 /// reach back to the device's first reading or join the hours the stream
 /// function already covers. Returns the rollups written.
-pub async fn rebuild<P: RollupSpans>(p: &mut P, range: TimeRange) -> Result<usize, StoreError> {
+pub async fn rebuild<P: RollupSpans>(p: &mut P, range: TimeRange) -> Result<usize, P::Error> {
     let keeping = p.keeping();
     let stored = keeping.stored();
     let from = Span::Day.start_of(range.from());
@@ -89,7 +89,7 @@ async fn mark_rebuilt<P: RollupSpans>(
     from: Timestamp,
     to: Timestamp,
     first: Timestamp,
-) -> Result<(), StoreError> {
+) -> Result<(), P::Error> {
     let earliest = p.first_reading_before(Timestamp::MAX).await?;
     let reaches_back = earliest.is_some_and(|e| e >= from);
     let new_since = if reaches_back {
@@ -109,7 +109,7 @@ async fn mark_rebuilt<P: RollupSpans>(
             .await
         }
         // Never seen by the function: complete when the rebuild reaches now.
-        None if to.millis() >= crate::store::now_epoch_seconds() * 1000 => {
+        None if to.millis() >= Timestamp::now().millis().div_euclid(1000) * 1000 => {
             p.set_marker(Marker {
                 since: new_since,
                 open_day: None,

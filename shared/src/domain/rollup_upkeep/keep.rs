@@ -7,9 +7,9 @@
 //! it by the cascade rule.
 
 use super::recompute::spans_at;
+use super::RollupSpans;
 use crate::domain::aggregate::rollup::Rollup;
 use crate::model::{Reading, Span, Timestamp};
-use crate::store::{RollupSpans, StoreError};
 
 /// Brings a device's day rollups up to date with a batch of its readings (in
 /// time order, as written). `appended`: every one is newer than the
@@ -21,7 +21,7 @@ pub async fn keep<P: RollupSpans>(
     newest: &mut Option<Rollup>,
     readings: &[&Reading],
     appended: bool,
-) -> Result<(), StoreError> {
+) -> Result<(), P::Error> {
     let span = Span::Day;
     if appended {
         return append(p, newest, span, readings).await;
@@ -37,7 +37,7 @@ async fn append<P: RollupSpans>(
     newest: &mut Option<Rollup>,
     span: Span,
     readings: &[&Reading],
-) -> Result<(), StoreError> {
+) -> Result<(), P::Error> {
     if readings.is_empty() {
         return Ok(());
     }
