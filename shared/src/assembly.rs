@@ -3,15 +3,16 @@
 //! store, the access rules and the HTTP application. Every Lambda's `main`
 //! and every `ingester-local` command goes through it.
 
-use crate::api::{App, RouteSet};
-use crate::auth::{Access, BearerToken};
 use crate::config::{Config, StoreConfig};
-use crate::store::{DynamoStore, Store, StoreError};
+use api::auth::{Access, BearerToken};
+use api::{App, RouteSet};
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_types::SdkConfig;
+use dynamodb::DynamoStore;
 use std::time::Duration;
+use storage::{Store, StoreError};
 
-pub use crate::https::CONNECT_TIMEOUT;
+pub use usecases::https::CONNECT_TIMEOUT;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AssemblyError {
@@ -36,7 +37,7 @@ pub enum AssemblyError {
 pub enum Engine {
     DynamoDb(DynamoStore),
     #[cfg(feature = "sqlite")]
-    Embedded(crate::store::SqliteStore),
+    Embedded(sqlite::SqliteStore),
 }
 
 /// What a process runs on: its engine, its access rules and, on DynamoDB,
@@ -61,7 +62,7 @@ pub async fn sdk_config(endpoint: Option<&str>, budget: Duration) -> SdkConfig {
 /// providers): HTTP/1.1 over rustls on ring with the system's roots, the
 /// stack the alert receivers use too (`https`, issue 43).
 pub fn https_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
-    crate::https::sdk::client()
+    usecases::https::sdk::client()
 }
 
 /// The DynamoDB client: the SDK's retry off (one retry owner: the adapter,
@@ -166,7 +167,7 @@ async fn dynamodb_engine(config: &Config) -> Result<(DynamoStore, SdkConfig), As
 
 #[cfg(feature = "sqlite")]
 fn embedded(config: &Config, file: Option<&std::path::Path>) -> Result<Engine, AssemblyError> {
-    use crate::store::SqliteStore;
+    use sqlite::SqliteStore;
     let store = match file {
         Some(path) => SqliteStore::open(path),
         None => SqliteStore::in_memory(),
@@ -236,7 +237,7 @@ pub async fn http_function(
 /// settings name (`config.alerts`); SNS on the assembly's SDK configuration.
 pub async fn alerts_function(
     config: &Config,
-) -> Result<(DynamoStore, crate::notify::Receivers), AssemblyError> {
+) -> Result<(DynamoStore, usecases::notify::Receivers), AssemblyError> {
     let assembly = assemble(config).await?;
     let receivers = config
         .alerts

@@ -2,17 +2,17 @@
 //! on Lambda (`Config::from_env`), mapped from `ingester-local`'s flags at
 //! home. `assembly` builds the program from it.
 
-use crate::alert_settings::{parse_repeat, AlertSettings};
-use crate::auth::{BearerToken, ReadAccess};
-use crate::domain::alerts::notification::REPEAT_INTERVAL;
-use crate::domain::indexes::Indexes;
-use crate::domain::retention::Retention;
-use crate::domain::tariff::Tariff;
-use crate::notify::ReceiverSpec;
-use crate::retry::CallPolicy;
+use api::auth::{BearerToken, ReadAccess};
+use domain::alerts::notification::REPEAT_INTERVAL;
+use domain::indexes::Indexes;
+use domain::retention::Retention;
+use domain::tariff::Tariff;
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Duration;
+use storage::retry::CallPolicy;
+use usecases::alert_settings::{parse_repeat, AlertSettings};
+use usecases::notify::ReceiverSpec;
 
 /// Which engine stores the readings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,7 +104,7 @@ pub fn parse_switch(name: &'static str, v: &str) -> Result<bool, ConfigError> {
 /// calculated suffix crowds into few shards (see `keys::shard_of`).
 pub fn parse_shards(v: &str) -> Result<u32, ConfigError> {
     match v.trim().parse::<u32>() {
-        Ok(n) if n % 2 == 1 && n <= crate::keys::MAX_SHARDS => Ok(n),
+        Ok(n) if n % 2 == 1 && n <= storage::keys::MAX_SHARDS => Ok(n),
         _ => Err(ConfigError::Invalid {
             name: "ALL_DEVICES_SHARDS",
             expected: "an odd number from 1 to 63",
@@ -218,7 +218,7 @@ impl Config {
             }
         };
         let shards = match get("ALL_DEVICES_SHARDS") {
-            None => crate::keys::DEFAULT_SHARDS,
+            None => storage::keys::DEFAULT_SHARDS,
             Some(v) => parse_shards(&v)?,
         };
         let switch = |name: &'static str, default: bool| match get(name) {

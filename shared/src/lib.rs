@@ -1,44 +1,45 @@
-//! The IoT reading ingester's library: everything but the thin Lambda `main`s.
+//! The IoT reading ingester, assembled: every Lambda's `main` and every
+//! `ingester-local` command depends on this crate alone.
 //!
-//! Data flows one way (docs/architecture.md, held by tests/tests/layers.rs):
+//! The layers are crates under `shared/` (docs/architecture.md), and Cargo's
+//! dependency graph is the layering rule: data flows one way.
 //!
-//! - edges: `api` (the one HTTP Router, the dashboard, InfluxDB's wire),
-//!   `mqtt` (topics and payloads, the IoT rule), `stream` (DynamoDB Streams
-//!   handlers);
-//! - use cases: `ingest`, `query`, `influxql`, `registry` (maintenance and
-//!   the cache), `rollups` (kept, refreshed and rebuilt once for both engines),
-//!   `export` (readings out as line protocol or CSV, and back in), `alerts`;
-//! - storage: `store` (the trait, the rollups' primitives, `store::dynamodb`,
-//!   `store::sqlite`);
-//! - domain: `model` (validated types), `domain` (rules both engines share),
-//!   `keys` (the one place that formats keys and cursors).
+//! - edges: `api` (the crate: the one HTTP Router, the dashboard, InfluxDB's
+//!   wire); here `mqtt` (topics and payloads, the IoT rule), `stream`
+//!   (DynamoDB Streams handlers) and `schedule` (the alerts schedule);
+//! - use cases: `usecases` (ingest, query, registry, rollups, InfluxQL,
+//!   export, alerts);
+//! - storage: `storage` (the interface, key encoding), one crate per engine
+//!   (`dynamodb`, `sqlite`);
+//! - domain: `domain` (validated types in `domain::model`, and the rules
+//!   both engines share).
 //!
-//! `config` is the one configuration and `assembly` builds the program from
-//! it; `auth` holds the token and access rules; `retry` the one backoff.
+//! Here: `config`, the one configuration; `assembly`, which builds the
+//! program from it; `sdk` and `telemetry`. The rest of this root re-exports
+//! the layers under their module names, so a binary names one crate.
 
-pub mod alert_settings;
-pub mod alerts;
-pub mod api;
 pub mod assembly;
-pub mod auth;
 pub mod config;
-pub mod domain;
-pub mod export;
-pub mod https;
-pub mod influxql;
-pub mod ingest;
-pub mod keys;
-pub mod model;
 pub mod mqtt;
-pub mod notify;
-pub mod query;
-pub mod registry;
-pub mod retry;
-pub mod rollups;
 pub mod schedule;
 pub mod sdk;
-pub mod store;
 pub mod stream;
 pub mod telemetry;
+
+pub use api::auth;
+pub use domain::model;
+pub use storage::{keys, retry};
+pub use usecases::{
+    alert_settings, alerts, export, https, influxql, ingest, notify, query, registry, rollups,
+};
+pub use {api, domain};
+
+/// The storage interface and its engines, as one module.
+pub mod store {
+    pub use dynamodb::{self, DynamoStore};
+    #[cfg(feature = "sqlite")]
+    pub use sqlite::{self, SqliteStore};
+    pub use storage::*;
+}
 
 pub use aws_lambda_events;

@@ -17,10 +17,10 @@ use integration_tests::{
 };
 use serde_yaml_ng::Value as Yaml;
 use shared::domain::aggregate::rollup::{spans, Stored};
-use shared::domain::billing::rollup_size;
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Span, Timestamp};
 use shared::registry::RegistryUpkeep;
 use shared::store::dynamodb::size::{item_size, value_size};
+use shared::store::format::billing::rollup_size;
 use shared::store::metering::metered_writes;
 use shared::store::{DynamoStore, Indexes, Store};
 use std::collections::HashMap;

@@ -62,16 +62,17 @@ fn every_fixture_is_replayed() {
     let mut listed: Vec<String> = ORDER.iter().map(|s| s.to_string()).collect();
     listed.sort();
     assert_eq!(files, listed);
-    // The README says which function takes each file, every one by name.
-    let readme = std::fs::read_to_string(events_dir().join("../README.md")).unwrap();
-    let table = readme
+    // docs/lambda-emulator.md says which function takes each file, every
+    // one by name.
+    let doc = std::fs::read_to_string(events_dir().join("../docs/lambda-emulator.md")).unwrap();
+    let table = doc
         .split("Which function takes each file:")
         .nth(1)
-        .expect("the README's replay table");
+        .expect("docs/lambda-emulator.md's replay table");
     for file in &files {
         assert!(
             table.contains(&format!("`{file}`")),
-            "README: which function takes {file}?"
+            "docs/lambda-emulator.md: which function takes {file}?"
         );
     }
 }

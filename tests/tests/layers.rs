@@ -1,8 +1,11 @@
-//! The layers of docs/architecture.md, read from the imports: data flows one
-//! way (edges → use cases → storage → domain), and no arrow points outward.
-//! A line of a file that names another module of the crate (`crate::x`) or
-//! an SDK is an import, whether in a `use` or a path.
+//! The layers of docs/architecture.md are crates under `shared/`, and Cargo's
+//! dependency graph keeps them apart: an import that runs the wrong way does
+//! not compile. What the compiler cannot see is held here: that each crate
+//! depends only on the layers below it (its manifest), that no module of a
+//! crate imports itself in a circle, and the few rules about what a layer
+//! may *do* that no import shows.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn sources(under: &Path) -> Vec<PathBuf> {
@@ -22,15 +25,14 @@ fn sources(under: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn shared_src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/src")
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Every (file, line) under `dir` (relative to `shared/src`) that names one
-/// of `forbidden`, outside comments.
-fn offenders(dir: &str, forbidden: &[&str], except: &[&str]) -> Vec<String> {
-    let root = shared_src();
-    let base = root.join(dir);
+/// Every (file, line) under `dir` (relative to the repository) that names
+/// one of `forbidden`, outside comments.
+fn offenders(dir: &str, forbidden: &[&str]) -> Vec<String> {
+    let base = repo().join(dir);
     let files = if base.is_dir() {
         sources(&base)
     } else {
@@ -38,10 +40,7 @@ fn offenders(dir: &str, forbidden: &[&str], except: &[&str]) -> Vec<String> {
     };
     let mut found = Vec::new();
     for file in files {
-        let name = file.strip_prefix(&root).unwrap().display().to_string();
-        if except.iter().any(|e| name == *e) {
-            continue;
-        }
+        let name = file.strip_prefix(repo()).unwrap().display().to_string();
         for (n, line) in std::fs::read_to_string(&file).unwrap().lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
             for f in forbidden {
@@ -54,257 +53,145 @@ fn offenders(dir: &str, forbidden: &[&str], except: &[&str]) -> Vec<String> {
     found
 }
 
-const SDKS: [&str; 4] = [
-    "aws_sdk_dynamodb",
-    "aws_lambda_events",
-    "aws_config",
-    "lambda_http",
+/// The layers, bottom up: each crate under `shared/`, the crates of ours it
+/// may depend on, and the outside crates it must not (an SDK, a web
+/// framework, an engine's driver).
+const LAYERS: [(&str, &[&str], &[&str]); 7] = [
+    (
+        "domain",
+        &[],
+        &[
+            "aws",
+            "lambda",
+            "axum",
+            "hyper",
+            "rusqlite",
+            "serde_dynamo",
+            "tokio",
+        ],
+    ),
+    (
+        "storage",
+        &["domain"],
+        &["aws", "lambda", "axum", "hyper", "rusqlite", "serde_dynamo"],
+    ),
+    (
+        "dynamodb",
+        &["domain", "storage"],
+        &["lambda", "axum", "rusqlite"],
+    ),
+    // A version 1 embedded file held DynamoDB's items: its upgrade reads
+    // them with that engine's item codec (docs/embedded-store.md).
+    (
+        "sqlite",
+        &["domain", "storage", "dynamodb"],
+        &["aws", "lambda", "axum", "hyper"],
+    ),
+    (
+        "usecases",
+        &["domain", "storage"],
+        &[
+            "aws-sdk-dynamodb",
+            "aws_lambda_events",
+            "lambda",
+            "axum",
+            "rusqlite",
+            "serde_dynamo",
+        ],
+    ),
+    (
+        "api",
+        &["domain", "storage", "usecases"],
+        &["aws-sdk", "aws-config", "hyper", "rusqlite", "serde_dynamo"],
+    ),
+    // The assembly and the edges that run on Lambda: everything.
+    (
+        ".",
+        &["domain", "storage", "dynamodb", "sqlite", "usecases", "api"],
+        &[],
+    ),
 ];
 
-#[test]
-fn the_domain_imports_no_store_api_edge_use_case_or_sdk() {
-    let mut forbidden = vec![
-        "crate::store",
-        "crate::api",
-        "crate::stream",
-        "crate::registry",
-        "crate::ingest",
-        "crate::query",
-        "crate::rollups",
-        "crate::mqtt",
-        "crate::influxql",
-        "crate::config",
-        "crate::assembly",
-        "axum",
-    ];
-    forbidden.extend(SDKS);
-    for dir in ["domain", "model"] {
-        let found = offenders(dir, &forbidden, &[]);
-        assert!(found.is_empty(), "{dir}/ reaches up:\n{}", found.join("\n"));
-    }
-}
-
-#[test]
-fn keys_import_only_the_model() {
-    let mut forbidden = vec![
-        "crate::domain",
-        "crate::store",
-        "crate::api",
-        "crate::stream",
-        "crate::registry",
-        "crate::ingest",
-        "crate::query",
-    ];
-    forbidden.extend(SDKS);
-    let found = offenders("keys", &forbidden, &[]);
-    assert!(found.is_empty(), "keys/ reaches up:\n{}", found.join("\n"));
-}
-
-#[test]
-fn no_adapter_imports_a_use_case_or_an_edge() {
-    let forbidden = [
-        "crate::registry",
-        "crate::api",
-        "crate::stream",
-        "crate::mqtt",
-        "crate::influxql",
-        "crate::ingest",
-        "crate::query",
-        "crate::config",
-        "crate::assembly",
-        // Rollup upkeep is the domain's (`domain::rollup_upkeep`), which
-        // the embedded store runs in its write transaction; the use case
-        // above it is not a store's to call.
-        "crate::rollups",
-    ];
-    let found = offenders("store", &forbidden, &[]);
-    assert!(
-        found.is_empty(),
-        "store/ runs a use case:\n{}",
-        found.join("\n")
-    );
-}
-
-#[test]
-fn the_rollups_use_case_owns_recompute_and_rebuild_once() {
-    // No store verb keeps rollups: the use case does, over `RollupSpans`.
-    let store = std::fs::read_to_string(shared_src().join("store/mod.rs")).unwrap();
-    for verb in [
-        "fn refresh_rollups",
-        "fn rebuild_rollups",
-        "fn rollup_devices",
-    ] {
-        assert!(!store.contains(verb), "the Store trait has `{verb}`");
-    }
-    // No adapter drives the cascade or folds spans to store them.
-    let found = offenders("store", &["Cascade", "leaving(", "fn rebuild("], &[]);
-    assert!(
-        found.is_empty(),
-        "an adapter recomputes:\n{}",
-        found.join("\n")
-    );
-    // The use case names no engine's internals and no edge; only its
-    // `upkeep.rs` says which engine runs which part.
-    let mut forbidden = vec![
-        "crate::api",
-        "crate::stream",
-        "crate::assembly",
-        "crate::store::dynamodb",
-        "crate::store::sqlite",
-        "rusqlite",
-        "serde_dynamo",
-        "axum",
-    ];
-    forbidden.extend(SDKS);
-    let found = offenders("rollups", &forbidden, &[]);
-    assert!(
-        found.is_empty(),
-        "rollups/ reaches out:\n{}",
-        found.join("\n")
-    );
-    let found = offenders(
-        "rollups",
-        &["DynamoStore", "SqliteStore"],
-        &["rollups/upkeep.rs"],
-    );
-    assert!(found.is_empty(), "{}", found.join("\n"));
-}
-
-#[test]
-fn the_embedded_store_and_the_store_s_shared_modules_speak_no_dynamodb() {
-    let mut forbidden = SDKS.to_vec();
-    forbidden.push("serde_dynamo");
-    let found = offenders(
-        "store/sqlite",
-        &forbidden,
-        // The version 1 upgrade reads DynamoDB's item shape, by design and
-        // only there (through the adapter's codec, not the SDK): it is
-        // still checked for the SDKs below. The unit tests write version 1
-        // files in that shape to upgrade them.
-        &[
-            "store/sqlite/upgrade/from_v1_items.rs",
-            "store/sqlite/tests.rs",
-        ],
-    );
-    assert!(found.is_empty(), "{}", found.join("\n"));
-    let found = offenders("store/sqlite/upgrade/from_v1_items.rs", &SDKS, &[]);
-    assert!(found.is_empty(), "{}", found.join("\n"));
-    for shared in ["store/mod.rs", "store/metering.rs"] {
-        let found = offenders(shared, &forbidden, &[]);
-        assert!(found.is_empty(), "{}", found.join("\n"));
-    }
-}
-
-#[test]
-fn use_cases_see_no_edge_and_no_sdk() {
-    let mut forbidden = vec![
-        "crate::api",
-        "crate::stream",
-        "crate::mqtt",
-        "crate::influxql",
-        "crate::assembly",
-        "axum",
-    ];
-    forbidden.extend(SDKS);
-    for dir in [
-        "ingest", "query.rs", "registry", "rollups", "export", "alerts",
-    ] {
-        let found = offenders(dir, &forbidden, &[]);
-        assert!(found.is_empty(), "{dir} reaches up:\n{}", found.join("\n"));
-    }
-}
-
-#[test]
-fn config_and_auth_import_no_api() {
-    // Their types are the domain's (or the retry helper's), never an
-    // adapter's; auth knows no HTTP (how a request presents the token is
-    // the edge's, api/presented.rs).
-    for file in ["config.rs", "auth.rs"] {
-        let found = offenders(
-            file,
-            &[
-                "crate::api",
-                "crate::stream",
-                "crate::store::dynamodb",
-                "crate::store::sqlite",
-                "axum",
-                "http::",
-            ],
-            &[],
-        );
-        assert!(found.is_empty(), "{}", found.join("\n"));
-    }
-}
-
-/// Only the assembly builds an SDK configuration or a DynamoDB client
-/// (`sdk/` the configuration it asks for).
-#[test]
-fn the_program_is_assembled_in_one_place() {
-    let root = shared_src();
-    let mut found = Vec::new();
-    for file in sources(&root) {
-        let name = file.strip_prefix(&root).unwrap().display().to_string();
-        if name == "assembly.rs" || name.starts_with("sdk/") {
+/// The names of a manifest's dependencies (every `[...dependencies]` table).
+fn dependencies(manifest: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let mut out = BTreeSet::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            inside = line.ends_with("dependencies]") && !line.contains("dev-dependencies");
             continue;
         }
-        let text = std::fs::read_to_string(&file).unwrap();
-        for needle in [
-            "aws_config::load_defaults",
-            "aws_config::defaults",
-            "Client::new(&",
-        ] {
-            if text.contains(needle) && !name.ends_with("tests.rs") {
-                found.push(format!("{name}: {needle}"));
-            }
+        if inside && !line.is_empty() && !line.starts_with('#') {
+            let name = line.split(['=', '.', ' ']).next().unwrap();
+            out.insert(name.to_string());
         }
     }
-    for (bin, text) in function_mains() {
-        assert!(text.contains("shared::assembly::"), "{bin} builds its own");
-        assert!(!text.contains("aws_config"), "{bin} loads an SDK config");
-    }
-    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../local/src");
-    for file in sources(&local) {
-        let text = std::fs::read_to_string(&file).unwrap();
-        if text.contains("aws_config::") || text.contains("DynamoStore::new(") {
-            found.push(file.display().to_string());
-        }
-    }
-    assert!(found.is_empty(), "assembled elsewhere: {found:?}");
+    out
 }
 
-/// One backoff for every retry and reconnect (`shared/src/retry.rs`, over
-/// backon): no other file builds delays of its own.
 #[test]
-fn every_retry_and_reconnect_waits_by_the_one_backoff() {
-    let mut files = sources(&shared_src());
-    files.extend(sources(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../local/src"),
-    ));
-    let mut found = Vec::new();
-    for file in files {
-        if file.ends_with("retry.rs") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        // A delay that grows is a backoff only where something sleeps by it.
-        let sleeps = text.contains("sleep(");
-        for needle in [
-            "ExponentialBuilder",
-            "* 2).min(",
-            "saturating_mul(1u32 <<",
-            "struct Backoff",
-        ] {
-            if text.contains(needle) && (sleeps || needle == "ExponentialBuilder") {
-                found.push(format!("{}: {needle}", file.display()));
+fn each_crate_depends_only_on_the_layers_below_it() {
+    let ours: BTreeSet<&str> = LAYERS.iter().map(|(c, _, _)| *c).collect();
+    for (krate, below, forbidden) in LAYERS {
+        let deps = dependencies(&repo().join("shared").join(krate).join("Cargo.toml"));
+        for dep in &deps {
+            if ours.contains(dep.as_str()) {
+                assert!(
+                    below.contains(&dep.as_str()),
+                    "shared/{krate} depends on {dep}"
+                );
+            }
+            for f in forbidden {
+                assert!(!dep.starts_with(f), "shared/{krate} depends on {dep}");
             }
         }
+        // The walk reads the manifests it means to.
+        if krate != "domain" {
+            assert!(deps.contains("domain"), "shared/{krate}: {deps:?}");
+        }
     }
-    assert!(found.is_empty(), "a backoff of its own: {found:?}");
+    // Every crate under shared/ has its place above.
+    for entry in std::fs::read_dir(repo().join("shared")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.join("Cargo.toml").exists() {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(ours.contains(name.as_str()), "shared/{name} has no layer");
+        }
+    }
+    // Functions and ingester-local name the assembly alone.
+    for manifest in function_manifests()
+        .into_iter()
+        .chain([repo().join("local/Cargo.toml")])
+    {
+        let deps = dependencies(&manifest);
+        for layer in ours.iter().filter(|l| **l != ".") {
+            assert!(
+                !deps.contains(*layer),
+                "{} depends on {layer}",
+                manifest.display()
+            );
+        }
+        assert!(deps.contains("shared"), "{}", manifest.display());
+    }
 }
 
-/// The module a file of `shared/src` is (`store::sqlite::rows`; `""` for lib.rs).
-fn module_of(file: &Path) -> String {
-    let rel = file.strip_prefix(shared_src()).unwrap().with_extension("");
+/// The source folders of the crates under `shared/`.
+fn crate_sources() -> Vec<PathBuf> {
+    LAYERS
+        .iter()
+        .map(|(c, _, _)| match *c {
+            "." => repo().join("shared/src"),
+            c => repo().join("shared").join(c).join("src"),
+        })
+        .collect()
+}
+
+/// The module a file of a crate's `src` is (`rows`, `upgrade::from_v1`;
+/// `""` for lib.rs).
+fn module_of(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
     let mut parts: Vec<String> = rel
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
@@ -318,7 +205,7 @@ fn module_of(file: &Path) -> String {
 /// The modules a file names through `crate::`, `super::` or `self::` paths
 /// (braced lists included), outside comments and its unit tests; a module's
 /// own children are containment, not an import.
-fn imports(file: &Path, module: &str, modules: &std::collections::BTreeSet<String>) -> Vec<String> {
+fn imports(file: &Path, module: &str, modules: &BTreeSet<String>) -> Vec<String> {
     let text = std::fs::read_to_string(file).unwrap();
     let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
     let here: Vec<&str> = if module.is_empty() {
@@ -373,47 +260,137 @@ fn imports(file: &Path, module: &str, modules: &std::collections::BTreeSet<Strin
     out
 }
 
-/// No circles among the modules of `shared/src`: each can be read, and
-/// moved, knowing only what it imports.
+/// No circles among the modules of a crate: each can be read, and moved,
+/// knowing only what it imports.
 #[test]
-fn no_module_of_the_library_imports_itself_in_a_circle() {
-    use std::collections::{BTreeMap, BTreeSet};
-    let files = sources(&shared_src());
-    let modules: BTreeSet<String> = files.iter().map(|f| module_of(f)).collect();
-    let graph: BTreeMap<String, BTreeSet<String>> = files
-        .iter()
-        .map(|f| {
-            let m = module_of(f);
-            let to = imports(f, &m, &modules).into_iter().collect();
-            (m, to)
-        })
-        .collect();
-    // A circle is a path back to where it started: depth-first, each
-    // module's reach walked once.
-    let mut circles = Vec::new();
-    for start in graph.keys() {
-        let mut stack: Vec<(String, Vec<String>)> = vec![(start.clone(), vec![start.clone()])];
-        let mut seen = BTreeSet::new();
-        while let Some((at, path)) = stack.pop() {
-            for next in &graph[&at] {
-                if next == start {
-                    circles.push(path.join(" → ") + " → " + start);
-                } else if seen.insert(next.clone()) {
-                    let mut longer = path.clone();
-                    longer.push(next.clone());
-                    stack.push((next.clone(), longer));
+fn no_module_of_a_crate_imports_itself_in_a_circle() {
+    let mut graphs = BTreeMap::new();
+    for src in crate_sources() {
+        let files = sources(&src);
+        let modules: BTreeSet<String> = files.iter().map(|f| module_of(&src, f)).collect();
+        let graph: BTreeMap<String, BTreeSet<String>> = files
+            .iter()
+            .map(|f| {
+                let m = module_of(&src, f);
+                let to = imports(f, &m, &modules).into_iter().collect();
+                (m, to)
+            })
+            .collect();
+        // A circle is a path back to where it started: depth-first, each
+        // module's reach walked once.
+        let mut circles = Vec::new();
+        for start in graph.keys() {
+            let mut stack: Vec<(String, Vec<String>)> = vec![(start.clone(), vec![start.clone()])];
+            let mut seen = BTreeSet::new();
+            while let Some((at, path)) = stack.pop() {
+                for next in &graph[&at] {
+                    if next == start {
+                        circles.push(path.join(" → ") + " → " + start);
+                    } else if seen.insert(next.clone()) {
+                        let mut longer = path.clone();
+                        longer.push(next.clone());
+                        stack.push((next.clone(), longer));
+                    }
                 }
             }
         }
+        assert!(
+            circles.is_empty(),
+            "import circles in {}:\n{}",
+            src.display(),
+            circles.join("\n")
+        );
+        let name = src.parent().unwrap().file_name().unwrap();
+        graphs.insert(name.to_string_lossy().into_owned(), graph);
     }
-    assert!(
-        circles.is_empty(),
-        "import circles:\n{}",
-        circles.join("\n")
-    );
-    // The walk sees imports: the store's trait is imported by its adapters.
-    assert!(graph["store::sqlite::rows"].contains("store::sqlite::schema"));
-    assert!(graph["store::dynamodb::presence"].contains("domain::room_presence"));
+    // The walk sees imports.
+    assert!(graphs["sqlite"]["rows"].contains("schema"));
+    assert!(graphs["usecases"]["alerts::evaluate"].contains("notify"));
+}
+
+/// Rollups are recomputed once, by the domain's rule (`domain::rollup_upkeep`):
+/// no engine drives the cascade or folds spans to store them.
+#[test]
+fn no_engine_recomputes_rollups() {
+    for engine in ["shared/dynamodb/src", "shared/sqlite/src"] {
+        let found = offenders(engine, &["Cascade", "leaving(", "fn rebuild("]);
+        assert!(
+            found.is_empty(),
+            "an engine recomputes:\n{}",
+            found.join("\n")
+        );
+    }
+}
+
+/// Only the assembly builds an SDK configuration or a DynamoDB client
+/// (`sdk/` the configuration it asks for).
+#[test]
+fn the_program_is_assembled_in_one_place() {
+    let mut found = Vec::new();
+    let mut files: Vec<PathBuf> = crate_sources().iter().flat_map(|s| sources(s)).collect();
+    files.extend(sources(&repo().join("local/src")));
+    for file in files {
+        let name = file.strip_prefix(repo()).unwrap().display().to_string();
+        if name == "shared/src/assembly.rs" || name.starts_with("shared/src/sdk/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for needle in [
+            "aws_config::load_defaults",
+            "aws_config::defaults",
+            "aws_config::",
+            "Client::new(&",
+            "DynamoStore::new(",
+        ] {
+            if text.contains(needle)
+                && !name.ends_with("tests.rs")
+                && !name.starts_with("shared/dynamodb/")
+            {
+                found.push(format!("{name}: {needle}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "assembled elsewhere: {found:?}");
+    for (name, text) in function_mains() {
+        assert!(
+            text.contains("shared::assembly::"),
+            "{name} is not assembled"
+        );
+        assert!(
+            !text.contains("aws_config") && !text.contains("aws_sdk_dynamodb"),
+            "{name} builds its own"
+        );
+        // A thin main: it builds the state and runs a handler.
+        assert!(text.lines().count() < 60, "{name}'s main is not thin");
+    }
+}
+
+/// One backoff for every retry and reconnect (`shared/storage/src/retry.rs`,
+/// over backon): no other file builds delays of its own.
+#[test]
+fn every_retry_and_reconnect_waits_by_the_one_backoff() {
+    let mut files: Vec<PathBuf> = crate_sources().iter().flat_map(|s| sources(s)).collect();
+    files.extend(sources(&repo().join("local/src")));
+    let mut found = Vec::new();
+    for file in files {
+        if file.ends_with("retry.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        // A delay that grows is a backoff only where something sleeps by it.
+        let sleeps = text.contains("sleep(");
+        for needle in [
+            "ExponentialBuilder",
+            "* 2).min(",
+            "saturating_mul(1u32 <<",
+            "struct Backoff",
+        ] {
+            if text.contains(needle) && (sleeps || needle == "ExponentialBuilder") {
+                found.push(format!("{}: {needle}", file.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "a backoff of its own: {found:?}");
 }
 
 /// The dashboard is an edge: it reads through the query use case, never
@@ -421,7 +398,7 @@ fn no_module_of_the_library_imports_itself_in_a_circle() {
 #[test]
 fn the_dashboard_reads_through_the_query_use_case() {
     let found = offenders(
-        "api/dashboard",
+        "shared/api/src/dashboard",
         &[
             ".device_readings(",
             ".room_readings(",
@@ -431,135 +408,100 @@ fn the_dashboard_reads_through_the_query_use_case() {
             ".z_range(",
             "RangeRequest",
         ],
-        &[],
     );
     assert!(found.is_empty(), "{}", found.join("\n"));
-}
-
-/// Each function crate's name and its `main.rs`: a crate per function in
-/// `functions/`, beside them their one build script (link.rs).
-fn function_mains() -> Vec<(String, String)> {
-    let functions = Path::new(env!("CARGO_MANIFEST_DIR")).join("../functions");
-    let mut mains = Vec::new();
-    for entry in std::fs::read_dir(&functions).unwrap() {
-        let entry = entry.unwrap();
-        if entry.file_type().unwrap().is_dir() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let text = std::fs::read_to_string(entry.path().join("src/main.rs")).unwrap();
-            mains.push((name, text));
-        }
-    }
-    assert!(mains.len() >= 7, "{mains:?}");
-    mains
-}
-
-/// Every module of the library and every function crate has its place in
-/// docs/architecture.md's layers: a new one must be placed here (and so
-/// guarded by the tests above) before it builds.
-#[test]
-fn every_module_and_function_has_a_layer() {
-    const LAYERS: [(&str, &[&str]); 5] = [
-        (
-            "assembly",
-            &[
-                "config.rs",
-                "alert_settings.rs",
-                "assembly.rs",
-                "sdk",
-                "auth.rs",
-                "retry.rs",
-                "telemetry.rs",
-                "lib.rs",
-            ],
-        ),
-        ("edges", &["api", "mqtt", "stream", "schedule"]),
-        (
-            "use cases",
-            &[
-                "ingest", "query.rs", "influxql", "registry", "rollups", "export", "alerts",
-            ],
-        ),
-        ("storage", &["store", "notify", "https"]),
-        ("domain", &["domain", "model", "keys"]),
-    ];
-    let placed: Vec<&str> = LAYERS.iter().flat_map(|(_, m)| m.iter().copied()).collect();
-    let mut unplaced = Vec::new();
-    for entry in std::fs::read_dir(shared_src()).unwrap() {
-        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        if !placed.contains(&name.as_str()) {
-            unplaced.push(name);
-        }
-    }
-    assert!(unplaced.is_empty(), "modules without a layer: {unplaced:?}");
-    let doc = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md"),
-    )
-    .unwrap();
-    for module in placed.iter().filter(|m| **m != "lib.rs") {
-        let shown = module.trim_end_matches(".rs");
-        assert!(
-            doc.contains(shown),
-            "docs/architecture.md does not show {module}"
-        );
-    }
-    for (name, text) in function_mains() {
-        assert!(
-            text.contains("shared::assembly::"),
-            "{name} is not assembled"
-        );
-        assert!(
-            !text.contains("aws_sdk_dynamodb") && !text.contains("shared::store::DynamoStore::new"),
-            "{name} builds its own store"
-        );
-        // A thin main: it builds the state and runs a handler.
-        assert!(text.lines().count() < 60, "{name}'s main is not thin");
-        assert!(
-            doc.contains(&name),
-            "docs/architecture.md does not show functions/{name}"
-        );
-    }
 }
 
 #[test]
 fn the_alert_receivers_are_adapters_and_the_alerts_use_case_names_none() {
     // notify/ (webhook, ntfy, SNS) answers the port `notify::Receiver`: it
-    // sends what it is given and imports no use case, edge or store.
-    let forbidden = [
-        "crate::alerts",
-        "crate::api",
-        "crate::stream",
-        "crate::schedule",
-        "crate::registry",
-        "crate::ingest",
-        "crate::query",
-        "crate::store",
-        "crate::config",
-        "crate::assembly",
-    ];
-    let found = offenders("notify", &forbidden, &[]);
+    // sends what it is given and imports no other use case.
+    let found = offenders(
+        "shared/usecases/src/notify",
+        &[
+            "crate::alerts",
+            "crate::registry",
+            "crate::ingest",
+            "crate::query",
+            "storage::",
+        ],
+    );
     assert!(
         found.is_empty(),
         "notify/ reaches up:\n{}",
         found.join("\n")
     );
     // The use case sees receivers through the port only.
-    let mut forbidden = vec![
-        "crate::api",
-        "crate::schedule",
-        "crate::assembly",
-        "crate::notify::webhook",
-        "crate::notify::ntfy",
-        "crate::notify::sns",
-        "crate::store::dynamodb",
-        "crate::store::sqlite",
-        "aws_sdk_sns",
-        "hyper",
-    ];
-    forbidden.extend(SDKS);
-    let found = offenders("alerts", &forbidden, &[]);
+    let found = offenders(
+        "shared/usecases/src/alerts",
+        &[
+            "crate::notify::webhook",
+            "crate::notify::ntfy",
+            "crate::notify::sns",
+            "aws_sdk_sns",
+            "hyper",
+        ],
+    );
     assert!(
         found.is_empty(),
         "alerts/ reaches out:\n{}",
         found.join("\n")
     );
+}
+
+fn function_manifests() -> Vec<PathBuf> {
+    function_dirs()
+        .into_iter()
+        .map(|d| d.join("Cargo.toml"))
+        .collect()
+}
+
+fn function_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(repo().join("functions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 7, "{dirs:?}");
+    dirs
+}
+
+/// Each function crate's name and its `main.rs`.
+fn function_mains() -> Vec<(String, String)> {
+    function_dirs()
+        .into_iter()
+        .map(|d| {
+            let name = d.file_name().unwrap().to_string_lossy().into_owned();
+            (
+                name,
+                std::fs::read_to_string(d.join("src/main.rs")).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Every crate and every function is shown in docs/architecture.md.
+#[test]
+fn every_crate_and_function_is_in_the_architecture() {
+    let doc = std::fs::read_to_string(repo().join("docs/architecture.md")).unwrap();
+    for (krate, _, _) in LAYERS.iter().filter(|(c, _, _)| *c != ".") {
+        assert!(
+            doc.contains(&format!("shared/{krate}/")),
+            "docs/architecture.md does not show shared/{krate}/"
+        );
+    }
+    // The binaries' line lists them: `functions/{ingest,query,...}`.
+    let listed = doc
+        .split("functions/{")
+        .nth(1)
+        .and_then(|rest| rest.split('}').next())
+        .expect("docs/architecture.md lists the functions");
+    for dir in function_dirs() {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            listed.split(',').any(|f| f == name),
+            "docs/architecture.md does not show functions/{name}"
+        );
+    }
 }

@@ -9,8 +9,8 @@
 use integration_tests::{answer, api_event, app, climate, handle, TestStore};
 use serde_json::Value;
 use shared::api::RouteSet;
-use shared::domain::billing::{read_units, reading_size};
 use shared::model::{Reading, Timestamp};
+use shared::store::format::billing::{read_units, reading_size};
 use shared::store::{DynamoStore, Indexes, SqliteStore, Store};
 
 fn history() -> Vec<Value> {

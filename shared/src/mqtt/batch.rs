@@ -6,10 +6,10 @@
 //! ones (never one before it is stored).
 
 use super::message::{readings_of, MessageError};
-use crate::ingest::{self, IngestError};
-use crate::model::Timestamp;
-use crate::registry::RegistryCache;
-use crate::store::Store;
+use domain::model::Timestamp;
+use storage::Store;
+use usecases::ingest::{self, IngestError};
+use usecases::registry::RegistryCache;
 
 /// One message: its topic, payload, and when it arrived (the time of a
 /// payload that carries none). Each message keeps its own: one time for a
@@ -102,9 +102,10 @@ pub async fn ingest_messages<S: Store>(
 #[cfg(all(test, feature = "sqlite"))]
 mod tests {
     use super::*;
-    use crate::model::{DeviceId, Quantity};
-    use crate::store::{Order, RangeRequest, SqliteStore};
+    use domain::model::{DeviceId, Quantity};
+    use sqlite::SqliteStore;
     use std::time::Duration;
+    use storage::{Order, RangeRequest};
 
     /// Each message's outcome is its own: a bad message between good ones is
     /// rejected alone, the good ones' readings are all stored (a message of
@@ -164,7 +165,7 @@ mod tests {
             .device_readings(
                 &DeviceId::parse("m-1").unwrap(),
                 &RangeRequest {
-                    range: crate::model::TimeRange::new(at(1_793_491_200_000), at(arrived + 2000))
+                    range: domain::model::TimeRange::new(at(1_793_491_200_000), at(arrived + 2000))
                         .unwrap(),
                     order: Order::Asc,
                     limit: 10,

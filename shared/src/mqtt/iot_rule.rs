@@ -9,12 +9,12 @@
 //! hands it to the function's failure queue.
 
 use super::{ingest_message, MessageError};
-use crate::ingest::Ingested;
-use crate::model::Timestamp;
-use crate::registry::RegistryCache;
-use crate::store::Store;
 use base64::Engine;
+use domain::model::Timestamp;
 use serde::{Deserialize, Serialize};
+use storage::Store;
+use usecases::ingest::Ingested;
+use usecases::registry::RegistryCache;
 
 /// One message, as the topic rule sends it.
 #[derive(Debug, Clone, Deserialize, Serialize)]

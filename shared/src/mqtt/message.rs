@@ -2,11 +2,11 @@
 //! then written as the HTTP write of the same body would be.
 
 use super::payload::{self, Decoded};
-use crate::ingest::line_protocol::Precision;
-use crate::ingest::{self, IngestError, Ingested, Wire, MAX_BODY_BYTES};
-use crate::model::{Reading, Timestamp};
-use crate::registry::{KnownRooms, RegistryCache};
-use crate::store::Store;
+use domain::model::{Reading, Timestamp};
+use storage::Store;
+use usecases::ingest::line_protocol::Precision;
+use usecases::ingest::{self, IngestError, Ingested, Wire, MAX_BODY_BYTES};
+use usecases::registry::{KnownRooms, RegistryCache};
 
 /// Why an MQTT message was not stored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -11,7 +11,8 @@ pub mod iot_rule;
 mod message;
 pub mod payload;
 mod receive_clock;
-pub mod subscription;
+// The health a subscription keeps, which `GET /health` (the HTTP edge) shows.
+pub use api::subscription;
 
 pub use batch::{ingest_messages, Message, Outcome};
 pub use message::{ingest_message, MessageError};

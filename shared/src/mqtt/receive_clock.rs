@@ -12,7 +12,7 @@
 //! more than a thousand messages a second arrive (a broker handing over
 //! what it kept while we were away), and falls back to it after.
 
-use crate::model::Timestamp;
+use domain::model::Timestamp;
 
 /// Receive times, each later than the one before (module comment).
 #[derive(Debug, Default)]

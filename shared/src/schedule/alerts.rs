@@ -9,11 +9,11 @@
 //! A receiver that fails does not: its notifications wait in the table
 //! for the next minute's attempt, and `GET /alerts` shows it failing.
 
-use crate::alerts::{deliver, evaluate};
-use crate::model::Timestamp;
-use crate::notify::Receivers;
-use crate::store::{Alerts, Store, StoreError};
+use domain::model::Timestamp;
 use serde_json::{json, Value};
+use storage::{Alerts, Store, StoreError};
+use usecases::alerts::{deliver, evaluate};
+use usecases::notify::Receivers;
 
 /// The event's `time` (the minute it was scheduled for), else now.
 pub fn event_time(event: &Value) -> Timestamp {

@@ -40,7 +40,7 @@ pub fn config(lookup: Lookup<'_>, endpoint: Option<&str>) -> Builder {
     let mut builder = SdkConfig::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(region))
-        .http_client(crate::https::sdk::client())
+        .http_client(usecases::https::sdk::client())
         // An endpoint given wins over the environment's (as aws-config's
         // loader ignores them then).
         .service_config(Endpoints(match endpoint {

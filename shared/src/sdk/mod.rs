@@ -28,7 +28,7 @@ use std::time::Duration;
 pub async fn config(endpoint: Option<&str>, budget: Duration) -> SdkConfig {
     let retry = RetryConfig::standard().with_max_attempts(3);
     let timeouts = TimeoutConfig::builder()
-        .connect_timeout(crate::https::CONNECT_TIMEOUT)
+        .connect_timeout(usecases::https::CONNECT_TIMEOUT)
         .operation_attempt_timeout(budget)
         .build();
     #[cfg(feature = "aws-profiles")]

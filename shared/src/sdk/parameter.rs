@@ -24,7 +24,7 @@ const RETRIES: usize = 2;
 /// The value of the parameter `name`, decrypted. An error says why, never
 /// with the value.
 pub async fn get_decrypted(sdk: &SdkConfig, name: &str) -> Result<String, String> {
-    let client = crate::https::client()?;
+    let client = usecases::https::client()?;
     let endpoint = endpoint(sdk)?;
     let body = serde_json::json!({"Name": name, "WithDecryption": true}).to_string();
     // Each attempt within the configuration's attempt timeout.
@@ -41,12 +41,12 @@ pub async fn get_decrypted(sdk: &SdkConfig, name: &str) -> Result<String, String
     use backon::Retryable;
     let answer = once
         .retry(
-            crate::retry::exponential(Duration::from_millis(50), Duration::from_secs(1))
+            storage::retry::exponential(Duration::from_millis(50), Duration::from_secs(1))
                 .with_max_times(RETRIES),
         )
         .sleep(tokio::time::sleep)
         .when(|failure| matches!(failure, Failure::Transient(_)))
-        .adjust(|_, delay| Some(crate::retry::full_jitter(delay?)))
+        .adjust(|_, delay| Some(storage::retry::full_jitter(delay?)))
         .await
         .map_err(|(Failure::Transient(reason) | Failure::Final(reason))| reason)?;
     value(&answer)
@@ -86,7 +86,7 @@ fn endpoint(sdk: &SdkConfig) -> Result<String, String> {
 /// One signed `GetParameter` request; the answer's JSON body on a 2xx.
 async fn call(
     sdk: &SdkConfig,
-    client: &crate::https::Client,
+    client: &usecases::https::Client,
     endpoint: &str,
     body: &str,
 ) -> Result<serde_json::Value, Failure> {

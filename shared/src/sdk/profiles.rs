@@ -13,7 +13,7 @@ pub async fn config(
     timeouts: TimeoutConfig,
 ) -> SdkConfig {
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
-        .http_client(crate::https::sdk::client())
+        .http_client(usecases::https::sdk::client())
         .region(RegionProviderChain::default_provider().or_else("us-east-1"))
         .retry_config(retry)
         .timeout_config(timeouts);

@@ -1,13 +1,13 @@
 //! The DynamoDB Streams edge: records → reading changes → one registry update
 //! per device and room → `batchItemFailures` naming the first failed record.
 
-use crate::model::Reading;
-use crate::registry;
-use crate::store::dynamodb::item::ReadingItem;
-use crate::store::Store;
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use domain::model::Reading;
+use dynamodb::item::ReadingItem;
 use serde::Deserialize;
+use storage::Store;
+use usecases::registry;
 
 /// What a stream record means to the registry.
 #[derive(Debug, PartialEq)]
@@ -90,7 +90,7 @@ pub async fn handle_with<S: Store>(
             }
         }
     }
-    let plan = crate::domain::registry::plan(changes.iter().map(|(i, r)| (*i, r)));
+    let plan = domain::registry::plan(changes.iter().map(|(i, r)| (*i, r)));
     let (failures, writes) = upkeep.apply(store, plan).await;
     if let Some(first) = failures.into_iter().min() {
         failed = Some(failed.map_or(first, |f| f.min(first)));

@@ -9,14 +9,14 @@
 //! registry items' own records are not readings and are ignored too.
 
 use super::poison;
-use crate::keys;
-use crate::model::{DeviceId, Timestamp};
-use crate::rollups::Upkeep;
-use crate::store::RollupWrites;
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
+use domain::model::{DeviceId, Timestamp};
 use futures_util::StreamExt;
 use std::collections::{BTreeMap, BTreeSet};
+use storage::keys;
+use storage::RollupWrites;
+use usecases::rollups::Upkeep;
 
 /// Devices refreshed at once.
 const CONCURRENT_DEVICES: usize = 8;
@@ -70,7 +70,7 @@ pub async fn handle_batch<S: Upkeep>(store: &S, event: &Event) -> BatchReport {
             Touch::Reading(device, at) => {
                 report.readings += 1;
                 let entry = touched.entry(device).or_insert((i, BTreeSet::new()));
-                entry.1.insert(crate::model::Span::Hour.start_of(at));
+                entry.1.insert(domain::model::Span::Hour.start_of(at));
             }
             Touch::Ignored(_) => {}
             Touch::Poison(why) => {

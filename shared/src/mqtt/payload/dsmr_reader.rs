@@ -7,7 +7,7 @@
 //! message, and are acknowledged with a reason.
 
 use super::{kind, kwh, Decoded};
-use crate::model::watts_from_kilowatts;
+use domain::model::watts_from_kilowatts;
 use serde_json::{json, Map, Value};
 
 /// The device a DSMR-reader's meter is (it publishes one meter, and its

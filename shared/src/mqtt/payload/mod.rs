@@ -26,7 +26,7 @@ mod shelly_gen1;
 mod tasmota;
 mod zigbee2mqtt;
 
-use crate::model::device_id_text;
+use domain::model::device_id_text;
 use serde_json::{json, Map, Value};
 
 /// A message, ready for the one ingest (`super::ingest_message`).
@@ -160,7 +160,7 @@ fn numbers_into(r: &mut Map<String, Value>, o: &Map<String, Value>, names: &[(&s
 /// An energy counter given in `unit`s (1000 a kWh for Wh, 60,000 for
 /// Watt-minutes) in kWh, to the milliwatt-hour as energy answers are.
 fn kwh(value: f64, per_kwh: f64) -> f64 {
-    crate::domain::aggregate::to_the_mwh(value / per_kwh)
+    domain::aggregate::to_the_mwh(value / per_kwh)
 }
 
 #[cfg(test)]

@@ -23,9 +23,9 @@ use serde_json::{json, Map, Value};
 pub(super) fn decode(id: &str, component: &str, payload: &[u8]) -> Result<Decoded, String> {
     let (kind, n) = component.split_once(':').unwrap_or((component, "0"));
     let device = if n == "0" {
-        crate::model::device_id_text(id)
+        domain::model::device_id_text(id)
     } else {
-        crate::model::device_id_text(&format!("{id}-{n}"))
+        domain::model::device_id_text(&format!("{id}-{n}"))
     };
     let fields = match kind {
         "switch" | "pm1" => switch(&object(payload)?),

@@ -45,9 +45,9 @@ pub(super) fn decode(id: &str, rest: &[&str], payload: &[u8]) -> Result<Decoded,
         .map_err(|_| format!("{quantity}: a number was expected, got {text:?}"))?;
     let value = per_kwh.map_or(value, |per| kwh(value, per));
     let device = if channel == "0" {
-        crate::model::device_id_text(id)
+        domain::model::device_id_text(id)
     } else {
-        crate::model::device_id_text(&format!("{id}-{channel}"))
+        domain::model::device_id_text(&format!("{id}-{channel}"))
     };
     let mut fields = Map::new();
     fields.insert(quantity.into(), json!(value));

@@ -56,7 +56,7 @@ pub(super) fn decode(o: &Map<String, Value>, device: &str) -> Result<Decoded, St
         numbers_into(&mut r, s, SENSOR_NAMES);
         if let Some(t) = number(s, "Temperature") {
             let c = if fahrenheit {
-                crate::model::celsius_from_fahrenheit(t)
+                domain::model::celsius_from_fahrenheit(t)
             } else {
                 t
             };
