@@ -16,11 +16,12 @@ use integration_tests::{
     template_conditions, RawItems, INDEX_COMBINATIONS,
 };
 use serde_yaml_ng::Value as Yaml;
-use shared::domain::aggregate::rollup::{spans, Stored};
+use shared::domain::aggregate::rollup::spans;
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Span, Timestamp};
 use shared::registry::RegistryUpkeep;
 use shared::store::dynamodb::size::{item_size, value_size};
 use shared::store::format::billing::rollup_size;
+use shared::store::format::rollup::Stored;
 use shared::store::metering::metered_writes;
 use shared::store::{DynamoStore, Indexes, Store};
 use std::collections::HashMap;

@@ -396,7 +396,7 @@ async fn rollup_items_from_before_gas_was_followed_answer_from_the_readings() {
 /// again as version 5.
 #[tokio::test]
 async fn embedded_rollups_from_before_gas_was_followed_answer_from_the_readings() {
-    use shared::domain::aggregate::rollup_body;
+    use shared::store::format::rollup_body;
     let dir = std::env::temp_dir().join(format!("rollups-gas-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

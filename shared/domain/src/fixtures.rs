@@ -2,7 +2,12 @@
 //! table written by an earlier release looks like, for the tests of each
 //! crate that reads them (the `fixtures` feature, for dev-dependencies).
 
-use crate::model::{DeviceId, Measurement, Reading, Timestamp};
+use crate::aggregate::counter::Counter;
+use crate::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp, DAY_MS, HOUR_MS};
+use proptest::prelude::*;
+
+/// Where a generated `history` starts: a UTC day's start.
+pub const HISTORY_START: i64 = 1_795_000_000_000 - 1_795_000_000_000 % DAY_MS;
 
 /// `n` minutes of a meter whose counter grows by its watts, in Wh.
 pub fn meter_readings(n: i64) -> Vec<Reading> {
@@ -37,5 +42,109 @@ pub fn unhex(text: &str) -> Vec<u8> {
     (0..text.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// What a reading of the generated history is. `u8`s name the counters
+/// a meter's reading carries: bit 0 bought, bit 1 sold, bit 2 gas, bit
+/// 3 water (`Counter::ALL`'s order).
+#[derive(Debug, Clone)]
+pub enum Kind {
+    /// The counters move by these shares of their values: growth, or a dip.
+    Meter(u8, [f64; 4]),
+    Zero(u8),
+    NewMeter(u8),
+    Climate(u8, f64),
+    /// Watts alone: a meter's reading without a counter.
+    Watts,
+}
+
+/// A device's history, and the counters its meter readings may carry
+/// (bought only, sold only, either and both, gas alone, or all four as
+/// a P1 meter's telegram: any subset of them in a reading, which makes a
+/// counter that appears, disappears and comes back part way).
+pub fn history() -> impl Strategy<Value = Vec<(i64, Kind)>> {
+    let counters = prop_oneof![
+        3 => Just(3u8),
+        1 => Just(1u8),
+        1 => Just(2u8),
+        1 => Just(4u8),
+        2 => Just(15u8)
+    ];
+    let kind = |allowed: u8| {
+        let which = prop_oneof![3 => Just(15u8), 2 => 1u8..16].prop_map(move |w| {
+            if w & allowed == 0 {
+                allowed
+            } else {
+                w & allowed
+            }
+        });
+        let grow = prop_oneof![8 => 0.0f64..0.01, 1 => -0.08f64..0.0];
+        prop_oneof![
+            9 => (which.clone(), [grow.clone(), grow.clone(), grow.clone(), grow])
+                .prop_map(|(w, shares)| Kind::Meter(w, shares)),
+            1 => which.clone().prop_map(Kind::Zero),
+            1 => which.prop_map(Kind::NewMeter),
+            1 => Just(Kind::Watts),
+            6 => (0u8..2, 15.0f64..25.0).prop_map(|(room, t)| Kind::Climate(room, t)),
+        ]
+    };
+    // Gaps from a second to five hours, and whole minutes as sensors
+    // on the minute send, whose readings fall on hours' and days' bounds.
+    let gap = prop_oneof![
+        1_000i64..5 * HOUR_MS,
+        (1i64..300).prop_map(|minutes| minutes * 60_000),
+    ];
+    counters
+        .prop_flat_map(move |allowed| prop::collection::vec((gap.clone(), kind(allowed)), 1..120))
+}
+
+pub fn readings(h: &[(i64, Kind)]) -> Vec<Reading> {
+    let device = DeviceId::parse("m-1").unwrap();
+    let (mut t, mut kwh) = (HISTORY_START, [1000.0f64, 20.0, 4000.0, 300.0]);
+    h.iter()
+        .map(|(gap, kind)| {
+            t += gap;
+            let meter = |which: u8, values: [f64; 4]| {
+                let mut v = vec![(Quantity::Power, 100.0)];
+                for (i, q) in Counter::ALL.map(Counter::quantity).into_iter().enumerate() {
+                    if which & (1 << i) != 0 {
+                        v.push((q, values[i]));
+                    }
+                }
+                Measurement::new(None, v)
+            };
+            let measurement = match kind {
+                Kind::Climate(room, temp) => Measurement::climate(
+                    RoomId::parse(["bedroom", "hall"][*room as usize]).unwrap(),
+                    (temp * 100.0).round() / 100.0,
+                    50.0,
+                ),
+                Kind::Meter(which, shares) => {
+                    for (i, share) in shares.iter().enumerate() {
+                        if which & (1 << i) != 0 {
+                            kwh[i] = ((kwh[i] * (1.0 + share)) * 1000.0).round() / 1000.0;
+                        }
+                    }
+                    meter(*which, kwh)
+                }
+                Kind::Zero(which) => meter(*which, [0.0; 4]),
+                Kind::NewMeter(which) => {
+                    for (i, v) in kwh.iter_mut().enumerate() {
+                        if which & (1 << i) != 0 {
+                            *v = 3.0;
+                        }
+                    }
+                    meter(*which, kwh)
+                }
+                Kind::Watts => Measurement::new(None, vec![(Quantity::Power, 5.0)]),
+            }
+            .unwrap();
+            Reading {
+                device_id: device.clone(),
+                timestamp: Timestamp::from_millis(t).unwrap(),
+                measurement,
+            }
+        })
         .collect()
 }

@@ -13,10 +13,11 @@ use super::calls::Request;
 use super::{decode_reading, s, unavailable, DynamoStore, Item};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 use domain::aggregate::counter::{Chain, Counter, Counters, Mark};
-use domain::aggregate::rollup::{spans, Rollup, Stored, StoredV1};
+use domain::aggregate::rollup::{spans, Rollup};
 use domain::model::{DeviceId, Reading, Span, TimeRange, Timestamp};
 use futures_util::StreamExt;
 use std::collections::BTreeSet;
+use storage::format::rollup::{Stored, StoredV1};
 use storage::keys::{self, attr, ROLLUPS_SINCE_SK};
 use storage::{Marker, StoreError};
 

@@ -34,9 +34,10 @@ pub fn item_size<'a>(item: impl IntoIterator<Item = (&'a String, &'a AttributeVa
 mod tests {
     use super::*;
     use crate::reading_item;
-    use domain::aggregate::rollup::{spans, Stored};
+    use domain::aggregate::rollup::spans;
     use domain::model::{DeviceId, Measurement, Reading, RoomId, Span, Timestamp};
     use storage::format::billing::{reading_size, rollup_size};
+    use storage::format::rollup::Stored;
     use storage::Indexes;
 
     #[test]

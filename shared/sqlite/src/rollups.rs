@@ -5,7 +5,7 @@
 //!
 //! - Day rollups: one row per device and day; the body is the rollup's
 //!   stored shape, each number in its shortest exact form
-//!   (`domain::aggregate::rollup_body`, version 4; version 3, and versions 1 and 2 in
+//!   (`storage::format::rollup_body`, version 4; version 3, and versions 1 and 2 in
 //!   postcard's binary form, are still read).
 //! - Hour rollups are not stored (since version 4): 24 rows a day cost more
 //!   bytes than the readings' own block. An hour rollup is computed when
@@ -19,13 +19,12 @@ use super::rows::Bounds;
 use super::series;
 use super::{db_err, StoreError};
 use domain::aggregate::counter::Chain;
-use domain::aggregate::rollup::{
-    from_postcard, postcard_version, spans, Rollup, Stored, StoredV1, Tally,
-};
-use domain::aggregate::rollup_body;
+use domain::aggregate::rollup::{spans, Rollup, Tally};
 use domain::aggregate::rollup_counters::RollupCounters;
 use domain::model::{DeviceId, RoomId, Span, TimeRange, Timestamp};
 use rusqlite::{params, Connection, OptionalExtension};
+use storage::format::rollup::{from_postcard, postcard_version, Stored, StoredV1};
+use storage::format::rollup_body;
 use storage::Order;
 
 /// Most readings one span may hold (a day of readings every second).

@@ -56,7 +56,7 @@ CREATE TABLE IF NOT EXISTS block_spans (
 ///    needs nothing else).
 /// 8. `alert_deliveries`: notifications waiting for their receivers
 ///    (created on open; a version 7 file needs nothing else).
-/// 9. day rollups' bodies of version 3 (`domain::aggregate::rollup_body`),
+/// 9. day rollups' bodies of version 3 (`storage::format::rollup_body`),
 ///    which a build before cannot read: a version 8 file needs nothing (its
 ///    bodies are still read), but a restore by an older build refuses a
 ///    version 9 file instead of failing on its rollups.

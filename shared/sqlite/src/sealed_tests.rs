@@ -847,9 +847,9 @@ async fn a_version_11_file_s_blocks_and_rollups_still_read() {
 /// `block` and its day rollup's by `rollup` (hex), as a file of schema
 /// `version` held them; the file opened by this build.
 async fn an_older_file_still_reads(version: i64, block: &str, rollup: Option<&str>) {
-    use domain::aggregate::rollup_body;
     use domain::fixtures::{meter_readings, unhex};
     use domain::model::Span;
+    use storage::format::rollup_body;
     let dir = super::tests::temp_dir(&format!("v{version}-blocks"));
     let path = dir.join("ingester.db");
     let day = meter_readings(12);

@@ -944,8 +944,9 @@ fn statements_are_not_prepared_again_for_each_device() {
 /// `rollups rebuild` writes them again as version 2.
 #[tokio::test]
 async fn version_1_rollups_of_a_bought_only_meter_read_until_rebuilt() {
-    use domain::aggregate::rollup::{spans, StoredV1};
+    use domain::aggregate::rollup::spans;
     use domain::model::Span;
+    use storage::format::rollup::StoredV1;
     let store = SqliteStore::in_memory().unwrap();
     let device = DeviceId::parse("tasmota-1").unwrap();
     let readings = three_meter_days(&device, |i| {
@@ -1033,8 +1034,8 @@ fn three_meter_days(
 /// rewritten when it is upgraded, and new days are written as version 3.
 #[tokio::test]
 async fn version_2_rollup_bodies_read_as_before_and_new_ones_are_version_3() {
-    use domain::aggregate::rollup_body;
     use domain::model::Span;
+    use storage::format::rollup_body;
     let store = SqliteStore::in_memory().unwrap();
     let device = DeviceId::parse("meter-7").unwrap();
     let readings = three_meter_days(&device, |i| {
@@ -1134,8 +1135,8 @@ async fn a_day_of_more_than_86400_readings_is_rolled_up_whole() {
 /// version 2).
 #[tokio::test]
 async fn day_tallies_are_the_rollups_own_in_every_body_form() {
-    use domain::aggregate::rollup::Stored;
     use domain::model::Span;
+    use storage::format::rollup::Stored;
     use storage::metering::metered;
     let store = SqliteStore::in_memory().unwrap();
     let meter = DeviceId::parse("meter-1").unwrap();

@@ -7,7 +7,6 @@
 pub mod counter;
 pub mod field_name;
 pub mod rollup;
-pub mod rollup_body;
 pub mod rollup_counters;
 pub mod stats_map;
 

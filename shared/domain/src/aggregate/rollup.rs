@@ -503,146 +503,6 @@ pub fn segments(bucketing: &Bucketing, range: TimeRange, days_until: Timestamp) 
         .collect()
 }
 
-/// A rollup as both engines store it (postcard bytes on SQLite, an item's
-/// attributes on DynamoDB): short names, quantities and rooms by name, times
-/// in epoch milliseconds. `v` is the shape's version: 2 since each counter
-/// is followed on its own (`StoredV1`, the shape before, is still read).
-/// The names are `S`: owned to store, or borrowed from the bytes read
-/// (`Stored<&str>`), so that reading a year of daily rollups allocates no
-/// name.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Stored<S = String> {
-    pub v: u8,
-    /// Readings.
-    pub n: u64,
-    /// (quantity, count, min, max, sum) per quantity.
-    pub f: Vec<StoredField<S>>,
-    /// Per room: its name and its tally, or `None` when that is the whole
-    /// span's (a room sensor's usual case).
-    pub r: Vec<StoredRoom<S>>,
-    /// What the span's readings of the bought counter add.
-    pub b: Option<StoredCounter>,
-    /// The same for the sold counter.
-    pub s: Option<StoredCounter>,
-    /// The mark (time, reference) kept through the span by a counter it has
-    /// no reading of: bought, sold.
-    pub k: (Option<StoredMark>, Option<StoredMark>),
-    /// Gas and water, as `b`, `s` and `k` keep the electricity counters;
-    /// `None` where the span has neither (an electricity meter's, a
-    /// sensor's: the shape and its size as before), and in every rollup
-    /// stored before gas and water were followed. Read as none there, so
-    /// that such a span's gas and water come from its readings
-    /// (`Rollup::counters_cover_readings`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub x: Option<StoredVolumes>,
-}
-
-/// A rollup's gas and water counters (`Stored::x`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct StoredVolumes {
-    /// What the span's readings of the gas counter add.
-    pub g: Option<StoredCounter>,
-    /// The same for the water counter.
-    pub w: Option<StoredCounter>,
-    /// The mark kept through the span by a counter it has no reading of:
-    /// gas, water.
-    pub k: (Option<StoredMark>, Option<StoredMark>),
-}
-
-pub type StoredField<S = String> = (S, u64, f64, f64, f64);
-/// A counter's mark: (time in epoch milliseconds, reference in the counter's unit).
-pub type StoredMark = (i64, f64);
-pub type StoredRoom<S = String> = (S, Option<(u64, Vec<StoredField<S>>)>);
-
-/// A `CounterSpan`: marks as (time, reference).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct StoredCounter {
-    /// The mark entering the span.
-    pub e: Option<(i64, f64)>,
-    /// The growth into the first reading (amount, resets), from `e`'s time to
-    /// `first`: there when `e` is.
-    pub g: Option<(f64, u32)>,
-    pub first: i64,
-    /// Growth and resets between the span's readings.
-    pub i: (f64, u32),
-    /// The mark leaving the span.
-    pub l: (i64, f64),
-}
-
-pub const STORED_VERSION: u8 = 2;
-
-fn stored_fields(t: &Tally) -> Vec<StoredField> {
-    t.fields
-        .iter()
-        .map(|(q, f)| (q.name().to_owned(), f.count, f.min, f.max, f.sum))
-        .collect()
-}
-
-fn stored_mark(m: &Mark) -> (i64, f64) {
-    (m.at.millis(), m.reference)
-}
-
-fn stored_counter(c: &CounterSpan) -> StoredCounter {
-    StoredCounter {
-        e: c.entering.as_ref().map(stored_mark),
-        g: c.incoming.map(|g| (g.amount, g.resets)),
-        first: c.first_at.millis(),
-        i: (c.inside_amount, c.inside_resets),
-        l: stored_mark(&c.leaving),
-    }
-}
-
-impl From<&Rollup> for Stored {
-    fn from(r: &Rollup) -> Self {
-        let kept = |c: Counter| match r.counters.get(c) {
-            Some(_) => None,
-            None => r.chain.get(c).as_ref().map(stored_mark),
-        };
-        Stored {
-            v: STORED_VERSION,
-            n: r.all.count,
-            f: stored_fields(&r.all),
-            r: r.rooms
-                .iter()
-                .map(|(room, t)| {
-                    let tally = (t != &r.all).then(|| (t.count, stored_fields(t)));
-                    (room.as_str().to_owned(), tally)
-                })
-                .collect(),
-            b: r.counters.bought.as_ref().map(stored_counter),
-            s: r.counters.sold.as_ref().map(stored_counter),
-            k: (kept(Counter::Bought), kept(Counter::Sold)),
-            x: Some(StoredVolumes {
-                g: r.counters.gas.as_ref().map(stored_counter),
-                w: r.counters.water.as_ref().map(stored_counter),
-                k: (kept(Counter::Gas), kept(Counter::Water)),
-            })
-            .filter(|x| x.g.is_some() || x.w.is_some() || x.k != (None, None)),
-        }
-    }
-}
-
-impl<S> Stored<S> {
-    /// The mark kept through the span by each counter it has no reading of.
-    pub fn kept(&self) -> Counters<Option<StoredMark>> {
-        kept_marks(self.k, self.x.as_ref().map_or((None, None), |x| x.k))
-    }
-}
-
-/// Each counter's kept mark, from the electricity counters' pair and the
-/// volumes'.
-pub(super) fn kept_marks(
-    (bought, sold): (Option<StoredMark>, Option<StoredMark>),
-    (gas, water): (Option<StoredMark>, Option<StoredMark>),
-) -> Counters<Option<StoredMark>> {
-    Counters {
-        bought,
-        sold,
-        gas,
-        water,
-    }
-}
-
 /// Each counter a span has readings of, and what they add, in
 /// `Counter::ALL`'s order.
 pub fn present(
@@ -656,7 +516,7 @@ pub fn present(
 /// The chain a span leaving `chain` was entered with, from the `spans` of
 /// the counters it has readings of: one it has no reading of keeps the
 /// mark it entered with.
-pub(super) fn entering<'a>(
+pub fn entering<'a>(
     spans: impl IntoIterator<Item = (Counter, &'a CounterSpan)>,
     chain: &Chain,
 ) -> Chain {
@@ -670,7 +530,7 @@ pub(super) fn entering<'a>(
 /// Whether a fold standing at `chain` may take a span's counter `spans` in
 /// place of its readings: they cover them (`covers`), and each counter
 /// entered where the fold stands.
-pub(super) fn continues<'a>(
+pub fn continues<'a>(
     covers: bool,
     mut spans: impl Iterator<Item = (Counter, &'a CounterSpan)>,
     chain: &Chain,
@@ -679,11 +539,11 @@ pub(super) fn continues<'a>(
 }
 
 /// The chain a span leaves: each counter's leaving mark (of its `spans`),
-/// or the mark kept through it (`Stored::kept`) by one it has no reading
-/// of.
-pub(super) fn chain_after<'a>(
+/// or the mark kept through it (time in epoch milliseconds, reference) by
+/// one it has no reading of.
+pub fn chain_after<'a>(
     spans: impl IntoIterator<Item = (Counter, &'a CounterSpan)>,
-    kept: Counters<Option<StoredMark>>,
+    kept: Counters<Option<(i64, f64)>>,
 ) -> Result<Chain, String> {
     let mut chain = Chain::default();
     for c in Counter::ALL {
@@ -695,272 +555,17 @@ pub(super) fn chain_after<'a>(
     Ok(chain)
 }
 
-fn time(ms: i64) -> Result<Timestamp, String> {
+/// A time in epoch milliseconds, as stored.
+pub fn time(ms: i64) -> Result<Timestamp, String> {
     Timestamp::from_millis(ms).map_err(|e| format!("time {ms}: {e}"))
 }
 
-fn mark((at, reference): (i64, f64)) -> Result<Mark, String> {
+/// A mark as stored: (time in epoch milliseconds, reference).
+pub fn mark((at, reference): (i64, f64)) -> Result<Mark, String> {
     Ok(Mark {
         at: time(at)?,
         reference,
     })
-}
-
-/// The tally of all readings and those of each room, as both shapes keep them.
-fn tallies<S: AsRef<str>>(
-    n: u64,
-    f: Vec<StoredField<S>>,
-    r: Vec<StoredRoom<S>>,
-) -> Result<(Tally, BTreeMap<RoomId, Tally>), String> {
-    let tally = |count: u64, fields: Vec<StoredField<S>>| -> Result<Tally, String> {
-        let mut t = Tally {
-            count,
-            fields: QuantityStats::new(),
-        };
-        for (name, count, min, max, sum) in fields {
-            let name = name.as_ref();
-            let q = Quantity::parse(name).ok_or_else(|| format!("unknown quantity {name:?}"))?;
-            t.fields.insert(
-                q,
-                FieldStats {
-                    min,
-                    max,
-                    sum,
-                    count,
-                },
-            );
-        }
-        Ok(t)
-    };
-    let all = tally(n, f)?;
-    let mut rooms = BTreeMap::new();
-    for (name, t) in r {
-        let name = name.as_ref();
-        let room = RoomId::parse(name).map_err(|e| format!("room {name:?}: {e}"))?;
-        let t = match t {
-            Some((count, fields)) => tally(count, fields)?,
-            None => all.clone(),
-        };
-        rooms.insert(room, t);
-    }
-    Ok((all, rooms))
-}
-
-impl StoredCounter {
-    pub(super) fn decode(self) -> Result<CounterSpan, String> {
-        let entering = self.e.map(mark).transpose()?;
-        let first_at = time(self.first)?;
-        let incoming = match (entering, self.g) {
-            (Some(from), Some((amount, resets))) => Some(Growth {
-                from: from.at,
-                to: first_at,
-                amount,
-                resets,
-            }),
-            (None, None) => None,
-            _ => return Err("a counter's growth into the span without its mark".into()),
-        };
-        Ok(CounterSpan {
-            entering,
-            incoming,
-            first_at,
-            inside_amount: self.i.0,
-            inside_resets: self.i.1,
-            leaving: mark(self.l)?,
-        })
-    }
-}
-
-impl<S: AsRef<str>> Stored<S> {
-    /// The rollup of `span` at `start`; an error names what does not decode.
-    pub fn decode(self, span: Span, start: Timestamp) -> Result<Rollup, String> {
-        if self.v != STORED_VERSION {
-            return Err(format!(
-                "rollup version {} read as version {STORED_VERSION}",
-                self.v
-            ));
-        }
-        let kept = self.kept();
-        let (all, rooms) = tallies(self.n, self.f, self.r)?;
-        let (gas, water) = self.x.map_or((None, None), |x| (x.g, x.w));
-        let counters = Counters {
-            bought: self.b.map(StoredCounter::decode).transpose()?,
-            sold: self.s.map(StoredCounter::decode).transpose()?,
-            gas: gas.map(StoredCounter::decode).transpose()?,
-            water: water.map(StoredCounter::decode).transpose()?,
-        };
-        let chain = chain_after(present(&counters), kept)?;
-        Ok(Rollup {
-            span,
-            start,
-            all,
-            rooms,
-            counters,
-            chain,
-        })
-    }
-}
-
-/// The stored shape of rollup version 1, which followed the two counters
-/// together, from the readings that carried both (a meter that reported
-/// one counter had no energy). Read, never written.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct StoredV1<S = String> {
-    pub v: u8,
-    pub n: u64,
-    pub f: Vec<StoredField<S>>,
-    pub r: Vec<StoredRoom<S>>,
-    pub c: Option<StoredCountersV1>,
-    /// The chain after a span without counter readings (time, kWh bought,
-    /// kWh sold).
-    pub ch: Option<(i64, f64, f64)>,
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct StoredCountersV1 {
-    pub entering: Option<(i64, f64, f64)>,
-    /// from, to, bought, sold, resets.
-    pub incoming: Option<(i64, i64, f64, f64, u32)>,
-    pub first: i64,
-    pub inside: (f64, f64, u32),
-    pub leaving: (i64, f64, f64),
-}
-
-impl<S: AsRef<str>> StoredV1<S> {
-    /// The rollup this version-1 shape stands for. Its counters are kept
-    /// only when every counter reading it counted carried both (as many of
-    /// one as of the other: the only readings version 1 followed), and are
-    /// then exactly what this build computes; otherwise they are left out,
-    /// so that `counters_cover_readings` is false and energy is read from
-    /// the span's readings. Its resets were counted together: they are
-    /// given to the bought counter (answers add the two).
-    pub fn decode(self, span: Span, start: Timestamp) -> Result<Rollup, String> {
-        if self.v != 1 {
-            return Err(format!("rollup version {} read as version 1", self.v));
-        }
-        let (all, rooms) = tallies(self.n, self.f, self.r)?;
-        let count = |q: Quantity| all.fields.get(&q).map_or(0, |f| f.count);
-        let both = |(at, bought, sold): (i64, f64, f64)| -> Result<Chain, String> {
-            let at = time(at)?;
-            Ok(Counters {
-                bought: Some(Mark {
-                    at,
-                    reference: bought,
-                }),
-                sold: Some(Mark {
-                    at,
-                    reference: sold,
-                }),
-                ..Default::default()
-            })
-        };
-        // Version 1 kept no count of the readings it followed. Equal counts
-        // of the two counters is what a meter that always sent both leaves;
-        // a span that mixed readings of one counter alone with as many of the
-        // other alone beside readings of both would pass too, and its energy
-        // be version 1's (it was, before this version, too).
-        let followed = count(Quantity::EnergyBought) == count(Quantity::EnergySold);
-        let (counters, chain) = match self.c {
-            Some(c) if followed => {
-                let entering = c.entering.map(both).transpose()?;
-                let leaving = both(c.leaving)?;
-                let first_at = time(c.first)?;
-                let incoming = c
-                    .incoming
-                    .map(|(from, to, b, s, resets)| -> Result<_, String> {
-                        Ok((time(from)?, time(to)?, b, s, resets))
-                    })
-                    .transpose()?;
-                let side =
-                    |which: Counter, kwh: f64, resets: u32, incoming_resets: u32| CounterSpan {
-                        entering: entering.and_then(|e| *e.get(which)),
-                        incoming: incoming.map(|(from, to, b, s, _)| Growth {
-                            from,
-                            to,
-                            amount: if which == Counter::Bought { b } else { s },
-                            resets: incoming_resets,
-                        }),
-                        first_at,
-                        inside_amount: kwh,
-                        inside_resets: resets,
-                        leaving: leaving.get(which).expect("both marks"),
-                    };
-                let incoming_resets = incoming.map_or(0, |i| i.4);
-                let counters = Counters {
-                    bought: Some(side(
-                        Counter::Bought,
-                        c.inside.0,
-                        c.inside.2,
-                        incoming_resets,
-                    )),
-                    sold: Some(side(Counter::Sold, c.inside.1, 0, 0)),
-                    ..Default::default()
-                };
-                (counters, leaving)
-            }
-            // Left out: the chain is not known either.
-            Some(_) => (Counters::default(), Chain::default()),
-            None => (
-                Counters::default(),
-                self.ch.map(both).transpose()?.unwrap_or_default(),
-            ),
-        };
-        Ok(Rollup {
-            span,
-            start,
-            all,
-            rooms,
-            counters,
-            chain,
-        })
-    }
-}
-
-/// The stored shape of rollup version 2 as postcard wrote it (an embedded
-/// store's bodies before version 3 of its own form): `Stored` without `x`,
-/// which postcard, whose fields are positional, cannot leave out. Read,
-/// never written.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct StoredV2<S = String> {
-    pub v: u8,
-    pub n: u64,
-    pub f: Vec<StoredField<S>>,
-    pub r: Vec<StoredRoom<S>>,
-    pub b: Option<StoredCounter>,
-    pub s: Option<StoredCounter>,
-    pub k: (Option<StoredMark>, Option<StoredMark>),
-}
-
-impl<S> From<StoredV2<S>> for Stored<S> {
-    fn from(o: StoredV2<S>) -> Self {
-        Stored {
-            v: o.v,
-            n: o.n,
-            f: o.f,
-            r: o.r,
-            b: o.b,
-            s: o.s,
-            k: o.k,
-            x: None,
-        }
-    }
-}
-
-/// The stored shape in postcard's bytes (the embedded store's bodies of
-/// version 2, and one whose field is outside the catalogue): with `x`, or
-/// without it, as version 2 wrote every rollup and as a span without gas
-/// or water is written (postcard's fields are positional: an `x` left out
-/// is absent, where its reader expects it).
-pub fn from_postcard(bytes: &[u8]) -> Result<Stored<&str>, String> {
-    postcard::from_bytes::<Stored<&str>>(bytes)
-        .or_else(|_| postcard::from_bytes::<StoredV2<&str>>(bytes).map(Stored::from))
-        .map_err(|e| e.to_string())
-}
-
-/// The version a stored rollup's postcard bytes are in: its first byte
-/// (`v`, a `u8`, which postcard writes as itself).
-pub fn postcard_version(bytes: &[u8]) -> Option<u8> {
-    bytes.first().copied()
 }
 
 #[cfg(test)]
@@ -968,118 +573,14 @@ mod tests {
     use super::*;
     use crate::aggregate::counter::nearest;
     use crate::aggregate::{Bucketing, EnergyFold, StatsFold, Width};
-    use crate::model::{DeviceId, Measurement, TimeRange};
+    use crate::fixtures::{history, readings, Kind};
+    use crate::model::TimeRange;
     use proptest::prelude::*;
 
     const T0: i64 = 1_795_000_000_000 - 1_795_000_000_000 % DAY_MS;
 
     fn ts(ms: i64) -> Timestamp {
         Timestamp::from_millis(ms).unwrap()
-    }
-
-    /// What a reading of the generated history is. `u8`s name the counters
-    /// a meter's reading carries: bit 0 bought, bit 1 sold, bit 2 gas, bit
-    /// 3 water (`Counter::ALL`'s order).
-    #[derive(Debug, Clone)]
-    enum Kind {
-        /// The counters move by these shares of their values: growth, or a dip.
-        Meter(u8, [f64; 4]),
-        Zero(u8),
-        NewMeter(u8),
-        Climate(u8, f64),
-        /// Watts alone: a meter's reading without a counter.
-        Watts,
-    }
-
-    /// A device's history, and the counters its meter readings may carry
-    /// (bought only, sold only, either and both, gas alone, or all four as
-    /// a P1 meter's telegram: any subset of them in a reading, which makes a
-    /// counter that appears, disappears and comes back part way).
-    fn history() -> impl Strategy<Value = Vec<(i64, Kind)>> {
-        let counters = prop_oneof![
-            3 => Just(3u8),
-            1 => Just(1u8),
-            1 => Just(2u8),
-            1 => Just(4u8),
-            2 => Just(15u8)
-        ];
-        let kind = |allowed: u8| {
-            let which = prop_oneof![3 => Just(15u8), 2 => 1u8..16].prop_map(move |w| {
-                if w & allowed == 0 {
-                    allowed
-                } else {
-                    w & allowed
-                }
-            });
-            let grow = prop_oneof![8 => 0.0f64..0.01, 1 => -0.08f64..0.0];
-            prop_oneof![
-                9 => (which.clone(), [grow.clone(), grow.clone(), grow.clone(), grow])
-                    .prop_map(|(w, shares)| Kind::Meter(w, shares)),
-                1 => which.clone().prop_map(Kind::Zero),
-                1 => which.prop_map(Kind::NewMeter),
-                1 => Just(Kind::Watts),
-                6 => (0u8..2, 15.0f64..25.0).prop_map(|(room, t)| Kind::Climate(room, t)),
-            ]
-        };
-        // Gaps from a second to five hours, and whole minutes as sensors
-        // on the minute send, whose readings fall on hours' and days' bounds.
-        let gap = prop_oneof![
-            1_000i64..5 * HOUR_MS,
-            (1i64..300).prop_map(|minutes| minutes * 60_000),
-        ];
-        counters.prop_flat_map(move |allowed| {
-            prop::collection::vec((gap.clone(), kind(allowed)), 1..120)
-        })
-    }
-
-    fn readings(h: &[(i64, Kind)]) -> Vec<Reading> {
-        let device = DeviceId::parse("m-1").unwrap();
-        let (mut t, mut kwh) = (T0, [1000.0f64, 20.0, 4000.0, 300.0]);
-        h.iter()
-            .map(|(gap, kind)| {
-                t += gap;
-                let meter = |which: u8, values: [f64; 4]| {
-                    let mut v = vec![(Quantity::Power, 100.0)];
-                    for (i, q) in Counter::ALL.map(Counter::quantity).into_iter().enumerate() {
-                        if which & (1 << i) != 0 {
-                            v.push((q, values[i]));
-                        }
-                    }
-                    Measurement::new(None, v)
-                };
-                let measurement = match kind {
-                    Kind::Climate(room, temp) => Measurement::climate(
-                        RoomId::parse(["bedroom", "hall"][*room as usize]).unwrap(),
-                        (temp * 100.0).round() / 100.0,
-                        50.0,
-                    ),
-                    Kind::Meter(which, shares) => {
-                        for (i, share) in shares.iter().enumerate() {
-                            if which & (1 << i) != 0 {
-                                kwh[i] = ((kwh[i] * (1.0 + share)) * 1000.0).round() / 1000.0;
-                            }
-                        }
-                        meter(*which, kwh)
-                    }
-                    Kind::Zero(which) => meter(*which, [0.0; 4]),
-                    Kind::NewMeter(which) => {
-                        for (i, v) in kwh.iter_mut().enumerate() {
-                            if which & (1 << i) != 0 {
-                                *v = 3.0;
-                            }
-                        }
-                        meter(*which, kwh)
-                    }
-                    Kind::Watts => Measurement::new(None, vec![(Quantity::Power, 5.0)]),
-                }
-                .unwrap();
-                Reading {
-                    device_id: device.clone(),
-                    timestamp: ts(t),
-                    measurement,
-                }
-            })
-            .collect()
     }
 
     /// Each counter's last reading before `from`, as `query::energy` feeds them.
@@ -1569,20 +1070,6 @@ mod tests {
                     extend_spans_from_columns(&mut folded, span, entering, &columns).unwrap();
                 }
                 prop_assert_eq!(&folded, &spans(span, entering, rest.iter()));
-            }
-        }
-
-        /// The stored shape gives back the rollup, bit for bit.
-        #[test]
-        fn a_stored_rollup_comes_back_whole(h in history()) {
-            let all = readings(&h);
-            for r in hours(Chain::default(), &all).into_iter().chain(spans(Span::Day, Chain::default(), all.iter())) {
-                let text = serde_json::to_string(&Stored::from(&r)).unwrap();
-                let back: Stored = serde_json::from_str(&text).unwrap();
-                prop_assert_eq!(back.decode(r.span, r.start).unwrap(), r.clone());
-                let bytes = postcard::to_allocvec(&Stored::from(&r)).unwrap();
-                let back = from_postcard(&bytes).unwrap();
-                prop_assert_eq!(back.decode(r.span, r.start).unwrap(), r);
             }
         }
 

@@ -5,10 +5,8 @@
 //! a year of a meter's hours in local days decoded every hour whole, a
 //! third of that energy answer's time, docs/BENCHMARKS.md).
 
-use super::counter::{Chain, Counter, Counters};
-use super::rollup::{
-    chain_after, continues, entering, kept_marks, Rollup, StoredCounter, StoredMark, StoredVolumes,
-};
+use super::counter::{Chain, Counter};
+use super::rollup::{continues, entering, Rollup};
 use super::CounterSpan;
 use crate::model::{Span, Timestamp};
 use smallvec::SmallVec;
@@ -75,48 +73,5 @@ impl From<&Rollup> for RollupCounters {
             chain: r.chain,
             covers: r.counters_cover_readings(),
         }
-    }
-}
-
-/// What a stored body holds of its counters (`rollup_body::counters`): the
-/// stored shape's counters and kept marks (`Stored::b`, `s`, `k` and `x`),
-/// and how many of its readings carried each counter's quantity.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredCounters {
-    pub b: Option<StoredCounter>,
-    pub s: Option<StoredCounter>,
-    pub k: (Option<StoredMark>, Option<StoredMark>),
-    pub x: Option<StoredVolumes>,
-    pub read: Counters<u64>,
-}
-
-impl StoredCounters {
-    /// The counters of the rollup of `span` starting at `start` they were
-    /// read from.
-    pub fn decode(self, span: Span, start: Timestamp) -> Result<RollupCounters, String> {
-        let kept = kept_marks(self.k, self.x.as_ref().map_or((None, None), |x| x.k));
-        let (gas, water) = self.x.map_or((None, None), |x| (x.g, x.w));
-        let stored = Counters {
-            bought: self.b,
-            sold: self.s,
-            gas,
-            water,
-        };
-        let mut counters = CounterSpans::new();
-        let mut covers = true;
-        for c in Counter::ALL {
-            let stored = stored.get(c).clone();
-            covers &= (*self.read.get(c) > 0) == stored.is_some();
-            if let Some(s) = stored {
-                counters.push((c, s.decode()?));
-            }
-        }
-        Ok(RollupCounters {
-            span,
-            start,
-            chain: chain_after(counters.iter().map(|(c, span)| (*c, span)), kept)?,
-            counters,
-            covers,
-        })
     }
 }

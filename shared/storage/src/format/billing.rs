@@ -76,7 +76,7 @@ pub fn json_size(v: &serde_json::Value) -> usize {
 /// device id) and `sk` (`RH#` or `RD#` and a time).
 pub fn rollup_size<S: AsRef<str>>(
     device_id_len: usize,
-    stored: &domain::aggregate::rollup::Stored<S>,
+    stored: &crate::format::rollup::Stored<S>,
 ) -> usize {
     rollup_item_size(device_id_len, stored_size(stored))
 }
@@ -91,7 +91,7 @@ pub fn rollup_item_size(device_id_len: usize, body_size: usize) -> usize {
 /// The top-level attributes of a stored rollup, sized field by field as
 /// `json_size` sizes its JSON shape (a test holds the two equal), without
 /// building that shape: a year's daily stats meter 365 of them.
-pub fn stored_size<S: AsRef<str>>(s: &domain::aggregate::rollup::Stored<S>) -> usize {
+pub fn stored_size<S: AsRef<str>>(s: &crate::format::rollup::Stored<S>) -> usize {
     /// In 64-bit arithmetic when it fits (128-bit division is several times
     /// slower); every stored integer does.
     fn int(v: i128) -> usize {
@@ -103,7 +103,7 @@ pub fn stored_size<S: AsRef<str>>(s: &domain::aggregate::rollup::Stored<S>) -> u
     fn list(sizes: impl IntoIterator<Item = usize>) -> usize {
         3 + sizes.into_iter().map(|n| 1 + n).sum::<usize>()
     }
-    fn field<S: AsRef<str>>(f: &domain::aggregate::rollup::StoredField<S>) -> usize {
+    fn field<S: AsRef<str>>(f: &crate::format::rollup::StoredField<S>) -> usize {
         list([
             f.0.as_ref().len(),
             int(f.1 as i128),
@@ -112,7 +112,7 @@ pub fn stored_size<S: AsRef<str>>(s: &domain::aggregate::rollup::Stored<S>) -> u
             f64_size(f.4),
         ])
     }
-    fn fields<S: AsRef<str>>(fs: &[domain::aggregate::rollup::StoredField<S>]) -> usize {
+    fn fields<S: AsRef<str>>(fs: &[crate::format::rollup::StoredField<S>]) -> usize {
         list(fs.iter().map(field))
     }
     fn mark(m: &Option<(i64, f64)>) -> usize {
@@ -121,7 +121,7 @@ pub fn stored_size<S: AsRef<str>>(s: &domain::aggregate::rollup::Stored<S>) -> u
             Some((at, v)) => list([int(*at as i128), f64_size(*v)]),
         }
     }
-    fn counter(c: &Option<domain::aggregate::rollup::StoredCounter>) -> usize {
+    fn counter(c: &Option<crate::format::rollup::StoredCounter>) -> usize {
         let Some(c) = c else { return 1 };
         let growth = match &c.g {
             None => 1,
@@ -246,7 +246,8 @@ mod tests {
     /// The field-by-field size of stored rollups is their JSON shape's.
     #[test]
     fn stored_rollups_are_sized_as_their_json_shape() {
-        use domain::aggregate::rollup::{spans, Stored};
+        use crate::format::rollup::Stored;
+        use domain::aggregate::rollup::spans;
         use domain::model::{DeviceId, Measurement, RoomId, Span, Timestamp};
         let at = |m: i64| Timestamp::from_millis(1_795_219_200_000 + m * 60_000).unwrap();
         let mut readings = Vec::new();

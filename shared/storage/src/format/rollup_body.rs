@@ -25,16 +25,16 @@
 //! Bodies of versions 1 and 2 (postcard) are still read; a version-2 body is
 //! what the shape's DynamoDB item holds, and what `size` meters.
 
-use super::counter::{Counter, Counters};
 use super::rollup::{
-    Stored, StoredCounter, StoredField, StoredMark, StoredRoom, StoredVolumes, Tally,
+    Stored, StoredCounter, StoredCounters, StoredField, StoredMark, StoredRoom, StoredVolumes,
     STORED_VERSION,
 };
-use super::rollup_counters::StoredCounters;
-use super::stats_map::QuantityStats;
-use super::FieldStats;
-use crate::block::numbers::{unzigzag, zigzag, Reader, Writer};
-use crate::model::Quantity;
+use domain::aggregate::counter::{Counter, Counters};
+use domain::aggregate::rollup::Tally;
+use domain::aggregate::stats_map::QuantityStats;
+use domain::aggregate::FieldStats;
+use domain::block::numbers::{unzigzag, zigzag, Reader, Writer};
+use domain::model::Quantity;
 
 /// The body's first byte (versions 1 and 2 are postcard's), for a rollup
 /// without gas or water.
@@ -212,7 +212,7 @@ fn number(out: &mut Writer, v: f64, from: i64) {
 /// decode.
 pub fn decode(body: &[u8], start_ms: i64) -> Result<Stored<&str>, String> {
     let mut r = Reader::new(body);
-    let e = |e: crate::block::BlockError| e.to_string();
+    let e = |e: domain::block::BlockError| e.to_string();
     let (form, n) = read_head(&mut r)?;
     let relative = form.relative;
     let f = read_fields(&mut r, relative, n)?;
@@ -252,7 +252,7 @@ pub fn decode(body: &[u8], start_ms: i64) -> Result<Stored<&str>, String> {
 /// tallies and rooms without building them (`RollupCounters`: what an
 /// energy answer folds).
 pub fn counters(body: &[u8], start_ms: i64) -> Result<StoredCounters, String> {
-    let e = |e: crate::block::BlockError| e.to_string();
+    let e = |e: domain::block::BlockError| e.to_string();
     let mut r = Reader::new(body);
     let (form, n) = read_head(&mut r)?;
     let relative = form.relative;
@@ -348,7 +348,7 @@ fn read_pair(r: &mut Reader, start_ms: i64, from: (i64, i64)) -> Result<Pair, St
 
 /// A body's version, as the form it says, and its count of readings.
 fn read_head(r: &mut Reader) -> Result<(Form, u64), String> {
-    let e = |e: crate::block::BlockError| e.to_string();
+    let e = |e: domain::block::BlockError| e.to_string();
     let form = match r.byte().map_err(e)? {
         VERSION_5 => Form {
             relative: true,
@@ -399,7 +399,7 @@ fn read_field_count(r: &mut Reader) -> Result<usize, String> {
 
 /// One field of a scope of `n` readings: its quantity and stats.
 fn read_field(r: &mut Reader, relative: bool, n: u64) -> Result<(Quantity, FieldStats), String> {
-    let e = |e: crate::block::BlockError| e.to_string();
+    let e = |e: domain::block::BlockError| e.to_string();
     let q = *Quantity::ALL
         .get(r.byte().map_err(e)? as usize)
         .ok_or("an unknown quantity")?;
@@ -433,7 +433,7 @@ fn read_field(r: &mut Reader, relative: bool, n: u64) -> Result<(Quantity, Field
 /// id or name to build. (A year of daily stats decoded whole rollups: a
 /// third of its instructions, docs/BENCHMARKS.md.)
 pub fn tally(body: &[u8], room: Option<&str>) -> Result<Option<Tally>, String> {
-    let e = |e: crate::block::BlockError| e.to_string();
+    let e = |e: domain::block::BlockError| e.to_string();
     let mut r = Reader::new(body);
     let (form, n) = read_head(&mut r)?;
     let relative = form.relative;
@@ -469,7 +469,7 @@ fn read_tally(r: &mut Reader, relative: bool, count: u64) -> Result<Tally, Strin
 }
 
 fn read_counter(r: &mut Reader, start_ms: i64, from: i64) -> Result<StoredCounter, String> {
-    let e = |e: crate::block::BlockError| e.to_string();
+    let e = |e: domain::block::BlockError| e.to_string();
     let has = flags(r)?;
     let entering = (has & 1 != 0)
         .then(|| read_mark(r, start_ms, from))
@@ -500,7 +500,7 @@ fn read_mark(r: &mut Reader, start_ms: i64, from: i64) -> Result<StoredMark, Str
 }
 
 fn read_number(r: &mut Reader, from: i64) -> Result<f64, String> {
-    let e = |e: crate::block::BlockError| e.to_string();
+    let e = |e: domain::block::BlockError| e.to_string();
     let head = r.unsigned().map_err(e)?;
     let near = || unzigzag(head >> 2).wrapping_add(from) as f64 / 1000.0;
     match head & 3 {
@@ -519,7 +519,7 @@ fn read_number(r: &mut Reader, from: i64) -> Result<f64, String> {
 #[cfg(test)]
 pub mod tests {
     use super::*;
-    use crate::fixtures::VERSION_3_METER;
+    use domain::fixtures::VERSION_3_METER;
     use proptest::prelude::*;
 
     const START: i64 = 1_795_000_000_000 - 1_795_000_000_000 % 86_400_000;
@@ -579,7 +579,7 @@ pub mod tests {
 
     #[test]
     fn version_3_bodies_still_read_and_version_4_is_shorter() {
-        let unhex = crate::fixtures::unhex;
+        let unhex = domain::fixtures::unhex;
         for (old, stored) in [
             (unhex(VERSION_3_METER), meter_day()),
             (unhex(VERSION_3_MIXED), mixed_day()),
@@ -589,10 +589,10 @@ pub mod tests {
             assert_eq!(new[0], VERSION);
             assert_eq!(decode(&new, START).unwrap(), stored);
             // The whole readings' tally, read alone from either version.
-            let start = crate::model::Timestamp::from_millis(START).unwrap();
+            let start = domain::model::Timestamp::from_millis(START).unwrap();
             let whole = stored
                 .clone()
-                .decode(crate::model::Span::Day, start)
+                .decode(domain::model::Span::Day, start)
                 .unwrap();
             for body in [&old, &new] {
                 assert_eq!(tally(body, None).unwrap(), Some(whole.all.clone()));
