@@ -56,7 +56,34 @@ fn offenders(dir: &str, forbidden: &[&str]) -> Vec<String> {
 /// The layers, bottom up: each crate under `shared/`, the crates of ours it
 /// may depend on, and the outside crates it must not (an SDK, a web
 /// framework, an engine's driver).
-const LAYERS: [(&str, &[&str], &[&str]); 7] = [
+const LAYERS: [(&str, &[&str], &[&str]); 9] = [
+    // The parsers depend on nothing of ours (as InfluxDB 3 keeps its own).
+    (
+        "influxql-parser",
+        &[],
+        &[
+            "aws",
+            "lambda",
+            "axum",
+            "hyper",
+            "rusqlite",
+            "serde_dynamo",
+            "tokio",
+        ],
+    ),
+    (
+        "line-protocol",
+        &[],
+        &[
+            "aws",
+            "lambda",
+            "axum",
+            "hyper",
+            "rusqlite",
+            "serde_dynamo",
+            "tokio",
+        ],
+    ),
     (
         "domain",
         &[],
@@ -89,7 +116,7 @@ const LAYERS: [(&str, &[&str], &[&str]); 7] = [
     ),
     (
         "usecases",
-        &["domain", "storage"],
+        &["domain", "storage", "influxql-parser", "line-protocol"],
         &[
             "aws-sdk-dynamodb",
             "aws_lambda_events",
@@ -148,7 +175,7 @@ fn each_crate_depends_only_on_the_layers_below_it() {
             }
         }
         // The walk reads the manifests it means to.
-        if krate != "domain" {
+        if !below.is_empty() {
             assert!(deps.contains("domain"), "shared/{krate}: {deps:?}");
         }
     }

@@ -6,10 +6,8 @@
 //! stats use case (rollups) where the windows are its buckets (`select`).
 //! docs/influxql.md is the user's view.
 
-pub mod ast;
 mod condition;
 mod meta;
-pub mod parse;
 mod schema;
 mod select;
 pub mod window;
@@ -17,7 +15,8 @@ pub mod window;
 use crate::registry::RegistryCache;
 use ast::Statement;
 use domain::model::Timestamp;
-pub use parse::{parse_query, ParseError, MAX_STATEMENTS};
+pub use influxql_parser::{ast, parse};
+pub use influxql_parser::{parse_query, ParseError, MAX_STATEMENTS};
 use std::collections::BTreeMap;
 use storage::{Store, StoreError};
 

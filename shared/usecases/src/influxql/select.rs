@@ -11,7 +11,7 @@ use super::window::Windows;
 use super::{unsupported, Cell, Context, Series, StatementError};
 use crate::query::{self, Partition, StatsQuery};
 use domain::aggregate::FieldStats;
-use domain::model::{DeviceId, Quantity, Reading, TimeRange, Timestamp};
+use domain::model::{DeviceId, Quantity, Reading, TimeRange, Timestamp, Zone};
 use domain::registry::RegistrySnapshot;
 use std::collections::BTreeMap;
 use storage::Store;
@@ -340,7 +340,14 @@ pub(super) async fn select<S: Store>(
             Some(Windows {
                 every: every / 1_000_000,
                 offset: offset / 1_000_000,
-                tz: select.tz,
+                tz: match &select.tz {
+                    // The parser checked the name against the same database.
+                    Some(name) => match Zone::named(name) {
+                        Some(zone) => Some(zone),
+                        None => return unsupported(format!("unable to find time zone {name}")),
+                    },
+                    None => None,
+                },
             })
         }
         None => None,

@@ -2,7 +2,6 @@
 //! Time literals are already nanoseconds since the epoch (InfluxQL's unit);
 //! the executor turns them into our milliseconds.
 
-use domain::model::Zone;
 use regex_lite::Regex;
 
 #[derive(Debug, Clone)]
@@ -88,7 +87,8 @@ pub struct Select {
     pub offset: usize,
     pub slimit: Option<usize>,
     pub soffset: usize,
-    pub tz: Option<Zone>,
+    /// `tz('...')`: an IANA zone name the database has, as written.
+    pub tz: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

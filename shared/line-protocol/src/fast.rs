@@ -6,7 +6,7 @@
 //! speed: it does not allocate, reads each line once, and does not try every
 //! value type in turn as the crate's parser does (docs/BENCHMARKS.md, "Ingest CPU").
 
-use super::{Field, LineView};
+use crate::{Field, LineView};
 
 /// More tags or fields than this, and a line is left to the crate's parser.
 const MAX_TAGS: usize = 8;
