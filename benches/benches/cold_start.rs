@@ -11,7 +11,8 @@ use integration_tests::runtime_api::{function_binary, Runtime};
 use integration_tests::{api_event, fresh_store, moto};
 use serde_json::{json, Value};
 use shared::model::{DeviceId, Measurement, Reading, Timestamp};
-use shared::store::Store;
+use shared::store::ReadingStore;
+use shared::store::RegistryStore;
 use std::time::{Duration, Instant};
 
 fn reading(device: usize, minute: i64) -> Reading {

@@ -11,7 +11,8 @@ use axum::body::Body;
 use axum::http::Request;
 use shared::api::{router, Access, App, RouteSet};
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
-use shared::store::{SqliteStore, Store};
+use shared::store::ReadingStore;
+use shared::store::SqliteStore;
 use std::time::{Duration, Instant};
 use tower::ServiceExt;
 

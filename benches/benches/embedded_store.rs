@@ -14,6 +14,7 @@
 
 use integration_tests::local_server::LocalServer;
 use serde_json::{json, Value};
+use shared::store::ReadingStore;
 use std::path::Path;
 use std::time::Instant;
 
@@ -72,7 +73,6 @@ fn sqlite_loop(db: &Path, batches: &[Vec<Value>]) -> f64 {
 /// The embedded store's own write path, without HTTP, parsing or the server
 /// (to tell the store's share of the cost from the rest).
 fn store_direct(db: &Path, batches: &[Vec<Value>]) -> f64 {
-    use shared::store::Store;
     let readings: Vec<Vec<shared::model::Reading>> = batches
         .iter()
         .map(|b| {

@@ -21,7 +21,7 @@ use integration_tests::runtime_api::Runtime;
 use integration_tests::{api_event, fresh_store, moto};
 use serde_json::{json, Value};
 use shared::model::{DeviceId, Measurement, Reading, Timestamp};
-use shared::store::Store;
+use shared::store::ReadingStore;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 

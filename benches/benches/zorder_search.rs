@@ -14,7 +14,8 @@
 
 use shared::model::{DeviceId, Measurement, Quantity, Reading, RoomId, TimeRange, Timestamp};
 use shared::query::{self, Partition, ReadingsQuery, SearchQuery};
-use shared::store::{Order, SqliteStore, Store, ZIndex};
+use shared::store::ReadingStore;
+use shared::store::{Order, SqliteStore, ZIndex};
 use std::f64::consts::TAU;
 use std::time::Instant;
 

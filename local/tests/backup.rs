@@ -5,7 +5,8 @@
 //! and keeps the file it replaces.
 
 use shared::model::{DeviceId, Measurement, Reading, RoomId, TimeRange, Timestamp};
-use shared::store::{Order, RangeRequest, SqliteStore, Store};
+use shared::store::ReadingStore;
+use shared::store::{Order, RangeRequest, SqliteStore};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -6,7 +6,8 @@
 use integration_tests::{dynalite, expire_raw_before, fresh_store, RawItems};
 use serde_json::Value;
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Span, TimeRange, Timestamp};
-use shared::store::{Order, RangeRequest, Retention, Store};
+use shared::store::ReadingStore;
+use shared::store::{Order, RangeRequest, Retention};
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ingester-local");

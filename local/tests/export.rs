@@ -9,7 +9,9 @@
 use integration_tests::household::{household, DEVICES};
 use integration_tests::{every_reading, influxd::Influxd, victoria::Victoria};
 use shared::model::{DeviceId, Name, Reading, RoomId};
-use shared::store::{SqliteStore, Store};
+use shared::store::ReadingStore;
+use shared::store::RegistryStore;
+use shared::store::SqliteStore;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -6,6 +6,8 @@ use ingester_local::migrate::Checkpoint;
 use integration_tests::{client, dynalite, moto, table_name};
 use serde_json::Value;
 use shared::model::{DeviceId, Measurement, Name, Reading, RoomId, TimeRange, Timestamp};
+use shared::store::ReadingStore;
+use shared::store::RegistryStore;
 use shared::store::{
     Alerts, DynamoStore, Order, RangeRequest, RegistrySnapshot, SqliteStore, Store,
 };

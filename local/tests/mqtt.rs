@@ -10,6 +10,7 @@
 use integration_tests::local_server::LocalServer;
 use integration_tests::mosquitto::{free_port, Broker};
 use serde_json::Value;
+use shared::store::ReadingStore;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -395,7 +396,7 @@ fn a_broker_restart_is_reconnected_to() {
 async fn a_store_that_fails_loses_nothing_once_it_recovers() {
     use shared::model::{DeviceId, Timestamp};
     use shared::mqtt::subscription::SubscriptionHealth;
-    use shared::store::{SqliteStore, Store};
+    use shared::store::SqliteStore;
     let dir = temp_dir("full");
     let broker = Broker::start(&dir, free_port());
     let store = SqliteStore::open(dir.join("ingester.db")).unwrap();

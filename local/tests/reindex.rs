@@ -6,7 +6,8 @@
 use integration_tests::{client, dynalite, table_name, RawItems};
 use serde_json::Value;
 use shared::model::{DeviceId, Measurement, Reading, RoomId, TimeRange, Timestamp};
-use shared::store::{DynamoStore, Indexes, Order, RangeRequest, Store};
+use shared::store::ReadingStore;
+use shared::store::{DynamoStore, Indexes, Order, RangeRequest};
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ingester-local");

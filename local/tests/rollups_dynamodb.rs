@@ -10,7 +10,9 @@ use serde_json::Value;
 use shared::api::RouteSet;
 use shared::domain::aggregate::rollup::spans;
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Span, TimeRange, Timestamp};
-use shared::store::{DynamoStore, Store};
+use shared::store::DynamoStore;
+use shared::store::ReadingStore;
+use shared::store::RollupStore;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ingester-local");

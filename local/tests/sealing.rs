@@ -5,7 +5,8 @@
 
 use rusqlite::{params, Connection};
 use shared::model::{DeviceId, TimeRange, Timestamp};
-use shared::store::{Order, RangeRequest, SqliteStore, Store};
+use shared::store::ReadingStore;
+use shared::store::{Order, RangeRequest, SqliteStore};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

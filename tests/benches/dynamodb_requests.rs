@@ -7,7 +7,8 @@
 use integration_tests::fault_proxy::{Fault, FaultProxy};
 use integration_tests::{client, moto, table_name};
 use shared::model::{DeviceId, Measurement, Reading, Timestamp};
-use shared::store::{DynamoStore, Store};
+use shared::store::DynamoStore;
+use shared::store::ReadingStore;
 use std::time::Instant;
 
 fn readings(n: usize, offset: i64) -> Vec<Reading> {

@@ -18,7 +18,8 @@ use serde_json::Value;
 use shared::api::{App, RouteSet};
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
 use shared::rollups::Upkeep;
-use shared::store::{DynamoStore, RollupWrites, Store};
+use shared::store::ReadingStore;
+use shared::store::{DynamoStore, RollupWrites};
 use std::time::{Duration, Instant};
 
 /// 2025-11-01T00:00:00Z: a year that ends before now.

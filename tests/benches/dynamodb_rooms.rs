@@ -14,7 +14,8 @@ use integration_tests::{answer, api_event, app, client, dynalite, handle, stream
 use serde_json::Value;
 use shared::api::{App, RouteSet};
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
-use shared::store::{DynamoStore, Indexes, Store};
+use shared::store::ReadingStore;
+use shared::store::{DynamoStore, Indexes};
 use std::time::{Duration, Instant};
 
 /// 2025-11-01T00:00:00Z.

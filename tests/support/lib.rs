@@ -19,6 +19,7 @@ use shared::api::{Access, App, BearerToken, RouteSet};
 use shared::aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use shared::aws_lambda_events::encodings::Body;
 use shared::store::DynamoStore;
+use shared::store::ReadingStore;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -103,7 +104,6 @@ pub async fn write_all<S: shared::store::Store>(store: &S, readings: &[shared::m
 /// A fresh dynalite table holding `readings`, with the registry the registry
 /// function would keep for them (the Lambda binaries' tests).
 pub async fn dynalite_table_with(hint: &str, readings: &[shared::model::Reading]) -> DynamoStore {
-    use shared::store::Store;
     let store = fresh_store(&dynalite(), hint).await;
     assert!(store.write_readings(readings).await.unwritten.is_empty());
     let plan = shared::domain::registry::plan(readings.iter().enumerate());
@@ -482,7 +482,6 @@ macro_rules! on_every_store {
 /// Writes a batch of readings to a table and runs both stream functions
 /// (registry, rollups and blocks) over it, as the table's stream would.
 pub async fn write_through_stream_functions(store: &DynamoStore, batch: &[shared::model::Reading]) {
-    use shared::store::Store;
     assert!(store.write_readings(batch).await.unwritten.is_empty());
     let event = stream_event_for(batch);
     assert!(shared::stream::handle(store, event.clone())

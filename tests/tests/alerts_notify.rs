@@ -35,7 +35,7 @@ fn bedroom(at: Timestamp, celsius: f64) -> Reading {
 
 async fn write<S: Store>(store: &S, readings: &[Reading]) {
     assert!(store.write_readings(readings).await.unwritten.is_empty());
-    if !store.registry_follows_writes() {
+    if !store.capabilities().registry_follows_writes {
         let plan = shared::domain::registry::plan(readings.iter().enumerate());
         assert!(shared::registry::apply(store, &plan).await.is_empty());
     }

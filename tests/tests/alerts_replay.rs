@@ -90,7 +90,7 @@ async fn the_household_questions_fire_and_resolve_when_they_should<S: TestStore>
     let store = S::fresh("alerts-replay").await;
     let readings = readings();
     assert!(store.write_readings(&readings).await.unwritten.is_empty());
-    if !store.registry_follows_writes() {
+    if !store.capabilities().registry_follows_writes {
         let plan = shared::domain::registry::plan(readings.iter().enumerate());
         assert!(shared::registry::apply(&store, &plan).await.is_empty());
     }
@@ -221,7 +221,7 @@ async fn the_replay_equals_vmalert_s<S: TestStore>() {
     let store = S::fresh("alerts-vmalert").await;
     let readings = readings();
     assert!(store.write_readings(&readings).await.unwritten.is_empty());
-    if !store.registry_follows_writes() {
+    if !store.capabilities().registry_follows_writes {
         let plan = shared::domain::registry::plan(readings.iter().enumerate());
         assert!(shared::registry::apply(&store, &plan).await.is_empty());
     }

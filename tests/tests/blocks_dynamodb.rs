@@ -13,7 +13,8 @@ use proptest::prelude::*;
 use serde_json::Value;
 use shared::api::{App, ReadAccess, RouteSet};
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Span, Timestamp};
-use shared::store::{DynamoStore, Retention, Store};
+use shared::store::ReadingStore;
+use shared::store::{DynamoStore, Retention};
 
 const HOUR: i64 = 3_600_000;
 

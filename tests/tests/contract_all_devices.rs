@@ -9,6 +9,7 @@ use serde_json::Value;
 use shared::api::{App, RouteSet};
 use shared::keys::{shard_of, DEFAULT_SHARDS};
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
+use shared::store::ReadingStore;
 use shared::store::{DynamoStore, Store};
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -11,6 +11,7 @@ use serde_dynamo::AttributeValue;
 use serde_json::{json, Value};
 use shared::api::{App, RouteSet};
 use shared::model::{Reading, Timestamp};
+use shared::store::RegistryStore;
 use shared::store::{now_epoch_seconds, SqliteStore, Store};
 
 const DAY_MS: i64 = 86_400_000;
@@ -90,7 +91,7 @@ async fn readings_expire_after_the_retention_and_reads_hide_them<S: TestStore>()
     // them in the write transaction, the expired reading's day is still
     // answered from its rollup. On DynamoDB nothing rolled the readings up
     // here (no stream), so they answer, and the expired one is hidden.
-    let (expected, source) = if app.store.registry_follows_writes() {
+    let (expected, source) = if app.store.capabilities().registry_follows_writes {
         (2, "rollups+raw")
     } else {
         (1, "raw")

@@ -9,6 +9,7 @@ use proptest::prelude::*;
 use serde_json::Value;
 use shared::api::{App, RouteSet};
 use shared::model::{DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
+use shared::store::ReadingStore;
 use shared::store::{DynamoStore, SqliteStore, Store};
 use std::collections::BTreeSet;
 

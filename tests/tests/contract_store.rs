@@ -8,7 +8,9 @@ use serde_dynamo::{AttributeValue, Item};
 use shared::keys::Position;
 use shared::model::{DeviceId, Measurement, Reading, RoomId, TimeRange, Timestamp};
 use shared::store::DynamoStore;
-use shared::store::{DeviceUpdate, Order, RangeRequest, RoomUpdate, Store};
+use shared::store::ReadingStore;
+use shared::store::RegistryStore;
+use shared::store::{DeviceUpdate, Order, RangeRequest, RoomUpdate};
 use std::collections::{BTreeSet, HashMap};
 
 fn ts(s: &str) -> Timestamp {

@@ -42,7 +42,7 @@ async fn post<S: Store>(app: &App<S>, readings: &[Value]) {
         );
         assert_eq!(status, 200, "{answer}");
     }
-    if !app.store.registry_follows_writes() {
+    if !app.store.capabilities().registry_follows_writes {
         // DynamoDB: the registry function's part, from the table's stream.
         let readings: Vec<Reading> = readings
             .iter()

@@ -16,7 +16,7 @@ use shared::api::RouteSet;
 use shared::config::{Config, StoreConfig};
 use shared::model::{DeviceId, Measurement, Reading, Timestamp};
 use shared::rollups::Upkeep;
-use shared::store::Store;
+use shared::store::ReadingStore;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -10,7 +10,8 @@ use integration_tests::{
 };
 use serde_json::{json, Value};
 use shared::api::{App, RouteSet};
-use shared::store::{DynamoStore, Store};
+use shared::store::DynamoStore;
+use shared::store::RegistryStore;
 use std::collections::HashMap;
 
 async fn get(app: &App<DynamoStore>, path: &str, query: &[(&str, &str)]) -> Value {

@@ -33,7 +33,7 @@ async fn load<S: Store>(store: &S, readings: &[Reading]) {
     for chunk in readings.chunks(1000) {
         assert!(store.write_readings(chunk).await.unwritten.is_empty());
     }
-    if !store.registry_follows_writes() {
+    if !store.capabilities().registry_follows_writes {
         let plan = shared::domain::registry::plan(readings.iter().enumerate());
         assert!(shared::registry::apply(store, &plan).await.is_empty());
     }

@@ -10,7 +10,8 @@ use integration_tests::{answer, api_event, app, handle};
 use serde_json::Value;
 use shared::api::RouteSet;
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
-use shared::store::{SqliteStore, Store};
+use shared::store::ReadingStore;
+use shared::store::SqliteStore;
 use std::collections::BTreeSet;
 
 const DEVICES: usize = 100_000;

@@ -7,7 +7,8 @@ use integration_tests::{
 };
 use shared::api::RouteSet;
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Timestamp};
-use shared::store::{SqliteStore, Store};
+use shared::store::ReadingStore;
+use shared::store::SqliteStore;
 
 /// As a device meets it: a 503 whose error names every reading of the batch
 /// as unwritten, and nothing of it stored.

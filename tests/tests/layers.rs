@@ -532,3 +532,45 @@ fn every_crate_and_function_is_in_the_architecture() {
         );
     }
 }
+
+/// The storage interface is in parts by what their callers need (readings,
+/// rollups, registry, alerts), each small enough to read at once; what an
+/// engine does on its own is one value (`Capabilities`), not a flag each.
+#[test]
+fn the_storage_interface_is_in_small_parts() {
+    let src = repo().join("shared/storage/src");
+    let mut parts = BTreeMap::new();
+    for file in sources(&src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, _) in text.match_indices("\npub trait ") {
+            let rest = &text[i + "\npub trait ".len()..];
+            let name: String = rest.chars().take_while(|c| c.is_alphanumeric()).collect();
+            let body = &rest[..rest.find("\n}\n").expect("a trait's end")];
+            let methods = body.matches("\n    fn ").count();
+            parts.insert(name, methods);
+        }
+    }
+    for part in [
+        "ReadingStore",
+        "RollupStore",
+        "RegistryStore",
+        "Alerts",
+        "Store",
+    ] {
+        let methods = parts
+            .get(part)
+            .unwrap_or_else(|| panic!("no trait {part}: {parts:?}"));
+        assert!(*methods < 12, "{part} has {methods} methods");
+        assert!(*methods >= 1, "{part} read as empty");
+    }
+    let store = &parts["Store"];
+    assert_eq!(*store, 1, "Store is its parts and `capabilities`");
+    for flag in [
+        "fn registry_follows_writes",
+        "fn answers_from_rollups",
+        "fn indexes(",
+    ] {
+        let found = offenders("shared/storage/src", &[flag]);
+        assert!(found.is_empty(), "a flag of its own: {found:?}");
+    }
+}

@@ -10,6 +10,9 @@ use proptest::prelude::*;
 use shared::domain::aggregate::{Bucketing, Width};
 use shared::model::{DeviceId, Measurement, Quantity, Reading, RoomId, TimeRange, Timestamp};
 use shared::query::{self, Partition, Source, StatsQuery};
+use shared::store::ReadingStore;
+use shared::store::RegistryStore;
+use shared::store::RollupStore;
 use shared::store::{SqliteStore, Store};
 
 const T0: i64 = 1_795_219_200_000; // 2026-11-21T00:00:00Z

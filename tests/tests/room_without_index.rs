@@ -9,7 +9,9 @@
 
 use integration_tests::{client, dynalite, stream_event_for, table_name, RawItems};
 use shared::model::{DeviceId, Measurement, Quantity, Reading, RoomId, TimeRange, Timestamp};
-use shared::store::{DynamoStore, Indexes, Order, RangeRequest, Store};
+use shared::store::ReadingStore;
+use shared::store::RegistryStore;
+use shared::store::{DynamoStore, Indexes, Order, RangeRequest};
 
 const T0: i64 = 1_795_219_200_000; // 2026-11-21T00:00:00Z
 const HOUR: i64 = 3_600_000;

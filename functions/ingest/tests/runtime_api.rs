@@ -5,7 +5,8 @@ use integration_tests::runtime_api::Runtime;
 use integration_tests::{dynalite, fresh_store};
 use serde_json::{json, Value};
 use shared::model::{TimeRange, Timestamp};
-use shared::store::{Order, RangeRequest, Store};
+use shared::store::ReadingStore;
+use shared::store::{Order, RangeRequest};
 
 fn event(name: &str) -> Value {
     let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));

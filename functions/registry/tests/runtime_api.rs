@@ -4,7 +4,7 @@
 use integration_tests::runtime_api::Runtime;
 use integration_tests::{dynalite, fresh_store};
 use serde_json::{json, Value};
-use shared::store::Store;
+use shared::store::RegistryStore;
 
 #[tokio::test]
 async fn the_registry_binary_applies_the_sample_stream_event() {

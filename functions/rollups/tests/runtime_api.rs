@@ -6,7 +6,8 @@ use integration_tests::runtime_api::Runtime;
 use integration_tests::{dynalite, fresh_store};
 use serde_json::{json, Value};
 use shared::model::{Reading, Span, TimeRange, Timestamp};
-use shared::store::Store;
+use shared::store::ReadingStore;
+use shared::store::RollupStore;
 
 fn events(name: &str) -> Value {
     let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));

@@ -93,7 +93,7 @@ pub async fn search<S: Store, O: Owner>(
     Id(id): Id<O>,
     Params(p): Params<SearchParams>,
 ) -> Answer {
-    if !app.store.indexes().box_search {
+    if !app.store.capabilities().indexes.box_search {
         return Err(ApiError::IndexDisabled {
             what: "box search",
             setting: "BoxSearch",
@@ -335,7 +335,7 @@ pub async fn all_readings<S: Store>(
     State(app): AppState<S>,
     Params(p): Params<RangeParams>,
 ) -> Answer {
-    if !app.store.indexes().all_devices {
+    if !app.store.capabilities().indexes.all_devices {
         return Err(ApiError::IndexDisabled {
             what: "the all-devices feed",
             setting: "AllDevicesFeed",

@@ -6,21 +6,14 @@
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, ReturnConsumedCapacity, WriteRequest};
 use aws_sdk_dynamodb::Client;
-use domain::aggregate::rollup::Rollup;
-use domain::model::{DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
-use futures_util::StreamExt;
+use domain::model::{DeviceId, RoomId, TimeRange};
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::time::Duration;
-use storage::keys::zorder::ZKey;
-use storage::keys::{
-    self, attr, ALL_TIME_INDEX, DEVICE_PARTITION, DEVICE_Z_INDEX, READING_PREFIX, ROOM_PARTITION,
-    ROOM_TIME_INDEX, ROOM_Z_INDEX,
-};
+use storage::keys::{self, attr, ALL_TIME_INDEX, ROOM_TIME_INDEX};
 use storage::{
-    now_epoch_seconds, Deduped, DeviceListRequest, DevicePage, DeviceRecord, DeviceUpdate, Expiry,
-    Indexes, Order, Page, RangeRequest, RegistrySnapshot, Retention, RoomListRequest, RoomPage,
-    RoomRecord, RoomUpdate, Store, StoreError, WriteReport, ZIndex, ZPage, ZRangeRequest,
+    now_epoch_seconds, Capabilities, Expiry, Indexes, Order, Page, RangeRequest, Retention, Store,
+    StoreError,
 };
 
 mod alerts;
@@ -28,19 +21,21 @@ mod blocks;
 mod calls;
 pub mod item;
 mod presence;
+mod reading_store;
 mod registry;
 mod registry_pages;
+mod registry_store;
 mod reindex;
 mod rollup_spans;
+mod rollup_store;
 mod rollups;
 mod upkeep;
 pub use rollup_spans::DynamoSpans;
 pub mod size;
 mod table;
 
+use item::decode_reading;
 pub use item::reading_item;
-use item::{decode_reading, DeviceItem, RoomItem};
-use registry::{device_sets, RegistryWrite};
 
 use calls::Request;
 pub use calls::{CallPolicy, DeadlineExceeded};
@@ -512,356 +507,11 @@ fn page_of(items: Vec<Item>, more: bool) -> Result<Page, StoreError> {
 }
 
 impl Store for DynamoStore {
-    fn indexes(&self) -> Indexes {
-        self.indexes
-    }
-
-    fn answers_from_rollups(&self) -> bool {
-        self.rollup_lag.is_some()
-    }
-
-    async fn rollup_coverage(&self, devices: &[DeviceId]) -> Result<Option<TimeRange>, StoreError> {
-        Ok(self.rollup_cover(devices).await?.map(|(r, _)| r))
-    }
-
-    async fn rollup_cover(
-        &self,
-        devices: &[DeviceId],
-    ) -> Result<Option<(TimeRange, Timestamp)>, StoreError> {
-        calls::operation(&self.policy, async { self.coverage(devices).await }).await
-    }
-
-    async fn rollups(
-        &self,
-        device: &DeviceId,
-        span: Span,
-        range: &TimeRange,
-    ) -> Result<Vec<Rollup>, StoreError> {
-        calls::operation(&self.policy, async {
-            self.read_rollups(device, span, range).await
-        })
-        .await
-    }
-
-    async fn write_readings(&self, readings: &[Reading]) -> WriteReport {
-        calls::operation(&self.policy, async {
-            let deduped = Deduped::new(readings);
-            let expiry = self.expiry();
-            let items: Vec<(usize, Item)> = deduped
-                .winners
-                .iter()
-                .enumerate()
-                .map(|(slot, &i)| {
-                    (
-                        slot,
-                        reading_item(&readings[i], &expiry, self.shards, self.indexes),
-                    )
-                })
-                .collect();
-            let mut chunks = Vec::with_capacity(items.len().div_ceil(BATCH_WRITE_MAX));
-            let mut iter = items.into_iter().peekable();
-            while iter.peek().is_some() {
-                chunks.push(iter.by_ref().take(BATCH_WRITE_MAX).collect::<Vec<_>>());
-            }
-            let results: Vec<Vec<usize>> = futures_util::stream::iter(chunks)
-                .map(|chunk| self.write_chunk(chunk))
-                .buffer_unordered(self.policy.chunk_concurrency.max(1))
-                .collect()
-                .await;
-            let failed: Vec<usize> = results.into_iter().flatten().collect();
-            deduped.report(&failed)
-        })
-        .await
-    }
-
-    async fn device_readings(
-        &self,
-        device: &DeviceId,
-        request: &RangeRequest,
-    ) -> Result<Page, StoreError> {
-        calls::operation(&self.policy, Box::pin(self.device_page(device, request))).await
-    }
-
-    async fn room_readings(
-        &self,
-        room: &RoomId,
-        request: &RangeRequest,
-    ) -> Result<Page, StoreError> {
-        calls::operation(&self.policy, async {
-            if !self.indexes.room_time {
-                return Box::pin(self.room_from_devices(room, request)).await;
-            }
-            let Some(cutoff) = self.raw_cutoff().filter(|c| request.range.from() < *c) else {
-                return self.room_index_page(room, request).await;
-            };
-            // Before the cutoff, the room's devices' blocks; after it, the index.
-            let devices: Vec<DeviceId> = match self.room(room).await? {
-                Some(r) => r.devices.into_iter().collect(),
-                None => Vec::new(),
-            };
-            let before = TimeRange::new(request.range.from(), request.range.to().min(cutoff)).ok();
-            let after = TimeRange::new(request.range.from().max(cutoff), request.range.to()).ok();
-            let mut parts = [(true, before), (false, after)];
-            if request.order == Order::Desc {
-                parts.reverse();
-            }
-            let mut readings = Vec::new();
-            for (old, part) in parts {
-                let Some(part) = part else { continue };
-                if readings.len() == request.limit {
-                    return Ok(Page::of(readings, true));
-                }
-                let mut sub = RangeRequest {
-                    range: part,
-                    order: request.order,
-                    limit: request.limit - readings.len(),
-                    after: request.after.clone(),
-                };
-                let page = if old {
-                    Box::pin(self.room_before_cutoff(room, &sub, &devices)).await?
-                } else {
-                    // The index's start key must lie in the part's range.
-                    if let Some(p) = &sub.after {
-                        let (skip, drop) = match request.order {
-                            Order::Asc => (p.timestamp >= part.to(), p.timestamp < part.from()),
-                            Order::Desc => (p.timestamp < part.from(), p.timestamp >= part.to()),
-                        };
-                        if skip {
-                            continue;
-                        }
-                        if drop {
-                            sub.after = None;
-                        }
-                    }
-                    self.room_index_page(room, &sub).await?
-                };
-                let more = page.next.is_some();
-                readings.extend(page.readings);
-                if more {
-                    return Ok(Page::of(readings, true));
-                }
-            }
-            Ok(Page::of(readings, false))
-        })
-        .await
-    }
-
-    async fn all_readings(&self, request: &RangeRequest) -> Result<Page, StoreError> {
-        calls::operation(&self.policy, async {
-            let pages = futures_util::future::try_join_all(
-                (1..=self.shards).map(|shard| self.shard_readings(shard, request)),
-            )
-            .await?;
-            Ok(storage::merge_pages(pages, request))
-        })
-        .await
-    }
-
-    async fn z_range(
-        &self,
-        index: ZIndex<'_>,
-        request: &ZRangeRequest<'_>,
-    ) -> Result<ZPage, StoreError> {
-        calls::operation(&self.policy, async {
-            let (index_name, part_attr, part_value) = match index {
-                ZIndex::Room(room) => (ROOM_Z_INDEX, attr::ROOM, room.as_str()),
-                ZIndex::Device(device) => (DEVICE_Z_INDEX, attr::PK, keys::reading_pk(device)),
-            };
-            let start = match request.after {
-                None => None,
-                Some(after) => {
-                    // An index's start key is its own key plus the table's.
-                    let (device, t) = after.parts().ok_or_else(|| {
-                        StoreError::Corrupt(format!("z key {:?}", after.as_str()))
-                    })?;
-                    let mut key = Item::with_capacity(4);
-                    key.insert(attr::PK.to_owned(), s(keys::reading_pk(&device)));
-                    key.insert(attr::SK.to_owned(), AttributeValue::S(keys::reading_sk(t)));
-                    key.insert(attr::Z.to_owned(), s(after.as_str()));
-                    key.insert(part_attr.to_owned(), s(part_value));
-                    Some(key)
-                }
-            };
-            let query = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(index_name)
-                .key_condition_expression("#part = :part AND #z BETWEEN :from AND :to")
-                .expression_attribute_names("#part", part_attr)
-                .expression_attribute_names("#z", attr::Z)
-                .expression_attribute_values(":part", s(part_value))
-                .expression_attribute_values(":from", s(request.from.as_str()))
-                .expression_attribute_values(":to", s(request.to.as_str()))
-                .set_exclusive_start_key(start)
-                .limit(request.limit.min(i32::MAX as usize) as i32);
-            let out = unexpired(query)
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                .retried(self)
-                .await
-                .map_err(unavailable)?;
-            metered(out.consumed_capacity());
-            let z_of = |item: &Item| -> Result<ZKey, StoreError> {
-                item.get(attr::Z)
-                    .and_then(|v| v.as_s().ok())
-                    .and_then(|z| ZKey::parse(z))
-                    .ok_or_else(|| StoreError::Corrupt("index item without a valid z".into()))
-            };
-            let items = out
-                .items()
-                .iter()
-                .map(|item| Ok((z_of(item)?, decode_reading(item)?)))
-                .collect::<Result<Vec<_>, StoreError>>()?;
-            Ok(ZPage {
-                items,
-                scanned: out.scanned_count().max(0) as usize,
-                last_read: out.last_evaluated_key().map(z_of).transpose()?,
-            })
-        })
-        .await
-    }
-
-    async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
-        calls::operation(&self.policy, async {
-            let query = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
-                .expression_attribute_names("#pk", attr::PK)
-                .expression_attribute_names("#sk", attr::SK)
-                .expression_attribute_values(":pk", s(keys::reading_pk(device)))
-                .expression_attribute_values(":prefix", s(READING_PREFIX))
-                .scan_index_forward(false);
-            // With a filter, Limit counts items read before filtering: keep reading pages until one passes.
-            let (items, _) = self.query_pages(unexpired(query), 1).await?;
-            match items.first() {
-                Some(item) => decode_reading(item).map(Some),
-                // Silent for longer than the raw window: its newest block.
-                None => Box::pin(self.latest_before_cutoff(device)).await,
-            }
-        })
-        .await
-    }
-
-    async fn load_registry(&self) -> Result<RegistrySnapshot, StoreError> {
-        calls::operation(&self.policy, async {
-            let (devices, rooms) = tokio::try_join!(
-                self.partition::<DeviceItem>(DEVICE_PARTITION),
-                self.partition::<RoomItem>(ROOM_PARTITION)
-            )?;
-            let mut snapshot = RegistrySnapshot::default();
-            for d in devices {
-                let record = d.into_record().map_err(StoreError::Corrupt)?;
-                snapshot.devices.insert(record.device_id.clone(), record);
-            }
-            for r in rooms {
-                let record = r.into_record().map_err(StoreError::Corrupt)?;
-                snapshot.rooms.insert(record.room_id.clone(), record);
-            }
-            Ok(snapshot)
-        })
-        .await
-    }
-
-    async fn device_page(&self, request: &DeviceListRequest) -> Result<DevicePage, StoreError> {
-        calls::operation(&self.policy, self.device_list_page(request)).await
-    }
-
-    async fn room_page(&self, request: &RoomListRequest) -> Result<RoomPage, StoreError> {
-        calls::operation(&self.policy, self.room_list_page(request)).await
-    }
-
-    async fn rooms_of(
-        &self,
-        devices: &[DeviceId],
-    ) -> Result<Vec<(DeviceId, Option<RoomId>)>, StoreError> {
-        calls::operation(&self.policy, self.batch_rooms(devices)).await
-    }
-
-    async fn device(&self, device: &DeviceId) -> Result<Option<DeviceRecord>, StoreError> {
-        calls::operation(&self.policy, async {
-            self.get::<DeviceItem>(DEVICE_PARTITION, device.as_str())
-                .await?
-                .map(|d| d.into_record().map_err(StoreError::Corrupt))
-                .transpose()
-        })
-        .await
-    }
-
-    async fn room(&self, room: &RoomId) -> Result<Option<RoomRecord>, StoreError> {
-        calls::operation(&self.policy, async {
-            self.get::<RoomItem>(ROOM_PARTITION, room.as_str())
-                .await?
-                .map(|r| r.into_record().map_err(StoreError::Corrupt))
-                .transpose()
-        })
-        .await
-    }
-
-    async fn apply_device_update(&self, update: &DeviceUpdate) -> Result<(), StoreError> {
-        calls::operation(&self.policy, async {
-            self.apply_registry_update(RegistryWrite {
-                pk: DEVICE_PARTITION,
-                sk: update.device_id.as_str(),
-                first_seen: update.first_seen,
-                latest: &update.latest,
-                sets: device_sets(update),
-                room: update.room.as_ref(),
-                presence_since: None,
-            })
-            .await
-        })
-        .await
-    }
-
-    async fn set_device_profile(
-        &self,
-        device: &DeviceId,
-        name: Option<&Name>,
-        room: Option<&RoomId>,
-    ) -> Result<(), StoreError> {
-        calls::operation(&self.policy, async {
-            self.set_user_attributes(DEVICE_PARTITION, device.as_str(), name, room)
-                .await
-        })
-        .await
-    }
-
-    async fn set_room_name(&self, room: &RoomId, name: Option<&Name>) -> Result<(), StoreError> {
-        calls::operation(&self.policy, async {
-            self.set_user_attributes(ROOM_PARTITION, room.as_str(), name, None)
-                .await
-        })
-        .await
-    }
-
-    async fn apply_room_update(&self, update: &RoomUpdate) -> Result<(), StoreError> {
-        calls::operation(&self.policy, async {
-            // Presence first: a ROOM item never names a device whose days
-            // are not there yet.
-            self.put_presence(&update.room_id, &update.presence).await?;
-            if !update.record {
-                return Ok(());
-            }
-            // A room first seen by this version: presence is complete from
-            // the next UTC day (readings earlier that day may have gone by
-            // an older registry function).
-            let since = Span::Day.end_of(Span::Day.start_of(update.first_seen));
-            self.apply_registry_update(RegistryWrite {
-                pk: ROOM_PARTITION,
-                sk: update.room_id.as_str(),
-                first_seen: update.first_seen,
-                latest: &update.latest,
-                sets: vec![(
-                    "devices",
-                    update.devices.iter().map(|d| d.to_string()).collect(),
-                )],
-                room: None,
-                presence_since: Some(since),
-            })
-            .await
-        })
-        .await
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            indexes: self.indexes,
+            answers_from_rollups: self.rollup_lag.is_some(),
+            ..Capabilities::default()
+        }
     }
 }

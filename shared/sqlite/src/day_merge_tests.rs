@@ -8,6 +8,8 @@ use super::tests::temp_dir;
 use super::*;
 use domain::model::{Measurement, Quantity};
 use storage::RangeRequest;
+use storage::ReadingStore;
+use storage::RollupStore;
 
 /// 2026-09-01T00:00:00Z: long closed.
 const START: i64 = 1_788_220_800_000;

@@ -30,8 +30,11 @@ mod hour_cache;
 mod names;
 mod periodic;
 mod quiet_wal;
+mod reading_store;
 mod registry;
+mod registry_store;
 mod rollup_spans;
+mod rollup_store;
 mod upkeep;
 mod wal_index;
 pub use backup::{
@@ -47,17 +50,13 @@ mod series;
 mod upgrade;
 mod write;
 
-use domain::aggregate::rollup::{Rollup, Tally};
-use domain::aggregate::rollup_counters::RollupCounters;
 use storage::format::billing;
 use storage::{
-    metering, now_epoch_seconds, Deduped, DeviceListRequest, DevicePage, DeviceRecord,
-    DeviceUpdate, Order, Page, RangeRequest, RegistrySnapshot, Retention, RoomListRequest,
-    RoomPage, RoomRecord, RoomUpdate, SealedPage, Store, StoreError, WriteReport, ZIndex, ZPage,
-    ZRangeRequest,
+    metering, now_epoch_seconds, Capabilities, Deduped, Order, Page, RangeRequest, Retention,
+    SealedPage, Store, StoreError, WriteReport, ZIndex, ZPage, ZRangeRequest,
 };
 
-use domain::model::{ClimateBox, DeviceId, Name, Reading, RoomId, Span, TimeRange, Timestamp};
+use domain::model::{ClimateBox, DeviceId, Reading, RoomId, Span, TimeRange, Timestamp};
 use rows::Bounds;
 use rusqlite::config::DbConfig;
 use rusqlite::Connection;
@@ -827,230 +826,12 @@ impl Index {
 }
 
 impl Store for SqliteStore {
-    fn registry_follows_writes(&self) -> bool {
-        true
-    }
-
-    fn answers_from_rollups(&self) -> bool {
-        self.rollup_reads
-    }
-
-    async fn rollup_coverage(
-        &self,
-        _devices: &[DeviceId],
-    ) -> Result<Option<TimeRange>, StoreError> {
-        // Kept in the readings' own write transaction: always complete.
-        Ok(self
-            .rollup_reads
-            .then(|| TimeRange::new(Timestamp::MIN, Timestamp::MAX).expect("MIN < MAX")))
-    }
-
-    async fn rollups(
-        &self,
-        device: &DeviceId,
-        span: Span,
-        range: &TimeRange,
-    ) -> Result<Vec<Rollup>, StoreError> {
-        let (range, cache) = (*range, self.hours.clone());
-        self.metered_rollups(device, (span, &range), move |conn, id, device, sized| {
-            rollups::within(conn, (id, device), span, &range, sized, Some(&cache))
-        })
-        .await
-    }
-
-    async fn rollup_tallies(
-        &self,
-        device: &DeviceId,
-        span: Span,
-        range: &TimeRange,
-        room: Option<&RoomId>,
-    ) -> Result<Vec<(Timestamp, Option<Tally>)>, StoreError> {
-        let (range, room, cache) = (*range, room.cloned(), self.hours.clone());
-        self.metered_rollups(device, (span, &range), move |conn, id, device, sized| {
-            let mut bytes = 0;
-            let sized = sized.map(|len| (len, &mut bytes));
-            let found = match span {
-                Span::Day => rollups::day_tallies_within(conn, id, &range, room.as_ref(), sized)?,
-                Span::Hour => rollups::hour_tallies_within(
-                    conn,
-                    (id, device),
-                    &range,
-                    room.as_ref(),
-                    sized,
-                    Some(&cache),
-                )?,
-            };
-            Ok((found, bytes))
-        })
-        .await
-    }
-
-    async fn rollup_counters(
-        &self,
-        device: &DeviceId,
-        span: Span,
-        range: &TimeRange,
-    ) -> Result<Vec<RollupCounters>, StoreError> {
-        let (range, cache) = (*range, self.hours.clone());
-        self.metered_rollups(device, (span, &range), move |conn, id, device, sized| {
-            let mut bytes = 0;
-            let sized = sized.map(|len| (len, &mut bytes));
-            let found = rollups::counters_within(conn, (id, device), span, &range, sized, &cache)?;
-            Ok((found, bytes))
-        })
-        .await
-    }
-
-    async fn write_readings(&self, readings: &[Reading]) -> WriteReport {
-        self.write_owned_readings(readings.to_vec()).await
-    }
-
-    async fn write_owned_readings(&self, readings: Vec<Reading>) -> WriteReport {
-        self.writing(move |w| write_readings_with(w, &readings, Timestamp::now().millis()))
-            .await
-    }
-
-    async fn device_readings(
-        &self,
-        device: &DeviceId,
-        request: &RangeRequest,
-    ) -> Result<Page, StoreError> {
-        self.device_readings_now(device, request)
-            .inspect(meter_page)
-    }
-
-    async fn room_readings(
-        &self,
-        room: &RoomId,
-        request: &RangeRequest,
-    ) -> Result<Page, StoreError> {
-        self.room_readings_now(room, request).inspect(meter_page)
-    }
-
-    async fn all_readings(&self, request: &RangeRequest) -> Result<Page, StoreError> {
-        self.all_readings_now(request).inspect(meter_page)
-    }
-
-    async fn z_range(
-        &self,
-        index: ZIndex<'_>,
-        request: &ZRangeRequest<'_>,
-    ) -> Result<ZPage, StoreError> {
-        let index = Index::of(index);
-        let (from, to, after, limit): (ZKey, ZKey, Option<ZKey>, usize) = (
-            request.from.clone(),
-            request.to.clone(),
-            request.after.cloned(),
-            request.limit,
-        );
-        self.blocking(move |s| {
-            let request = ZRangeRequest {
-                from: &from,
-                to: &to,
-                after: after.as_ref(),
-                limit,
-            };
-            s.z_range_now(&index, &request)
-        })
-        .await
-        .inspect(|page| meter_index_read(&page.items, page.scanned))
-    }
-
-    async fn sealed_in_box(
-        &self,
-        index: ZIndex<'_>,
-        inside: &ClimateBox,
-        after: Option<&ZKey>,
-        limit: usize,
-    ) -> Result<SealedPage, StoreError> {
-        let (index, inside, after) = (Index::of(index), *inside, after.cloned());
-        self.blocking(move |s| s.sealed_in_box_now(&index, &inside, after.as_ref(), limit))
-            .await
-            .inspect(|page| meter_index_read(&page.items, page.decoded))
-    }
-
-    async fn latest_reading(&self, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
-        self.latest_reading_now(device)
-    }
-
-    async fn load_registry(&self) -> Result<RegistrySnapshot, StoreError> {
-        self.blocking(|s| s.read(registry::load)).await
-    }
-
-    async fn device_page(&self, request: &DeviceListRequest) -> Result<DevicePage, StoreError> {
-        self.read(|conn| registry::device_page(conn, request))
-    }
-
-    async fn room_page(&self, request: &RoomListRequest) -> Result<RoomPage, StoreError> {
-        self.read(|conn| registry::room_page(conn, request))
-    }
-
-    async fn rooms_of(
-        &self,
-        devices: &[DeviceId],
-    ) -> Result<Vec<(DeviceId, Option<RoomId>)>, StoreError> {
-        self.read(|conn| registry::rooms_of(conn, devices))
-    }
-
-    async fn device(&self, device: &DeviceId) -> Result<Option<DeviceRecord>, StoreError> {
-        self.read(|conn| registry::device(conn, device))
-    }
-
-    async fn room(&self, room: &RoomId) -> Result<Option<RoomRecord>, StoreError> {
-        self.read(|conn| registry::room(conn, room))
-    }
-
-    async fn apply_device_update(&self, update: &DeviceUpdate) -> Result<(), StoreError> {
-        let update = update.clone();
-        self.writing(move |w| {
-            write_with(w, |tx, names, cache| {
-                registry::apply_device(tx, names, &mut cache.registry, &update)
-            })
-        })
-        .await
-    }
-
-    async fn set_device_profile(
-        &self,
-        device: &DeviceId,
-        name: Option<&Name>,
-        room: Option<&RoomId>,
-    ) -> Result<(), StoreError> {
-        let (device, name, room) = (device.clone(), name.cloned(), room.cloned());
-        self.writing(move |w| {
-            write_with(w, |tx, names, cache| {
-                let records = &mut cache.registry;
-                registry::set_device_profile(
-                    tx,
-                    names,
-                    records,
-                    &device,
-                    name.as_ref(),
-                    room.as_ref(),
-                )
-            })
-        })
-        .await
-    }
-
-    async fn set_room_name(&self, room: &RoomId, name: Option<&Name>) -> Result<(), StoreError> {
-        let (room, name) = (room.clone(), name.cloned());
-        self.writing(move |w| {
-            write_with(w, |tx, names, cache| {
-                registry::set_room_name(tx, names, &mut cache.registry, &room, name.as_ref())
-            })
-        })
-        .await
-    }
-
-    async fn apply_room_update(&self, update: &RoomUpdate) -> Result<(), StoreError> {
-        let update = update.clone();
-        self.writing(move |w| {
-            write_with(w, |tx, names, cache| {
-                registry::apply_room(tx, names, &mut cache.registry, &update)
-            })
-        })
-        .await
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            registry_follows_writes: true,
+            answers_from_rollups: self.rollup_reads,
+            ..Capabilities::default()
+        }
     }
 }
 

@@ -6,9 +6,12 @@
 
 use super::*;
 use domain::aggregate::rollup::spans;
+use domain::aggregate::rollup_counters::RollupCounters;
 use domain::model::{Measurement, Quantity, Span};
 use proptest::prelude::*;
 use storage::keys::zorder::ZKey;
+use storage::ReadingStore;
+use storage::RollupStore;
 
 /// 2026-09-01T00:00:00Z: long closed.
 const START: i64 = 1_788_220_800_000;

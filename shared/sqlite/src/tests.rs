@@ -1,6 +1,9 @@
 use super::*;
-use domain::model::{Measurement, Quantity, Timestamp};
+use domain::model::{Measurement, Name, Quantity, Timestamp};
 use std::collections::BTreeSet;
+use storage::ReadingStore;
+use storage::RegistryStore;
+use storage::RollupStore;
 
 fn at(minute: i64) -> Timestamp {
     Timestamp::from_millis(1_795_219_200_000 + minute * 60_000).unwrap()

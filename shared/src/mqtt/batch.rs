@@ -105,7 +105,7 @@ mod tests {
     use domain::model::{DeviceId, Quantity};
     use sqlite::SqliteStore;
     use std::time::Duration;
-    use storage::{Order, RangeRequest};
+    use storage::{Order, RangeRequest, ReadingStore};
 
     /// Each message's outcome is its own: a bad message between good ones is
     /// rejected alone, the good ones' readings are all stored (a message of

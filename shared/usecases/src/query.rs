@@ -262,7 +262,7 @@ async fn plan<S: Store>(
     q: &StatsQuery,
 ) -> Result<Vec<Segment>, StoreError> {
     let all_raw = vec![Segment::Raw(q.range)];
-    if !store.answers_from_rollups() {
+    if !store.capabilities().answers_from_rollups {
         return Ok(all_raw);
     }
     let Some((cover, days_until)) = store.rollup_cover(devices).await? else {
@@ -291,7 +291,7 @@ pub async fn stats<S: Store>(
     // A room's rollups are its devices' (each reading counts in the room it named).
     let devices: Vec<DeviceId> = match &partition {
         Partition::Device(device) => vec![(*device).clone()],
-        Partition::Room(room) if store.answers_from_rollups() => store
+        Partition::Room(room) if store.capabilities().answers_from_rollups => store
             .room(room)
             .await?
             .map(|r| r.devices.into_iter().collect())

@@ -193,7 +193,7 @@ pub async fn write<S: Store>(
             unwritten: Vec::new(),
         };
     }
-    let rooms = if store.registry_follows_writes() {
+    let rooms = if store.capabilities().registry_follows_writes {
         registry.rooms_in(&readings)
     } else {
         Vec::new()
@@ -203,7 +203,7 @@ pub async fn write<S: Store>(
         items_written,
         duplicates,
     } = store.write_owned_readings(readings).await;
-    if store.registry_follows_writes() && items_written > 0 {
+    if store.capabilities().registry_follows_writes && items_written > 0 {
         registry.wrote(rooms);
     }
     Written {
