@@ -574,3 +574,62 @@ fn the_storage_interface_is_in_small_parts() {
         assert!(found.is_empty(), "a flag of its own: {found:?}");
     }
 }
+
+/// The edges (HTTP, MQTT, the stream and schedule handlers) reach storage
+/// only through the use cases: no edge calls an operation of the storage
+/// interface itself, outside its tests.
+#[test]
+fn edges_reach_storage_through_the_use_cases() {
+    let mut operations = BTreeSet::new();
+    for file in sources(&repo().join("shared/storage/src")) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, _) in text.match_indices("\npub trait ") {
+            let rest = &text[i..];
+            let body = &rest[..rest.find("\n}\n").expect("a trait's end")];
+            for (j, _) in body.match_indices("\n    fn ") {
+                let name: String = body[j + "\n    fn ".len()..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                // One-word names (`device`, `room`) are also the model's
+                // accessors; the rest name storage alone.
+                if name.contains('_')
+                    || ["deliveries", "delivered", "capabilities"].contains(&name.as_str())
+                {
+                    operations.insert(format!(".{name}("));
+                }
+            }
+        }
+    }
+    assert!(operations.contains(".write_readings(") && operations.contains(".alert_rules("));
+    let mut found = Vec::new();
+    for dir in [
+        "shared/api/src",
+        "shared/src/mqtt",
+        "shared/src/stream",
+        "shared/src/schedule",
+    ] {
+        for file in sources(&repo().join(dir)) {
+            let name = file.strip_prefix(repo()).unwrap().display().to_string();
+            if name.ends_with("tests.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            // Up to its unit tests (`#[cfg(test)]` or `#[cfg(all(test, ...))]`).
+            let code = text.split("\nmod tests {").next().unwrap();
+            for (n, line) in code.lines().enumerate() {
+                let line = line.split("//").next().unwrap();
+                for op in &operations {
+                    if line.contains(op.as_str()) {
+                        found.push(format!("{name}:{}: {}", n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "an edge calls the store:\n{}",
+        found.join("\n")
+    );
+}

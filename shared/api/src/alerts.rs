@@ -8,11 +8,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use domain::alerts::delivery::statuses;
 use domain::alerts::{Rule, RuleName};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use storage::Store;
+use usecases::alerts::rules as alert_rules;
 use usecases::ingest::IngestError;
 
 type AppState<S> = State<Arc<App<S>>>;
@@ -28,8 +28,7 @@ fn rule_json(name: &str, text: &str) -> Value {
 
 /// `GET /alerts/rules`: every rule, by name.
 pub async fn rules<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> Answer {
-    let mut rules = app.store.alert_rules().await?;
-    rules.sort();
+    let rules = alert_rules::rules(&app.store).await?;
     let rules: Vec<Value> = rules.iter().map(|(n, r)| rule_json(n, r)).collect();
     Ok(Json(json!({ "rules": rules })).into_response())
 }
@@ -40,12 +39,10 @@ pub async fn rule<S: Store>(
     Id(name): Id<RuleName>,
     _: Params<NoParams>,
 ) -> Answer {
-    let rules = app.store.alert_rules().await?;
-    let (n, r) = rules
-        .iter()
-        .find(|(n, _)| n == name.as_str())
+    let (n, r) = alert_rules::rule(&app.store, name.as_str())
+        .await?
         .ok_or_else(|| ApiError::NotFound(format!("no alert rule {}", name.as_str())))?;
-    Ok(Json(rule_json(n, r)).into_response())
+    Ok(Json(rule_json(&n, &r)).into_response())
 }
 
 /// `PUT /alerts/rules/{name}`: a rule, checked field by field, put whole.
@@ -65,7 +62,7 @@ pub async fn put_rule<S: Store>(
     Rule::parse(name.as_str(), &value)
         .map_err(|e| ApiError::InvalidBody(vec![(e.field, e.message)]))?;
     let text = value.to_string();
-    app.store.put_alert_rule(name.as_str(), &text).await?;
+    alert_rules::put_rule(&app.store, name.as_str(), &text).await?;
     Ok(Json(rule_json(name.as_str(), &text)).into_response())
 }
 
@@ -75,7 +72,7 @@ pub async fn delete_rule<S: Store>(
     Id(name): Id<RuleName>,
     _: Params<NoParams>,
 ) -> Answer {
-    if app.store.delete_alert_rule(name.as_str()).await? {
+    if alert_rules::delete_rule(&app.store, name.as_str()).await? {
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {
         Err(ApiError::NotFound(format!(
@@ -95,7 +92,7 @@ pub async fn alerts<S: Store>(State(app): AppState<S>, _: Params<NoParams>) -> A
         .flatten()
         .map(String::as_str)
         .collect();
-    let receivers = statuses(&app.store.deliveries().await?, &configured);
+    let receivers = alert_rules::receivers(&app.store, &configured).await?;
     let alerts: Vec<Value> = usecases::alerts::active(&app.store)
         .await?
         .iter()

@@ -226,9 +226,8 @@ pub async fn health<S: Store>(State(app): State<Arc<App<S>>>) -> Response {
 /// its last error (docs/alerts.md).
 async fn alert_check<S: Store>(store: &S, names: &[String]) -> serde_json::Value {
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    match store.deliveries().await {
-        Ok(waiting) => {
-            let receivers = domain::alerts::delivery::statuses(&waiting, &names);
+    match usecases::alerts::rules::receivers(store, &names).await {
+        Ok(receivers) => {
             let failing: Vec<String> = receivers
                 .iter()
                 .filter(|r| r.status == "failing")

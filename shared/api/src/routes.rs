@@ -93,7 +93,7 @@ pub async fn search<S: Store, O: Owner>(
     Id(id): Id<O>,
     Params(p): Params<SearchParams>,
 ) -> Answer {
-    if !app.store.capabilities().indexes.box_search {
+    if !query::indexes(&app.store).box_search {
         return Err(ApiError::IndexDisabled {
             what: "box search",
             setting: "BoxSearch",
@@ -219,15 +219,15 @@ pub async fn put_device<S: Store>(
     Body(body): Body,
 ) -> Answer {
     let profile = profile::parse(&body, true)?;
-    app.store
-        .set_device_profile(&id, profile.name.as_ref(), profile.room.as_ref())
-        .await?;
-    app.registry.invalidate();
-    let device = app
-        .store
-        .device(&id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no device {id}")))?;
+    let device = registry::profile::set_device_profile(
+        &app.store,
+        &app.registry,
+        &id,
+        profile.name.as_ref(),
+        profile.room.as_ref(),
+    )
+    .await?
+    .ok_or_else(|| ApiError::NotFound(format!("no device {id}")))?;
     ok(Keyed("device", &DeviceView::from(&device)))
 }
 
@@ -238,13 +238,10 @@ pub async fn put_room<S: Store>(
     Body(body): Body,
 ) -> Answer {
     let profile = profile::parse(&body, false)?;
-    app.store.set_room_name(&id, profile.name.as_ref()).await?;
-    app.registry.invalidate();
-    let room = app
-        .store
-        .room(&id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no room {id}")))?;
+    let room =
+        registry::profile::set_room_name(&app.store, &app.registry, &id, profile.name.as_ref())
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("no room {id}")))?;
     ok(Keyed("room", &RoomView::from(&room)))
 }
 
@@ -278,7 +275,7 @@ pub async fn device_latest<S: Store>(
     Id(id): Id<DeviceId>,
     _: Params<NoParams>,
 ) -> Answer {
-    match app.store.latest_reading(&id).await? {
+    match query::latest(&app.store, &id).await? {
         Some(r) => ok(Keyed("reading", &r)),
         None => Err(ApiError::NotFound(format!("no readings of device {id}"))),
     }
@@ -335,7 +332,7 @@ pub async fn all_readings<S: Store>(
     State(app): AppState<S>,
     Params(p): Params<RangeParams>,
 ) -> Answer {
-    if !app.store.capabilities().indexes.all_devices {
+    if !query::indexes(&app.store).all_devices {
         return Err(ApiError::IndexDisabled {
             what: "the all-devices feed",
             setting: "AllDevicesFeed",

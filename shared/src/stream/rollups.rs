@@ -16,7 +16,7 @@ use futures_util::StreamExt;
 use std::collections::{BTreeMap, BTreeSet};
 use storage::keys;
 use storage::RollupWrites;
-use usecases::rollups::Upkeep;
+use usecases::rollups::{self, Upkeep};
 
 /// Devices refreshed at once.
 const CONCURRENT_DEVICES: usize = 8;
@@ -81,7 +81,7 @@ pub async fn handle_batch<S: Upkeep>(store: &S, event: &Event) -> BatchReport {
     report.devices = touched.len();
     let results: Vec<_> = futures_util::stream::iter(touched)
         .map(|(device, (first, hours))| async move {
-            let result = store.refresh_rollups(&device, hours).await;
+            let result = rollups::refresh_hours(store, &device, hours).await;
             (device, first, result)
         })
         .buffer_unordered(CONCURRENT_DEVICES)

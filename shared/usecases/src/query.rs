@@ -9,7 +9,8 @@ use domain::model::{ClimateBox, DeviceId, Quantity, Reading, RoomId, TimeRange, 
 use storage::keys::zorder::{self, ZKey};
 use storage::keys::{self, CursorError, CursorScope, Position};
 use storage::{
-    DeviceRecord, Order, Page, RangeRequest, RoomRecord, Store, StoreError, ZIndex, ZRangeRequest,
+    DeviceRecord, Indexes, Order, Page, RangeRequest, RoomRecord, Store, StoreError, ZIndex,
+    ZRangeRequest,
 };
 
 /// A validated range query (from the HTTP parameters).
@@ -75,6 +76,17 @@ pub async fn readings<S: Store>(
         next_cursor: page.next.as_ref().map(|p| scope.encode(p)),
         readings: page.readings,
     })
+}
+
+/// A device's newest reading.
+pub async fn latest<S: Store>(store: &S, device: &DeviceId) -> Result<Option<Reading>, StoreError> {
+    store.latest_reading(device).await
+}
+
+/// The optional indexes the store keeps: what the search routes and the
+/// all-devices feed need.
+pub fn indexes<S: Store>(store: &S) -> Indexes {
+    store.capabilities().indexes
 }
 
 /// A device from the cache, or from the table when the cache has not seen it yet.

@@ -10,6 +10,7 @@ pub mod active;
 pub mod deliver;
 pub mod evaluate;
 pub mod replay;
+pub mod rules;
 pub mod watched;
 
 pub use active::{active, Active};

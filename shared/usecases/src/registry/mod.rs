@@ -6,6 +6,7 @@
 mod cache;
 mod known_rooms;
 pub mod list;
+pub mod profile;
 
 pub use cache::{RegistryCache, SEED_BOUND};
 pub use known_rooms::KnownRooms;

@@ -10,8 +10,10 @@
 //!
 //! It does no I/O of its own: the primitives do.
 
-mod upkeep;
+mod devices;
+mod refresh_hours;
 
+pub use devices::devices;
 pub use domain::rollup_upkeep::{keep, rebuild, refresh};
+pub use refresh_hours::refresh_hours;
 pub use storage::Upkeep;
-pub use upkeep::devices;
