@@ -6,7 +6,11 @@
 use super::sealed_tests::{pages_within, table_rows};
 use super::tests::temp_dir;
 use super::*;
+use domain::model::Reading;
+use domain::model::RoomId;
+use domain::model::Timestamp;
 use domain::model::{Measurement, Quantity};
+use storage::Order;
 use storage::RangeRequest;
 use storage::ReadingStore;
 use storage::RollupStore;

@@ -7,11 +7,18 @@
 use super::*;
 use domain::aggregate::rollup::spans;
 use domain::aggregate::rollup_counters::RollupCounters;
+use domain::model::Reading;
+use domain::model::RoomId;
+use domain::model::Timestamp;
 use domain::model::{Measurement, Quantity, Span};
 use proptest::prelude::*;
 use storage::keys::zorder::ZKey;
+use storage::Order;
+use storage::Page;
 use storage::ReadingStore;
 use storage::RollupStore;
+use storage::ZIndex;
+use storage::ZRangeRequest;
 
 /// 2026-09-01T00:00:00Z: long closed.
 const START: i64 = 1_788_220_800_000;

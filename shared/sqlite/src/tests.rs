@@ -1,6 +1,9 @@
 use super::*;
+use domain::model::Reading;
+use domain::model::RoomId;
 use domain::model::{Measurement, Name, Quantity, Timestamp};
 use std::collections::BTreeSet;
+use storage::Order;
 use storage::ReadingStore;
 use storage::RegistryStore;
 use storage::RollupStore;
@@ -651,7 +654,7 @@ async fn a_quiet_store_s_wal_is_cut_to_nothing() {
     // already (a slow machine): never cut sooner.
     let burst = wal_bytes();
     assert!(
-        burst > 0 || started.elapsed() >= super::QUIET_BEFORE_TRUNCATE,
+        burst > 0 || started.elapsed() >= super::checkpointer::QUIET_BEFORE_TRUNCATE,
         "the WAL was cut before the store had been quiet"
     );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
