@@ -633,3 +633,41 @@ fn edges_reach_storage_through_the_use_cases() {
         found.join("\n")
     );
 }
+
+/// One noun per file: no file of the crates under `shared/` holds more than
+/// 800 lines of code before its unit tests. The parsers aside: a grammar
+/// reads best whole.
+#[test]
+fn no_file_of_the_crates_is_over_800_lines_of_code() {
+    const PARSERS: [&str; 2] = [
+        "shared/influxql-parser/src/parse.rs",
+        "shared/line-protocol/src/fast.rs",
+    ];
+    let mut long = Vec::new();
+    let mut counted = 0;
+    for src in crate_sources() {
+        for file in sources(&src) {
+            let name = file.strip_prefix(repo()).unwrap().display().to_string();
+            let text = std::fs::read_to_string(&file).unwrap();
+            // A file of tests alone (`tests.rs`, `sealed_tests.rs`) is all tests.
+            if name.ends_with("tests.rs") || PARSERS.contains(&name.as_str()) {
+                continue;
+            }
+            let code = match text.find("mod tests {") {
+                Some(at) => &text[..text[..at].rfind("#[cfg(").unwrap_or(at)],
+                None => &text[..],
+            };
+            let lines = code.lines().count();
+            counted += 1;
+            if lines > 800 {
+                long.push(format!("{name}: {lines}"));
+            }
+        }
+    }
+    assert!(counted > 100, "{counted} files read");
+    assert!(
+        long.is_empty(),
+        "files over 800 lines of code:\n{}",
+        long.join("\n")
+    );
+}
