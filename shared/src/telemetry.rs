@@ -1,7 +1,7 @@
 //! Structured JSON logs, filtered by `RUST_LOG` (default `info`).
 //!
 //! The filter is `tracing_subscriber`'s `Targets`: levels, for every target
-//! or by target (`warn`, `info,shared::store=debug`), which is all a
+//! or by target (`warn`, `info,ingester_dynamodb=debug`), which is all a
 //! function's settings need. `EnvFilter` also matches spans and fields, by
 //! regular expressions: its regex engine was 0.25 MB of every function
 //! (docs/BENCHMARKS.md, "Function footprint").
