@@ -11,6 +11,7 @@ pub mod lambda_bridge;
 pub mod local_server;
 pub mod mosquitto;
 pub mod runtime_api;
+pub mod source_tree;
 pub mod victoria;
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};

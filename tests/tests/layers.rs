@@ -5,53 +5,9 @@
 //! crate imports itself in a circle, and the few rules about what a layer
 //! may *do* that no import shows.
 
+use integration_tests::source_tree::{crates, function_dirs, offenders, repo, sources};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-
-fn sources(under: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut dirs = vec![under.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Every (file, line) under `dir` (relative to the repository) that names
-/// one of `forbidden`, outside comments.
-fn offenders(dir: &str, forbidden: &[&str]) -> Vec<String> {
-    let base = repo().join(dir);
-    let files = if base.is_dir() {
-        sources(&base)
-    } else {
-        vec![base]
-    };
-    let mut found = Vec::new();
-    for file in files {
-        let name = file.strip_prefix(repo()).unwrap().display().to_string();
-        for (n, line) in std::fs::read_to_string(&file).unwrap().lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            for f in forbidden {
-                if code.contains(f) {
-                    found.push(format!("{name}:{}: {f}: {}", n + 1, line.trim()));
-                }
-            }
-        }
-    }
-    found
-}
+use std::path::Path;
 
 /// The layers, bottom up: each crate under `shared/`, the crates of ours it
 /// may depend on, and the outside crates it must not (an SDK, a web
@@ -105,7 +61,7 @@ const LAYERS: [(&str, &[&str], &[&str]); 9] = [
     (
         "dynamodb",
         &["domain", "storage"],
-        &["lambda", "axum", "rusqlite"],
+        &["aws-config", "lambda", "axum", "rusqlite"],
     ),
     // A version 1 embedded file held DynamoDB's items: its upgrade reads
     // them with that engine's item codec (docs/embedded-store.md).
@@ -118,6 +74,7 @@ const LAYERS: [(&str, &[&str], &[&str]); 9] = [
         "usecases",
         &["domain", "storage", "influxql-parser", "line-protocol"],
         &[
+            "aws-config",
             "aws-sdk-dynamodb",
             "aws_lambda_events",
             "lambda",
@@ -180,18 +137,12 @@ fn each_crate_depends_only_on_the_layers_below_it() {
         }
     }
     // Every crate under shared/ has its place above.
-    for entry in std::fs::read_dir(repo().join("shared")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.join("Cargo.toml").exists() {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            assert!(ours.contains(name.as_str()), "shared/{name} has no layer");
-        }
+    for (name, _) in crates() {
+        assert!(ours.contains(name.as_str()), "shared/{name} has no layer");
     }
     // Functions and ingester-local name the assembly alone.
-    for manifest in function_manifests()
-        .into_iter()
-        .chain([repo().join("local/Cargo.toml")])
-    {
+    let binaries = function_dirs().into_iter().chain([repo().join("local")]);
+    for manifest in binaries.map(|dir| dir.join("Cargo.toml")) {
         let deps = dependencies(&manifest);
         for layer in ours.iter().filter(|l| **l != ".") {
             assert!(
@@ -202,17 +153,6 @@ fn each_crate_depends_only_on_the_layers_below_it() {
         }
         assert!(deps.contains("shared"), "{}", manifest.display());
     }
-}
-
-/// The source folders of the crates under `shared/`.
-fn crate_sources() -> Vec<PathBuf> {
-    LAYERS
-        .iter()
-        .map(|(c, _, _)| match *c {
-            "." => repo().join("shared/src"),
-            c => repo().join("shared").join(c).join("src"),
-        })
-        .collect()
 }
 
 /// The module a file of a crate's `src` is (`rows`, `upgrade::from_v1`;
@@ -292,7 +232,7 @@ fn imports(file: &Path, module: &str, modules: &BTreeSet<String>) -> Vec<String>
 #[test]
 fn no_module_of_a_crate_imports_itself_in_a_circle() {
     let mut graphs = BTreeMap::new();
-    for src in crate_sources() {
+    for (_, src) in crates() {
         let files = sources(&src);
         let modules: BTreeSet<String> = files.iter().map(|f| module_of(&src, f)).collect();
         let graph: BTreeMap<String, BTreeSet<String>> = files
@@ -347,77 +287,6 @@ fn no_engine_recomputes_rollups() {
             found.join("\n")
         );
     }
-}
-
-/// Only the assembly builds an SDK configuration or a DynamoDB client
-/// (`sdk/` the configuration it asks for).
-#[test]
-fn the_program_is_assembled_in_one_place() {
-    let mut found = Vec::new();
-    let mut files: Vec<PathBuf> = crate_sources().iter().flat_map(|s| sources(s)).collect();
-    files.extend(sources(&repo().join("local/src")));
-    for file in files {
-        let name = file.strip_prefix(repo()).unwrap().display().to_string();
-        if name == "shared/src/assembly.rs" || name.starts_with("shared/src/sdk/") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        for needle in [
-            "aws_config::load_defaults",
-            "aws_config::defaults",
-            "aws_config::",
-            "Client::new(&",
-            "DynamoStore::new(",
-        ] {
-            if text.contains(needle)
-                && !name.ends_with("tests.rs")
-                && !name.starts_with("shared/dynamodb/")
-            {
-                found.push(format!("{name}: {needle}"));
-            }
-        }
-    }
-    assert!(found.is_empty(), "assembled elsewhere: {found:?}");
-    for (name, text) in function_mains() {
-        assert!(
-            text.contains("shared::assembly::"),
-            "{name} is not assembled"
-        );
-        assert!(
-            !text.contains("aws_config") && !text.contains("aws_sdk_dynamodb"),
-            "{name} builds its own"
-        );
-        // A thin main: it builds the state and runs a handler.
-        assert!(text.lines().count() < 60, "{name}'s main is not thin");
-    }
-}
-
-/// One backoff for every retry and reconnect (`shared/storage/src/retry.rs`,
-/// over backon): no other file builds delays of its own.
-#[test]
-fn every_retry_and_reconnect_waits_by_the_one_backoff() {
-    let mut files: Vec<PathBuf> = crate_sources().iter().flat_map(|s| sources(s)).collect();
-    files.extend(sources(&repo().join("local/src")));
-    let mut found = Vec::new();
-    for file in files {
-        if file.ends_with("retry.rs") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        // A delay that grows is a backoff only where something sleeps by it.
-        let sleeps = text.contains("sleep(");
-        for needle in [
-            "ExponentialBuilder",
-            "* 2).min(",
-            "saturating_mul(1u32 <<",
-            "struct Backoff",
-        ] {
-            if text.contains(needle) && (sleeps || needle == "ExponentialBuilder") {
-                found.push(format!("{}: {needle}", file.display()));
-            }
-        }
-    }
-    assert!(found.is_empty(), "a backoff of its own: {found:?}");
 }
 
 /// The dashboard is an edge: it reads through the query use case, never
@@ -476,38 +345,6 @@ fn the_alert_receivers_are_adapters_and_the_alerts_use_case_names_none() {
     );
 }
 
-fn function_manifests() -> Vec<PathBuf> {
-    function_dirs()
-        .into_iter()
-        .map(|d| d.join("Cargo.toml"))
-        .collect()
-}
-
-fn function_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(repo().join("functions"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    assert!(dirs.len() >= 7, "{dirs:?}");
-    dirs
-}
-
-/// Each function crate's name and its `main.rs`.
-fn function_mains() -> Vec<(String, String)> {
-    function_dirs()
-        .into_iter()
-        .map(|d| {
-            let name = d.file_name().unwrap().to_string_lossy().into_owned();
-            (
-                name,
-                std::fs::read_to_string(d.join("src/main.rs")).unwrap(),
-            )
-        })
-        .collect()
-}
-
 /// Every crate and every function is shown in docs/architecture.md.
 #[test]
 fn every_crate_and_function_is_in_the_architecture() {
@@ -530,48 +367,6 @@ fn every_crate_and_function_is_in_the_architecture() {
             listed.split(',').any(|f| f == name),
             "docs/architecture.md does not show functions/{name}"
         );
-    }
-}
-
-/// The storage interface is in parts by what their callers need (readings,
-/// rollups, registry, alerts), each small enough to read at once; what an
-/// engine does on its own is one value (`Capabilities`), not a flag each.
-#[test]
-fn the_storage_interface_is_in_small_parts() {
-    let src = repo().join("shared/storage/src");
-    let mut parts = BTreeMap::new();
-    for file in sources(&src) {
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (i, _) in text.match_indices("\npub trait ") {
-            let rest = &text[i + "\npub trait ".len()..];
-            let name: String = rest.chars().take_while(|c| c.is_alphanumeric()).collect();
-            let body = &rest[..rest.find("\n}\n").expect("a trait's end")];
-            let methods = body.matches("\n    fn ").count();
-            parts.insert(name, methods);
-        }
-    }
-    for part in [
-        "ReadingStore",
-        "RollupStore",
-        "RegistryStore",
-        "Alerts",
-        "Store",
-    ] {
-        let methods = parts
-            .get(part)
-            .unwrap_or_else(|| panic!("no trait {part}: {parts:?}"));
-        assert!(*methods < 12, "{part} has {methods} methods");
-        assert!(*methods >= 1, "{part} read as empty");
-    }
-    let store = &parts["Store"];
-    assert_eq!(*store, 1, "Store is its parts and `capabilities`");
-    for flag in [
-        "fn registry_follows_writes",
-        "fn answers_from_rollups",
-        "fn indexes(",
-    ] {
-        let found = offenders("shared/storage/src", &[flag]);
-        assert!(found.is_empty(), "a flag of its own: {found:?}");
     }
 }
 
@@ -631,43 +426,5 @@ fn edges_reach_storage_through_the_use_cases() {
         found.is_empty(),
         "an edge calls the store:\n{}",
         found.join("\n")
-    );
-}
-
-/// One noun per file: no file of the crates under `shared/` holds more than
-/// 800 lines of code before its unit tests. The parsers aside: a grammar
-/// reads best whole.
-#[test]
-fn no_file_of_the_crates_is_over_800_lines_of_code() {
-    const PARSERS: [&str; 2] = [
-        "shared/influxql-parser/src/parse.rs",
-        "shared/line-protocol/src/fast.rs",
-    ];
-    let mut long = Vec::new();
-    let mut counted = 0;
-    for src in crate_sources() {
-        for file in sources(&src) {
-            let name = file.strip_prefix(repo()).unwrap().display().to_string();
-            let text = std::fs::read_to_string(&file).unwrap();
-            // A file of tests alone (`tests.rs`, `sealed_tests.rs`) is all tests.
-            if name.ends_with("tests.rs") || PARSERS.contains(&name.as_str()) {
-                continue;
-            }
-            let code = match text.find("mod tests {") {
-                Some(at) => &text[..text[..at].rfind("#[cfg(").unwrap_or(at)],
-                None => &text[..],
-            };
-            let lines = code.lines().count();
-            counted += 1;
-            if lines > 800 {
-                long.push(format!("{name}: {lines}"));
-            }
-        }
-    }
-    assert!(counted > 100, "{counted} files read");
-    assert!(
-        long.is_empty(),
-        "files over 800 lines of code:\n{}",
-        long.join("\n")
     );
 }
