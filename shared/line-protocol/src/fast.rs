@@ -458,15 +458,20 @@ fn is_float(text: &str) -> bool {
     mantissa_ok && exponent_ok
 }
 
+// Inlined: the ingest use case, in another crate, reads every line
+// through these.
 impl LineView for PlainLine<'_> {
+    #[inline]
     fn measurement(&self) -> &str {
         self.measurement
     }
 
+    #[inline]
     fn series(&self) -> Option<usize> {
         self.series
     }
 
+    #[inline]
     fn tag(&self, key: &str) -> Option<&str> {
         self.tags[..self.tag_count]
             .iter()
@@ -474,14 +479,17 @@ impl LineView for PlainLine<'_> {
             .map(|(_, v)| *v)
     }
 
+    #[inline]
     fn fields(&self) -> impl Iterator<Item = (&str, Field<'_>)> {
         self.fields[..self.field_count].iter().copied()
     }
 
+    #[inline]
     fn timestamp(&self) -> Option<i64> {
         self.timestamp
     }
 
+    #[inline]
     fn text_field(&self, _key: &str) -> Option<&str> {
         None // a plain line has no quoted strings
     }

@@ -25,6 +25,7 @@ impl Timestamp {
     /// Length of the text form.
     pub const TEXT_LEN: usize = 24;
 
+    #[inline]
     pub fn from_millis(ms: i64) -> Result<Self, TimestampError> {
         if (Self::MIN.0..=Self::MAX.0).contains(&ms) {
             Ok(Self(ms))
