@@ -10,8 +10,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let now = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
     if let Ok(p) = params::parse::<RangeParams>(text) {
-        if let Ok(q) = params::readings_query(&p, now) {
-            assert!((1..=1000).contains(&q.limit));
+        if let Ok(q) = params::readings_query(&p, now, params::MAX_LIMIT) {
+            assert!((1..=params::MAX_LIMIT).contains(&q.limit));
             assert!(q.range.from() < q.range.to());
         }
     }
