@@ -7,7 +7,6 @@
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use shared::model::{DeviceId, TimeRange, Timestamp};
-use shared::rollups::Upkeep;
 use shared::store::{DynamoStore, Store};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -90,8 +89,7 @@ pub async fn rebuild(
         .collect();
     for device in todo {
         bar.set_message(device.to_string());
-        let written = store
-            .rebuild_rollups(device, all)
+        let written = shared::rollups::rebuild_device(store, device, all)
             .await
             .map_err(|e| format!("{device}: {e} (run again to resume after the devices done)"))?;
         saved.done.insert(device.to_string());

@@ -30,8 +30,7 @@ pub(crate) async fn rebuild_rollups<S: shared::rollups::Upkeep>(
     let mut written = 0;
     for device in &devices {
         bar.set_message(device.to_string());
-        written += store
-            .rebuild_rollups(device, range)
+        written += shared::rollups::rebuild_device(store, device, range)
             .await
             .map_err(|e| format!("{device}: {e}"))?;
         bar.inc(1);

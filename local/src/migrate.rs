@@ -1,27 +1,20 @@
 //! `ingester-local migrate`: copies every reading, name and registry entry from
 //! one store to another (the embedded file and any DynamoDB table, either way),
-//! through the `Store` trait alone, so it is the same code in both directions.
+//! through the migrate use case (`shared::migrate`), so it is the same code in
+//! both directions. Here: the checkpoint and the progress.
 //!
-//! * Readings are copied device by device in time order, a page at a time, with
-//!   the same idempotent puts as ingest: copying a reading twice stores it once.
 //! * After each page the position reached (device, time) is saved to a
 //!   checkpoint file, atomically (write, then rename). A run that is stopped or
 //!   killed resumes after it; a finished run's checkpoint says so, and a re-run
 //!   copies nothing.
-//! * Then the registry: each device's and room's record (first and last seen,
-//!   latest reading, types, quantities, room, devices) through the same
-//!   monotonic updates the stream handler uses, the names users gave, and
-//!   the alert rules.
 //! * Last, both sides are counted, device by device: the run fails if the
 //!   target has fewer readings than the source.
-//!
-//! Readings hidden by retention (expired, not yet deleted) are not copied.
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
-use shared::keys::Position;
-use shared::model::{DeviceId, TimeRange, Timestamp};
-use shared::store::{Alerts, DeviceUpdate, Order, RangeRequest, RoomUpdate, Store};
+use shared::migrate::{copy_alert_rules, copy_page, copy_registry, count, source_registry};
+use shared::model::{DeviceId, Timestamp};
+use shared::store::{Alerts, Store};
 use std::path::Path;
 
 /// What a run has reached, kept between runs.
@@ -87,10 +80,6 @@ pub struct Summary {
 /// Readings per page read from the source (and written to the target).
 pub const PAGE: usize = 1000;
 
-fn everything() -> TimeRange {
-    TimeRange::new(Timestamp::MIN, Timestamp::MAX).expect("MIN is before MAX")
-}
-
 pub async fn run<A: Store + Alerts, B: Store + Alerts>(
     from: &A,
     to: &B,
@@ -114,10 +103,7 @@ pub async fn run<A: Store + Alerts, B: Store + Alerts>(
             ..Checkpoint::default()
         },
     };
-    let registry = from
-        .load_registry()
-        .await
-        .map_err(|e| format!("reading the source registry: {e}"))?;
+    let registry = source_registry(from).await?;
     let mut summary = Summary {
         devices: registry.devices.len(),
         rooms: registry.rooms.len(),
@@ -135,32 +121,15 @@ pub async fn run<A: Store + Alerts, B: Store + Alerts>(
                 bar.inc(1);
                 continue;
             };
-            loop {
-                let request = RangeRequest {
-                    range: everything(),
-                    order: Order::Asc,
-                    limit: page,
-                    after: after.map(|timestamp| Position {
-                        timestamp,
-                        device_id: device.clone(),
-                    }),
-                };
-                let got = from
-                    .device_readings(device, &request)
-                    .await
-                    .map_err(|e| format!("reading {device}: {e}"))?;
-                let Some(last) = got.readings.last().map(|r| r.timestamp) else {
-                    break;
-                };
-                write_all(to, &got.readings).await?;
-                summary.copied += got.readings.len() as u64;
-                checkpoint.copied += got.readings.len() as u64;
+            while let Some(got) = copy_page(from, to, device, after, page).await? {
+                summary.copied += got.copied as u64;
+                checkpoint.copied += got.copied as u64;
                 checkpoint.device = Some(device.to_string());
-                checkpoint.timestamp_ms = Some(last.millis());
+                checkpoint.timestamp_ms = Some(got.last.millis());
                 checkpoint.save(checkpoint_path)?;
                 bar.set_message(format!("{} readings copied", checkpoint.copied));
-                after = Some(last);
-                if got.next.is_none() {
+                after = Some(got.last);
+                if !got.more {
                     break;
                 }
             }
@@ -192,114 +161,5 @@ pub async fn run<A: Store + Alerts, B: Store + Alerts>(
             "the target is missing readings: {}",
             short.join("; ")
         ))
-    }
-}
-
-/// Writes a page. The target's adapter owns retries (on DynamoDB, within
-/// its operation budget); what it still could not store stops the copy,
-/// which resumes from the checkpoint when run again.
-async fn write_all<B: Store>(to: &B, readings: &[shared::model::Reading]) -> Result<(), String> {
-    let report = to.write_readings(readings).await;
-    if report.unwritten.is_empty() {
-        return Ok(());
-    }
-    Err(format!(
-        "{} readings could not be written to the target; run again to resume",
-        report.unwritten.len()
-    ))
-}
-
-async fn copy_registry<B: Store>(
-    registry: &shared::store::RegistrySnapshot,
-    to: &B,
-) -> Result<(), String> {
-    for d in registry.devices.values() {
-        if let (Some(first_seen), Some(latest)) = (d.first_seen, &d.latest) {
-            let update = DeviceUpdate {
-                device_id: d.device_id.clone(),
-                first_seen,
-                latest: latest.clone(),
-                types: d.types.clone(),
-                quantities: d.quantities.clone(),
-                room: d.room.clone(),
-            };
-            to.apply_device_update(&update)
-                .await
-                .map_err(|e| format!("registry of {}: {e}", d.device_id))?;
-        }
-        if d.name.is_some() || (d.latest.is_none() && d.room.is_some()) {
-            let name = d
-                .name
-                .as_deref()
-                .map(shared::model::Name::parse)
-                .transpose();
-            let name = name.map_err(|e| format!("name of {}: {e}", d.device_id))?;
-            to.set_device_profile(&d.device_id, name.as_ref(), d.room.as_ref())
-                .await
-                .map_err(|e| format!("name of {}: {e}", d.device_id))?;
-        }
-    }
-    for r in registry.rooms.values() {
-        if let (Some(first_seen), Some(latest)) = (r.first_seen, &r.latest) {
-            let update = RoomUpdate {
-                room_id: r.room_id.clone(),
-                first_seen,
-                latest: latest.clone(),
-                devices: r.devices.clone(),
-                // The table's stream brings each migrated reading to the
-                // registry function, which writes its presence.
-                presence: Default::default(),
-                record: true,
-            };
-            to.apply_room_update(&update)
-                .await
-                .map_err(|e| format!("registry of room {}: {e}", r.room_id))?;
-        }
-        if let Some(name) = &r.name {
-            let name = shared::model::Name::parse(name)
-                .map_err(|e| format!("name of room {}: {e}", r.room_id))?;
-            to.set_room_name(&r.room_id, Some(&name))
-                .await
-                .map_err(|e| format!("name of room {}: {e}", r.room_id))?;
-        }
-    }
-    Ok(())
-}
-
-/// The alert rules as they were put (docs/alerts.md); series states are not
-/// copied: the target's first evaluation finds what fires.
-async fn copy_alert_rules<A: Alerts, B: Alerts>(from: &A, to: &B) -> Result<(), String> {
-    let rules = from
-        .alert_rules()
-        .await
-        .map_err(|e| format!("reading the source's alert rules: {e}"))?;
-    for (name, json) in rules {
-        to.put_alert_rule(&name, &json)
-            .await
-            .map_err(|e| format!("alert rule {name}: {e}"))?;
-    }
-    Ok(())
-}
-
-/// A device's readings in a store, counted a page at a time.
-async fn count<S: Store>(store: &S, device: &DeviceId, page: usize) -> Result<u64, String> {
-    let mut total = 0;
-    let mut after = None;
-    loop {
-        let request = RangeRequest {
-            range: everything(),
-            order: Order::Asc,
-            limit: page,
-            after,
-        };
-        let got = store
-            .device_readings(device, &request)
-            .await
-            .map_err(|e| format!("counting {device}: {e}"))?;
-        total += got.readings.len() as u64;
-        match got.next {
-            Some(next) => after = Some(next),
-            None => return Ok(total),
-        }
     }
 }

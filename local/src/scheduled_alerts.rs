@@ -42,8 +42,7 @@ pub async fn start<S: Store + Alerts>(
 /// Puts the file's rules into the store (replacing any of the same name).
 pub async fn put_rules<S: Alerts>(store: &S, rules: &[(Rule, String)]) -> Result<(), String> {
     for (rule, json) in rules {
-        store
-            .put_alert_rule(&rule.name, json)
+        shared::alerts::rules::put_rule(store, &rule.name, json)
             .await
             .map_err(|e| format!("alert rule {}: {e}", rule.name))?;
     }

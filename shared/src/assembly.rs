@@ -4,13 +4,16 @@
 //! and every `ingester-local` command goes through it.
 
 use crate::config::{Config, StoreConfig};
-use api::auth::{Access, BearerToken};
+#[cfg(feature = "api")]
 use api::{App, RouteSet};
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_types::SdkConfig;
 use dynamodb::DynamoStore;
 use std::time::Duration;
-use storage::{Store, StoreError};
+#[cfg(feature = "api")]
+use storage::Store;
+use storage::StoreError;
+use usecases::auth::{Access, BearerToken};
 
 pub use usecases::https::CONNECT_TIMEOUT;
 
@@ -197,6 +200,7 @@ impl Assembly {
 
 /// The HTTP application on a store: the registry loaded into its cache
 /// (which also warms the connection), the access rules, the routes served.
+#[cfg(feature = "api")]
 pub async fn app<S: Store>(
     config: &Config,
     store: S,
@@ -210,6 +214,7 @@ pub async fn app<S: Store>(
 }
 
 /// The settings an app takes from the configuration beyond its store.
+#[cfg(feature = "api")]
 fn configured<S: Store>(config: &Config, app: App<S>) -> App<S> {
     // `GET /health` reports the alert receivers a deployment has (on AWS
     // the ingest function is told of the SNS topic's receiver).
@@ -220,6 +225,7 @@ fn configured<S: Store>(config: &Config, app: App<S>) -> App<S> {
 
 /// An HTTP Lambda's cold start: the assembly on DynamoDB, then its app,
 /// whose first request loads the registry (no call in init, issue 43).
+#[cfg(feature = "api")]
 pub async fn http_function(
     config: &Config,
     routes: RouteSet,

@@ -2,7 +2,6 @@
 //! on Lambda (`Config::from_env`), mapped from `ingester-local`'s flags at
 //! home. `assembly` builds the program from it.
 
-use api::auth::{BearerToken, ReadAccess};
 use domain::alerts::notification::REPEAT_INTERVAL;
 use domain::indexes::Indexes;
 use domain::retention::Retention;
@@ -12,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use storage::retry::CallPolicy;
 use usecases::alert_settings::{parse_repeat, AlertSettings};
+use usecases::auth::{BearerToken, ReadAccess};
 use usecases::notify::ReceiverSpec;
 
 /// Which engine stores the readings.

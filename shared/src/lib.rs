@@ -26,13 +26,18 @@ pub mod sdk;
 pub mod stream;
 pub mod telemetry;
 
-pub use api::auth;
+pub use domain;
 pub use domain::model;
 pub use storage::{keys, retry};
 pub use usecases::{
-    alert_settings, alerts, export, https, influxql, ingest, notify, query, registry, rollups,
+    alert_settings, alerts, auth, export, https, influxql, ingest, migrate, notify, query,
+    registry, rollups,
 };
-pub use {api, domain};
+// The HTTP edge: only for the binaries that serve HTTP (the ingest, query
+// and dashboard functions, `ingester-local`), so the stream, schedule and
+// MQTT functions neither build nor link axum.
+#[cfg(feature = "api")]
+pub use api;
 
 /// The storage interface and its engines, as one module.
 pub mod store {

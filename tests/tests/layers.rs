@@ -127,6 +127,21 @@ fn each_crate_depends_only_on_the_layers_below_it() {
             );
         }
         assert!(deps.contains("shared"), "{}", manifest.display());
+        // Only a binary that serves HTTP builds the HTTP edge: the stream,
+        // schedule and MQTT functions leave `shared`'s `api` off.
+        let dir = manifest.parent().unwrap();
+        let serves_http = sources(&dir.join("src")).iter().any(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            text.contains("lambda_http::run") || text.contains("axum::serve")
+        });
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        let shared_line = text.lines().find(|l| l.starts_with("shared")).unwrap();
+        assert_eq!(
+            shared_line.contains("\"api\""),
+            serves_http,
+            "{}: {shared_line}",
+            manifest.display()
+        );
     }
 }
 
@@ -345,7 +360,7 @@ fn every_crate_and_function_is_in_the_architecture() {
     }
 }
 
-/// The edges (HTTP, MQTT, the stream and schedule handlers) reach storage
+/// The edges (HTTP, MQTT, the stream and schedule handlers, the CLI) reach storage
 /// only through the use cases: no edge calls an operation of the storage
 /// interface itself, outside its tests.
 #[test]
@@ -378,6 +393,7 @@ fn edges_reach_storage_through_the_use_cases() {
         "shared/src/mqtt",
         "shared/src/stream",
         "shared/src/schedule",
+        "local/src",
     ] {
         for file in sources(&repo().join(dir)) {
             let name = file.strip_prefix(repo()).unwrap().display().to_string();

@@ -4,7 +4,6 @@
 //! concerns in `layers`, and every error answer comes from `ApiError`.
 
 mod alerts;
-pub mod auth;
 pub mod backup_health;
 pub mod dashboard;
 mod error;
@@ -19,12 +18,14 @@ mod profile;
 mod routes;
 pub mod skipped_lines;
 mod state;
-pub mod subscription;
 mod views;
 
-pub use crate::auth::{Access, BearerToken, ReadAccess};
+// Who may call, and an MQTT subscription's health: decided below the edge
+// (the configuration builds them, the MQTT edge keeps one), shown here.
 pub use error::ApiError;
 pub use state::{AllRoutes, App, DashboardRoutes, IngestRoutes, Linked, QueryRoutes, RouteSet};
+pub use usecases::auth::{Access, BearerToken, ReadAccess};
+pub use usecases::{auth, subscription};
 
 use axum::handler::Handler;
 use axum::routing::{on, MethodFilter, MethodRouter};

@@ -12,7 +12,7 @@ mod message;
 pub mod payload;
 mod receive_clock;
 // The health a subscription keeps, which `GET /health` (the HTTP edge) shows.
-pub use api::subscription;
+pub use usecases::subscription;
 
 pub use batch::{ingest_messages, Message, Outcome};
 pub use message::{ingest_message, MessageError};

@@ -12,11 +12,14 @@
 
 pub mod alert_settings;
 pub mod alerts;
+pub mod auth;
 pub mod export;
 pub mod https;
 pub mod influxql;
 pub mod ingest;
+pub mod migrate;
 pub mod notify;
 pub mod query;
 pub mod registry;
 pub mod rollups;
+pub mod subscription;

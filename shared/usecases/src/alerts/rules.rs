@@ -3,7 +3,7 @@
 //! (`Rule::parse`) before it is put; it is kept as the JSON it came as.
 
 use domain::alerts::delivery::{statuses, ReceiverStatus};
-use storage::{Store, StoreError};
+use storage::{Alerts, Store, StoreError};
 
 /// Every rule as (name, JSON text), by name.
 pub async fn rules<S: Store>(store: &S) -> Result<Vec<(String, String)>, StoreError> {
@@ -22,7 +22,7 @@ pub async fn rule<S: Store>(store: &S, name: &str) -> Result<Option<(String, Str
 }
 
 /// Puts a rule whole, replacing one of that name.
-pub async fn put_rule<S: Store>(store: &S, name: &str, text: &str) -> Result<(), StoreError> {
+pub async fn put_rule<S: Alerts>(store: &S, name: &str, text: &str) -> Result<(), StoreError> {
     store.put_alert_rule(name, text).await
 }
 

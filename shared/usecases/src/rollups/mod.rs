@@ -13,7 +13,7 @@
 mod devices;
 mod refresh_hours;
 
-pub use devices::devices;
+pub use devices::{devices, rebuild_device};
 pub use domain::rollup_upkeep::{keep, rebuild, refresh};
 pub use refresh_hours::refresh_hours;
 pub use storage::Upkeep;
