@@ -375,6 +375,9 @@ pub(crate) struct StoreArgs {
     /// On DynamoDB: keep a reading's own item this many days (0: forever); older readings are read from hour blocks, which the rollups function writes (docs/blocks.md). Set it as the table's stack has `RawReadingDays`.
     #[arg(long, env = "RAW_READING_DAYS", default_value_t = shared::config::DEFAULT_RAW_READING_DAYS)]
     pub(crate) raw_reading_days: u32,
+    /// On DynamoDB: write a request's closed hours of a device as hour blocks, not an item per reading (docs/batches.md). Set it as the table's stack has `BatchBlocks`.
+    #[arg(long, env = "BATCH_BLOCKS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub(crate) batch_blocks: bool,
     /// Shards of the all-devices time index on DynamoDB (odd, 1-63); the embedded store has no shards.
     #[arg(long, env = "ALL_DEVICES_SHARDS", default_value_t = shared::keys::DEFAULT_SHARDS,
           value_parser = |v: &str| shared::config::parse_shards(v).map_err(|e| e.to_string()))]
@@ -430,6 +433,7 @@ impl StoreArgs {
             registry_cache_ttl: cache_ttl,
             retention: Retention::days(self.retention_days),
             raw_window: Retention::days(self.raw_reading_days),
+            batch_blocks: self.batch_blocks,
             read_access: if open_reads {
                 ReadAccess::Open
             } else {

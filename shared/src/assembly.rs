@@ -84,6 +84,7 @@ pub fn dynamodb_store(config: &Config, sdk: &SdkConfig, table: &str) -> DynamoSt
         .with_policy(config.dynamodb)
         .with_retention(config.retention)
         .with_raw_window(config.raw_window)
+        .with_hour_blocks(config.batch_blocks)
         .with_shards(config.shards)
         .with_indexes(config.indexes)
 }

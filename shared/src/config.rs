@@ -48,6 +48,11 @@ pub struct Config {
     /// forever): on DynamoDB a reading's own item expires after this many
     /// days, and reads take it from its hour's block (docs/blocks.md).
     pub raw_window: Option<Retention>,
+    /// `BATCH_BLOCKS` (default `true`, as the template's): on DynamoDB a
+    /// batch's closed hours are written as hour blocks, not an item per
+    /// reading, and reads of the raw window take the blocks too
+    /// (docs/batches.md). Off on a table with an optional index on.
+    pub batch_blocks: bool,
     /// `READS_REQUIRE_TOKEN` (default `true`): the GET routes need the token too, when one is set.
     pub read_access: ReadAccess,
     /// `ALL_DEVICES_SHARDS` (default 11): `all-time` shards, an odd number from 1
@@ -206,6 +211,17 @@ impl Config {
                 "a whole number of days (0 keeps raw items forever)",
             )?,
         };
+        let batch_blocks = match get("BATCH_BLOCKS").as_deref().map(str::trim) {
+            None | Some("true") => true,
+            Some("false") => false,
+            Some(v) => {
+                return Err(ConfigError::Invalid {
+                    name: "BATCH_BLOCKS",
+                    expected: "true or false",
+                    value: v.to_owned(),
+                })
+            }
+        };
         let read_access = match get("READS_REQUIRE_TOKEN").as_deref().map(str::trim) {
             None | Some("true") => ReadAccess::Token,
             Some("false") => ReadAccess::Open,
@@ -269,6 +285,7 @@ impl Config {
             registry_cache_ttl,
             retention,
             raw_window,
+            batch_blocks,
             read_access,
             shards,
             indexes,

@@ -10,6 +10,7 @@ pub mod influxd;
 pub mod lambda_bridge;
 pub mod local_server;
 pub mod mosquitto;
+pub mod routes_alike;
 pub mod runtime_api;
 pub mod source_tree;
 pub mod victoria;

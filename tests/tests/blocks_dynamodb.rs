@@ -5,13 +5,12 @@
 //! ranges (every page, both orders), rooms (with a device that moved rooms
 //! and moved back), latest, stats and energy.
 
+use integration_tests::routes_alike::{all_pages, get};
 use integration_tests::{
-    answer, api_event, app, dynalite, expire_raw_before, fresh_store, handle,
-    write_through_stream_functions,
+    app, dynalite, expire_raw_before, fresh_store, write_through_stream_functions,
 };
 use proptest::prelude::*;
-use serde_json::Value;
-use shared::api::{App, ReadAccess, RouteSet};
+use shared::api::{ReadAccess, RouteSet};
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Span, Timestamp};
 use shared::store::ReadingStore;
 use shared::store::{DynamoStore, Retention};
@@ -79,48 +78,6 @@ async fn load(store: &DynamoStore, batches: &[Vec<Reading>]) {
     for batch in batches.iter().filter(|b| !b.is_empty()) {
         write_through_stream_functions(store, batch).await;
     }
-}
-
-/// An answer without what reading it cost (that differs, by design).
-fn strip(mut v: Value) -> Value {
-    if let Value::Object(m) = &mut v {
-        m.remove("read_units");
-        m.remove("items_read");
-        for x in m.values_mut() {
-            *x = strip(x.take());
-        }
-    }
-    if let Value::Array(a) = &mut v {
-        for x in a.iter_mut() {
-            *x = strip(x.take());
-        }
-    }
-    v
-}
-
-async fn get(app: &App<DynamoStore>, path: &str, query: &[(&str, &str)]) -> (u16, Value) {
-    let (status, body) = answer(&handle(app, api_event("GET", path, query, None, &[])).await);
-    (status, strip(body))
-}
-
-/// Every page of a range, concatenated.
-async fn all_pages(app: &App<DynamoStore>, path: &str, query: &[(&str, &str)]) -> Vec<Value> {
-    let mut cursor: Option<String> = None;
-    let mut out = Vec::new();
-    for _ in 0..1000 {
-        let mut q = query.to_vec();
-        if let Some(c) = &cursor {
-            q.push(("cursor", c));
-        }
-        let (status, body) = get(app, path, &q).await;
-        assert_eq!(status, 200, "{path} {q:?}: {body}");
-        out.extend(body["readings"].as_array().unwrap().iter().cloned());
-        match body["next_cursor"].as_str() {
-            Some(c) => cursor = Some(c.to_owned()),
-            None => return out,
-        }
-    }
-    panic!("{path}: more than 1000 pages");
 }
 
 async fn check(seed: u64, n: usize, limit: usize) {

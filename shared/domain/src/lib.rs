@@ -14,11 +14,13 @@
 //! - `registry_writes`: which registry updates are worth a write (what the
 //!   registry function remembers while warm);
 //! - `room_presence`: which devices a room read merges, over which time;
+//! - `batch_hours`: which of a batch's readings are written as hour blocks;
 //! - `block`: the block codec, a device's readings over a span as a few bytes;
 //! - `tariff`: a flat price per kWh, what energy cost.
 
 pub mod aggregate;
 pub mod alerts;
+pub mod batch_hours;
 pub mod block;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;

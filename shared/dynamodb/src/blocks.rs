@@ -114,9 +114,13 @@ impl DynamoStore {
             let left = limit - out.len();
             let (mut got, more) = match source {
                 // Boxed: these futures are large, and nest under every read.
+                Source::Raw if self.writes_hour_blocks() => {
+                    Box::pin(self.raw_with_blocks(device, &stretch, order, left, keep)).await?
+                }
                 Source::Raw => Box::pin(self.raw_part(device, &stretch, order, left, keep)).await?,
                 Source::Blocks => {
-                    Box::pin(self.block_part(device, &stretch, order, left, keep)).await?
+                    let part = self.block_part(device, &stretch, order, left, keep, true);
+                    Box::pin(part).await?
                 }
             };
             out.append(&mut got);
@@ -195,8 +199,29 @@ impl DynamoStore {
         .await
     }
 
-    /// A device's readings in `range` from its hour items' blocks (an hour
-    /// item without one: from that hour's raw items), in `order`.
+    /// The raw stretch where batches are written as hour blocks
+    /// (docs/batches.md): its raw items and its hours' blocks, merged, the
+    /// raw item winning where both hold a time (a newer write the rollups
+    /// function has not folded yet).
+    async fn raw_with_blocks(
+        &self,
+        device: &DeviceId,
+        range: &TimeRange,
+        order: Order,
+        limit: usize,
+        keep: &(dyn Fn(&Reading) -> bool + Sync),
+    ) -> Result<(Vec<Reading>, bool), StoreError> {
+        let (raw, blocks) = futures_util::future::try_join(
+            Box::pin(self.raw_part(device, range, order, limit, keep)),
+            Box::pin(self.block_part(device, range, order, limit, keep, false)),
+        )
+        .await?;
+        Ok(merge_sources(raw, blocks, order, limit))
+    }
+
+    /// A device's readings in `range` from its hour items' blocks, in
+    /// `order`. An hour item without one (an earlier version's) is read from
+    /// that hour's raw items when `blockless_from_raw`, else skipped.
     async fn block_part(
         &self,
         device: &DeviceId,
@@ -204,6 +229,7 @@ impl DynamoStore {
         order: Order,
         limit: usize,
         keep: &(dyn Fn(&Reading) -> bool + Sync),
+        blockless_from_raw: bool,
     ) -> Result<(Vec<Reading>, bool), StoreError> {
         let first = Span::Hour.start_of(range.from());
         let last = Span::Hour.start_of(range.last());
@@ -227,6 +253,7 @@ impl DynamoStore {
             for item in page.items() {
                 let mut readings = match hour_block(device, item)? {
                     Some(readings) => readings,
+                    None if !blockless_from_raw => continue,
                     None => {
                         let hour = hour_of(item)?;
                         let Some(within) = TimeRange::new(
@@ -259,6 +286,17 @@ impl DynamoStore {
         }
     }
 
+    /// A device's newest reading in its hour blocks (where batches are
+    /// written as blocks, the newest reading may be in one alone).
+    pub(super) async fn newest_in_blocks(
+        &self,
+        device: &DeviceId,
+    ) -> Result<Option<Reading>, StoreError> {
+        let all = TimeRange::new(Timestamp::MIN, Timestamp::MAX).expect("MIN < MAX");
+        let part = self.block_part(device, &all, Order::Desc, 1, &|_| true, false);
+        Ok(Box::pin(part).await?.0.pop())
+    }
+
     /// A device's newest reading before the raw cutoff, from the read rule:
     /// what `latest` answers for a device silent for longer than the window.
     pub(super) async fn latest_before_cutoff(
@@ -276,6 +314,40 @@ impl DynamoStore {
             .await?;
         Ok(readings.pop())
     }
+}
+
+/// Two sources' readings of one device, each in `order` with whether more
+/// follow, merged into at most `limit`; where both hold a time, the first's.
+fn merge_sources(
+    (first, first_more): (Vec<Reading>, bool),
+    (second, second_more): (Vec<Reading>, bool),
+    order: Order,
+    limit: usize,
+) -> (Vec<Reading>, bool) {
+    let before = |a: &Reading, b: &Reading| match order {
+        Order::Asc => a.timestamp < b.timestamp,
+        Order::Desc => a.timestamp > b.timestamp,
+    };
+    let mut out = Vec::with_capacity(limit.min(first.len() + second.len()));
+    let (mut a, mut b) = (first.into_iter().peekable(), second.into_iter().peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (None, None) => break,
+            (Some(_), None) => a.next(),
+            (None, Some(_)) => b.next(),
+            (Some(x), Some(y)) if x.timestamp == y.timestamp => {
+                b.next();
+                a.next()
+            }
+            (Some(x), Some(y)) if before(x, y) => a.next(),
+            _ => b.next(),
+        };
+        if out.len() == limit {
+            return (out, true);
+        }
+        out.extend(next);
+    }
+    (out, first_more || second_more)
 }
 
 /// The start of an hour item's hour.

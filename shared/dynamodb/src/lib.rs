@@ -17,6 +17,7 @@ use storage::{
 };
 
 mod alerts;
+mod batch_blocks;
 mod blocks;
 mod calls;
 pub mod item;
@@ -67,6 +68,10 @@ pub struct DynamoStore {
     rollup_lag: Option<Duration>,
     /// The optional indexes the table has, and readings carry keys for.
     indexes: Indexes,
+    /// Whether batches of closed hours are written as hour blocks, and
+    /// reads of the raw stretch take hour blocks too (`BATCH_BLOCKS`,
+    /// docs/batches.md).
+    hour_blocks: bool,
 }
 
 impl DynamoStore {
@@ -121,7 +126,26 @@ impl DynamoStore {
             shards: keys::DEFAULT_SHARDS,
             rollup_lag: Some(DEFAULT_ROLLUP_LAG),
             indexes: Indexes::ALL,
+            hour_blocks: false,
         }
+    }
+
+    /// Whether batches are written as hour blocks: asked for, with rollups
+    /// kept, and with no optional index on (a reading in a block enters no
+    /// index; with one on, readings stay items so that it holds every one).
+    pub(crate) fn writes_hour_blocks(&self) -> bool {
+        self.hour_blocks
+            && self.rollup_lag.is_some()
+            && !self.indexes.room_time
+            && !self.indexes.box_search
+            && !self.indexes.all_devices
+    }
+
+    /// Batches of closed hours written as hour blocks (`BATCH_BLOCKS`), and
+    /// the raw stretch read with the hour blocks beside its items.
+    pub fn with_hour_blocks(mut self, on: bool) -> Self {
+        self.hour_blocks = on;
+        self
     }
 
     /// The optional indexes: readings carry the keys of the enabled ones
@@ -511,6 +535,9 @@ impl Store for DynamoStore {
         Capabilities {
             indexes: self.indexes,
             answers_from_rollups: self.rollup_lag.is_some(),
+            // A reading in a block enters no index: with one on, readings
+            // stay items, so that the index holds every one.
+            hour_blocks_from_batches: self.writes_hour_blocks(),
             ..Capabilities::default()
         }
     }

@@ -47,6 +47,14 @@ impl ReadingStore for DynamoStore {
         .await
     }
 
+    async fn write_hour_blocks(
+        &self,
+        device: &DeviceId,
+        readings: &[Reading],
+    ) -> Result<(), StoreError> {
+        Box::pin(self.hour_blocks_of(device, readings)).await
+    }
+
     async fn device_readings(
         &self,
         device: &DeviceId,
@@ -207,11 +215,21 @@ impl ReadingStore for DynamoStore {
                 .expression_attribute_values(":prefix", s(READING_PREFIX))
                 .scan_index_forward(false);
             // With a filter, Limit counts items read before filtering: keep reading pages until one passes.
-            let (items, _) = self.query_pages(unexpired(query), 1).await?;
-            match items.first() {
-                Some(item) => decode_reading(item).map(Some),
+            let raw = self.query_pages(unexpired(query), 1);
+            let (items, in_blocks) = if self.writes_hour_blocks() {
+                // A batch written as blocks may hold the newest reading.
+                let blocks = Box::pin(self.newest_in_blocks(device));
+                futures_util::future::try_join(raw, blocks).await?
+            } else {
+                (raw.await?, None)
+            };
+            let raw = items.0.first().map(decode_reading).transpose()?;
+            match (raw, in_blocks) {
+                (Some(r), Some(b)) if b.timestamp > r.timestamp => Ok(Some(b)),
+                (Some(r), _) => Ok(Some(r)),
+                (None, Some(b)) => Ok(Some(b)),
                 // Silent for longer than the raw window: its newest block.
-                None => Box::pin(self.latest_before_cutoff(device)).await,
+                (None, None) => Box::pin(self.latest_before_cutoff(device)).await,
             }
         })
         .await

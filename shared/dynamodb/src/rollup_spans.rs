@@ -3,6 +3,7 @@
 
 use super::blocks::{hour_block, hour_of};
 use super::rollups::{hour_item, rollup_item};
+use super::rollups::Expected;
 use super::{DynamoStore, Item};
 use domain::aggregate::rollup::Rollup;
 use domain::model::{DeviceId, Reading, Span, TimeRange, Timestamp};
@@ -11,13 +12,19 @@ use storage::{Keeping, Marker, RollupSpans, StoreError};
 
 /// One device's rollups, with the hour items last read: an hour's block
 /// holds readings whose raw items TTL may have deleted, and an hour whose
-/// new item equals the one stored is not written again.
+/// new item equals the one stored is not written again. An hour put is
+/// conditional on the item read, so that two writers (the rollups function
+/// and a batch written as blocks) never write over each other's readings:
+/// the loser fails, and its caller retries or falls back.
 pub struct DynamoSpans<'a> {
     store: &'a DynamoStore,
     device: &'a DeviceId,
     /// The hour items inside `hours_cover`, by hour.
     hours: BTreeMap<Timestamp, Item>,
     hours_cover: Option<TimeRange>,
+    /// A batch being written as blocks (`batch_blocks.rs`): readings as if
+    /// they were stored, in time order, one per time.
+    batch: Vec<Reading>,
 }
 
 impl DynamoStore {
@@ -28,7 +35,23 @@ impl DynamoStore {
             device,
             hours: BTreeMap::new(),
             hours_cover: None,
+            batch: Vec::new(),
         }
+    }
+}
+
+impl DynamoSpans<'_> {
+    /// The same, with a batch's readings of the device taken as stored.
+    pub fn with_batch(mut self, readings: Vec<Reading>) -> Self {
+        self.batch = domain::block::normalize(readings);
+        self
+    }
+
+    /// The batch's readings inside `range`.
+    fn batch_within(&self, range: &TimeRange) -> &[Reading] {
+        let from = self.batch.partition_point(|r| r.timestamp < range.from());
+        let to = self.batch.partition_point(|r| r.timestamp < range.to());
+        &self.batch[from..to]
     }
 }
 
@@ -72,8 +95,10 @@ impl RollupSpans for DynamoSpans<'_> {
         for item in self.hours.range(range.from()..range.to()).map(|(_, i)| i) {
             readings.extend(hour_block(self.device, item)?.unwrap_or_default());
         }
-        // The raw items there are newer writes of the same key, or new readings.
+        // The raw items there are newer writes of the same key, or new
+        // readings; the batch's, newer still.
         readings.extend(self.store.readings_for_rollups(self.device, range).await?);
+        readings.extend(self.batch_within(range).iter().cloned());
         Ok(domain::block::normalize(readings))
     }
 
@@ -88,9 +113,11 @@ impl RollupSpans for DynamoSpans<'_> {
         let last_hour = in_hours
             .last()
             .map(|(h, _)| Span::Hour.end_of(*h).saturating_add_millis(-1));
+        let batch = self.batch_within(range);
         let first = [
             self.store.edge_reading(self.device, range, true).await?,
             first_hour,
+            batch.first().map(|r| r.timestamp),
         ]
         .into_iter()
         .flatten()
@@ -98,6 +125,7 @@ impl RollupSpans for DynamoSpans<'_> {
         let last = [
             self.store.edge_reading(self.device, range, false).await?,
             last_hour,
+            batch.last().map(|r| r.timestamp),
         ]
         .into_iter()
         .flatten()
@@ -109,8 +137,15 @@ impl RollupSpans for DynamoSpans<'_> {
         &mut self,
         t: Timestamp,
     ) -> Result<Option<Timestamp>, StoreError> {
+        let in_batch = self.batch.first().map(|r| r.timestamp).filter(|b| *b < t);
         match TimeRange::new(Timestamp::MIN, t) {
-            Ok(before) => self.store.edge_reading(self.device, &before, true).await,
+            Ok(before) => Ok([
+                self.store.edge_reading(self.device, &before, true).await?,
+                in_batch,
+            ]
+            .into_iter()
+            .flatten()
+            .min()),
             Err(_) => Ok(None),
         }
     }
@@ -119,7 +154,14 @@ impl RollupSpans for DynamoSpans<'_> {
         &mut self,
         from: Timestamp,
     ) -> Result<BTreeSet<Timestamp>, StoreError> {
-        self.store.hours_with_readings(self.device, from).await
+        let mut hours = self.store.hours_with_readings(self.device, from).await?;
+        hours.extend(
+            self.batch
+                .iter()
+                .filter(|r| r.timestamp >= from)
+                .map(|r| Span::Hour.start_of(r.timestamp)),
+        );
+        Ok(hours)
     }
 
     async fn before(&mut self, span: Span, start: Timestamp) -> Result<Option<Rollup>, StoreError> {
@@ -171,7 +213,11 @@ impl RollupSpans for DynamoSpans<'_> {
                 if self.hours.get(&rollup.start) == Some(&item) {
                     return Ok(None);
                 }
-                let units = self.store.put_item_units(item.clone()).await?;
+                let read = match self.covered(rollup.start) {
+                    true => Expected::Read(self.hours.get(&rollup.start)),
+                    false => Expected::Unread,
+                };
+                let units = self.store.put_hour_item(item.clone(), read).await?;
                 if self.covered(rollup.start) {
                     self.hours.insert(rollup.start, item);
                 }

@@ -26,6 +26,14 @@ const SINCE: &str = "since";
 /// recomputed. Its day item (and any later one) may lag behind its hours.
 const OPEN_DAY: &str = "open";
 
+/// What a conditional hour put expects to find in the table.
+pub(super) enum Expected<'a> {
+    /// The hour was not read: put whatever is there.
+    Unread,
+    /// The hour was read, and held this item (`None`: none).
+    Read(Option<&'a Item>),
+}
+
 fn range(from: Timestamp, to: Timestamp) -> Option<TimeRange> {
     TimeRange::new(from, to).ok()
 }
@@ -50,6 +58,50 @@ impl DynamoStore {
             .await
             .map_err(unavailable)?;
         Ok(super::metered_write(out.consumed_capacity()))
+    }
+
+    /// Puts an hour item, conditional on what was read of it (`expected`);
+    /// returns the write units DynamoDB reported. An item changed since it
+    /// was read (another writer's readings in its block) fails the put.
+    pub(super) async fn put_hour_item(
+        &self,
+        item: Item,
+        expected: Expected<'_>,
+    ) -> Result<f64, StoreError> {
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total);
+        let put = match expected {
+            Expected::Unread => put,
+            Expected::Read(None) => put
+                .condition_expression("attribute_not_exists(#pk)")
+                .expression_attribute_names("#pk", attr::PK),
+            Expected::Read(Some(old)) => match old.get(attr::BLOCK) {
+                Some(block) => put
+                    .condition_expression("#b = :b")
+                    .expression_attribute_names("#b", attr::BLOCK)
+                    .expression_attribute_values(":b", block.clone()),
+                None => put
+                    .condition_expression("attribute_exists(#pk) AND attribute_not_exists(#b)")
+                    .expression_attribute_names("#pk", attr::PK)
+                    .expression_attribute_names("#b", attr::BLOCK),
+            },
+        };
+        match put.retried(self).await {
+            Ok(out) => Ok(super::metered_write(out.consumed_capacity())),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Err(StoreError::Unavailable(
+                    "an hour item changed while it was recomputed; run again".into(),
+                ))
+            }
+            Err(e) => Err(unavailable(e)),
+        }
     }
 
     pub(super) async fn delete_rollup(

@@ -14,6 +14,11 @@ pub struct Capabilities {
     /// Whether aggregates may be answered from hour and day rollups of the
     /// devices' readings (docs/rollups.md); otherwise they read the readings.
     pub answers_from_rollups: bool,
+    /// Whether a batch's readings of a device's closed hours may be written
+    /// straight into their hour blocks and rollups, with no item per
+    /// reading (`ReadingStore::write_hour_blocks`, issue 78). An engine
+    /// that seals its own writes into blocks (the embedded store) says no.
+    pub hour_blocks_from_batches: bool,
     /// The optional indexes this store keeps (the embedded store: all, at no
     /// extra cost per reading worth a setting).
     pub indexes: Indexes,
@@ -26,6 +31,7 @@ impl Default for Capabilities {
         Self {
             registry_follows_writes: false,
             answers_from_rollups: false,
+            hour_blocks_from_batches: false,
             indexes: Indexes::ALL,
         }
     }

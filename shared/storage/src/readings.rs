@@ -19,6 +19,22 @@ pub trait ReadingStore: Send + Sync {
     ) -> impl Future<Output = WriteReport> + Send {
         async move { self.write_readings(&readings).await }
     }
+    /// Writes one device's readings of closed hours straight into those
+    /// hours' blocks and rollups, with no item per reading (issue 78,
+    /// docs/batches.md). Only where `capabilities().hour_blocks_from_batches`;
+    /// on an error some hours may be written: the caller writes the readings
+    /// again as items, which reads and rollups take as the same readings.
+    fn write_hour_blocks(
+        &self,
+        _device: &DeviceId,
+        _readings: &[Reading],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        async {
+            Err(StoreError::Unavailable(
+                "this store writes no hour blocks from batches".into(),
+            ))
+        }
+    }
     fn device_readings(
         &self,
         device: &DeviceId,

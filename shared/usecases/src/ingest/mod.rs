@@ -4,6 +4,7 @@
 //! is reported by index. The HTTP routes only choose the format and word
 //! the answer; MQTT messages (`mqtt`) become one of the two formats first.
 
+mod hour_blocks;
 pub mod json;
 pub mod line_protocol;
 
@@ -202,7 +203,11 @@ pub async fn write<S: Store>(
         unwritten,
         items_written,
         duplicates,
-    } = store.write_owned_readings(readings).await;
+    } = if store.capabilities().hour_blocks_from_batches {
+        hour_blocks::write(store, readings, Timestamp::now()).await
+    } else {
+        store.write_owned_readings(readings).await
+    };
     if store.capabilities().registry_follows_writes && items_written > 0 {
         registry.wrote(rooms);
     }

@@ -1,0 +1,237 @@
+//! Batches written as hour blocks (issue 78, docs/batches.md), on dynalite:
+//! what an hour sent in one request costs through the real handler, and
+//! that every reading route answers alike whether the readings arrived in
+//! batches (closed hours written as blocks) or one at a time (items, folded
+//! by the stream functions), late and rewritten readings included.
+
+use integration_tests::household::{household, DEVICES};
+use integration_tests::routes_alike::{all_pages, get};
+use integration_tests::{
+    answer, api_event, app, climate, dynalite, fresh_store, handle, power, stream_event_for,
+    write_through_stream_functions,
+};
+use serde_json::{json, Value};
+use shared::api::{ReadAccess, RouteSet};
+use shared::domain::batch_hours;
+use shared::model::{DeviceId, Measurement, Reading, Span, Timestamp, HOUR_MS};
+use shared::registry::RegistryCache;
+use shared::store::dynamodb::metering::metered_writes;
+use shared::store::{DynamoStore, Indexes, Store};
+use std::time::Duration;
+
+const NO_INDEXES: Indexes = Indexes {
+    room_time: false,
+    box_search: false,
+    all_devices: false,
+};
+
+async fn store(hint: &str, blocks: bool) -> DynamoStore {
+    fresh_store(&dynalite(), hint)
+        .await
+        .with_indexes(NO_INDEXES)
+        .with_hour_blocks(blocks)
+}
+
+/// A device's reading items (`TS#`) in the table.
+async fn reading_items(store: &DynamoStore, device: &str) -> i32 {
+    store
+        .client()
+        .query()
+        .table_name(store.table())
+        .key_condition_expression("pk = :pk AND begins_with(sk, :ts)")
+        .expression_attribute_values(":pk", aws_sdk_dynamodb::types::AttributeValue::S(device.into()))
+        .expression_attribute_values(":ts", aws_sdk_dynamodb::types::AttributeValue::S("TS#".into()))
+        .select(aws_sdk_dynamodb::types::Select::Count)
+        .send()
+        .await
+        .unwrap()
+        .count()
+}
+
+/// Six closed hours of a meter and a room sensor at one reading a minute,
+/// each hour posted in one request (a hub that sends an hour at a time):
+/// at most 0.1 write units a reading in all (blocks, rollups, registry,
+/// presence), and no item per reading. Then every reading reads back.
+#[tokio::test]
+async fn an_hour_sent_in_one_request_costs_at_most_a_tenth_of_a_write_unit_a_reading() {
+    let store = store("batch-cost", true).await;
+    let mut app = app(store.clone(), None, RouteSet::All).await;
+    app.access.reads = ReadAccess::Open;
+    let first = Span::Hour.start_of(Timestamp::now()).millis() - 7 * HOUR_MS;
+    let (mut units, mut readings) = (0.0, 0);
+    for hour in 0..6 {
+        let mut body = Vec::new();
+        for minute in 0..60 {
+            let t = first + hour * HOUR_MS + minute * 60_000;
+            let ts = Timestamp::from_millis(t).unwrap().to_string();
+            let kwh = 1000.0 + (hour * 60 + minute) as f64 * 0.01;
+            body.push(power("meter-1", &ts, kwh, 5.0, 600.0));
+            let temp = 20.0 + (minute % 7) as f64 / 10.0;
+            body.push(climate("sensor-1", "bedroom", &ts, temp, 45.0));
+        }
+        let body = Value::Array(body).to_string();
+        let event = api_event("POST", "/readings", &[], Some(&body), &[]);
+        let (response, written) = metered_writes(handle(&app, event)).await;
+        let (status, answer) = answer(&response);
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["written"], 120, "{answer}");
+        units += written;
+        readings += 120;
+    }
+    let per_reading = units / readings as f64;
+    println!("write units a reading, an hour a request: {per_reading:.4}");
+    assert!(per_reading > 0.0, "nothing metered");
+    assert!(per_reading <= 0.1, "{per_reading} write units a reading");
+    // No item per reading: the hours are their blocks.
+    assert_eq!(reading_items(&store, "meter-1").await, 0);
+    assert_eq!(reading_items(&store, "sensor-1").await, 0);
+    // Every reading reads back, the registry and the room know them.
+    let from = Timestamp::from_millis(first).unwrap().to_string();
+    let q = [("from", from.as_str()), ("limit", "1000")];
+    assert_eq!(all_pages(&app, "/devices/meter-1/readings", &q).await.len(), 360);
+    assert_eq!(all_pages(&app, "/rooms/bedroom/readings", &q).await.len(), 360);
+    let (status, device) = get(&app, "/devices/meter-1", &[]).await;
+    assert_eq!(status, 200, "{device}");
+    let last = Timestamp::from_millis(first + 6 * HOUR_MS - 60_000).unwrap().to_string();
+    assert_eq!(device["latest"]["timestamp"], json!(last), "{device}");
+    let (_, latest) = get(&app, "/devices/sensor-1/latest", &[]).await;
+    assert_eq!(latest["timestamp"], json!(last), "{latest}");
+    let (_, energy) = get(&app, "/devices/meter-1/energy", &[("from", &from), ("bucket", "1h")]).await;
+    let bought = energy["kwh_bought"].as_f64();
+    assert!(bought.is_some_and(|kwh| (kwh - 3.59).abs() < 0.011), "{energy}");
+}
+
+/// The household's readings in hour batches, then late readings (a lone one
+/// into a written hour), rewrites of written readings in a later batch, and
+/// readings of the open hour; on one table as batches, on the other one at
+/// a time through the stream functions.
+fn deliveries(seed: u64) -> Vec<Vec<Reading>> {
+    let readings = household(seed, 20);
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut batches: Vec<Vec<Reading>> = Vec::new();
+    for r in &readings {
+        let hour = Span::Hour.start_of(r.timestamp);
+        match batches.last_mut() {
+            Some(b) if Span::Hour.start_of(b[0].timestamp) == hour => b.push(r.clone()),
+            _ => batches.push(vec![r.clone()]),
+        }
+    }
+    // Late: a reading held back from an hour, sent alone after it.
+    let late_from = rng.usize(0..batches.len() - 1);
+    let late = batches[late_from].remove(batches[late_from].len() / 2);
+    // Rewrites: some readings of one hour again, with other values.
+    let again: Vec<Reading> = batches[rng.usize(0..batches.len())]
+        .iter()
+        .filter(|r| r.device_id.as_str() == "meter-main")
+        .step_by(7)
+        .map(|r| {
+            let mut r = r.clone();
+            r.measurement = Measurement::power(99_999.5, 1.0, 7.0).unwrap();
+            r
+        })
+        .collect();
+    // The open hour: a meter's readings up to now.
+    let now = Span::Hour.start_of(Timestamp::now()).millis();
+    let open: Vec<Reading> = (0..3)
+        .map(|i| Reading {
+            device_id: DeviceId::parse("meter-main").unwrap(),
+            timestamp: Timestamp::from_millis(now + i * 1000).unwrap(),
+            measurement: Measurement::power(99_999.9 + i as f64, 1.0, 5.0).unwrap(),
+        })
+        .collect();
+    batches.push(vec![late]);
+    batches.push(again);
+    batches.push(open);
+    batches.retain(|b| !b.is_empty());
+    batches
+}
+
+/// Writes a batch as the ingest use case does, then runs the stream
+/// functions over what it wrote as items, as the table's stream would.
+async fn as_batch(store: &DynamoStore, cache: &RegistryCache, batch: &[Reading]) {
+    let written = shared::ingest::write(store, cache, batch.to_vec()).await;
+    assert!(written.unwritten.is_empty());
+    let items: Vec<Reading> = batch_hours::split(batch, Timestamp::now())
+        .items
+        .into_iter()
+        .map(|i| batch[i].clone())
+        .collect();
+    if !items.is_empty() {
+        let event = stream_event_for(&items);
+        assert!(shared::stream::handle(store, event.clone())
+            .await
+            .batch_item_failures
+            .is_empty());
+        let report = shared::stream::rollups::handle_batch(store, &event).await;
+        assert_eq!(report.failed, None);
+    }
+}
+
+async fn answers_alike(seed: u64, limit: usize) {
+    let batches = deliveries(seed);
+    let blocks = store("batch-blocks", true).await;
+    let items = store("batch-items", false).await;
+    assert!(blocks.capabilities().hour_blocks_from_batches);
+    assert!(!items.capabilities().hour_blocks_from_batches);
+    let cache = RegistryCache::unloaded(Duration::from_secs(30));
+    for batch in &batches {
+        as_batch(&blocks, &cache, batch).await;
+        write_through_stream_functions(&items, batch).await;
+    }
+    // Most readings went as blocks.
+    let kept = reading_items(&blocks, "meter-main").await;
+    assert!(kept < 20, "{kept} meter items on the blocks table");
+    let mut apps = Vec::new();
+    for store in [blocks, items] {
+        let mut app = app(store, None, RouteSet::All).await;
+        app.access.reads = ReadAccess::Open;
+        apps.push(app);
+    }
+    let (a, b) = (&apps[0], &apps[1]);
+    let start = Span::Hour.start_of(Timestamp::now()).millis() - 22 * HOUR_MS;
+    let at = |m: i64| Timestamp::from_millis(start + m * 60_000).unwrap().to_string();
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0xb10c);
+    let mut ranges = vec![(at(0), at(23 * 60))];
+    for _ in 0..2 {
+        let from = rng.i64(0..22 * 60);
+        ranges.push((at(from), at(from + rng.i64(1..10 * 60))));
+    }
+    let limit = limit.to_string();
+    for (from, to) in &ranges {
+        for order in ["asc", "desc"] {
+            let q = [("from", from.as_str()), ("to", to.as_str()), ("order", order), ("limit", limit.as_str())];
+            let mut paths: Vec<String> = DEVICES.iter().map(|d| format!("/devices/{d}/readings")).collect();
+            paths.extend(["living", "study", "cellar"].map(|r| format!("/rooms/{r}/readings")));
+            for path in &paths {
+                let (x, y) = (all_pages(a, path, &q).await, all_pages(b, path, &q).await);
+                assert_eq!(x, y, "{path} {q:?}");
+            }
+        }
+        for path in ["/devices/meter-main/stats", "/devices/a4:c1:38:0b:5e:7f/stats", "/rooms/living/stats", "/devices/meter-main/energy", "/devices/plug-washer/energy", "/devices/water-meter/energy"] {
+            for bucket in ["15m", "1h", "1d"] {
+                let q = [("from", from.as_str()), ("to", to.as_str()), ("bucket", bucket)];
+                let (x, y) = (get(a, path, &q).await, get(b, path, &q).await);
+                assert_eq!(x.0, 200, "{path} {q:?}: {}", x.1);
+                assert_eq!(x, y, "{path} {q:?}");
+            }
+        }
+    }
+    for d in DEVICES {
+        let path = format!("/devices/{d}/latest");
+        let (x, y) = (get(a, &path, &[]).await, get(b, &path, &[]).await);
+        assert_eq!(x.0, 200, "{path}: {}", x.1);
+        assert_eq!(x, y, "{path}");
+    }
+    for path in ["/devices", "/rooms"] {
+        let (x, y) = (get(a, path, &[]).await, get(b, path, &[]).await);
+        assert_eq!(x.0, 200, "{path}: {}", x.1);
+        assert_eq!(x, y, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn answers_are_alike_whether_readings_came_in_batches_or_one_at_a_time() {
+    for (seed, limit) in [(1, 1000), (2, 37), (3, 5)] {
+        answers_alike(seed, limit).await;
+    }
+}
