@@ -15,7 +15,7 @@ use shared::api::{ReadAccess, RouteSet};
 use shared::domain::batch_hours;
 use shared::model::{DeviceId, Measurement, Reading, Span, Timestamp, HOUR_MS};
 use shared::registry::RegistryCache;
-use shared::store::dynamodb::metering::metered_writes;
+use shared::store::metering::metered_writes;
 use shared::store::{DynamoStore, Indexes, Store};
 use std::time::Duration;
 
@@ -39,8 +39,14 @@ async fn reading_items(store: &DynamoStore, device: &str) -> i32 {
         .query()
         .table_name(store.table())
         .key_condition_expression("pk = :pk AND begins_with(sk, :ts)")
-        .expression_attribute_values(":pk", aws_sdk_dynamodb::types::AttributeValue::S(device.into()))
-        .expression_attribute_values(":ts", aws_sdk_dynamodb::types::AttributeValue::S("TS#".into()))
+        .expression_attribute_values(
+            ":pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(device.into()),
+        )
+        .expression_attribute_values(
+            ":ts",
+            aws_sdk_dynamodb::types::AttributeValue::S("TS#".into()),
+        )
         .select(aws_sdk_dynamodb::types::Select::Count)
         .send()
         .await
@@ -88,17 +94,37 @@ async fn an_hour_sent_in_one_request_costs_at_most_a_tenth_of_a_write_unit_a_rea
     // Every reading reads back, the registry and the room know them.
     let from = Timestamp::from_millis(first).unwrap().to_string();
     let q = [("from", from.as_str()), ("limit", "1000")];
-    assert_eq!(all_pages(&app, "/devices/meter-1/readings", &q).await.len(), 360);
-    assert_eq!(all_pages(&app, "/rooms/bedroom/readings", &q).await.len(), 360);
+    assert_eq!(
+        all_pages(&app, "/devices/meter-1/readings", &q).await.len(),
+        360
+    );
+    assert_eq!(
+        all_pages(&app, "/rooms/bedroom/readings", &q).await.len(),
+        360
+    );
     let (status, device) = get(&app, "/devices/meter-1", &[]).await;
     assert_eq!(status, 200, "{device}");
-    let last = Timestamp::from_millis(first + 6 * HOUR_MS - 60_000).unwrap().to_string();
-    assert_eq!(device["latest"]["timestamp"], json!(last), "{device}");
+    let last = Timestamp::from_millis(first + 6 * HOUR_MS - 60_000)
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        device["device"]["latest"]["timestamp"],
+        json!(last),
+        "{device}"
+    );
     let (_, latest) = get(&app, "/devices/sensor-1/latest", &[]).await;
-    assert_eq!(latest["timestamp"], json!(last), "{latest}");
-    let (_, energy) = get(&app, "/devices/meter-1/energy", &[("from", &from), ("bucket", "1h")]).await;
+    assert_eq!(latest["reading"]["timestamp"], json!(last), "{latest}");
+    let (_, energy) = get(
+        &app,
+        "/devices/meter-1/energy",
+        &[("from", &from), ("bucket", "1h")],
+    )
+    .await;
     let bought = energy["kwh_bought"].as_f64();
-    assert!(bought.is_some_and(|kwh| (kwh - 3.59).abs() < 0.011), "{energy}");
+    assert!(
+        bought.is_some_and(|kwh| (kwh - 3.59).abs() < 0.011),
+        "{energy}"
+    );
 }
 
 /// The household's readings in hour batches, then late readings (a lone one
@@ -118,7 +144,8 @@ fn deliveries(seed: u64) -> Vec<Vec<Reading>> {
     }
     // Late: a reading held back from an hour, sent alone after it.
     let late_from = rng.usize(0..batches.len() - 1);
-    let late = batches[late_from].remove(batches[late_from].len() / 2);
+    let middle = batches[late_from].len() / 2;
+    let late = batches[late_from].remove(middle);
     // Rewrites: some readings of one hour again, with other values.
     let again: Vec<Reading> = batches[rng.usize(0..batches.len())]
         .iter()
@@ -189,7 +216,11 @@ async fn answers_alike(seed: u64, limit: usize) {
     }
     let (a, b) = (&apps[0], &apps[1]);
     let start = Span::Hour.start_of(Timestamp::now()).millis() - 22 * HOUR_MS;
-    let at = |m: i64| Timestamp::from_millis(start + m * 60_000).unwrap().to_string();
+    let at = |m: i64| {
+        Timestamp::from_millis(start + m * 60_000)
+            .unwrap()
+            .to_string()
+    };
     let mut rng = fastrand::Rng::with_seed(seed ^ 0xb10c);
     let mut ranges = vec![(at(0), at(23 * 60))];
     for _ in 0..2 {
@@ -199,17 +230,36 @@ async fn answers_alike(seed: u64, limit: usize) {
     let limit = limit.to_string();
     for (from, to) in &ranges {
         for order in ["asc", "desc"] {
-            let q = [("from", from.as_str()), ("to", to.as_str()), ("order", order), ("limit", limit.as_str())];
-            let mut paths: Vec<String> = DEVICES.iter().map(|d| format!("/devices/{d}/readings")).collect();
+            let q = [
+                ("from", from.as_str()),
+                ("to", to.as_str()),
+                ("order", order),
+                ("limit", limit.as_str()),
+            ];
+            let mut paths: Vec<String> = DEVICES
+                .iter()
+                .map(|d| format!("/devices/{d}/readings"))
+                .collect();
             paths.extend(["living", "study", "cellar"].map(|r| format!("/rooms/{r}/readings")));
             for path in &paths {
                 let (x, y) = (all_pages(a, path, &q).await, all_pages(b, path, &q).await);
                 assert_eq!(x, y, "{path} {q:?}");
             }
         }
-        for path in ["/devices/meter-main/stats", "/devices/a4:c1:38:0b:5e:7f/stats", "/rooms/living/stats", "/devices/meter-main/energy", "/devices/plug-washer/energy", "/devices/water-meter/energy"] {
+        for path in [
+            "/devices/meter-main/stats",
+            "/devices/a4:c1:38:0b:5e:7f/stats",
+            "/rooms/living/stats",
+            "/devices/meter-main/energy",
+            "/devices/plug-washer/energy",
+            "/devices/water-meter/energy",
+        ] {
             for bucket in ["15m", "1h", "1d"] {
-                let q = [("from", from.as_str()), ("to", to.as_str()), ("bucket", bucket)];
+                let q = [
+                    ("from", from.as_str()),
+                    ("to", to.as_str()),
+                    ("bucket", bucket),
+                ];
                 let (x, y) = (get(a, path, &q).await, get(b, path, &q).await);
                 assert_eq!(x.0, 200, "{path} {q:?}: {}", x.1);
                 assert_eq!(x, y, "{path} {q:?}");

@@ -36,6 +36,8 @@ struct Endpoint {
     writes: Writes,
     /// `BatchWriteItem` requests received.
     batch_writes: AtomicUsize,
+    /// `PutItem` requests received (hour blocks, issue 78).
+    puts: AtomicUsize,
 }
 
 /// A DynamoDB endpoint: an empty table for reads, `writes` for writes.
@@ -45,14 +47,17 @@ async fn dynamodb(State(e): State<Arc<Endpoint>>, headers: HeaderMap, _: Bytes) 
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let json = [("content-type", "application/x-amz-json-1.0")];
-    if !target.ends_with(".BatchWriteItem") {
+    if target.ends_with(".PutItem") {
+        e.puts.fetch_add(1, Ordering::SeqCst);
+    } else if !target.ends_with(".BatchWriteItem") {
         return (
             json,
             json!({"Items": [], "Count": 0, "ScannedCount": 0}).to_string(),
         )
             .into_response();
+    } else {
+        e.batch_writes.fetch_add(1, Ordering::SeqCst);
     }
-    e.batch_writes.fetch_add(1, Ordering::SeqCst);
     match e.writes {
         Writes::Hang => std::future::pending().await,
         Writes::Throttle => (
@@ -72,6 +77,7 @@ async fn endpoint(writes: Writes) -> (String, Arc<Endpoint>) {
     let state = Arc::new(Endpoint {
         writes,
         batch_writes: AtomicUsize::new(0),
+        puts: AtomicUsize::new(0),
     });
     let app = axum::Router::new()
         .fallback(dynamodb)
@@ -82,8 +88,14 @@ async fn endpoint(writes: Writes) -> (String, Arc<Endpoint>) {
     (url, state)
 }
 
-/// A configuration as a Lambda's, on `endpoint`, with `budget`.
+/// A configuration as a Lambda's, on `endpoint`, with `budget`; the
+/// closed hours of a batch written as items (the chunks these tests count).
 fn config(endpoint: &str, budget: Option<&str>) -> Config {
+    config_with(endpoint, budget, false)
+}
+
+/// The same, with the closed hours written as blocks or not.
+fn config_with(endpoint: &str, budget: Option<&str>, blocks: bool) -> Config {
     let store = StoreConfig::DynamoDb {
         table: "readings".into(),
         endpoint: Some(endpoint.into()),
@@ -91,6 +103,7 @@ fn config(endpoint: &str, budget: Option<&str>) -> Config {
     };
     Config::with_store(store, |k| match k {
         "DYNAMODB_BUDGET_MS" => budget.map(str::to_owned),
+        "BATCH_BLOCKS" => Some(blocks.to_string()),
         _ => None,
     })
     .unwrap()
@@ -145,6 +158,26 @@ async fn a_write_that_is_never_answered_is_a_503_within_the_budget() {
     // behind them found it spent and gave up without waiting again.
     let attempts = endpoint.batch_writes.load(Ordering::SeqCst);
     assert!((1..CHUNKS).contains(&attempts), "{attempts} write attempts");
+}
+
+/// Closed hours written as blocks (issue 78) keep the budget too: a put
+/// of an hour item never answered (or always throttled) is a 503 naming
+/// every reading, within the budget, and nothing falls back to items then.
+#[tokio::test]
+async fn hours_written_as_blocks_answer_503_within_the_budget() {
+    for writes in [Writes::Hang, Writes::Throttle] {
+        let (url, endpoint) = endpoint(writes).await;
+        let budget = Duration::from_millis(2000);
+        let (status, answer, took) = post(&config_with(&url, Some("2000"), true)).await;
+        assert_eq!(status, 503, "{answer}");
+        assert_every_reading_unwritten(&answer, READINGS);
+        assert!(
+            took <= budget + Duration::from_secs(1),
+            "answered after {took:?}; the budget is {budget:?}"
+        );
+        assert!(endpoint.puts.load(Ordering::SeqCst) >= 1, "no hour put");
+        assert_eq!(endpoint.batch_writes.load(Ordering::SeqCst), 0);
+    }
 }
 
 #[tokio::test]

@@ -52,7 +52,11 @@ impl ReadingStore for DynamoStore {
         device: &DeviceId,
         readings: &[Reading],
     ) -> Result<(), StoreError> {
-        Box::pin(self.hour_blocks_of(device, readings)).await
+        calls::operation(
+            &self.policy,
+            Box::pin(self.hour_blocks_of(device, readings)),
+        )
+        .await
     }
 
     async fn device_readings(

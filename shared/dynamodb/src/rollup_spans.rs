@@ -2,8 +2,8 @@
 //! items, its raw readings and its marker, strongly consistent.
 
 use super::blocks::{hour_block, hour_of};
-use super::rollups::{hour_item, rollup_item};
 use super::rollups::Expected;
+use super::rollups::{hour_item, rollup_item};
 use super::{DynamoStore, Item};
 use domain::aggregate::rollup::Rollup;
 use domain::model::{DeviceId, Reading, Span, TimeRange, Timestamp};

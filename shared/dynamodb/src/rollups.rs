@@ -96,8 +96,8 @@ impl DynamoStore {
                 if e.as_service_error()
                     .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
             {
-                Err(StoreError::Unavailable(
-                    "an hour item changed while it was recomputed; run again".into(),
+                Err(StoreError::Conflict(
+                    "an hour item changed while it was recomputed".into(),
                 ))
             }
             Err(e) => Err(unavailable(e)),

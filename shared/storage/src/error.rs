@@ -8,4 +8,8 @@ pub enum StoreError {
     /// An item in the table does not decode (written by something else?).
     #[error("stored item does not decode: {0}")]
     Corrupt(String),
+    /// Another writer changed what this one read (an hour item both the
+    /// rollups function and a batch write): running it again succeeds.
+    #[error("changed by another writer: {0}")]
+    Conflict(String),
 }

@@ -2,15 +2,24 @@
 //! docs/batches.md), where the store offers it: each device's hours the
 //! domain's rule picks (`domain::batch_hours`) go into their blocks and
 //! rollups, and the registry is brought up to date from them here (no
-//! reading item reaches the stream for the registry function to see). What
-//! fails of either is written as items, the path every reading can take:
-//! reads and rollups take a reading in a block and as an item as one.
+//! reading item reaches the stream for the registry function to see). An
+//! hour the rollups function wrote meanwhile (a conflict), or a registry
+//! update that failed, sends the device's readings as items, the path every
+//! reading can take: reads and rollups take a reading in a block and as an
+//! item as one. A store out of its budget reports the readings unwritten.
 
 use domain::batch_hours;
 use domain::model::{Reading, Timestamp};
 use futures_util::StreamExt;
 use std::collections::BTreeSet;
-use storage::{Deduped, Store, WriteReport};
+use storage::{Deduped, Store, StoreError, WriteReport};
+
+/// What became of a device's hours.
+enum Outcome {
+    Blocks,
+    Items,
+    Unwritten,
+}
 
 /// Devices whose hours are written at once.
 const DEVICE_CONCURRENCY: usize = 8;
@@ -26,21 +35,33 @@ pub async fn write<S: Store>(store: &S, readings: Vec<Reading>, now: Timestamp) 
     let results: Vec<_> = futures_util::stream::iter(split.blocks)
         .map(|(device, idx)| async move {
             let batch: Vec<Reading> = idx.iter().map(|&i| readings[i].clone()).collect();
-            let result = store.write_hour_blocks(&device, &batch).await;
-            if let Err(e) = &result {
-                tracing::warn!(device = %device, error = %e, "hours not written as blocks: as items");
-            }
-            (idx, result.is_ok())
+            let outcome = match store.write_hour_blocks(&device, &batch).await {
+                Ok(()) => Outcome::Blocks,
+                // The rollups function wrote an hour meanwhile: as items,
+                // which it folds in turn.
+                Err(StoreError::Conflict(e)) => {
+                    tracing::info!(device = %device, error = %e, "hours written as items");
+                    Outcome::Items
+                }
+                // The store's budget is spent: reported, for the client to
+                // send again (some hours may be written; again is harmless).
+                Err(e) => {
+                    tracing::warn!(device = %device, error = %e, "hours not written");
+                    Outcome::Unwritten
+                }
+            };
+            (idx, outcome)
         })
         .buffer_unordered(DEVICE_CONCURRENCY)
         .collect()
         .await;
     let mut items = split.items;
-    let mut in_blocks = Vec::new();
-    for (idx, ok) in results {
-        match ok {
-            true => in_blocks.extend(idx),
-            false => items.extend(idx),
+    let (mut in_blocks, mut unwritten) = (Vec::new(), Vec::new());
+    for (idx, outcome) in results {
+        match outcome {
+            Outcome::Blocks => in_blocks.extend(idx),
+            Outcome::Items => items.extend(idx),
+            Outcome::Unwritten => unwritten.extend(idx),
         }
     }
     // The registry, from the readings in blocks; a device whose update
@@ -62,7 +83,11 @@ pub async fn write<S: Store>(store: &S, readings: Vec<Reading>, now: Timestamp) 
     let in_blocks: Vec<Reading> = in_blocks.iter().map(|&i| readings[i].clone()).collect();
     let deduped = Deduped::new(&in_blocks);
     WriteReport {
-        unwritten: report.unwritten.iter().map(|&j| items[j]).collect(),
+        unwritten: {
+            unwritten.extend(report.unwritten.iter().map(|&j| items[j]));
+            unwritten.sort_unstable();
+            unwritten
+        },
         items_written: report.items_written + deduped.winners.len(),
         duplicates: report.duplicates + (in_blocks.len() - deduped.winners.len()),
     }
