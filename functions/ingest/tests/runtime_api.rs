@@ -15,7 +15,11 @@ fn event(name: &str) -> Value {
 
 #[tokio::test]
 async fn the_ingest_binary_writes_the_sample_posts() {
-    let store = fresh_store(&dynalite(), "bin-ingest").await;
+    // Read as the functions read: the sample batch's closed hour went in
+    // as its block (BatchBlocks' default, docs/batches.md).
+    let store = fresh_store(&dynalite(), "bin-ingest")
+        .await
+        .with_hour_blocks(true);
     let mut rt = Runtime::start().await;
     rt.spawn(
         env!("CARGO_BIN_EXE_ingest"),

@@ -114,7 +114,7 @@ impl DynamoStore {
             let left = limit - out.len();
             let (mut got, more) = match source {
                 // Boxed: these futures are large, and nest under every read.
-                Source::Raw if self.writes_hour_blocks() => {
+                Source::Raw if self.reads_hour_blocks() => {
                     Box::pin(self.raw_with_blocks(device, &stretch, order, left, keep)).await?
                 }
                 Source::Raw => Box::pin(self.raw_part(device, &stretch, order, left, keep)).await?,

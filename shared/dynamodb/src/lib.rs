@@ -141,6 +141,13 @@ impl DynamoStore {
             && !self.indexes.all_devices
     }
 
+    /// Whether the raw window is read with the hour blocks beside the items:
+    /// wherever batches may have been written as blocks, whatever indexes
+    /// are on now (one turned on later does not hide them).
+    pub(crate) fn reads_hour_blocks(&self) -> bool {
+        self.hour_blocks && self.rollup_lag.is_some()
+    }
+
     /// Batches of closed hours written as hour blocks (`BATCH_BLOCKS`), and
     /// the raw stretch read with the hour blocks beside its items.
     pub fn with_hour_blocks(mut self, on: bool) -> Self {

@@ -220,7 +220,7 @@ impl ReadingStore for DynamoStore {
                 .scan_index_forward(false);
             // With a filter, Limit counts items read before filtering: keep reading pages until one passes.
             let raw = self.query_pages(unexpired(query), 1);
-            let (items, in_blocks) = if self.writes_hour_blocks() {
+            let (items, in_blocks) = if self.reads_hour_blocks() {
                 // A batch written as blocks may hold the newest reading.
                 let blocks = Box::pin(self.newest_in_blocks(device));
                 futures_util::future::try_join(raw, blocks).await?
