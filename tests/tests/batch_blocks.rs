@@ -285,3 +285,60 @@ async fn answers_are_alike_whether_readings_came_in_batches_or_one_at_a_time() {
         answers_alike(seed, limit).await;
     }
 }
+
+/// Two requests with readings of the same closed hours at once (a hub that
+/// retries while its first post is still being written, or two hubs): the
+/// hour puts are conditional, so the one that loses writes its readings as
+/// items instead of over the other's block. Every reading is stored once,
+/// and once the stream functions have folded the items, each hour's
+/// rollup counts every reading.
+#[tokio::test]
+async fn two_batches_of_the_same_hours_at_once_lose_no_reading() {
+    let store = store("batch-race", true).await;
+    let cache = RegistryCache::unloaded(Duration::from_secs(30));
+    let first = Span::Hour.start_of(Timestamp::now()).millis() - 6 * HOUR_MS;
+    let meter = |minute: i64| Reading {
+        device_id: DeviceId::parse("meter-1").unwrap(),
+        timestamp: Timestamp::from_millis(first + minute * 60_000).unwrap(),
+        measurement: Measurement::power(1000.0 + minute as f64 * 0.01, 0.0, 300.0).unwrap(),
+    };
+    // Four hours; one request the even minutes, the other the odd ones.
+    let (even, odd): (Vec<Reading>, Vec<Reading>) = (0..4 * 60)
+        .map(meter)
+        .partition(|r| r.timestamp.millis() / 60_000 % 2 == 0);
+    let (a, b) = tokio::join!(
+        shared::ingest::write(&store, &cache, even.clone()),
+        shared::ingest::write(&store, &cache, odd.clone()),
+    );
+    assert!(a.unwritten.is_empty() && b.unwritten.is_empty());
+    let as_items = reading_items(&store, "meter-1").await;
+    println!("readings the losing request wrote as items: {as_items}");
+    let device = DeviceId::parse("meter-1").unwrap();
+    let stored = integration_tests::every_reading(&store, &device).await;
+    assert_eq!(stored.len(), 240, "every reading, once");
+    // The stream functions fold what went as items into the blocks.
+    let all: Vec<Reading> = even.iter().chain(&odd).cloned().collect();
+    let event = stream_event_for(&all);
+    let report = shared::stream::rollups::handle_batch(&store, &event).await;
+    assert_eq!(report.failed, None);
+    let mut app = app(store, None, RouteSet::All).await;
+    app.access.reads = ReadAccess::Open;
+    let from = Timestamp::from_millis(first).unwrap().to_string();
+    let to = Timestamp::from_millis(first + 4 * HOUR_MS)
+        .unwrap()
+        .to_string();
+    let q = [
+        ("from", from.as_str()),
+        ("to", to.as_str()),
+        ("bucket", "1h"),
+    ];
+    let (status, stats) = get(&app, "/devices/meter-1/stats", &q).await;
+    assert_eq!(status, 200, "{stats}");
+    let counts: Vec<i64> = stats["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_i64().unwrap_or(-1))
+        .collect();
+    assert_eq!(counts, vec![60; 4], "{stats}");
+}
