@@ -126,8 +126,10 @@ fn temp_dir(hint: &str) -> PathBuf {
     dir
 }
 
+/// The table, read as the functions read it: a migrated history's closed
+/// hours went in as their blocks (BatchBlocks' default, docs/batches.md).
 fn dynamo(endpoint: &str, table: &str) -> DynamoStore {
-    DynamoStore::new(client(endpoint), table)
+    DynamoStore::new(client(endpoint), table).with_hour_blocks(true)
 }
 
 #[tokio::test(flavor = "multi_thread")]

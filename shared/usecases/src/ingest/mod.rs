@@ -4,7 +4,7 @@
 //! is reported by index. The HTTP routes only choose the format and word
 //! the answer; MQTT messages (`mqtt`) become one of the two formats first.
 
-mod hour_blocks;
+pub mod hour_blocks;
 pub mod json;
 pub mod line_protocol;
 
