@@ -597,6 +597,8 @@ pub fn template_conditions(indexes: shared::store::Indexes) -> Vec<(&'static str
         ("HasRoomAttribute", indexes.room_time || indexes.box_search),
         // The default: the table is protected from deletion.
         ("HasDeletionProtection", true),
+        // The default: on demand.
+        ("IsProvisioned", false),
     ]
 }
 

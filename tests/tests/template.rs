@@ -591,6 +591,110 @@ fn the_table_is_recoverable_and_protected_from_deletion() {
     );
 }
 
+/// Provisioned capacity as an option (issue 78, docs/cost.md): on demand by
+/// default; with `TableCapacity=provisioned` the table is billed by the
+/// capacity it buys, from the minimum parameters, and auto scaling tracks
+/// 70 % utilisation of writes and of reads up to the maximum; a rule keeps
+/// the optional indexes off (their capacity would not scale); the table's
+/// throttles raise alarms either way.
+#[test]
+fn provisioned_capacity_is_an_option_that_scales_with_the_traffic() {
+    let t = template();
+    assert_eq!(s(&t["Parameters"]["TableCapacity"]["Default"]), "on-demand");
+    let decided = |provisioned: bool| {
+        let mut conditions = integration_tests::template_conditions(shared::store::Indexes {
+            room_time: false,
+            box_search: false,
+            all_devices: false,
+        });
+        for (name, on) in conditions.iter_mut() {
+            if *name == "IsProvisioned" {
+                *on = provisioned;
+            }
+        }
+        integration_tests::resolve_template(&t, &conditions).unwrap()
+    };
+    let on_demand = decided(false);
+    let table = &on_demand["Resources"]["ReadingsTable"]["Properties"];
+    assert_eq!(s(&table["BillingMode"]), "PAY_PER_REQUEST");
+    assert!(table.get("ProvisionedThroughput").is_none());
+    let provisioned = decided(true);
+    let table = &provisioned["Resources"]["ReadingsTable"]["Properties"];
+    assert_eq!(s(&table["BillingMode"]), "PROVISIONED");
+    let throughput = format!("{:?}", table["ProvisionedThroughput"]);
+    assert!(
+        throughput.contains("ProvisionedReadUnits") && throughput.contains("ProvisionedWriteUnits"),
+        "{throughput}"
+    );
+    let condition = format!("{:?}", t["Conditions"]["IsProvisioned"]);
+    assert!(condition.contains("TableCapacity") && condition.contains("provisioned"));
+    // A scalable target and a target-tracking policy for each dimension.
+    let resources = t["Resources"].as_mapping().unwrap();
+    for (dimension, metric, min, max) in [
+        (
+            "WriteCapacityUnits",
+            "DynamoDBWriteCapacityUtilization",
+            "ProvisionedWriteUnits",
+            "ProvisionedWriteUnitsMax",
+        ),
+        (
+            "ReadCapacityUnits",
+            "DynamoDBReadCapacityUtilization",
+            "ProvisionedReadUnits",
+            "ProvisionedReadUnitsMax",
+        ),
+    ] {
+        let (name, target) = resources
+            .iter()
+            .find(|(_, r)| {
+                r["Type"].as_str() == Some("AWS::ApplicationAutoScaling::ScalableTarget")
+                    && r["Properties"]["ScalableDimension"].as_str()
+                        == Some(&format!("dynamodb:table:{dimension}"))
+            })
+            .unwrap_or_else(|| panic!("no scalable target for {dimension}"));
+        assert_eq!(s(&target["Condition"]), "IsProvisioned");
+        let p = format!("{:?}", target["Properties"]);
+        assert!(
+            p.contains("ReadingsTable") && p.contains(min) && p.contains(max),
+            "{p}"
+        );
+        let name = s(name);
+        let policy = resources
+            .values()
+            .find(|r| {
+                r["Type"].as_str() == Some("AWS::ApplicationAutoScaling::ScalingPolicy")
+                    && format!("{:?}", r["Properties"]["ScalingTargetId"]).contains(&name)
+            })
+            .unwrap_or_else(|| panic!("no scaling policy for {name}"));
+        assert_eq!(s(&policy["Condition"]), "IsProvisioned");
+        let tracking = &policy["Properties"]["TargetTrackingScalingPolicyConfiguration"];
+        assert_eq!(tracking["TargetValue"].as_u64(), Some(70));
+        assert_eq!(
+            s(&tracking["PredefinedMetricSpecification"]["PredefinedMetricType"]),
+            metric
+        );
+    }
+    // Provisioned only without the optional indexes.
+    let rule = format!("{:?}", t["Rules"]["ProvisionedWithoutIndexes"]);
+    for index in ["RoomIndex", "BoxSearch", "AllDevicesFeed", "TableCapacity"] {
+        assert!(
+            rule.contains(index),
+            "the rule does not name {index}: {rule}"
+        );
+    }
+    // Throttled reads and writes of the table raise alarms.
+    for metric in ["WriteThrottleEvents", "ReadThrottleEvents"] {
+        assert!(
+            resources
+                .values()
+                .any(|r| r["Type"].as_str() == Some("AWS::CloudWatch::Alarm")
+                    && r["Properties"]["MetricName"].as_str() == Some(metric)
+                    && format!("{:?}", r["Properties"]["Dimensions"]).contains("ReadingsTable")),
+            "no alarm on {metric}"
+        );
+    }
+}
+
 /// The stack tells its operators when something breaks and keeps logs for a
 /// while, not forever (issue 43, docs/operations.md): every function has a
 /// log group with the `LogRetentionDays` retention (30 days by default); an
