@@ -695,6 +695,45 @@ fn provisioned_capacity_is_an_option_that_scales_with_the_traffic() {
     }
 }
 
+/// Both stream functions are invoked for reading items written or
+/// rewritten alone (issue 78): the items they write themselves (hours,
+/// days, markers, `DEVICE`, `ROOM`, presence) and TTL's deletions are
+/// filtered out before Lambda, where the handlers would only ignore them.
+/// The filter's prefix is the reading key's, and each stream source has it.
+#[test]
+fn the_stream_functions_see_reading_items_alone() {
+    let t = template();
+    let mut sources = 0;
+    for (name, resource) in t["Resources"].as_mapping().unwrap() {
+        let Some(events) = resource["Properties"]["Events"].as_mapping() else {
+            continue;
+        };
+        for event in events
+            .values()
+            .filter(|e| e["Type"].as_str() == Some("DynamoDB"))
+        {
+            sources += 1;
+            let filters = event["Properties"]["FilterCriteria"]["Filters"]
+                .as_sequence()
+                .unwrap_or_else(|| panic!("{name:?}: no FilterCriteria"));
+            assert_eq!(filters.len(), 1, "{name:?}");
+            let pattern: serde_json::Value =
+                serde_json::from_str(filters[0]["Pattern"].as_str().unwrap()).unwrap();
+            assert_eq!(
+                pattern["eventName"],
+                serde_json::json!(["INSERT", "MODIFY"]),
+                "{name:?}"
+            );
+            assert_eq!(
+                pattern["dynamodb"]["Keys"]["sk"]["S"][0]["prefix"].as_str(),
+                Some(shared::keys::READING_PREFIX),
+                "{name:?}"
+            );
+        }
+    }
+    assert_eq!(sources, 2, "the registry and rollups functions");
+}
+
 /// The stack tells its operators when something breaks and keeps logs for a
 /// while, not forever (issue 43, docs/operations.md): every function has a
 /// log group with the `LogRetentionDays` retention (30 days by default); an
