@@ -162,6 +162,21 @@ pub(crate) enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// What a fleet costs a year on AWS, from the write units the tests measure through the real handlers for each way of sending, at list prices (docs/cost.md). Prints JSON.
+    Cost {
+        /// How many devices.
+        #[arg(long)]
+        devices: u64,
+        /// How often each device takes a reading, such as 1m or 10s.
+        #[arg(long, default_value = "1m", value_parser = ingester_local::scheduled_backups::parse_interval)]
+        every: Duration,
+        /// How readings arrive: http-each (a request a reading), http-hour (a device's hour in one request), iot-each (an MQTT message a reading through IoT Core).
+        #[arg(long, default_value = "http-each", value_parser = ["http-each", "http-hour", "iot-each"])]
+        path: String,
+        /// What sends: room-sensor or meter.
+        #[arg(long, default_value = "room-sensor", value_parser = ["room-sensor", "meter"])]
+        device: String,
+    },
     /// Copy every reading, name and registry entry from one store to another: the embedded file and a DynamoDB table, either way. Resumable, idempotent, verified by counting both sides.
     Migrate {
         /// The source: an embedded store file (`ingester.db`), or `dynamodb:TABLE` (AWS) or `dynamodb:TABLE@URL` (a DynamoDB-compatible endpoint).

@@ -67,6 +67,46 @@ pub(crate) async fn one_shot(command: Command, stop: &Stop) -> Result<bool, Stri
     match command {
         Command::Serve(_) => unreachable!("run serves"),
         Command::Backup(_) => unreachable!("main runs backup before any runtime starts"),
+        Command::Cost {
+            devices,
+            every,
+            path,
+            device,
+        } => {
+            use shared::fleet_cost::{Device, Fleet, Path, PRICES_AS_OF};
+            let fleet = Fleet {
+                devices,
+                every,
+                device: match device.as_str() {
+                    "meter" => Device::Meter,
+                    _ => Device::RoomSensor,
+                },
+                path: Path::parse(&path)?,
+            };
+            let bill = fleet.bill();
+            let round = |d: f64| (d * 100.0).round() / 100.0;
+            println!(
+                "{}",
+                serde_json::json!({
+                    "devices": devices,
+                    "every_seconds": every.as_secs_f64(),
+                    "path": path,
+                    "device": device,
+                    "readings_a_year": bill.readings.round(),
+                    "write_units_a_reading": bill.write_units_a_reading,
+                    "dollars_a_year": {
+                        "dynamodb_writes": round(bill.dynamodb_writes),
+                        "api_gateway": round(bill.api_gateway),
+                        "iot_core": round(bill.iot_core),
+                        "lambda_requests": round(bill.lambda),
+                        "total": round(bill.total),
+                    },
+                    "left_out": "Lambda duration, storage, reads",
+                    "prices": PRICES_AS_OF,
+                })
+            );
+            Ok(true)
+        }
         Command::Restore {
             from,
             db,

@@ -456,3 +456,54 @@ fn serve_runs_without_transparent_huge_pages() {
     assert_eq!(thp, Some("0"), "{status}");
     assert_eq!(huge, Some("0 kB"), "{rollup}");
 }
+
+/// `cost` plans a fleet's bill as an operator asks for it (issue 78): ten
+/// thousand room sensors at one reading a minute cost under $1,000 a year
+/// sending an hour at a time, more than ten times that a reading a request;
+/// a path it does not know is refused with the ones it does.
+#[test]
+fn cost_prints_a_fleet_s_year_by_how_readings_arrive() {
+    let run = |path: &str| {
+        let out = Command::new(BIN)
+            .args([
+                "cost",
+                "--devices",
+                "10000",
+                "--every",
+                "1m",
+                "--path",
+                path,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let hour = run("http-hour");
+    let each = run("http-each");
+    assert_eq!(hour["readings_a_year"], json!(5_256_000_000.0));
+    let total = |v: &Value| v["dollars_a_year"]["total"].as_f64().unwrap();
+    assert!(total(&hour) <= 1_000.0, "{hour}");
+    assert!(total(&each) > 10.0 * total(&hour), "{each} {hour}");
+    assert!(hour["prices"].as_str().unwrap().contains("us-east-1"));
+    let parts: f64 = [
+        "dynamodb_writes",
+        "api_gateway",
+        "iot_core",
+        "lambda_requests",
+    ]
+    .iter()
+    .map(|k| hour["dollars_a_year"][k].as_f64().unwrap())
+    .sum();
+    assert!((parts - total(&hour)).abs() < 0.05, "{hour}");
+    let wrong = Command::new(BIN)
+        .args(["cost", "--devices", "10", "--path", "pigeon"])
+        .output()
+        .unwrap();
+    assert!(!wrong.status.success());
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("http-hour"));
+}

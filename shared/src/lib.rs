@@ -30,8 +30,8 @@ pub use domain;
 pub use domain::model;
 pub use storage::{keys, retry};
 pub use usecases::{
-    alert_settings, alerts, auth, export, https, influxql, ingest, migrate, notify, query,
-    registry, rollups,
+    alert_settings, alerts, auth, export, fleet_cost, https, influxql, ingest, migrate, notify,
+    query, registry, rollups,
 };
 // The HTTP edge: only for the binaries that serve HTTP (the ingest, query
 // and dashboard functions, `ingester-local`), so the stream, schedule and

@@ -88,6 +88,12 @@ async fn an_hour_sent_in_one_request_costs_at_most_a_tenth_of_a_write_unit_a_rea
     println!("write units a reading, an hour a request: {per_reading:.4}");
     assert!(per_reading > 0.0, "nothing metered");
     assert!(per_reading <= 0.1, "{per_reading} write units a reading");
+    // What `ingester-local cost` prices this path at is what is measured.
+    let priced = shared::fleet_cost::HOUR_BATCHES;
+    assert!(
+        (per_reading - priced).abs() < 0.005,
+        "{per_reading} measured, {priced} priced"
+    );
     // No item per reading: the hours are their blocks.
     assert_eq!(reading_items(&store, "meter-1").await, 0);
     assert_eq!(reading_items(&store, "sensor-1").await, 0);

@@ -17,6 +17,7 @@ use integration_tests::{
 };
 use serde_yaml_ng::Value as Yaml;
 use shared::domain::aggregate::rollup::spans;
+use shared::fleet_cost::{self, Device, Fleet, Path};
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Span, Timestamp};
 use shared::registry::RegistryUpkeep;
 use shared::store::dynamodb::size::{item_size, value_size};
@@ -120,9 +121,7 @@ const T0: i64 = 1_795_219_200_000; // 2026-11-21T00:00:00Z
 
 /// On-demand prices, us-east-1, November 2024: a million write request
 /// units, Lambda requests, API Gateway HTTP API requests.
-const WRU_DOLLARS: f64 = 0.625;
-const LAMBDA_DOLLARS: f64 = 0.20;
-const API_DOLLARS: f64 = 1.00;
+const WRU_DOLLARS: f64 = fleet_cost::WRITE_UNITS;
 const MINUTES_A_YEAR: f64 = 525_600.0;
 
 /// A day and the first 10 minutes of the next: the day closes once.
@@ -340,18 +339,20 @@ fn onoff(b: bool) -> &'static str {
 }
 
 /// Dollars a year for `devices` devices at `per_minute`, each posting each
-/// reading alone: write units, API Gateway requests and Lambda requests
-/// (ingest per post; the registry function at most once a second and the
-/// rollups function once per 5 minutes or 10,000 records, on one stream
-/// shard). Lambda duration is left out (docs/cost.md).
-fn dollars(devices: f64, per_minute: f64, units: f64) -> f64 {
-    let readings = devices * per_minute * MINUTES_A_YEAR;
-    let per_minute_all = devices * per_minute;
-    let registry_calls = per_minute_all.min(60.0) * MINUTES_A_YEAR;
-    let rollups_calls = (per_minute_all * 5.0 / 10_000.0).ceil() / 5.0 * MINUTES_A_YEAR;
-    readings * units * WRU_DOLLARS / 1e6
-        + readings * API_DOLLARS / 1e6
-        + (readings + registry_calls + rollups_calls) * LAMBDA_DOLLARS / 1e6
+/// reading alone, as `ingester-local cost` computes them (`fleet_cost`,
+/// from the units this test holds it to).
+fn dollars(devices: u64, per_minute: i64, kind: Kind) -> f64 {
+    Fleet {
+        devices,
+        every: Duration::from_secs(60 / per_minute as u64),
+        device: match kind {
+            Kind::Climate => Device::RoomSensor,
+            Kind::Power => Device::Meter,
+        },
+        path: Path::HttpEach,
+    }
+    .bill()
+    .total
 }
 
 async fn render() -> String {
@@ -440,6 +441,19 @@ async fn render() -> String {
             }
         }
     }
+    // What `ingester-local cost` prices (`fleet_cost`) is what is measured.
+    for (kind, total_1, total_6) in &default_total {
+        let (minute, ten_seconds) = match kind {
+            Kind::Climate => fleet_cost::ITEMS_ROOM_SENSOR,
+            Kind::Power => fleet_cost::ITEMS_METER,
+        };
+        assert_eq!(
+            (format!("{total_1:.2}"), format!("{total_6:.2}")),
+            (format!("{minute:.2}"), format!("{ten_seconds:.2}")),
+            "fleet_cost's units for a {} are not the measured ones",
+            kind.name()
+        );
+    }
     // Issue 25's goal, with the default template at 1 a minute.
     for (kind, total, _) in &default_total {
         let limit = match kind {
@@ -526,9 +540,9 @@ async fn render() -> String {
                 "| {} | {} | {total:.2} | {calls:.2} | 1 | {:.2} | {:.0} | {:.0} |",
                 kind.name(),
                 rate(per_minute),
-                dollars(1.0, per_minute as f64, *total),
-                dollars(100.0, per_minute as f64, *total),
-                dollars(10_000.0, per_minute as f64, *total),
+                dollars(1, per_minute, *kind),
+                dollars(100, per_minute, *kind),
+                dollars(10_000, per_minute, *kind),
             )
             .unwrap();
         }
@@ -564,4 +578,68 @@ async fn the_cost_table_is_what_the_code_writes() {
         table,
         "docs/cost.md is not what the code writes; COST_TABLE_WRITE=1 rewrites it"
     );
+}
+
+/// docs/cost.md's fleet table: dollars a year by how readings arrive, for
+/// 1 to 100,000 devices, as `ingester-local cost` computes them.
+fn fleet_table() -> String {
+    let mut out = String::new();
+    writeln!(out, "| how readings arrive (`--path`) | device | write units a reading | 1 device | 100 | 10,000 | 100,000 |").unwrap();
+    writeln!(out, "|---|---|---|---|---|---|---|").unwrap();
+    for path in Path::ALL {
+        for (device, name) in [
+            (Device::RoomSensor, "room sensor"),
+            (Device::Meter, "meter"),
+        ] {
+            let bill = |devices| {
+                Fleet {
+                    devices,
+                    every: Duration::from_secs(60),
+                    device,
+                    path,
+                }
+                .bill()
+            };
+            let totals: Vec<String> = [1, 100, 10_000, 100_000]
+                .map(|n| format!("{:.2}", bill(n).total))
+                .to_vec();
+            writeln!(
+                out,
+                "| {} | {name} | {} | {} |",
+                path.name(),
+                bill(1).write_units_a_reading,
+                totals.join(" | ")
+            )
+            .unwrap();
+        }
+    }
+    out
+}
+
+#[test]
+fn the_fleet_table_is_what_the_cost_command_computes() {
+    let table = fleet_table();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cost.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    let (begin, end) = ("<!-- fleet-table:begin -->\n", "<!-- fleet-table:end -->");
+    let a = doc.find(begin).expect("the fleet table's begin marker") + begin.len();
+    let b = doc.find(end).expect("the fleet table's end marker");
+    if std::env::var_os("COST_TABLE_WRITE").is_some() {
+        std::fs::write(path, format!("{}{table}{}", &doc[..a], &doc[b..])).unwrap();
+        return;
+    }
+    assert_eq!(
+        &doc[a..b],
+        table,
+        "docs/cost.md is not what the code computes; COST_TABLE_WRITE=1 rewrites it"
+    );
+    // Issue 78's goals for 10,000 room sensors at one reading a minute.
+    let hour = Fleet {
+        devices: 10_000,
+        every: Duration::from_secs(60),
+        device: Device::RoomSensor,
+        path: Path::HttpHour,
+    }
+    .bill();
+    assert!(hour.total <= 1_000.0, "{hour:?}");
 }

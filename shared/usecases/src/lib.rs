@@ -14,6 +14,7 @@ pub mod alert_settings;
 pub mod alerts;
 pub mod auth;
 pub mod export;
+pub mod fleet_cost;
 pub mod https;
 pub mod influxql;
 pub mod ingest;
