@@ -3,7 +3,9 @@
 //! paging through long ranges, counter resets, gaps, a single reading, limits.
 
 use integration_tests::handle;
-use integration_tests::{answer, api_event, app, climate, on_every_store, power, TestStore};
+use integration_tests::{
+    answer, api_event, app, climate, on_every_store_and_batches, power, TestStore,
+};
 use serde_json::{json, Value};
 use shared::api::{App, RouteSet};
 use shared::store::Store;
@@ -698,10 +700,9 @@ async fn too_many_buckets_and_bad_parameters_get_400<S: TestStore>() {
     }
 }
 
-on_every_store!(
+on_every_store_and_batches!(
     hourly_stats_give_min_max_mean_count_and_omit_empty_buckets,
     stats_as_columns_match_the_objects,
-    room_stats_pool_every_device_of_the_room,
     day_buckets_follow_local_midnight_in_a_time_zone,
     long_ranges_are_aggregated_page_by_page,
     energy_counts_growth_resets_gaps_and_the_reading_before_from,
@@ -709,4 +710,5 @@ on_every_store!(
     energy_from_every_subset_of_counters,
     gas_and_water_give_their_volume_beside_the_electricity,
     too_many_buckets_and_bad_parameters_get_400,
+    ; items_only: room_stats_pool_every_device_of_the_room,
 );

@@ -6,7 +6,7 @@
 //! route, and the rollups path to the readings path.
 
 use integration_tests::{
-    answer, api_event, app, handle, on_every_store, stream_event_for, TestStore,
+    answer, api_event, app, handle, on_every_store_and_batches, stream_event_for, TestStore,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -715,7 +715,7 @@ async fn chunked_answers_are_one_document_per_chunk<S: TestStore>() {
     assert_eq!(docs[4]["results"][0]["statement_id"], 1);
 }
 
-on_every_store!(
+on_every_store_and_batches!(
     one_counter_answers_spread_and_differences,
     meta_queries_list_what_grafana_picks_from,
     windows_tags_and_fill_answer_as_the_readings_say,

@@ -4,7 +4,7 @@
 //! bodies, the token as each presents it, all or nothing.
 
 use base64::Engine;
-use integration_tests::{answer, api_event, app, handle, on_every_store, TestStore};
+use integration_tests::{answer, api_event, app, handle, on_every_store_and_batches, TestStore};
 use serde_json::{json, Value};
 use shared::api::{App, RouteSet};
 use shared::aws_lambda_events::apigw::ApiGatewayV2httpResponse;
@@ -507,11 +507,11 @@ async fn climate_lines_without_a_room_are_stored_every_time<S: TestStore>() {
     );
 }
 
-on_every_store!(
+on_every_store_and_batches!(
     climate_lines_without_a_room_are_stored_every_time,
     home_assistant_writes_with_its_default_layout,
-    home_assistant_energy_counters_give_energy_each_way,
     tasmota_probes_health_and_writes_one_line_per_quantity,
     telegraf_creates_its_database_and_writes_gzip_nanoseconds,
     bad_lines_wrong_tokens_and_big_bodies_get_influxdbs_answers,
+    ; items_only: home_assistant_energy_counters_give_energy_each_way,
 );

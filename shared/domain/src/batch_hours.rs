@@ -1,8 +1,11 @@
 //! Which of a batch's readings are written as hour blocks (issue 78,
-//! docs/batches.md): a device's hour that has closed (it ended by `now`)
-//! and that the batch holds at least [`MIN_READINGS`] of. The open hour,
-//! and a closed hour's lone reading (a late one), stay items: the rollups
-//! function folds them into the hour's block, at no more cost.
+//! docs/batches.md): every reading of a device the batch holds at least
+//! [`MIN_READINGS`] of in one closed hour (an hour that ended by `now`).
+//! Its other readings go with them (a lone reading of another hour, the
+//! open hour): one refresh writes them all, at an hour put each, no more
+//! than an item each, and the device's hours are whole when the request
+//! returns. A device with no such hour (a reading a request, a late lone
+//! reading) stays items: the rollups function folds them.
 
 use crate::model::{DeviceId, Reading, Span, Timestamp};
 use std::collections::BTreeMap;
@@ -21,23 +24,27 @@ pub struct BatchHours {
 
 /// Splits a batch by the rule above.
 pub fn split(readings: &[Reading], now: Timestamp) -> BatchHours {
-    let mut hours: BTreeMap<(&DeviceId, Timestamp), Vec<usize>> = BTreeMap::new();
+    let mut devices: BTreeMap<&DeviceId, BTreeMap<Timestamp, Vec<usize>>> = BTreeMap::new();
     for (i, r) in readings.iter().enumerate() {
-        hours
-            .entry((&r.device_id, Span::Hour.start_of(r.timestamp)))
+        devices
+            .entry(&r.device_id)
+            .or_default()
+            .entry(Span::Hour.start_of(r.timestamp))
             .or_default()
             .push(i);
     }
     let mut out = BatchHours::default();
-    for ((device, hour), idx) in hours {
-        let closed = Span::Hour.end_of(hour) <= now;
-        if closed && idx.len() >= MIN_READINGS {
-            match out.blocks.last_mut() {
-                Some((d, all)) if d == device => all.extend(idx),
-                _ => out.blocks.push((device.clone(), idx)),
+    for (device, hours) in devices {
+        let whole_hour = hours
+            .iter()
+            .any(|(hour, idx)| Span::Hour.end_of(*hour) <= now && idx.len() >= MIN_READINGS);
+        let mut idx: Vec<usize> = hours.into_values().flatten().collect();
+        match whole_hour {
+            true => {
+                idx.sort_unstable();
+                out.blocks.push((device.clone(), idx));
             }
-        } else {
-            out.items.extend(idx);
+            false => out.items.extend(idx),
         }
     }
     out.items.sort_unstable();
@@ -58,26 +65,26 @@ mod tests {
     }
 
     #[test]
-    fn closed_hours_with_two_readings_go_as_blocks_the_rest_as_items() {
+    fn a_device_with_a_closed_hour_of_two_readings_goes_as_blocks_whole() {
         let now = Timestamp::from_millis(1_795_219_200_000 + 150 * 60_000).unwrap();
         let batch = vec![
-            r("a", 0),   // hour 0, closed, two readings: block
-            r("b", 5),   // b's hour 0 holds one: item
+            r("a", 0),   // hour 0, closed, two readings: a's batch goes as blocks
+            r("b", 5),   // b holds one reading an hour: items
             r("a", 59),  // hour 0
-            r("a", 61),  // hour 1, closed, two readings: block
-            r("a", 119), // hour 1
-            r("a", 121), // hour 2 is open at 150 minutes: items
-            r("a", 149),
+            r("b", 65),  // b's hour 1: one reading
+            r("a", 121), // a's open hour 2: with a's blocks
+            r("c", 130), // c's open hour holds two: items
+            r("c", 140),
         ];
         let split = split(&batch, now);
         assert_eq!(
             split.blocks,
-            vec![(DeviceId::parse("a").unwrap(), vec![0, 2, 3, 4])]
+            vec![(DeviceId::parse("a").unwrap(), vec![0, 2, 4])]
         );
-        assert_eq!(split.items, vec![1, 5, 6]);
-        // An hour that ends exactly now is closed.
+        assert_eq!(split.items, vec![1, 3, 5, 6]);
+        // An hour that ends exactly now is closed: c's two go as blocks.
         let at_end = Timestamp::from_millis(1_795_219_200_000 + 180 * 60_000).unwrap();
-        assert_eq!(split_blocks(&batch, at_end), 6);
+        assert_eq!(split_blocks(&batch, at_end), 5);
     }
 
     fn split_blocks(batch: &[Reading], now: Timestamp) -> usize {
