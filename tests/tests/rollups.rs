@@ -236,6 +236,7 @@ proptest! {
         len_min in 60i64..3 * 1440,
         zone in 0usize..3,
         width in 0usize..4,
+        as_batches in any::<bool>(),
     ) {
         use integration_tests::{stream_event_for, TestStore};
         use shared::store::DynamoStore;
@@ -254,11 +255,23 @@ proptest! {
         let q = StatsQuery { range, bucketing };
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
-            let store = DynamoStore::fresh("rollups-prop").await;
+            // As batches (issue 78): a chunk's closed hours go in as blocks
+            // through ingest, and the stream brings only its items.
+            let store = integration_tests::AS_BATCHES
+                .scope(as_batches, DynamoStore::fresh("rollups-prop"))
+                .await;
+            let cache = shared::registry::RegistryCache::unloaded(std::time::Duration::from_secs(30));
             let mut events = Vec::new();
             for chunk in all.chunks(batch) {
-                assert!(store.write_readings(chunk).await.unwritten.is_empty());
-                let event = stream_event_for(chunk);
+                let items: Vec<Reading> = if as_batches {
+                    assert!(shared::ingest::write(&store, &cache, chunk.to_vec()).await.unwritten.is_empty());
+                    let split = shared::domain::batch_hours::split(chunk, Timestamp::now());
+                    split.items.iter().map(|&i| chunk[i].clone()).collect()
+                } else {
+                    assert!(store.write_readings(chunk).await.unwritten.is_empty());
+                    chunk.to_vec()
+                };
+                let event = stream_event_for(&items);
                 let deliveries = if redeliver == 1 { 2 } else { 1 };
                 for _ in 0..deliveries {
                     let registry = shared::stream::handle(&store, event.clone()).await;

@@ -143,9 +143,10 @@ impl DynamoStore {
 
     /// Whether the raw window is read with the hour blocks beside the items:
     /// wherever batches may have been written as blocks, whatever indexes
-    /// are on now (one turned on later does not hide them).
+    /// are on now (one turned on later does not hide them), and whether
+    /// aggregates use rollups or not.
     pub(crate) fn reads_hour_blocks(&self) -> bool {
-        self.hour_blocks && self.rollup_lag.is_some()
+        self.hour_blocks
     }
 
     /// Batches of closed hours written as hour blocks (`BATCH_BLOCKS`), and
