@@ -390,7 +390,7 @@ pub(crate) struct StoreArgs {
     /// On DynamoDB: keep a reading's own item this many days (0: forever); older readings are read from hour blocks, which the rollups function writes (docs/blocks.md). Set it as the table's stack has `RawReadingDays`.
     #[arg(long, env = "RAW_READING_DAYS", default_value_t = shared::config::DEFAULT_RAW_READING_DAYS)]
     pub(crate) raw_reading_days: u32,
-    /// On DynamoDB: write a request's closed hours of a device as hour blocks, not an item per reading (docs/batches.md). Set it as the table's stack has `BatchBlocks`.
+    /// On DynamoDB: write a device's readings in a request holding two or more of a closed hour as hour blocks, not an item per reading (docs/batches.md). Set it as the table's stack has `BatchBlocks`.
     #[arg(long, env = "BATCH_BLOCKS", default_value_t = true, action = clap::ArgAction::Set)]
     pub(crate) batch_blocks: bool,
     /// Shards of the all-devices time index on DynamoDB (odd, 1-63); the embedded store has no shards.

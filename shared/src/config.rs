@@ -49,9 +49,10 @@ pub struct Config {
     /// days, and reads take it from its hour's block (docs/blocks.md).
     pub raw_window: Option<Retention>,
     /// `BATCH_BLOCKS` (default `true`, as the template's): on DynamoDB a
-    /// batch's closed hours are written as hour blocks, not an item per
-    /// reading, and reads of the raw window take the blocks too
-    /// (docs/batches.md). Off on a table with an optional index on.
+    /// device's readings in a batch holding two or more of a closed hour
+    /// are written as hour blocks, not an item per reading, and reads of
+    /// the raw window take the blocks too (docs/batches.md). Off on a table
+    /// with an optional index on.
     pub batch_blocks: bool,
     /// `READS_REQUIRE_TOKEN` (default `true`): the GET routes need the token too, when one is set.
     pub read_access: ReadAccess,

@@ -1,6 +1,6 @@
-//! Batches written as hour blocks (issue 78, docs/batches.md): a request
-//! that holds a device's closed hours writes each hour's item (its block
-//! and entering chain) and what follows from it (the day, the marker),
+//! Batches written as hour blocks (issue 78, docs/batches.md): a device's
+//! readings of a request write each of their hours' items (block and
+//! entering chain) and what follows from them (the day, the marker),
 //! folded by the rollups use case's own `refresh` over the hour's stored
 //! block and raw items plus the batch, with no item per reading. The hour
 //! puts are conditional on the item read (`rollup_spans.rs`), so this and

@@ -1,6 +1,6 @@
-//! A batch's closed hours written as hour blocks (issue 78,
-//! docs/batches.md), where the store offers it: each device's hours the
-//! domain's rule picks (`domain::batch_hours`) go into their blocks and
+//! A batch written as hour blocks (issue 78, docs/batches.md), where the
+//! store offers it: the devices the domain's rule picks
+//! (`domain::batch_hours`) go into their hours' blocks and
 //! rollups, and the registry is brought up to date from them here (no
 //! reading item reaches the stream for the registry function to see). An
 //! hour the rollups function wrote meanwhile (a conflict), or a registry
@@ -24,8 +24,8 @@ enum Outcome {
 /// Devices whose hours are written at once.
 const DEVICE_CONCURRENCY: usize = 8;
 
-/// Writes `readings`, closed hours as blocks and the rest as items; the
-/// report's indices are into `readings`.
+/// Writes `readings`, the devices the rule picks as blocks and the rest as
+/// items; the report's indices are into `readings`.
 pub async fn write<S: Store>(store: &S, readings: Vec<Reading>, now: Timestamp) -> WriteReport {
     let split = batch_hours::split(&readings, now);
     if split.blocks.is_empty() {
