@@ -348,3 +348,59 @@ async fn two_batches_of_the_same_hours_at_once_lose_no_reading() {
         .collect();
     assert_eq!(counts, vec![60; 4], "{stats}");
 }
+
+/// What reading the raw window with the hour blocks beside the items costs
+/// (docs/batches.md): a day of a meter at one reading a minute, written as
+/// items and folded into its hour blocks by the stream functions, read
+/// whole with `BatchBlocks` on and off. The blocks add their 24 small items
+/// to 1440 readings' items: at most a tenth more read units.
+#[tokio::test]
+async fn reading_the_raw_window_with_blocks_costs_at_most_a_tenth_more() {
+    let table = store("batch-reads", false).await;
+    let first = Span::Hour.start_of(Timestamp::now()).millis() - 25 * HOUR_MS;
+    let day: Vec<Reading> = (0..1440)
+        .map(|m| Reading {
+            device_id: DeviceId::parse("meter-1").unwrap(),
+            timestamp: Timestamp::from_millis(first + m * 60_000).unwrap(),
+            measurement: Measurement::power(1000.0 + m as f64 * 0.01, 2.0, 450.0).unwrap(),
+        })
+        .collect();
+    for hour in day.chunks(60) {
+        write_through_stream_functions(&table, hour).await;
+    }
+    let from = Timestamp::from_millis(first).unwrap().to_string();
+    let to = Timestamp::from_millis(first + 24 * HOUR_MS)
+        .unwrap()
+        .to_string();
+    let mut units = Vec::new();
+    for blocks in [false, true] {
+        let mut app = app(table.clone().with_hour_blocks(blocks), None, RouteSet::All).await;
+        app.access.reads = ReadAccess::Open;
+        let q = [
+            ("from", from.as_str()),
+            ("to", to.as_str()),
+            ("limit", "1000"),
+        ];
+        let (mut total, mut read, mut cursor) = (0.0, 0, None::<String>);
+        loop {
+            let mut q = q.to_vec();
+            if let Some(c) = &cursor {
+                q.push(("cursor", c));
+            }
+            let event = api_event("GET", "/devices/meter-1/readings", &q, None, &[]);
+            let (status, body) = answer(&handle(&app, event).await);
+            assert_eq!(status, 200, "{body}");
+            total += body["read_units"].as_f64().unwrap();
+            read += body["readings"].as_array().unwrap().len();
+            match body["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => break,
+            }
+        }
+        assert_eq!(read, 1440, "every reading, once, blocks {blocks}");
+        units.push(total);
+    }
+    println!("read units for a day, items alone and with blocks: {units:?}");
+    assert!(units[1] > units[0], "the blocks were not read: {units:?}");
+    assert!(units[1] <= 1.1 * units[0], "{units:?}");
+}
