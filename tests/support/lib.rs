@@ -634,6 +634,8 @@ pub fn template_conditions(indexes: shared::store::Indexes) -> Vec<(&'static str
         ("HasDeletionProtection", true),
         // The default: on demand.
         ("IsProvisioned", false),
+        // The default: batches written as blocks.
+        ("HasBatchBlocks", true),
     ]
 }
 

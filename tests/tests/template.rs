@@ -288,8 +288,29 @@ fn each_function_has_exactly_its_least_privileges() {
         &["!Sub arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${IngestTokenParameter}"],
         "",
     );
+    // BatchBlocks (on by default): a batch's hours as blocks and rollups, as
+    // the rollups function writes them, and the presence items it then keeps.
+    let batch_blocks = [
+        stmt(
+            &[
+                "dynamodb:Query",
+                "dynamodb:GetItem",
+                "dynamodb:PutItem",
+                "dynamodb:DeleteItem",
+            ],
+            &[table],
+            readings_only,
+        ),
+        stmt(
+            &["dynamodb:PutItem"],
+            &[table],
+            r#"{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["ROOM#*"]}}"#,
+        ),
+    ];
     let mut expected = vec![
         token.clone(),
+        batch_blocks[0].clone(),
+        batch_blocks[1].clone(),
         // Writes readings, never registry items; reads and names the registry only.
         stmt(&["dynamodb:BatchWriteItem"], &[table], readings_only),
         stmt(
@@ -383,8 +404,12 @@ fn each_function_has_exactly_its_least_privileges() {
     expected.sort();
     assert_eq!(statements(&t, "RollupsFunction"), expected, "rollups");
 
-    // Writes readings, reads the registry, keeps what failed (issue 26).
+    // Writes readings, reads the registry, keeps what failed (issue 26);
+    // with BatchBlocks, also blocks, rollups and the registry's updates.
     let mut expected = vec![
+        batch_blocks[0].clone(),
+        batch_blocks[1].clone(),
+        stmt(&["dynamodb:UpdateItem"], &[table], registry_only),
         stmt(&["dynamodb:BatchWriteItem"], &[table], readings_only),
         stmt(
             &["dynamodb:Query", "dynamodb:GetItem"],
