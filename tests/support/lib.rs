@@ -383,11 +383,7 @@ impl TestStore for DynamoStore {
             .with_registry_page_limit(3);
         match AS_BATCHES.try_with(|b| *b) {
             Ok(true) => store
-                .with_indexes(shared::store::Indexes {
-                    room_time: false,
-                    box_search: false,
-                    all_devices: false,
-                })
+                .with_indexes(shared::store::Indexes::NONE)
                 .with_hour_blocks(true),
             _ => store,
         }
@@ -520,7 +516,13 @@ macro_rules! on_every_store_and_batches {
 /// (registry, rollups and blocks) over it, as the table's stream would.
 pub async fn write_through_stream_functions(store: &DynamoStore, batch: &[shared::model::Reading]) {
     assert!(store.write_readings(batch).await.unwritten.is_empty());
-    let event = stream_event_for(batch);
+    through_stream_functions(store, batch).await;
+}
+
+/// Runs both stream functions over the INSERT records of `items` (reading
+/// items already written), as the table's stream would.
+pub async fn through_stream_functions(store: &DynamoStore, items: &[shared::model::Reading]) {
+    let event = stream_event_for(items);
     assert!(shared::stream::handle(store, event.clone())
         .await
         .batch_item_failures

@@ -49,3 +49,46 @@ pub async fn all_pages<S: Store>(app: &App<S>, path: &str, query: &[(&str, &str)
     }
     panic!("{path}: more than 1000 pages");
 }
+
+/// Every page of each range path answers alike on `a` and `b`.
+pub async fn pages_alike<S: Store>(
+    a: &App<S>,
+    b: &App<S>,
+    paths: &[String],
+    query: &[(&str, &str)],
+) {
+    for path in paths {
+        let (x, y) = (
+            all_pages(a, path, query).await,
+            all_pages(b, path, query).await,
+        );
+        assert_eq!(x, y, "{path} {query:?}");
+    }
+}
+
+/// Each stats or energy path answers alike on `a` and `b` over
+/// `from`..`to`, at three bucket widths, and answers 200.
+pub async fn aggregates_alike<S: Store>(
+    a: &App<S>,
+    b: &App<S>,
+    paths: &[&str],
+    from: &str,
+    to: &str,
+) {
+    for path in paths {
+        for bucket in ["15m", "1h", "1d"] {
+            let q = [("from", from), ("to", to), ("bucket", bucket)];
+            let (x, y) = (get(a, path, &q).await, get(b, path, &q).await);
+            assert_eq!(x.0, 200, "{path} {q:?}: {}", x.1);
+            assert_eq!(x, y, "{path} {q:?}");
+        }
+    }
+}
+
+/// The application on `store`, every route, reads open: what the
+/// comparisons ask.
+pub async fn open_app<S: Store>(store: S) -> App<S> {
+    let mut app = crate::app(store, None, shared::api::RouteSet::All).await;
+    app.access.reads = shared::api::ReadAccess::Open;
+    app
+}

@@ -5,13 +5,12 @@
 //! by the stream functions), late and rewritten readings included.
 
 use integration_tests::household::{household, DEVICES};
-use integration_tests::routes_alike::{all_pages, get};
+use integration_tests::routes_alike::{aggregates_alike, all_pages, get, open_app, pages_alike};
 use integration_tests::{
-    answer, api_event, app, climate, dynalite, fresh_store, handle, power, stream_event_for,
-    write_through_stream_functions,
+    answer, api_event, climate, dynalite, fresh_store, handle, power, stream_event_for,
+    through_stream_functions, write_through_stream_functions,
 };
 use serde_json::{json, Value};
-use shared::api::{ReadAccess, RouteSet};
 use shared::domain::batch_hours;
 use shared::model::{DeviceId, Measurement, Reading, Span, Timestamp, HOUR_MS};
 use shared::registry::RegistryCache;
@@ -19,16 +18,10 @@ use shared::store::metering::metered_writes;
 use shared::store::{DynamoStore, Indexes, Store};
 use std::time::Duration;
 
-const NO_INDEXES: Indexes = Indexes {
-    room_time: false,
-    box_search: false,
-    all_devices: false,
-};
-
 async fn store(hint: &str, blocks: bool) -> DynamoStore {
     fresh_store(&dynalite(), hint)
         .await
-        .with_indexes(NO_INDEXES)
+        .with_indexes(Indexes::NONE)
         .with_hour_blocks(blocks)
 }
 
@@ -61,8 +54,7 @@ async fn reading_items(store: &DynamoStore, device: &str) -> i32 {
 #[tokio::test]
 async fn an_hour_sent_in_one_request_costs_at_most_a_tenth_of_a_write_unit_a_reading() {
     let store = store("batch-cost", true).await;
-    let mut app = app(store.clone(), None, RouteSet::All).await;
-    app.access.reads = ReadAccess::Open;
+    let app = open_app(store.clone()).await;
     let first = Span::Hour.start_of(Timestamp::now()).millis() - 7 * HOUR_MS;
     let (mut units, mut readings) = (0.0, 0);
     for hour in 0..6 {
@@ -190,13 +182,7 @@ async fn as_batch(store: &DynamoStore, cache: &RegistryCache, batch: &[Reading])
         .map(|i| batch[i].clone())
         .collect();
     if !items.is_empty() {
-        let event = stream_event_for(&items);
-        assert!(shared::stream::handle(store, event.clone())
-            .await
-            .batch_item_failures
-            .is_empty());
-        let report = shared::stream::rollups::handle_batch(store, &event).await;
-        assert_eq!(report.failed, None);
+        through_stream_functions(store, &items).await;
     }
 }
 
@@ -214,13 +200,7 @@ async fn answers_alike(seed: u64, limit: usize) {
     // Most readings went as blocks.
     let kept = reading_items(&blocks, "meter-main").await;
     assert!(kept < 20, "{kept} meter items on the blocks table");
-    let mut apps = Vec::new();
-    for store in [blocks, items] {
-        let mut app = app(store, None, RouteSet::All).await;
-        app.access.reads = ReadAccess::Open;
-        apps.push(app);
-    }
-    let (a, b) = (&apps[0], &apps[1]);
+    let (a, b) = (&open_app(blocks).await, &open_app(items).await);
     let start = Span::Hour.start_of(Timestamp::now()).millis() - 22 * HOUR_MS;
     let at = |m: i64| {
         Timestamp::from_millis(start + m * 60_000)
@@ -247,30 +227,17 @@ async fn answers_alike(seed: u64, limit: usize) {
                 .map(|d| format!("/devices/{d}/readings"))
                 .collect();
             paths.extend(["living", "study", "cellar"].map(|r| format!("/rooms/{r}/readings")));
-            for path in &paths {
-                let (x, y) = (all_pages(a, path, &q).await, all_pages(b, path, &q).await);
-                assert_eq!(x, y, "{path} {q:?}");
-            }
+            pages_alike(a, b, &paths, &q).await;
         }
-        for path in [
+        let aggregates = [
             "/devices/meter-main/stats",
             "/devices/a4:c1:38:0b:5e:7f/stats",
             "/rooms/living/stats",
             "/devices/meter-main/energy",
             "/devices/plug-washer/energy",
             "/devices/water-meter/energy",
-        ] {
-            for bucket in ["15m", "1h", "1d"] {
-                let q = [
-                    ("from", from.as_str()),
-                    ("to", to.as_str()),
-                    ("bucket", bucket),
-                ];
-                let (x, y) = (get(a, path, &q).await, get(b, path, &q).await);
-                assert_eq!(x.0, 200, "{path} {q:?}: {}", x.1);
-                assert_eq!(x, y, "{path} {q:?}");
-            }
-        }
+        ];
+        aggregates_alike(a, b, &aggregates, from, to).await;
     }
     for d in DEVICES {
         let path = format!("/devices/{d}/latest");
@@ -327,8 +294,7 @@ async fn two_batches_of_the_same_hours_at_once_lose_no_reading() {
     let event = stream_event_for(&all);
     let report = shared::stream::rollups::handle_batch(&store, &event).await;
     assert_eq!(report.failed, None);
-    let mut app = app(store, None, RouteSet::All).await;
-    app.access.reads = ReadAccess::Open;
+    let app = open_app(store).await;
     let from = Timestamp::from_millis(first).unwrap().to_string();
     let to = Timestamp::from_millis(first + 4 * HOUR_MS)
         .unwrap()
@@ -374,8 +340,7 @@ async fn reading_the_raw_window_with_blocks_costs_at_most_a_tenth_more() {
         .to_string();
     let mut units = Vec::new();
     for blocks in [false, true] {
-        let mut app = app(table.clone().with_hour_blocks(blocks), None, RouteSet::All).await;
-        app.access.reads = ReadAccess::Open;
+        let app = open_app(table.clone().with_hour_blocks(blocks)).await;
         let q = [
             ("from", from.as_str()),
             ("to", to.as_str()),

@@ -5,12 +5,9 @@
 //! ranges (every page, both orders), rooms (with a device that moved rooms
 //! and moved back), latest, stats and energy.
 
-use integration_tests::routes_alike::{all_pages, get};
-use integration_tests::{
-    app, dynalite, expire_raw_before, fresh_store, write_through_stream_functions,
-};
+use integration_tests::routes_alike::{aggregates_alike, get, open_app, pages_alike};
+use integration_tests::{dynalite, expire_raw_before, fresh_store, write_through_stream_functions};
 use proptest::prelude::*;
-use shared::api::{ReadAccess, RouteSet};
 use shared::model::{DeviceId, Measurement, Reading, RoomId, Span, Timestamp};
 use shared::store::ReadingStore;
 use shared::store::{DynamoStore, Retention};
@@ -94,13 +91,7 @@ async fn check(seed: u64, n: usize, limit: usize) {
     // The window's cutoff lies inside the two days: some raw items are gone.
     assert!(gone > 0, "no raw item before the cutoff {cutoff}");
 
-    let mut apps = Vec::new();
-    for store in [raw, blocks] {
-        let mut app = app(store, None, RouteSet::All).await;
-        app.access.reads = ReadAccess::Open;
-        apps.push(app);
-    }
-    let (a, b) = (&apps[0], &apps[1]);
+    let (a, b) = (&open_app(raw).await, &open_app(blocks).await);
     let t0 = Span::Hour.start_of(Timestamp::now()).millis() - 48 * HOUR;
     let time = |h: i64, m: i64| {
         Timestamp::from_millis(t0 + h * HOUR + m * 60_000)
@@ -124,33 +115,22 @@ async fn check(seed: u64, n: usize, limit: usize) {
                 ("order", order),
                 ("limit", limit.as_str()),
             ];
-            for path in [
+            let paths = [
                 "/devices/meter-1/readings",
                 "/devices/sensor-1/readings",
                 "/rooms/lab/readings",
                 "/rooms/den/readings",
-            ] {
-                let (x, y) = (all_pages(a, path, &q).await, all_pages(b, path, &q).await);
-                assert_eq!(x, y, "{path} {q:?}");
-            }
+            ]
+            .map(String::from);
+            pages_alike(a, b, &paths, &q).await;
         }
-        for path in [
+        let aggregates = [
             "/devices/meter-1/stats",
             "/devices/sensor-1/stats",
             "/rooms/lab/stats",
             "/devices/meter-1/energy",
-        ] {
-            for bucket in ["15m", "1h", "1d"] {
-                let q = [
-                    ("from", from.as_str()),
-                    ("to", to.as_str()),
-                    ("bucket", bucket),
-                ];
-                let (x, y) = (get(a, path, &q).await, get(b, path, &q).await);
-                assert_eq!(x.0, 200, "{path} {q:?}: {}", x.1);
-                assert_eq!(x, y, "{path} {q:?}");
-            }
-        }
+        ];
+        aggregates_alike(a, b, &aggregates, from, to).await;
     }
     for path in ["/devices/meter-1/latest", "/devices/sensor-1/latest"] {
         let (x, y) = (get(a, path, &[]).await, get(b, path, &[]).await);

@@ -235,15 +235,7 @@ struct Measured {
 /// makes each reading its own batch at these rates; the rollups' 5-minute
 /// window gathers 5 minutes of readings.
 async fn day_of(kind: Kind, per_minute: i64) -> Measured {
-    let store = store_with(
-        Indexes {
-            room_time: false,
-            box_search: false,
-            all_devices: false,
-        },
-        "cost",
-    )
-    .await;
+    let store = store_with(Indexes::NONE, "cost").await;
     let readings = series(kind, MINUTES * per_minute, 60_000 / per_minute);
     let upkeep = RegistryUpkeep::new(Duration::from_secs(
         shared::config::DEFAULT_REGISTRY_LATEST_SECONDS,
@@ -561,14 +553,22 @@ fn rate(per_minute: i64) -> &'static str {
     }
 }
 
-#[tokio::test]
-async fn the_cost_table_is_what_the_code_writes() {
-    let table = render().await;
+/// Holds docs/cost.md's table between `<!-- {marker}:begin -->` and
+/// `<!-- {marker}:end -->` to `table`; with `COST_TABLE_WRITE` set, writes
+/// it there instead (one writer at a time: both tables live in the file).
+fn doc_table_is(marker: &str, table: &str) {
+    static DOC: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = DOC
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cost.md");
     let doc = std::fs::read_to_string(path).unwrap();
-    let (begin, end) = ("<!-- cost-table:begin -->\n", "<!-- cost-table:end -->");
-    let a = doc.find(begin).expect("the table's begin marker") + begin.len();
-    let b = doc.find(end).expect("the table's end marker");
+    let (begin, end) = (
+        format!("<!-- {marker}:begin -->\n"),
+        format!("<!-- {marker}:end -->"),
+    );
+    let a = doc.find(&begin).unwrap_or_else(|| panic!("no {begin}")) + begin.len();
+    let b = doc.find(&end).unwrap_or_else(|| panic!("no {end}"));
     if std::env::var_os("COST_TABLE_WRITE").is_some() {
         std::fs::write(path, format!("{}{table}{}", &doc[..a], &doc[b..])).unwrap();
         return;
@@ -576,8 +576,13 @@ async fn the_cost_table_is_what_the_code_writes() {
     assert_eq!(
         &doc[a..b],
         table,
-        "docs/cost.md is not what the code writes; COST_TABLE_WRITE=1 rewrites it"
+        "docs/cost.md's {marker} is not what the code computes; COST_TABLE_WRITE=1 rewrites it"
     );
+}
+
+#[tokio::test]
+async fn the_cost_table_is_what_the_code_writes() {
+    doc_table_is("cost-table", &render().await);
 }
 
 /// docs/cost.md's fleet table: dollars a year by how readings arrive, for
@@ -618,21 +623,7 @@ fn fleet_table() -> String {
 
 #[test]
 fn the_fleet_table_is_what_the_cost_command_computes() {
-    let table = fleet_table();
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cost.md");
-    let doc = std::fs::read_to_string(path).unwrap();
-    let (begin, end) = ("<!-- fleet-table:begin -->\n", "<!-- fleet-table:end -->");
-    let a = doc.find(begin).expect("the fleet table's begin marker") + begin.len();
-    let b = doc.find(end).expect("the fleet table's end marker");
-    if std::env::var_os("COST_TABLE_WRITE").is_some() {
-        std::fs::write(path, format!("{}{table}{}", &doc[..a], &doc[b..])).unwrap();
-        return;
-    }
-    assert_eq!(
-        &doc[a..b],
-        table,
-        "docs/cost.md is not what the code computes; COST_TABLE_WRITE=1 rewrites it"
-    );
+    doc_table_is("fleet-table", &fleet_table());
     // Issue 78's goals for 10,000 room sensors at one reading a minute.
     let hour = Fleet {
         devices: 10_000,

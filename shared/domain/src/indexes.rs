@@ -22,6 +22,12 @@ impl Indexes {
         box_search: true,
         all_devices: true,
     };
+    /// No optional index: the default template's.
+    pub const NONE: Indexes = Indexes {
+        room_time: false,
+        box_search: false,
+        all_devices: false,
+    };
 }
 
 impl Default for Indexes {

@@ -286,15 +286,33 @@ impl DynamoStore {
         }
     }
 
-    /// A device's newest reading in its hour blocks (where batches are
-    /// written as blocks, the newest reading may be in one alone).
+    /// A device's newest reading in its newest hour item's block (where
+    /// batches are written as blocks, the newest reading may be in one
+    /// alone): one item read, whatever the device's history. An hour item
+    /// without a block (an earlier version's) gives none: its readings are
+    /// items, which `latest` reads first.
     pub(super) async fn newest_in_blocks(
         &self,
         device: &DeviceId,
     ) -> Result<Option<Reading>, StoreError> {
-        let all = TimeRange::new(Timestamp::MIN, Timestamp::MAX).expect("MIN < MAX");
-        let part = self.block_part(device, &all, Order::Desc, 1, &|_| true, false);
-        Ok(Box::pin(part).await?.0.pop())
+        let query = self
+            .sk_range_query(
+                keys::reading_pk(device),
+                keys::rollup_sk(Span::Hour, Span::Hour.start_of(Timestamp::MIN)),
+                keys::rollup_sk(Span::Hour, Span::Hour.start_of(Timestamp::MAX)),
+            )
+            .scan_index_forward(false)
+            .limit(1);
+        let out = query
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .retried(self)
+            .await
+            .map_err(unavailable)?;
+        super::metered(out.consumed_capacity());
+        match out.items().first() {
+            Some(item) => Ok(hour_block(device, item)?.and_then(|mut r| r.pop())),
+            None => Ok(None),
+        }
     }
 
     /// A device's newest reading before the raw cutoff, from the read rule:

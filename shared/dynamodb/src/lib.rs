@@ -134,11 +134,7 @@ impl DynamoStore {
     /// kept, and with no optional index on (a reading in a block enters no
     /// index; with one on, readings stay items so that it holds every one).
     pub(crate) fn writes_hour_blocks(&self) -> bool {
-        self.hour_blocks
-            && self.rollup_lag.is_some()
-            && !self.indexes.room_time
-            && !self.indexes.box_search
-            && !self.indexes.all_devices
+        self.hour_blocks && self.rollup_lag.is_some() && self.indexes == Indexes::NONE
     }
 
     /// Whether the raw window is read with the hour blocks beside the items:
