@@ -461,6 +461,8 @@ impl StoreArgs {
                 all_devices: self.all_devices_feed,
             },
             registry_latest_interval: Duration::from_secs(self.registry_latest_seconds),
+            // Read on AWS alone, by the mqtt function.
+            mqtt_stream: None,
             dynamodb: shared::store::dynamodb::CallPolicy {
                 budget: Duration::from_millis(self.dynamodb_budget_ms),
                 ..Default::default()

@@ -141,7 +141,7 @@ async fn handle<S: Store>(
             received: *received,
         })
         .collect();
-    let outcomes = ingest_messages(store, registry, &messages).await;
+    let outcomes = ingest_messages(store, registry, &messages, Default::default()).await;
     batch
         .iter()
         .zip(outcomes)

@@ -70,6 +70,11 @@ pub struct Config {
     /// again (`domain::registry_writes`; template parameter
     /// `RegistryLatestSeconds`). 0 writes every batch.
     pub registry_latest_interval: Duration,
+    /// `MQTT_STREAM` (default unset): the Kinesis stream of IoT Core's
+    /// messages the mqtt function reads on a schedule (template parameter
+    /// `MqttPath=batched`, docs/batches.md); unset, it takes the topic
+    /// rule's messages one at a time.
+    pub mqtt_stream: Option<String>,
     /// `DYNAMODB_BUDGET_MS` (default 5000): how long one store operation on
     /// DynamoDB may take, retries included; the adapter owns every retry
     /// (`store::dynamodb::calls`).
@@ -291,6 +296,7 @@ impl Config {
             shards,
             indexes,
             registry_latest_interval,
+            mqtt_stream: get("MQTT_STREAM").filter(|s| !s.trim().is_empty()),
             dynamodb,
             tariff,
         })

@@ -176,7 +176,7 @@ fn deliveries(seed: u64) -> Vec<Vec<Reading>> {
 async fn as_batch(store: &DynamoStore, cache: &RegistryCache, batch: &[Reading]) {
     let written = shared::ingest::write(store, cache, batch.to_vec()).await;
     assert!(written.unwritten.is_empty());
-    let items: Vec<Reading> = batch_hours::split(batch, Timestamp::now())
+    let items: Vec<Reading> = batch_hours::split(batch, Timestamp::now(), Default::default())
         .items
         .into_iter()
         .map(|i| batch[i].clone())

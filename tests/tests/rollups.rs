@@ -265,7 +265,7 @@ proptest! {
             for chunk in all.chunks(batch) {
                 let items: Vec<Reading> = if as_batches {
                     assert!(shared::ingest::write(&store, &cache, chunk.to_vec()).await.unwritten.is_empty());
-                    let split = shared::domain::batch_hours::split(chunk, Timestamp::now());
+                    let split = shared::domain::batch_hours::split(chunk, Timestamp::now(), Default::default());
                     split.items.iter().map(|&i| chunk[i].clone()).collect()
                 } else {
                     assert!(store.write_readings(chunk).await.unwritten.is_empty());

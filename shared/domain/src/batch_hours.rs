@@ -6,6 +6,12 @@
 //! than an item each, and the device's hours are whole when the request
 //! returns. A device with no such hour (a reading a request, a late lone
 //! reading) stays items: the rollups function folds them.
+//!
+//! A stream's window ([`Hours::Any`]: the IoT Core path that batches
+//! devices' single messages, docs/batches.md) holds a few minutes of each
+//! device, all in the open hour: there any hour of two readings counts,
+//! and each window rewrites the open hour's block (one put, where the
+//! readings as items would be one each).
 
 use crate::model::{DeviceId, Reading, Span, Timestamp};
 use std::collections::BTreeMap;
@@ -22,8 +28,20 @@ pub struct BatchHours {
     pub items: Vec<usize>,
 }
 
+/// Which hours of two readings send a device's batch as blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Hours {
+    /// Closed hours only: a request of a device's recent readings is
+    /// items until it holds a whole hour (a hub's hour, an import).
+    #[default]
+    Closed,
+    /// Any hour, the open one too: a stream's window of a device's
+    /// readings, which rewrites the open hour's block each window.
+    Any,
+}
+
 /// Splits a batch by the rule above.
-pub fn split(readings: &[Reading], now: Timestamp) -> BatchHours {
+pub fn split(readings: &[Reading], now: Timestamp, hours_counted: Hours) -> BatchHours {
     let mut devices: BTreeMap<&DeviceId, BTreeMap<Timestamp, Vec<usize>>> = BTreeMap::new();
     for (i, r) in readings.iter().enumerate() {
         devices
@@ -35,9 +53,10 @@ pub fn split(readings: &[Reading], now: Timestamp) -> BatchHours {
     }
     let mut out = BatchHours::default();
     for (device, hours) in devices {
-        let whole_hour = hours
-            .iter()
-            .any(|(hour, idx)| Span::Hour.end_of(*hour) <= now && idx.len() >= MIN_READINGS);
+        let whole_hour = hours.iter().any(|(hour, idx)| {
+            idx.len() >= MIN_READINGS
+                && (hours_counted == Hours::Any || Span::Hour.end_of(*hour) <= now)
+        });
         let mut idx: Vec<usize> = hours.into_values().flatten().collect();
         match whole_hour {
             true => {
@@ -76,18 +95,26 @@ mod tests {
             r("c", 130), // c's open hour holds two: items
             r("c", 140),
         ];
-        let split = split(&batch, now);
+        let closed = split(&batch, now, Hours::Closed);
         assert_eq!(
-            split.blocks,
+            closed.blocks,
             vec![(DeviceId::parse("a").unwrap(), vec![0, 2, 4])]
         );
-        assert_eq!(split.items, vec![1, 3, 5, 6]);
+        assert_eq!(closed.items, vec![1, 3, 5, 6]);
         // An hour that ends exactly now is closed: c's two go as blocks.
         let at_end = Timestamp::from_millis(1_795_219_200_000 + 180 * 60_000).unwrap();
-        assert_eq!(split_blocks(&batch, at_end), 5);
+        assert_eq!(split_blocks(&batch, at_end, Hours::Closed), 5);
+        // A stream's window counts the open hour: c's two go as blocks, b
+        // (one reading an hour) stays items.
+        assert_eq!(split_blocks(&batch, now, Hours::Any), 5);
+        assert_eq!(split(&batch, now, Hours::Any).items, vec![1, 3]);
     }
 
-    fn split_blocks(batch: &[Reading], now: Timestamp) -> usize {
-        split(batch, now).blocks.iter().map(|(_, i)| i.len()).sum()
+    fn split_blocks(batch: &[Reading], now: Timestamp, hours: Hours) -> usize {
+        split(batch, now, hours)
+            .blocks
+            .iter()
+            .map(|(_, i)| i.len())
+            .sum()
     }
 }

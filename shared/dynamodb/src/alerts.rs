@@ -162,7 +162,7 @@ where
 }
 
 impl DynamoStore {
-    async fn put_item_of<T: Serialize>(&self, item: &T) -> Result<(), StoreError> {
+    pub(crate) async fn put_item_of<T: Serialize>(&self, item: &T) -> Result<(), StoreError> {
         let item: serde_dynamo::Item =
             serde_dynamo::to_item(item).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let out = self

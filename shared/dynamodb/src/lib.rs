@@ -30,6 +30,7 @@ mod reindex;
 mod rollup_spans;
 mod rollup_store;
 mod rollups;
+mod stream_positions;
 mod upkeep;
 pub use rollup_spans::DynamoSpans;
 pub mod size;

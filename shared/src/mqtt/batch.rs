@@ -8,7 +8,7 @@
 use super::message::{readings_of, MessageError};
 use domain::model::Timestamp;
 use storage::Store;
-use usecases::ingest::{self, IngestError};
+use usecases::ingest::{self, Batching, IngestError};
 use usecases::registry::RegistryCache;
 
 /// One message: its topic, payload, and when it arrived (the time of a
@@ -33,13 +33,15 @@ pub enum Outcome {
 }
 
 /// Ingests `messages` as [`super::ingest_message`] would one by one, in one
-/// write: each message's outcome, in order. A message some of whose
+/// write (its blocks cut as `batching` says): each message's outcome, in
+/// order. A message some of whose
 /// readings were not stored is `IngestError::Unavailable` (indices within
 /// the message), so that it is delivered again.
 pub async fn ingest_messages<S: Store>(
     store: &S,
     registry: &RegistryCache,
     messages: &[Message<'_>],
+    batching: Batching<'_>,
 ) -> Vec<Result<Outcome, MessageError>> {
     let parsed = match registry
         .parse_with_rooms(store, |rooms| {
@@ -70,7 +72,7 @@ pub async fn ingest_messages<S: Store>(
             (from..readings.len(), parsed.nothing)
         }));
     }
-    let written = ingest::write(store, registry, readings).await;
+    let written = ingest::write_batched(store, registry, readings, batching).await;
     spans
         .into_iter()
         .map(|span| {
@@ -145,7 +147,7 @@ mod tests {
             message("readings/m-1", br#"{"current_w":5}"#, arrived),
             message("readings/m-1", br#"{"current_w":6}"#, arrived + 1000),
         ];
-        let outcomes = ingest_messages(&store, &registry, &messages).await;
+        let outcomes = ingest_messages(&store, &registry, &messages, Default::default()).await;
         let ok: Vec<Option<Outcome>> = outcomes.iter().map(|o| o.clone().ok()).collect();
         let stored = Some(Outcome::Stored);
         assert_eq!(

@@ -26,6 +26,21 @@ pub struct RuleMessage {
     pub received: i64,
 }
 
+impl RuleMessage {
+    /// The payload's bytes, or why the rule's base64 is not.
+    pub fn payload_bytes(&self) -> Result<Vec<u8>, String> {
+        base64::engine::general_purpose::STANDARD
+            .decode(&self.payload)
+            .map_err(|e| format!("the rule's payload is not base64: {e}"))
+    }
+
+    /// When IoT Core received it: the time of a payload that carries none.
+    /// The rule's, so a message delivered again keeps it.
+    pub fn received_at(&self) -> Timestamp {
+        Timestamp::from_millis(self.received).unwrap_or_else(|_| Timestamp::now())
+    }
+}
+
 /// What became of a message.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RuleOutcome {
@@ -49,12 +64,19 @@ pub async fn handle<S: Store>(
             rejected: Some(reason),
         })
     };
-    let payload = match base64::engine::general_purpose::STANDARD.decode(&message.payload) {
+    let payload = match message.payload_bytes() {
         Ok(p) => p,
-        Err(e) => return rejected(format!("the rule's payload is not base64: {e}")),
+        Err(reason) => return rejected(reason),
     };
-    let received = Timestamp::from_millis(message.received).unwrap_or_else(|_| Timestamp::now());
-    match ingest_message(store, registry, &message.topic, &payload, received).await {
+    match ingest_message(
+        store,
+        registry,
+        &message.topic,
+        &payload,
+        message.received_at(),
+    )
+    .await
+    {
         Ok(Ingested {
             written,
             duplicates,

@@ -2,12 +2,13 @@
 //! write of ours (`payload`), stored by the one ingest (`message`; the
 //! messages in flight from a broker together, `batch`); AWS IoT
 //! Core's rule delivers them to a Lambda (`iot_rule`, run by
-//! `functions/mqtt`), a home broker to `ingester-local serve --mqtt`
+//! `functions/mqtt`; or, batched, a Kinesis stream's window: `kinesis`), a home broker to `ingester-local serve --mqtt`
 //! (`local/src/mqtt.rs`), whose health `subscription` keeps for `/health`
 //! and whose messages `receive_clock` times.
 
 mod batch;
 pub mod iot_rule;
+pub mod kinesis;
 mod message;
 pub mod payload;
 mod receive_clock;

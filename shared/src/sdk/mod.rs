@@ -12,6 +12,8 @@
 //! ([`profiles`]) everywhere but on Lambda.
 
 pub mod environment;
+#[cfg(feature = "kinesis")]
+pub mod kinesis;
 pub mod parameter;
 #[cfg(feature = "aws-profiles")]
 mod profiles;

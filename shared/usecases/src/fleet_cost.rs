@@ -20,6 +20,14 @@ pub const IOT_MESSAGES: f64 = 1.00;
 pub const IOT_RULES: f64 = 0.15;
 pub const IOT_ACTIONS: f64 = 0.15;
 pub const IOT_CONNECTION_MINUTES: f64 = 0.08;
+/// Dollars a provisioned Kinesis shard-hour, and a million PUT payload
+/// units (a record of up to 25 KB is one).
+pub const KINESIS_SHARD_HOUR: f64 = 0.015;
+pub const KINESIS_PUT_UNITS: f64 = 0.014;
+/// Records a second a shard takes at most (Kinesis' limit is 1,000): what
+/// the mqtt function's run reads of a shard in one batch
+/// (`schedule::mqtt_stream`) at a run every 15 minutes.
+pub const RECORDS_A_SHARD_SECOND: f64 = 500.0;
 
 /// Write units a reading posted alone (its item, the registry and rollups
 /// functions' share), measured at one reading a minute and every 10 s.
@@ -28,6 +36,11 @@ pub const ITEMS_METER: (f64, f64) = (1.27, 1.04);
 /// Write units a reading when a device's hour arrives in one request
 /// (docs/batches.md), a meter and a room sensor at one reading a minute.
 pub const HOUR_BATCHES: f64 = 0.058;
+/// Write units a reading of a room sensor at a message a minute on IoT
+/// Core's batching path (Basic Ingest, Kinesis, a run every 15 minutes;
+/// `tests/tests/mqtt_stream.rs`), the registry's latest values kept every
+/// 900 s (the template's default) and every hour.
+pub const IOT_STREAM: (f64, f64) = (0.228, 0.128);
 
 const MINUTES_A_YEAR: f64 = 525_600.0;
 const HOURS_A_YEAR: f64 = 8_760.0;
@@ -42,16 +55,26 @@ pub enum Path {
     /// One MQTT message a reading through IoT Core, a rule invoking the
     /// mqtt function per message.
     IotEach,
+    /// One MQTT message a reading through IoT Core's Basic Ingest, a rule
+    /// putting it on a Kinesis stream the mqtt function reads every 15
+    /// minutes (docs/batches.md).
+    IotBatched,
 }
 
 impl Path {
-    pub const ALL: [Path; 3] = [Path::HttpEach, Path::HttpHour, Path::IotEach];
+    pub const ALL: [Path; 4] = [
+        Path::HttpEach,
+        Path::HttpHour,
+        Path::IotEach,
+        Path::IotBatched,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Path::HttpEach => "http-each",
             Path::HttpHour => "http-hour",
             Path::IotEach => "iot-each",
+            Path::IotBatched => "iot-batched",
         }
     }
 
@@ -59,7 +82,7 @@ impl Path {
         Self::ALL
             .into_iter()
             .find(|p| p.name() == s)
-            .ok_or_else(|| format!("{s:?}: one of http-each, http-hour, iot-each"))
+            .ok_or_else(|| format!("{s:?}: one of http-each, http-hour, iot-each, iot-batched"))
     }
 }
 
@@ -87,6 +110,7 @@ pub struct Bill {
     pub dynamodb_writes: f64,
     pub api_gateway: f64,
     pub iot_core: f64,
+    pub kinesis: f64,
     pub lambda: f64,
     pub total: f64,
 }
@@ -102,6 +126,9 @@ impl Fleet {
         };
         match self.path {
             Path::HttpHour => HOUR_BATCHES,
+            // Measured at a message a minute; rarer messages share a run's
+            // block put among fewer readings (an underestimate there).
+            Path::IotBatched => IOT_STREAM.0,
             Path::HttpEach | Path::IotEach if self.every.as_secs_f64() >= 35.0 => minute,
             Path::HttpEach | Path::IotEach => ten_seconds,
         }
@@ -143,6 +170,20 @@ impl Fleet {
                     + million(self.devices as f64 * MINUTES_A_YEAR, IOT_CONNECTION_MINUTES),
                 million(readings + stream_calls(per_minute), LAMBDA_REQUESTS),
             ),
+            // Basic Ingest: no messaging charge; a run every 15 minutes.
+            Path::IotBatched => (
+                0.0,
+                million(readings, IOT_RULES + IOT_ACTIONS)
+                    + million(self.devices as f64 * MINUTES_A_YEAR, IOT_CONNECTION_MINUTES),
+                million(MINUTES_A_YEAR / 15.0, LAMBDA_REQUESTS),
+            ),
+        };
+        let kinesis = match self.path {
+            Path::IotBatched => {
+                let shards = (per_minute / 60.0 / RECORDS_A_SHARD_SECOND).ceil().max(1.0);
+                shards * HOURS_A_YEAR * KINESIS_SHARD_HOUR + million(readings, KINESIS_PUT_UNITS)
+            }
+            _ => 0.0,
         };
         Bill {
             readings,
@@ -150,8 +191,9 @@ impl Fleet {
             dynamodb_writes,
             api_gateway,
             iot_core,
+            kinesis,
             lambda,
-            total: dynamodb_writes + api_gateway + iot_core + lambda,
+            total: dynamodb_writes + api_gateway + iot_core + kinesis + lambda,
         }
     }
 }
@@ -182,6 +224,20 @@ mod tests {
         assert!((87.0..89.0).contains(&hour.api_gateway), "{hour:?}");
         let iot = fleet(10_000, Path::IotEach);
         assert!((7_200.0..7_300.0).contains(&iot.iot_core), "{iot:?}");
+        // Basic Ingest and Kinesis: under $3,000 (issue 78), one shard.
+        let batched = fleet(10_000, Path::IotBatched);
+        assert!(batched.total <= 3_000.0, "{batched:?}");
+        assert!(
+            (1_990.0..2_000.0).contains(&batched.iot_core),
+            "{batched:?}"
+        );
+        assert!((200.0..210.0).contains(&batched.kinesis), "{batched:?}");
+        // 100,000 devices: four shards.
+        let fleet_of = fleet(100_000, Path::IotBatched);
+        assert!(
+            (4.0 * 131.0..4.0 * 132.0).contains(&(fleet_of.kinesis - 735.84)),
+            "{fleet_of:?}"
+        );
         // Twice the devices, twice the bill (one stream shard's calls aside).
         let double = fleet(20_000, Path::HttpHour);
         assert!((double.total / hour.total - 2.0).abs() < 0.01);

@@ -8,7 +8,8 @@
 //! - `influxql`: InfluxQL for Grafana over the same reads;
 //! - `export`: readings out as line protocol or CSV, and back in;
 //! - `alerts`, `alert_settings`, `notify`: rules evaluated, receivers told;
-//! - `https`: the one outbound HTTP client (receivers, the AWS SDK).
+//! - `https`: the one outbound HTTP client (receivers, the AWS SDK);
+//! - `stream_reading`: an outside stream (IoT Core's Kinesis) read into the store.
 
 pub mod alert_settings;
 pub mod alerts;
@@ -23,4 +24,5 @@ pub mod notify;
 pub mod query;
 pub mod registry;
 pub mod rollups;
+pub mod stream_reading;
 pub mod subscription;

@@ -78,7 +78,13 @@ async fn write_all<B: Store>(to: &B, readings: &[Reading]) -> Result<(), String>
     // Closed hours as blocks where the target takes them (docs/batches.md):
     // a migrated history costs a write a device-hour, not one a reading.
     let report = if to.capabilities().hour_blocks_from_batches {
-        crate::ingest::hour_blocks::write(to, readings.to_vec(), Timestamp::now()).await
+        crate::ingest::hour_blocks::write(
+            to,
+            readings.to_vec(),
+            Timestamp::now(),
+            Default::default(),
+        )
+        .await
     } else {
         to.write_readings(readings).await
     };

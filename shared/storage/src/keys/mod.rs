@@ -121,6 +121,13 @@ pub const ALERT_STATES_PARTITION: &str = "ALERT#STATE";
 /// `<receiver>#<rule>#<device>`.
 pub const ALERT_DELIVERIES_PARTITION: &str = "ALERT#DELIVERY";
 
+/// Where the mqtt function has read an outside stream to (`StreamPositions`):
+/// an item a shard in `STREAM#<stream>`, `sk` the shard's id (no device's
+/// partition: ids cannot hold `#`; no reading's `sk`).
+pub fn stream_positions_pk(stream: &str) -> String {
+    format!("STREAM#{stream}")
+}
+
 /// A delivery's `sk` in `ALERT_DELIVERIES_PARTITION` (receiver and rule
 /// names hold no `#`).
 pub fn alert_delivery_sk(receiver: &str, rule: &str, device: &str) -> String {

@@ -8,7 +8,8 @@
 //! reading can take: reads and rollups take a reading in a block and as an
 //! item as one. A store out of its budget reports the readings unwritten.
 
-use domain::batch_hours;
+use crate::registry::RegistryUpkeep;
+use domain::batch_hours::{self, Hours};
 use domain::model::{Reading, Timestamp};
 use futures_util::StreamExt;
 use std::collections::BTreeSet;
@@ -24,10 +25,27 @@ enum Outcome {
 /// Devices whose hours are written at once.
 const DEVICE_CONCURRENCY: usize = 8;
 
+/// How a batch goes as blocks: which hours count (a request's closed
+/// hours, or a stream window's open one), and whether the registry is
+/// written every batch or kept by a warm function's memory
+/// (`RegistryUpkeep`: a device's latest values at most once an interval,
+/// as the registry function keeps them; what makes a stream's windows
+/// cheap, docs/batches.md).
+#[derive(Clone, Copy, Default)]
+pub struct Batching<'a> {
+    pub hours: Hours,
+    pub upkeep: Option<&'a RegistryUpkeep>,
+}
+
 /// Writes `readings`, the devices the rule picks as blocks and the rest as
 /// items; the report's indices are into `readings`.
-pub async fn write<S: Store>(store: &S, readings: Vec<Reading>, now: Timestamp) -> WriteReport {
-    let split = batch_hours::split(&readings, now);
+pub async fn write<S: Store>(
+    store: &S,
+    readings: Vec<Reading>,
+    now: Timestamp,
+    batching: Batching<'_>,
+) -> WriteReport {
+    let split = batch_hours::split(&readings, now, batching.hours);
     if split.blocks.is_empty() {
         return store.write_owned_readings(readings).await;
     }
@@ -67,8 +85,11 @@ pub async fn write<S: Store>(store: &S, readings: Vec<Reading>, now: Timestamp) 
     // The registry, from the readings in blocks; a device whose update
     // failed has its readings written as items too, for the stream to redo.
     let plan = domain::registry::plan(in_blocks.iter().map(|&i| (i, &readings[i])));
-    let failed: BTreeSet<&str> = crate::registry::apply(store, &plan)
-        .await
+    let failed = match batching.upkeep {
+        Some(upkeep) => upkeep.apply(store, plan).await.0,
+        None => crate::registry::apply(store, &plan).await,
+    };
+    let failed: BTreeSet<&str> = failed
         .into_iter()
         .map(|i| readings[i].device_id.as_str())
         .collect();

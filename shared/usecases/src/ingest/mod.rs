@@ -5,6 +5,7 @@
 //! the answer; MQTT messages (`mqtt`) become one of the two formats first.
 
 pub mod hour_blocks;
+pub use hour_blocks::Batching;
 pub mod json;
 pub mod line_protocol;
 
@@ -185,6 +186,17 @@ pub async fn write<S: Store>(
     registry: &RegistryCache,
     readings: Vec<Reading>,
 ) -> Written {
+    write_batched(store, registry, readings, Batching::default()).await
+}
+
+/// [`write`], with a batch's blocks cut as `batching` says (a stream's
+/// window: the open hour too, the registry kept by the function's memory).
+pub async fn write_batched<S: Store>(
+    store: &S,
+    registry: &RegistryCache,
+    readings: Vec<Reading>,
+    batching: Batching<'_>,
+) -> Written {
     let total = readings.len();
     if readings.is_empty() {
         return Written {
@@ -204,7 +216,7 @@ pub async fn write<S: Store>(
         items_written,
         duplicates,
     } = if store.capabilities().hour_blocks_from_batches {
-        hour_blocks::write(store, readings, Timestamp::now()).await
+        hour_blocks::write(store, readings, Timestamp::now(), batching).await
     } else {
         store.write_owned_readings(readings).await
     };
