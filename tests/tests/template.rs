@@ -429,6 +429,41 @@ fn each_function_has_exactly_its_least_privileges() {
         "scoped to the rule: {source}"
     );
 
+    // The batching path's reader (docs/batches.md): its stream's shards and
+    // records, readings as items, blocks and rollups (its stream positions,
+    // `STREAM#<stream>`, among them: ids cannot hold `#`), the registry;
+    // no queue (a failed run is read again by the next).
+    let mut expected = vec![
+        stmt(
+            &[
+                "kinesis:ListShards",
+                "kinesis:GetShardIterator",
+                "kinesis:GetRecords",
+            ],
+            &["!GetAtt MqttStream.Arn"],
+            "",
+        ),
+        stmt(&["dynamodb:BatchWriteItem"], &[table], readings_only),
+        batch_blocks[0].clone(),
+        stmt(
+            &["dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem"],
+            &[table],
+            registry_only,
+        ),
+    ];
+    expected.sort();
+    assert_eq!(
+        statements(&t, "MqttStreamFunction"),
+        expected,
+        "mqtt-stream"
+    );
+    // Its rule's role may put records on the stream alone.
+    let role = &t["Resources"]["MqttIngestRuleRole"]["Properties"]["Policies"][0]["PolicyDocument"]
+        ["Statement"];
+    assert_eq!(role.as_sequence().unwrap().len(), 1);
+    assert_eq!(s(&role[0]["Action"]), "kinesis:PutRecord");
+    assert!(format!("{:?}", role[0]["Resource"]).contains("MqttStream.Arn"));
+
     // Alerts: reads the table, writes series states and waiting
     // notifications only, publishes to its topic, keeps failed runs.
     let mut expected = vec![
@@ -778,7 +813,7 @@ fn the_stack_watches_itself_and_its_logs_expire() {
             .collect()
     };
     let functions = of_type("AWS::Serverless::Function");
-    assert_eq!(functions.len(), 7, "{functions:?}");
+    assert_eq!(functions.len(), 8, "{functions:?}");
     let retention = &t["Parameters"]["LogRetentionDays"];
     assert_eq!(retention["Default"].as_u64(), Some(30));
     let groups = of_type("AWS::Logs::LogGroup");
@@ -848,6 +883,12 @@ fn the_stack_watches_itself_and_its_logs_expire() {
             "no iterator age alarm on {f}"
         );
     }
+    // The batching path's stream: its records waiting too long.
+    assert!(watched(
+        "AWS/Kinesis",
+        "GetRecords.IteratorAgeMilliseconds",
+        "MqttStream"
+    ));
     for metric in ["ReadThrottleEvents", "WriteThrottleEvents"] {
         assert!(watched("AWS/DynamoDB", metric, "ReadingsTable"), "{metric}");
     }
@@ -860,4 +901,83 @@ fn the_stack_watches_itself_and_its_logs_expire() {
     assert_eq!(s(&email["Properties"]["Protocol"]), "email");
     assert_eq!(t["Parameters"]["AlarmEmail"]["Default"].as_str(), Some(""));
     assert!(t["Outputs"]["OpsTopicArn"].is_mapping());
+}
+
+/// IoT Core's batching path (issue 78; docs/batches.md) is there when
+/// `MqttPath=batched` alone, and wired as the reader expects: the Basic
+/// Ingest rule named by its parameter, with the per-message rule's SQL (the
+/// same message on both paths), putting each message on the stream keyed
+/// by its topic (a device's messages in order on one shard); the reader run
+/// on the parameter's schedule, one at a time, never retried (the next run
+/// reads again), with the stream's name and the registry's interval.
+#[test]
+fn the_batching_path_is_an_option_wired_as_the_reader_expects() {
+    let t = template();
+    let p = &t["Parameters"];
+    assert_eq!(p["MqttPath"]["Default"].as_str(), Some("per-message"));
+    assert_eq!(p["MqttStreamMinutes"]["Default"].as_u64(), Some(15));
+    assert_eq!(p["MqttStreamShards"]["Default"].as_u64(), Some(1));
+    let conditional = [
+        "MqttStream",
+        "MqttIngestRule",
+        "MqttIngestRuleRole",
+        "MqttStreamFunction",
+        "MqttStreamErrorsAlarm",
+        "MqttStreamThrottlesAlarm",
+        "MqttStreamIteratorAgeAlarm",
+        "MqttStreamLogs",
+    ];
+    for name in conditional {
+        assert_eq!(
+            s(&t["Resources"][name]["Condition"]),
+            "IsMqttBatched",
+            "{name}"
+        );
+    }
+    let rule = &t["Resources"]["MqttIngestRule"]["Properties"];
+    assert!(format!("{:?}", rule["RuleName"]).contains("MqttIngestRuleName"));
+    let sql = |r: &str| {
+        format!(
+            "{:?}",
+            t["Resources"][r]["Properties"]["TopicRulePayload"]["Sql"]
+        )
+    };
+    assert_eq!(sql("MqttIngestRule"), sql("MqttRule"));
+    let action = &rule["TopicRulePayload"]["Actions"][0]["Kinesis"];
+    assert_eq!(s(&action["PartitionKey"]), "${topic()}");
+    assert!(format!("{:?}", action["StreamName"]).contains("MqttStream"));
+    assert!(format!("{:?}", rule["TopicRulePayload"]["ErrorAction"]).contains("MqttFailures"));
+
+    let f = &t["Resources"]["MqttStreamFunction"]["Properties"];
+    assert_eq!(s(&f["CodeUri"]), "functions/mqtt");
+    assert_eq!(f["ReservedConcurrentExecutions"].as_u64(), Some(1));
+    assert_eq!(
+        f["EventInvokeConfig"]["MaximumRetryAttempts"].as_u64(),
+        Some(0)
+    );
+    assert_eq!(f["Timeout"].as_u64(), Some(900));
+    let schedule = format!("{:?}", f["Events"]["Every"]["Properties"]["Schedule"]);
+    assert!(
+        schedule.contains("rate(${MqttStreamMinutes} minutes)"),
+        "{schedule}"
+    );
+    let env = &f["Environment"]["Variables"];
+    assert!(format!("{:?}", env["MQTT_STREAM"]).contains("MqttStream"));
+    assert!(format!("{:?}", env["REGISTRY_LATEST_SECONDS"]).contains("RegistryLatestSeconds"));
+    // The per-message function takes the rule's messages: no stream named.
+    assert!(
+        t["Resources"]["MqttFunction"]["Properties"]["Environment"]["Variables"]["MQTT_STREAM"]
+            .is_null()
+    );
+    // What the code reads is what the template sets.
+    let config = shared::config::Config::from_lookup(|k| match k {
+        "TABLE_NAME" => Some("t".into()),
+        "MQTT_STREAM" => Some("readings-stream".into()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(config.mqtt_stream.as_deref(), Some("readings-stream"));
+    let unset =
+        shared::config::Config::from_lookup(|k| (k == "TABLE_NAME").then(|| "t".into())).unwrap();
+    assert_eq!(unset.mqtt_stream, None);
 }
