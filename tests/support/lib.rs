@@ -499,7 +499,9 @@ macro_rules! on_every_store {
 /// were written.
 /// Tests after `items_only:` run on every store but not as batches: they
 /// write readings one at a time, which on a table become items that the
-/// stream functions fold, and these suites run no stream functions.
+/// stream functions fold, and these suites run no stream functions; or
+/// they read an optional index (the all-devices feed), which a table that
+/// takes batches as blocks goes without.
 #[macro_export]
 macro_rules! on_every_store_and_batches {
     ($($name:ident),+ $(,)? $(; items_only: $($single:ident),+ $(,)?)?) => {

@@ -71,6 +71,21 @@ pub fn in_room(room: &RoomId) -> impl Fn(&Reading) -> bool + '_ {
     }
 }
 
+/// A reading as the room route shows it, as the `room-time` index projects
+/// it: its temperature and humidity alone; `None` where [`in_room`] is not.
+pub fn room_view(room: &RoomId, r: Reading) -> Option<Reading> {
+    if !in_room(room)(&r) {
+        return None;
+    }
+    let values: Vec<_> = crate::aggregate::rollup::room_values(&r).collect();
+    let measurement = crate::model::Measurement::new(Some(room.clone()), values).ok()?;
+    Some(Reading {
+        device_id: r.device_id,
+        timestamp: r.timestamp,
+        measurement,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -176,7 +176,9 @@ impl DynamoStore {
             })
         }))
         .await?;
-        Ok(storage::merge_pages(pages, request))
+        let mut page = storage::merge_pages(pages, request);
+        page.readings = super::presence::room_views(room, page.readings);
+        Ok(page)
     }
 
     /// Raw items of a device in `range`, unexpired, that `keep` keeps.

@@ -179,8 +179,18 @@ impl DynamoStore {
         if unread && page.next.is_none() {
             page = Page::of(page.readings, true);
         }
+        page.readings = room_views(room, page.readings);
         Ok(page)
     }
+}
+
+/// A room's page as the `room-time` index projects it (`room_view`): its
+/// temperature and humidity alone, on either path.
+pub(super) fn room_views(room: &RoomId, readings: Vec<Reading>) -> Vec<Reading> {
+    readings
+        .into_iter()
+        .filter_map(|r| domain::room_presence::room_view(room, r))
+        .collect()
 }
 
 /// One device's readings for a room's page, read a chunk at a time.

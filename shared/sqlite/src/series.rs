@@ -81,18 +81,7 @@ pub fn room_readings(
     } else {
         Vec::new()
     };
-    let mut in_room = |r: Reading| {
-        if r.room() != Some(room_id) {
-            return None;
-        }
-        let values: Vec<(Quantity, f64)> = domain::aggregate::rollup::room_values(&r).collect();
-        let measurement = domain::model::Measurement::new(Some(room_id.clone()), values).ok()?;
-        Some(Reading {
-            device_id: r.device_id,
-            timestamp: r.timestamp,
-            measurement,
-        })
-    };
+    let mut in_room = |r: Reading| domain::room_presence::room_view(room_id, r);
     let (sealed, _) = blocks::readings(
         conn,
         device,

@@ -35,7 +35,7 @@ pub const ITEMS_ROOM_SENSOR: (f64, f64) = (1.34, 1.06);
 pub const ITEMS_METER: (f64, f64) = (1.27, 1.04);
 /// Write units a reading when a device's hour arrives in one request
 /// (docs/batches.md), a meter and a room sensor at one reading a minute.
-pub const HOUR_BATCHES: f64 = 0.058;
+pub const HOUR_BATCHES: f64 = 0.053;
 /// Write units a reading of a room sensor at a message a minute on IoT
 /// Core's batching path (Basic Ingest, Kinesis, a run every 15 minutes;
 /// `tests/tests/mqtt_stream.rs`), the registry's latest values kept every
