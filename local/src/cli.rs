@@ -170,8 +170,8 @@ pub(crate) enum Command {
         /// How often each device takes a reading, such as 1m or 10s.
         #[arg(long, default_value = "1m", value_parser = ingester_local::scheduled_backups::parse_interval)]
         every: Duration,
-        /// How readings arrive: http-each (a request a reading), http-hour (a device's hour in one request), iot-each (an MQTT message a reading through IoT Core).
-        #[arg(long, default_value = "http-each", value_parser = ["http-each", "http-hour", "iot-each"])]
+        /// How readings arrive: http-each (a request a reading), http-hour (a device's hour in one request), iot-each (an MQTT message a reading through IoT Core, a rule per message), iot-batched (the same through Basic Ingest and a Kinesis stream read every 15 minutes).
+        #[arg(long, default_value = "http-each", value_parser = ["http-each", "http-hour", "iot-each", "iot-batched"])]
         path: String,
         /// What sends: room-sensor or meter.
         #[arg(long, default_value = "room-sensor", value_parser = ["room-sensor", "meter"])]

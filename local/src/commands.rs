@@ -98,6 +98,7 @@ pub(crate) async fn one_shot(command: Command, stop: &Stop) -> Result<bool, Stri
                         "dynamodb_writes": round(bill.dynamodb_writes),
                         "api_gateway": round(bill.api_gateway),
                         "iot_core": round(bill.iot_core),
+                        "kinesis": round(bill.kinesis),
                         "lambda_requests": round(bill.lambda),
                         "total": round(bill.total),
                     },

@@ -485,21 +485,31 @@ fn cost_prints_a_fleet_s_year_by_how_readings_arrive() {
     };
     let hour = run("http-hour");
     let each = run("http-each");
+    // IoT Core's batching path: at most $3,000 (issue 78), its stream priced.
+    let batched = run("iot-batched");
     assert_eq!(hour["readings_a_year"], json!(5_256_000_000.0));
     let total = |v: &Value| v["dollars_a_year"]["total"].as_f64().unwrap();
     assert!(total(&hour) <= 1_000.0, "{hour}");
     assert!(total(&each) > 10.0 * total(&hour), "{each} {hour}");
     assert!(hour["prices"].as_str().unwrap().contains("us-east-1"));
-    let parts: f64 = [
-        "dynamodb_writes",
-        "api_gateway",
-        "iot_core",
-        "lambda_requests",
-    ]
-    .iter()
-    .map(|k| hour["dollars_a_year"][k].as_f64().unwrap())
-    .sum();
-    assert!((parts - total(&hour)).abs() < 0.05, "{hour}");
+    assert!(total(&batched) <= 3_000.0, "{batched}");
+    assert!(
+        batched["dollars_a_year"]["kinesis"].as_f64().unwrap() > 0.0,
+        "{batched}"
+    );
+    for bill in [&hour, &batched] {
+        let parts: f64 = [
+            "dynamodb_writes",
+            "api_gateway",
+            "iot_core",
+            "kinesis",
+            "lambda_requests",
+        ]
+        .iter()
+        .map(|k| bill["dollars_a_year"][k].as_f64().unwrap())
+        .sum();
+        assert!((parts - total(bill)).abs() < 0.05, "{bill}");
+    }
     let wrong = Command::new(BIN)
         .args(["cost", "--devices", "10", "--path", "pigeon"])
         .output()
