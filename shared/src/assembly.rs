@@ -263,3 +263,15 @@ pub async fn alerts_function(
 pub async fn stream_function(config: &Config) -> Result<DynamoStore, AssemblyError> {
     Ok(dynamodb_engine(config).await?.0)
 }
+
+/// The Kinesis stream of IoT Core's messages `MQTT_STREAM` names, for the
+/// mqtt-stream function's runs (docs/batches.md); `None` where it is unset.
+#[cfg(feature = "kinesis")]
+pub async fn mqtt_stream(config: &Config) -> Option<crate::sdk::kinesis::KinesisStream> {
+    let name = config.mqtt_stream.clone()?;
+    let sdk = sdk_config(None, config.dynamodb.budget).await;
+    Some(crate::sdk::kinesis::KinesisStream {
+        client: aws_sdk_kinesis::Client::new(&sdk),
+        name,
+    })
+}

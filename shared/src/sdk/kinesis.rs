@@ -102,8 +102,3 @@ impl ShardSource for KinesisStream {
         Ok(out)
     }
 }
-
-/// A client from the process's SDK configuration.
-pub fn client(sdk: &aws_types::SdkConfig) -> Client {
-    Client::new(sdk)
-}
