@@ -74,7 +74,8 @@ pub fn household(seed: u64, hours: i64) -> Vec<Reading> {
                     vec![
                         (Quantity::Temperature, temperature),
                         (Quantity::Humidity, 40.0 + rng.f64() * 20.0),
-                        (Quantity::Battery, 100.0 - minute as f64 / 100.0),
+                        // Flat at 1 % past a week, the battery left in.
+                        (Quantity::Battery, (100.0 - minute as f64 / 100.0).max(1.0)),
                     ],
                 )
                 .unwrap(),

@@ -10,6 +10,7 @@ mod raw_reading;
 mod reading;
 mod span;
 mod timestamp;
+mod unit;
 mod value_memo;
 mod zone;
 
@@ -25,5 +26,6 @@ pub use raw_reading::{RawBody, RawReading, RawValue};
 pub use reading::{plausible_time, FieldProblem, Measurement, Reading, BOUNDS};
 pub use span::{Span, DAY_MS, HOUR_MS};
 pub use timestamp::{TimeRange, Timestamp, TimestampError};
+pub use unit::Unit;
 pub use value_memo::ValueMemo;
 pub use zone::{UnknownZone, Zone, ZoneOffset};

@@ -64,15 +64,14 @@ pub struct Spec {
 
 /// A temperature in °F as the catalogue's °C, to thousandths of a degree:
 /// what a sensor resolves, and what the block codec stores as an integer.
-/// Every edge that takes Fahrenheit (line protocol's `°F`, Tasmota's
-/// `TempUnit`) converts with this.
+/// `Unit::to_catalogue`, the one rule every edge converts units with,
+/// takes °F with this.
 pub fn celsius_from_fahrenheit(f: f64) -> f64 {
     ((f - 32.0) * 5.0 / 9.0 * 1000.0).round() / 1000.0
 }
 
 /// A power in kW as the catalogue's W, to the milliwatt (so that 0.35 kW is
-/// 350 W, not 350.00000000000006). Every edge that takes kW (Home
-/// Assistant's `kW`, DSMR-reader's telegram) converts with this.
+/// 350 W, not 350.00000000000006). `Unit::to_catalogue` takes kW with this.
 pub fn watts_from_kilowatts(kw: f64) -> f64 {
     (kw * 1e6).round() / 1e3
 }

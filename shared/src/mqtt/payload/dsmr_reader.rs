@@ -6,8 +6,8 @@
 //! field, on `dsmr/reading/...`; day totals; statistics) carry one register a
 //! message, and are acknowledged with a reason.
 
-use super::{kind, kwh, Decoded};
-use domain::model::watts_from_kilowatts;
+use super::{kind, Decoded};
+use domain::model::Unit;
 use serde_json::{json, Map, Value};
 
 /// The device a DSMR-reader's meter is (it publishes one meter, and its
@@ -34,7 +34,9 @@ pub(super) fn decode(o: &Map<String, Value>) -> Result<Decoded, String> {
     let registers = |a: &str, b: &str| -> Result<Option<f64>, String> {
         Ok(match (number(a)?, number(b)?) {
             (None, None) => None,
-            (x, y) => Some(kwh(x.unwrap_or(0.0) + y.unwrap_or(0.0), 1.0)),
+            (x, y) => Some(domain::aggregate::to_the_mwh(
+                x.unwrap_or(0.0) + y.unwrap_or(0.0),
+            )),
         })
     };
     let mut r = Map::new();
@@ -57,7 +59,7 @@ pub(super) fn decode(o: &Map<String, Value>) -> Result<Decoded, String> {
     let given = number("electricity_currently_returned")?;
     if drawn.is_some() || given.is_some() {
         let kw = drawn.unwrap_or(0.0) - given.unwrap_or(0.0);
-        r.insert("current_w".into(), json!(watts_from_kilowatts(kw)));
+        r.insert("current_w".into(), json!(Unit::Kilowatt.to_catalogue(kw)));
     }
     // The gas meter's counter, read by the electricity meter (hourly, or
     // every 5 minutes); it is stored at the telegram's time.

@@ -157,12 +157,6 @@ fn numbers_into(r: &mut Map<String, Value>, o: &Map<String, Value>, names: &[(&s
     }
 }
 
-/// An energy counter given in `unit`s (1000 a kWh for Wh, 60,000 for
-/// Watt-minutes) in kWh, to the milliwatt-hour as energy answers are.
-fn kwh(value: f64, per_kwh: f64) -> f64 {
-    domain::aggregate::to_the_mwh(value / per_kwh)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

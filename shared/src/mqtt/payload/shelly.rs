@@ -16,7 +16,8 @@
 //! keeps two of them from sharing a key). The rest of a device's components
 //! (`sys`, `wifi`, `input:0`, ...) carry no reading.
 
-use super::{kwh, line, number, numbers_into, object, Decoded};
+use super::{line, number, numbers_into, object, Decoded};
+use domain::model::Unit;
 use serde_json::{json, Map, Value};
 
 /// The reading of one status message of `component` of the device `id`.
@@ -81,7 +82,7 @@ fn switch(o: &Map<String, Value>) -> Map<String, Value> {
     ] {
         if let Some(Value::Object(e)) = o.get(from) {
             if let Some(wh) = number(e, "total") {
-                r.insert(to.into(), json!(kwh(wh, 1000.0)));
+                r.insert(to.into(), json!(Unit::WattHour.to_catalogue(wh)));
             }
         }
     }
@@ -100,7 +101,7 @@ fn counters(o: &Map<String, Value>, bought: &str, sold: &str) -> Map<String, Val
     let mut r = Map::new();
     for (from, to) in [(bought, "cumulative_kwh_p"), (sold, "cumulative_kwh_n")] {
         if let Some(wh) = number(o, from) {
-            r.insert(to.into(), json!(kwh(wh, 1000.0)));
+            r.insert(to.into(), json!(Unit::WattHour.to_catalogue(wh)));
         }
     }
     r

@@ -7,28 +7,69 @@
 //!   which energy answers count as such);
 //! - `emeter/<n>/power` (W), `total` and `total_returned` (Wh, kept across
 //!   restarts), `voltage`, `current`: an EM's or a 3EM's channel or phase;
-//! - `sensor/temperature`, `sensor/humidity`, `sensor/battery`: an H&T's.
+//! - `sensor/temperature`, `sensor/humidity`, `sensor/battery`: an H&T's
+//!   (a Flood's, a Door/Window's); the temperature in the unit the device is
+//!   set to, which only its `info` message says (`tmp.units`, issue 79):
+//!   `info` notes it, and the device's temperatures are converted by it
+//!   from then on (°C until a device's first `info`: it publishes one each
+//!   time it wakes).
 //!
 //! A channel other than the first is its own device, `<id>-<n>`, as with
 //! Shelly's later devices (`super::shelly`). The rest (`online`, `announce`,
 //! `relay/0` on or off, a relay's own `temperature`) carry no reading.
 
-use super::{kwh, line, Decoded};
-use serde_json::{json, Map};
+use super::{line, Decoded};
+use domain::model::Unit;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+/// The temperature unit each device's `info` said last, by device id.
+fn temperature_units() -> &'static Mutex<HashMap<String, Unit>> {
+    static UNITS: OnceLock<Mutex<HashMap<String, Unit>>> = OnceLock::new();
+    UNITS.get_or_init(Default::default)
+}
+
+/// Notes the unit an `info` message gives its temperatures in.
+fn note_units(id: &str, payload: &[u8]) -> Result<Decoded, String> {
+    let info: Value =
+        serde_json::from_slice(payload).map_err(|e| format!("info: not JSON: {e}"))?;
+    if let Some(unit) = info["tmp"]["units"]
+        .as_str()
+        .and_then(Unit::parse)
+        .filter(|u| u.is_temperature())
+    {
+        temperature_units()
+            .lock()
+            .expect("units")
+            .insert(id.to_owned(), unit);
+    }
+    Ok(Decoded::Nothing(
+        "a Shelly Gen1 info message: the unit of its temperatures is noted, its values come on their own topics",
+    ))
+}
 
 /// The reading of one message on `shellies/<id>/<rest>`.
 pub(super) fn decode(id: &str, rest: &[&str], payload: &[u8]) -> Result<Decoded, String> {
-    // The channel, our name, and how many of its units make a kWh, for
-    // an energy counter.
-    let (channel, quantity, per_kwh) = match rest {
+    if rest == ["info"] {
+        return note_units(id, payload);
+    }
+    // The channel, our name, and the unit its value comes in (the
+    // catalogue's where none is named).
+    let (channel, quantity, unit) = match rest {
         ["relay" | "light" | "roller", n, "power"] => (*n, "current_w", None),
-        ["relay" | "light" | "roller", n, "energy"] => (*n, "cumulative_kwh_p", Some(60_000.0)),
+        ["relay" | "light" | "roller", n, "energy"] => {
+            (*n, "cumulative_kwh_p", Some(Unit::WattMinute))
+        }
         ["emeter", n, "power"] => (*n, "current_w", None),
-        ["emeter", n, "total"] => (*n, "cumulative_kwh_p", Some(1000.0)),
-        ["emeter", n, "total_returned"] => (*n, "cumulative_kwh_n", Some(1000.0)),
+        ["emeter", n, "total"] => (*n, "cumulative_kwh_p", Some(Unit::WattHour)),
+        ["emeter", n, "total_returned"] => (*n, "cumulative_kwh_n", Some(Unit::WattHour)),
         ["emeter", n, "voltage"] => (*n, "voltage_v", None),
         ["emeter", n, "current"] => (*n, "current_a", None),
-        ["sensor", "temperature"] => ("0", "temperature", None),
+        ["sensor", "temperature"] => {
+            let noted = temperature_units().lock().expect("units").get(id).copied();
+            ("0", "temperature", noted)
+        }
         ["sensor", "humidity"] => ("0", "humidity", None),
         ["sensor", "battery"] => ("0", "battery_pct", None),
         _ => {
@@ -43,7 +84,7 @@ pub(super) fn decode(id: &str, rest: &[&str], payload: &[u8]) -> Result<Decoded,
     let value: f64 = text
         .parse()
         .map_err(|_| format!("{quantity}: a number was expected, got {text:?}"))?;
-    let value = per_kwh.map_or(value, |per| kwh(value, per));
+    let value = unit.map_or(value, |u| u.to_catalogue(value));
     let device = if channel == "0" {
         domain::model::device_id_text(id)
     } else {
@@ -139,6 +180,30 @@ mod tests {
             assert_eq!(r[quantity], value, "{topic}");
             assert_eq!(r.as_object().unwrap().len(), 2, "{topic}: {r}");
         }
+    }
+
+    /// An H&T set to °F says so in its `info` message alone (`tmp.units`):
+    /// its temperatures are converted from then on; another H&T's stay °C.
+    #[test]
+    fn an_h_and_t_set_to_fahrenheit_is_read_in_celsius_once_its_info_says_so() {
+        let info = br#"{"tmp":{"value":68.0,"units":"F","tC":20.0,"tF":68.0,"is_valid":true},"hum":{"value":45.5,"is_valid":true},"bat":{"value":87,"voltage":2.9}}"#;
+        assert!(matches!(
+            decode("shellies/shellyht-f1/info", info),
+            Ok(Decoded::Nothing(_))
+        ));
+        let t = |id: &str| {
+            fields(decode(&format!("shellies/{id}/sensor/temperature"), b"68").unwrap())
+                ["temperature"]
+                .as_f64()
+                .unwrap()
+        };
+        assert_eq!(t("shellyht-f1"), 20.0, "68 °F is a 20 °C bedroom");
+        assert_eq!(t("shellyht-c9"), 68.0, "no info: °C");
+        // Set back to °C, the next info says so.
+        let celsius = br#"{"tmp":{"value":20.0,"units":"C","tC":20.0,"tF":68.0,"is_valid":true}}"#;
+        decode("shellies/shellyht-f1/info", celsius).unwrap();
+        assert_eq!(t("shellyht-f1"), 68.0);
+        assert!(decode("shellies/shellyht-f1/info", b"not json").is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! (`AM2301`, `BME280`, ...).
 
 use super::{line, number, numbers_into, Decoded};
+use domain::model::Unit;
 use serde_json::{json, Map, Value};
 
 /// A sensor object's names (Tasmota's, ours), `Temperature` aside (it may
@@ -45,7 +46,13 @@ pub(super) fn decode(o: &Map<String, Value>, device: &str) -> Result<Decoded, St
             &[("Voltage", "voltage_v"), ("Current", "current_a")],
         );
     }
-    let fahrenheit = o.get("TempUnit").and_then(Value::as_str) == Some("F");
+    // `TempUnit` says the unit of every temperature in the message.
+    let unit = o
+        .get("TempUnit")
+        .and_then(Value::as_str)
+        .and_then(Unit::parse)
+        .filter(|u| u.is_temperature())
+        .unwrap_or(Unit::Celsius);
     // The first object that has each quantity (a device with two
     // temperature sensors is two devices in Tasmota's eyes too: `Sensor1`, ...).
     for (name, v) in o {
@@ -55,12 +62,8 @@ pub(super) fn decode(o: &Map<String, Value>, device: &str) -> Result<Decoded, St
         }
         numbers_into(&mut r, s, SENSOR_NAMES);
         if let Some(t) = number(s, "Temperature") {
-            let c = if fahrenheit {
-                domain::model::celsius_from_fahrenheit(t)
-            } else {
-                t
-            };
-            r.entry("temperature").or_insert(json!(c));
+            r.entry("temperature")
+                .or_insert(json!(unit.to_catalogue(t)));
         }
     }
     if r.is_empty() {

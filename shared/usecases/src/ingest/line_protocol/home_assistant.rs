@@ -16,8 +16,7 @@
 //! from the entity's id and name ([`sold`]).
 
 use super::{Convert, LineView};
-use domain::aggregate::to_the_mwh;
-use domain::model::Quantity;
+use domain::model::{Quantity, Unit};
 
 /// The quantity of a Home Assistant line's `value`, and how to convert it to
 /// the catalogue's unit; `None` when its unit and class do not say (a `%` of a
@@ -71,12 +70,7 @@ fn mapping(line: &impl LineView) -> Result<(Quantity, Convert), Unmapped> {
     let same: Convert = |v| v;
     let lower = unit.to_ascii_lowercase();
     let q = match (lower.as_str(), class) {
-        ("°f", _) => {
-            return Ok((
-                Quantity::Temperature,
-                domain::model::celsius_from_fahrenheit,
-            ))
-        }
+        ("°f", _) => return Ok((Quantity::Temperature, |f| Unit::Fahrenheit.to_catalogue(f))),
         ("°c", _) => Quantity::Temperature,
         ("%", Some("humidity")) => Quantity::Humidity,
         ("%", Some("battery")) => Quantity::Battery,
@@ -89,7 +83,7 @@ fn mapping(line: &impl LineView) -> Result<(Quantity, Convert), Unmapped> {
         ("lx", _) => Quantity::Illuminance,
         ("w", _) => Quantity::Power,
         // DSMR meters and some inverters give kW.
-        ("kw", _) => return Ok((Quantity::Power, domain::model::watts_from_kilowatts)),
+        ("kw", _) => return Ok((Quantity::Power, |kw| Unit::Kilowatt.to_catalogue(kw))),
         ("v", _) => Quantity::Voltage,
         ("a", _) => Quantity::Current,
         ("m³", Some("gas")) => Quantity::Gas,
@@ -100,12 +94,11 @@ fn mapping(line: &impl LineView) -> Result<(Quantity, Convert), Unmapped> {
             if line.text_field("state_class_str") == Some("measurement") {
                 return Err(Unmapped::StoredEnergy);
             }
-            // In any case (`KWh`, as some scripts write it), but `mWh` is
-            // not `MWh`: Home Assistant gives no energy in mWh.
-            let convert: Convert = match (lower.as_str(), unit.starts_with('M')) {
-                ("wh", _) => |wh| to_the_mwh(wh / 1000.0),
-                ("kwh", _) => same,
-                ("mwh", true) => |mwh| to_the_mwh(mwh * 1000.0),
+            // The model's rule: in any case, but `mWh` is not `MWh`.
+            let convert: Convert = match Unit::parse(unit) {
+                Some(Unit::WattHour) => |wh| Unit::WattHour.to_catalogue(wh),
+                Some(Unit::KilowattHour) => same,
+                Some(Unit::MegawattHour) => |mwh| Unit::MegawattHour.to_catalogue(mwh),
                 _ => return Err(Unmapped::Unit),
             };
             let names = [
