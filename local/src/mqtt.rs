@@ -18,7 +18,7 @@ use rumqttc::{
 };
 use shared::model::Timestamp;
 use shared::mqtt::subscription::SubscriptionHealth;
-use shared::mqtt::{ingest_messages, Message, MessageError, Outcome, ReceiveClock};
+use shared::mqtt::{ingest_messages, Message, MessageError, Outcome, ReceiveTimes};
 use shared::registry::RegistryCache;
 use shared::store::Store;
 use std::path::PathBuf;
@@ -216,8 +216,9 @@ pub async fn run<S: Store>(
 ) -> Result<(), String> {
     let mut reconnect = shared::retry::Reconnect::new(FIRST_BACKOFF, MAX_BACKOFF);
     // One clock across reconnections: no two messages of the subscription
-    // share a time (`ReceiveClock`).
-    let mut clock = ReceiveClock::default();
+    // share a time, and a message delivered again keeps its first time
+    // (`ReceiveTimes`).
+    let mut times = ReceiveTimes::default();
     loop {
         let (client, mut events) = connect(&settings)?;
         // Each message with the time it arrived: a payload without a time
@@ -267,7 +268,8 @@ pub async fn run<S: Store>(
                         }
                     }
                     Ok(Event::Incoming(Incoming::Publish(message))) => {
-                        let _ = messages.send((message, clock.next(Timestamp::now())));
+                        let at = times.time_of(&message.topic, &message.payload, message.dup, Timestamp::now());
+                        let _ = messages.send((message, at));
                     }
                     Ok(_) => {}
                     Err(e) => {

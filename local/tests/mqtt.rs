@@ -13,6 +13,8 @@ use serde_json::Value;
 use shared::store::ReadingStore;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ingester-local");
@@ -739,4 +741,133 @@ fn an_mqtts_broker_is_verified_against_the_ca_given() {
     let s = subscription(&doubting);
     assert_eq!(s["connected"], false, "{s}");
     stop(doubting);
+}
+
+/// A TCP proxy between the server and the broker: once `armed`, it drops
+/// the connection at the next PUBACK the server sends (the acknowledgement
+/// of a message it stored never reaches the broker), and disarms.
+fn proxy_dropping_a_puback(broker_port: u16, armed: Arc<AtomicBool>) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut broker) = TcpStream::connect(("127.0.0.1", broker_port)) else {
+                return;
+            };
+            let (mut from_broker, mut to_client) =
+                (broker.try_clone().unwrap(), client.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut from_broker, &mut to_client);
+                let _ = to_client.shutdown(Shutdown::Both);
+            });
+            let armed = armed.clone();
+            std::thread::spawn(move || {
+                // Packet by packet: the fixed header's type and remaining length.
+                loop {
+                    let mut head = [0u8; 1];
+                    if client.read_exact(&mut head).is_err() {
+                        break;
+                    }
+                    let (mut len, mut shift, mut header) = (0usize, 0, vec![head[0]]);
+                    loop {
+                        let mut b = [0u8; 1];
+                        if client.read_exact(&mut b).is_err() {
+                            return;
+                        }
+                        header.push(b[0]);
+                        len |= ((b[0] & 0x7f) as usize) << shift;
+                        shift += 7;
+                        if b[0] & 0x80 == 0 {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0u8; len];
+                    if client.read_exact(&mut body).is_err() {
+                        break;
+                    }
+                    if head[0] >> 4 == 4 && armed.swap(false, Ordering::SeqCst) {
+                        let _ = client.shutdown(Shutdown::Both);
+                        let _ = broker.shutdown(Shutdown::Both);
+                        return;
+                    }
+                    if broker
+                        .write_all(&header)
+                        .and_then(|_| broker.write_all(&body))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+                let _ = broker.shutdown(Shutdown::Both);
+            });
+        }
+    });
+    port
+}
+
+/// QoS 1's redelivery (issue 79): the server stores a message without a
+/// time of its own, and the connection drops between its PUBLISH and our
+/// PUBACK; the broker delivers it again (DUP) once we are back. It is one
+/// reading: the redelivery keeps its first delivery's time.
+#[test]
+fn a_message_delivered_again_after_a_lost_acknowledgement_is_one_reading() {
+    let dir = temp_dir("redelivered");
+    let broker = Broker::start(&dir, free_port());
+    let armed = Arc::new(AtomicBool::new(false));
+    let broker_port = broker.url().rsplit(':').next().unwrap().parse().unwrap();
+    let port = proxy_dropping_a_puback(broker_port, armed.clone());
+    let server = LocalServer::start(
+        Path::new(BIN),
+        &[
+            "--db",
+            dir.join("ingester.db").to_str().unwrap(),
+            "--mqtt",
+            &format!("mqtt://127.0.0.1:{port}"),
+        ],
+        "info",
+    );
+    connected(&server);
+    // Subscribed once a message comes through.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while subscription(&server)["stored"] == 0 {
+        assert!(Instant::now() < deadline, "never subscribed");
+        broker.publish("readings/warm-up", r#"{"current_w":1}"#);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let before = subscription(&server)["stored"].as_u64().unwrap();
+    armed.store(true, Ordering::SeqCst);
+    broker.publish(
+        "readings/th-dup",
+        r#"{"current_w":7,"cumulative_kwh_p":1.5}"#,
+    );
+    // Stored, the acknowledgement lost, reconnected, delivered again, and
+    // handled again (stored counts each message the server took).
+    eventually(&server, "/health", |h| {
+        h["checks"][0]["subscription"]["stored"].as_u64() >= Some(before + 2)
+    });
+    assert!(
+        !armed.load(Ordering::SeqCst),
+        "the acknowledgement was dropped"
+    );
+    let (_, page) = get(
+        &server,
+        "/devices/th-dup/readings?from=2026-01-01T00:00:00Z&limit=10",
+    );
+    let readings = page["readings"].as_array().unwrap();
+    assert_eq!(readings.len(), 1, "one reading, not one a delivery: {page}");
+    // A new publish of the same payload is a new reading.
+    broker.publish(
+        "readings/th-dup",
+        r#"{"current_w":7,"cumulative_kwh_p":1.5}"#,
+    );
+    eventually(
+        &server,
+        "/devices/th-dup/readings?from=2026-01-01T00:00:00Z&limit=10",
+        |p| p["readings"].as_array().map(Vec::len) == Some(2),
+    );
+    stop(server);
 }

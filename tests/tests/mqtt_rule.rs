@@ -370,3 +370,35 @@ async fn counters_from_mqtt_payloads_give_energy_on_both_engines() {
         }
     }
 }
+
+/// IoT Core's side of a redelivery (issue 79): the rule's message carries
+/// IoT Core's receive time, so a message Lambda delivers again (its retry
+/// after a failed invocation, or a replay of the failure queue) keeps it: a
+/// payload with no time of its own is one reading, not one a delivery.
+#[tokio::test]
+async fn a_message_without_a_time_delivered_again_is_one_reading() {
+    let store = fresh_store(&dynalite(), "mqtt-again").await;
+    let ingest = app(store.clone(), None, RouteSet::Ingest).await;
+    let query = app(store.clone(), None, RouteSet::Query).await;
+    let m = message("readings/plug-9", r#"{"current_w":41.5}"#, RECEIVED);
+    for _ in 0..3 {
+        let outcome = on_message(&store, &ingest.registry, &m).await.unwrap();
+        assert_eq!(outcome.rejected, None);
+    }
+    let (status, body) = answer(
+        &handle(
+            &query,
+            api_event(
+                "GET",
+                "/devices/plug-9/readings",
+                &[("from", "2026-11-21T00:00:00Z")],
+                None,
+                &[],
+            ),
+        )
+        .await,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["readings"].as_array().unwrap().len(), 1, "{body}");
+    assert_eq!(body["readings"][0]["timestamp"], "2026-11-21T02:00:00.000Z");
+}

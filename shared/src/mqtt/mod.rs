@@ -4,7 +4,8 @@
 //! Core's rule delivers them to a Lambda (`iot_rule`, run by
 //! `functions/mqtt`; or, batched, a Kinesis stream's window: `kinesis`), a home broker to `ingester-local serve --mqtt`
 //! (`local/src/mqtt.rs`), whose health `subscription` keeps for `/health`
-//! and whose messages `receive_clock` times.
+//! and whose messages `receive_clock` times (a redelivery its first time:
+//! `redeliveries`).
 
 mod batch;
 pub mod iot_rule;
@@ -12,9 +13,11 @@ pub mod kinesis;
 mod message;
 pub mod payload;
 mod receive_clock;
+mod redeliveries;
 // The health a subscription keeps, which `GET /health` (the HTTP edge) shows.
 pub use usecases::subscription;
 
 pub use batch::{ingest_messages, Message, Outcome};
 pub use message::{ingest_message, MessageError};
 pub use receive_clock::ReceiveClock;
+pub use redeliveries::{ReceiveTimes, REMEMBERED_MS};
