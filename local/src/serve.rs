@@ -260,7 +260,16 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
             let Some(app) = stop.or(app(&config, s.clone(), access)).await else {
                 return Ok(true);
             };
-            let mut app = app?.with_alert_receivers(receiver_names);
+            // Rollups an earlier version left stale, rebuilt beside the
+            // server (`rollups::catch_up`), its progress on `/health`.
+            let progress = std::sync::Arc::new(shared::rollups::CatchUp::default());
+            let catch_up = tokio::spawn({
+                let (s, progress) = (s.clone(), progress.clone());
+                async move { shared::rollups::catch_up(&s, &progress).await }
+            });
+            let mut app = app?
+                .with_alert_receivers(receiver_names)
+                .with_catch_up(progress);
             let scheduled = match schedule {
                 Some(schedule) => {
                     let health = std::sync::Arc::new(BackupHealth::default());
@@ -285,6 +294,7 @@ pub(crate) async fn serve_command(args: ServeArgs, stop: &Stop) -> Result<bool, 
                 task.abort();
             }
             evaluation.abort();
+            catch_up.abort();
             served?;
         }
         (Backend::Dynamo(s, streams, region), access) => {

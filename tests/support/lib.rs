@@ -653,3 +653,35 @@ pub fn template() -> serde_yaml_ng::Value {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
     serde_yaml_ng::from_str(&text).unwrap()
 }
+
+/// Rewrites an embedded store file's day rollups as the build before gas
+/// and water were kept wrote them (issue 79): version 4 bodies, without the
+/// volumes. How many it rewrote.
+pub fn rollups_as_before_volumes(file: &std::path::Path) -> usize {
+    use shared::store::format::rollup_body;
+    let conn = rusqlite::Connection::open(file).unwrap();
+    let bodies: Vec<(i64, i64, Vec<u8>)> = conn
+        .prepare("SELECT device, start, body FROM rollups WHERE span = 1")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut rewritten = 0;
+    for (device, start, body) in bodies {
+        if body[0] != rollup_body::VERSION_5 {
+            continue;
+        }
+        let mut before = rollup_body::decode(&body, start).unwrap();
+        before.x = None;
+        let old = rollup_body::encode(&before, start).unwrap();
+        assert_eq!(old[0], rollup_body::VERSION);
+        conn.execute(
+            "UPDATE rollups SET body = ?1 WHERE device = ?2 AND span = 1 AND start = ?3",
+            rusqlite::params![old, device, start],
+        )
+        .unwrap();
+        rewritten += 1;
+    }
+    rewritten
+}

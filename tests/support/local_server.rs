@@ -9,6 +9,8 @@ use std::process::{Child, Command, Stdio};
 pub struct LocalServer {
     pub child: Child,
     pub addr: String,
+    /// Its log's lines since it served (the last 10,000).
+    log: std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<String>>>,
 }
 
 /// The `ingester-local` binary that cargo built beside the running bench or
@@ -58,8 +60,23 @@ impl LocalServer {
             }
         };
         // Keep draining its log so it never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        LocalServer { child, addr }
+        let log = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let mut kept = kept.lock().unwrap();
+                if kept.len() == 10_000 {
+                    kept.pop_front();
+                }
+                kept.push_back(line);
+            }
+        });
+        LocalServer { child, addr, log }
+    }
+
+    /// Its log's lines so far (the last 10,000).
+    pub fn log_lines(&self) -> Vec<String> {
+        self.log.lock().unwrap().iter().cloned().collect()
     }
 
     /// One request on its own connection: the status and the body text.

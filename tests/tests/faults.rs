@@ -58,6 +58,7 @@ fn app_on(client: aws_sdk_dynamodb::Client) -> App<DynamoStore> {
         tariff: None,
         alert_receivers: None,
         skipped_lines: Default::default(),
+        catch_up: None,
     }
 }
 

@@ -47,6 +47,7 @@ fn app(url: &str, table: &str, concurrency: usize) -> App<DynamoStore> {
         tariff: None,
         alert_receivers: None,
         skipped_lines: Default::default(),
+        catch_up: None,
     }
 }
 

@@ -408,11 +408,10 @@ async fn rollup_items_from_before_gas_was_followed_answer_from_the_readings() {
 /// Day rollups an earlier build wrote into an embedded store's file
 /// (version 4 bodies, no gas) for a P1 meter's telegrams, electricity and
 /// gas: its energy answers, gas included, are what fresh rollups give,
-/// those days read from their readings; `rollups rebuild` writes them
-/// again as version 5.
+/// those days read from their readings; the catch-up a start runs
+/// (`rollups::catch_up`) finds them stale and writes them again as version 5.
 #[tokio::test]
 async fn embedded_rollups_from_before_gas_was_followed_answer_from_the_readings() {
-    use shared::store::format::rollup_body;
     let dir = std::env::temp_dir().join(format!("rollups-gas-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -449,30 +448,7 @@ async fn embedded_rollups_from_before_gas_was_followed_answer_from_the_readings(
     let gas: f64 = fresh.buckets.iter().map(|b| b.m3_gas.unwrap()).sum();
     assert!((gas - (431 / 3) as f64 * 0.011).abs() < 1e-6, "{gas}");
     // Each day's body as the build before wrote it: the same, without gas.
-    {
-        let conn = rusqlite::Connection::open(&file).unwrap();
-        let bodies: Vec<(i64, Vec<u8>)> = conn
-            .prepare("SELECT start, body FROM rollups WHERE span = 1")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        assert_eq!(bodies.len(), 3);
-        for (start, body) in bodies {
-            assert_eq!(body[0], rollup_body::VERSION_5);
-            let mut before = rollup_body::decode(&body, start).unwrap();
-            assert!(before.x.is_some());
-            before.x = None;
-            let old = rollup_body::encode(&before, start).unwrap();
-            assert_eq!(old[0], rollup_body::VERSION);
-            conn.execute(
-                "UPDATE rollups SET body = ?1 WHERE span = 1 AND start = ?2",
-                rusqlite::params![old, start],
-            )
-            .unwrap();
-        }
-    }
+    assert_eq!(integration_tests::rollups_as_before_volumes(&file), 3);
     let store = SqliteStore::open(&file).unwrap();
     let old = query::energy(&store, &device, &q).await.unwrap();
     assert_eq!(old.buckets, fresh.buckets);
@@ -482,9 +458,25 @@ async fn embedded_rollups_from_before_gas_was_followed_answer_from_the_readings(
         old.items_read,
         fresh.items_read
     );
-    shared::rollups::Upkeep::rebuild_rollups(&store, &device, range)
+    // What an upgraded store's start rebuilds (`rollups::catch_up`): the
+    // meter whose rollups do not stand for its gas, over their days.
+    let stale = shared::rollups::Upkeep::stale_rollups(&store)
         .await
         .unwrap();
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    assert_eq!(stale[0].0, device);
+    assert!(stale[0].1.from() <= range.from() && range.to() <= stale[0].1.to());
+    let progress = shared::rollups::CatchUp::default();
+    assert_eq!(shared::rollups::catch_up(&store, &progress).await, 1);
+    let report = progress.report();
+    assert_eq!(
+        (report.devices, report.rebuilt, report.finished),
+        (1, 1, true)
+    );
+    assert!(shared::rollups::Upkeep::stale_rollups(&store)
+        .await
+        .unwrap()
+        .is_empty());
     let rebuilt = query::energy(&store, &device, &q).await.unwrap();
     assert_eq!(rebuilt.buckets, fresh.buckets);
     assert_eq!(rebuilt.items_read, fresh.items_read);

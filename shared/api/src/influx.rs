@@ -200,6 +200,24 @@ pub async fn health<S: Store>(State(app): State<Arc<App<S>>>) -> Response {
             "backups": r,
         })
     }));
+    checks.extend(app.catch_up.iter().map(|c| {
+        let r = c.report();
+        let message = match (r.finished, &r.last_error) {
+            (false, _) => format!(
+                "rebuilding the rollups an earlier version wrote: {} of {} devices (answers stay right meanwhile, from readings)",
+                r.rebuilt, r.devices
+            ),
+            (true, Some(e)) => format!("rollups of an earlier version not all rebuilt ({e}); the next start tries again"),
+            (true, None) if r.devices > 0 => format!("rollups of an earlier version rebuilt: {} devices", r.rebuilt),
+            (true, None) => "rollups up to date".to_owned(),
+        };
+        json!({
+            "name": "rollups",
+            "status": if r.finished && r.last_error.is_some() { "warn" } else { "pass" },
+            "message": message,
+            "rollups": r,
+        })
+    }));
     if let Some(names) = &app.alert_receivers {
         checks.push(alert_check(&app.store, names).await);
     }

@@ -83,6 +83,9 @@ pub struct App<S> {
     pub alert_receivers: Option<Vec<String>>,
     /// The lines the InfluxDB write API skipped, for `GET /health`.
     pub skipped_lines: std::sync::Arc<super::skipped_lines::SkippedLines>,
+    /// The rebuild of rollups an earlier version left (`rollups::catch_up`),
+    /// for `GET /health`.
+    pub catch_up: Option<std::sync::Arc<usecases::rollups::CatchUp>>,
 }
 
 impl<S: Store> App<S> {
@@ -122,7 +125,14 @@ impl<S: Store> App<S> {
             tariff: None,
             alert_receivers: None,
             skipped_lines: Default::default(),
+            catch_up: None,
         }
+    }
+
+    /// Reports the rebuild of rollups an earlier version left in `GET /health`.
+    pub fn with_catch_up(mut self, progress: std::sync::Arc<usecases::rollups::CatchUp>) -> Self {
+        self.catch_up = Some(progress);
+        self
     }
 
     /// Shows energy's cost at this price on the dashboard.

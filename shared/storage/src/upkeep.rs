@@ -23,4 +23,14 @@ pub trait Upkeep: Store {
         device: &DeviceId,
         range: TimeRange,
     ) -> impl Future<Output = Result<usize, StoreError>> + Send;
+    /// The devices whose stored rollups an earlier version wrote in a shape
+    /// that does not stand for all they report (a gas or water meter's
+    /// rollups from before those counters were kept), and the span they
+    /// cover: what an upgrade rebuilds (`rollups::catch_up`). An engine
+    /// whose own upkeep rewrites them has none to name.
+    fn stale_rollups(
+        &self,
+    ) -> impl Future<Output = Result<Vec<(DeviceId, TimeRange)>, StoreError>> + Send {
+        async { Ok(Vec::new()) }
+    }
 }
