@@ -167,8 +167,28 @@ def main():
         api = get_json(port, f"/devices/gas-1/energy?{q}")
         shown = float(gas.find_element(By.CSS_SELECTOR, 'tr[data-period="Yesterday"] .gas').get_attribute("data-m3"))
         check(abs(shown - api["m3_gas"]) < 1e-9 and shown > 0.1, f"gas yesterday: {shown} shown, {api}")
+        # A gas meter's own bars (issue 79): m³ per hour, day and month, in the gas colour,
+        # adding up to what /energy answers; the bar under the pointer in m³.
+        driver.get(base + "/ui/devices/gas-1?tz=UTC")
+        for key, bucket in [("gas-hours", "1h"), ("gas-days", "1d")]:
+            fig = driver.find_element(By.CSS_SELECTOR, f'figure[data-chart="{key}"]')
+            check(fig.get_attribute("data-unit") == "m³" and fig.get_attribute("data-flow") == "gas", f"{key}: m³ of gas")
+            bars = json.loads(fig.get_attribute("data-values"))
+            frm = datetime.datetime.fromtimestamp(int(fig.get_attribute("data-from")) / 1000, datetime.timezone.utc)
+            to = datetime.datetime.fromtimestamp(int(fig.get_attribute("data-to")) / 1000, datetime.timezone.utc)
+            q = urllib.parse.urlencode({"from": frm.isoformat(), "to": to.isoformat(), "bucket": bucket})
+            api = get_json(port, f"/devices/gas-1/energy?{q}")
+            summed = sum(b[2] for b in bars)
+            check(abs(summed - api["m3_gas"]) < 1e-6 and summed > 0, f"{key}: bars {summed} against /energy {api['m3_gas']}")
+            fills = {r.get_attribute("fill") for r in fig.find_elements(By.CSS_SELECTOR, ".wide svg rect")}
+            check("#B45309" in fills and "#B91C1C" not in fills, f"{key}: the gas colour, not electricity's: {fills}")
+        fig = driver.find_element(By.CSS_SELECTOR, 'figure[data-chart="gas-hours"]')
+        webdriver.ActionChains(driver).move_to_element(fig.find_element(By.CSS_SELECTOR, ".wide svg")).perform()
+        time.sleep(0.2)
+        tip = fig.find_element(By.CSS_SELECTOR, ".tip").text
+        check("m³ gas" in tip and "kWh" not in tip, f"the gas bar under the pointer: {tip!r}")
+        check(console_errors(driver) == [], "gas meter console")
         if os.environ.get("SCREENSHOTS"):
-            driver.get(base + "/ui/devices/gas-1?tz=UTC")
             driver.save_screenshot(os.path.join(os.environ["SCREENSHOTS"], "gas-desktop.png"))
         driver.get(base + "/")
 
@@ -313,7 +333,8 @@ def main():
         # A phone: 390 px wide, nothing wider than the screen.
         driver.set_window_size(390, 844)
         for path, shot in [("/", "overview-phone.png"), ("/ui/devices/meter-1?range=24h", "device-phone.png"),
-                           ("/ui/devices/meter-1?tz=Europe/Berlin#energy", "meter-phone.png")]:
+                           ("/ui/devices/meter-1?tz=Europe/Berlin#energy", "meter-phone.png"),
+                           ("/ui/devices/gas-1?tz=UTC#energy", "gas-phone.png")]:
             driver.get(base + path)
             width = driver.execute_script("return document.documentElement.scrollWidth")
             inner = driver.execute_script("return window.innerWidth")

@@ -712,8 +712,39 @@ async fn a_meter_shows_only_the_counters_it_has<S: TestStore>() {
     let section = &gas[gas.find("id=\"energy\"").expect("a gas meter's energy")..];
     let section = section.split("</section>").next().unwrap();
     assert!(
-        section.contains("Gas (m³)") && !section.contains("data-chart") && !section.contains("kWh"),
-        "m³ in a table, no kWh bars: {section}"
+        section.contains("Gas (m³)") && !section.contains("kWh"),
+        "m³ in a table, no kWh: {section}"
+    );
+    // Its own bars (issue 79): m³ of gas per hour, day and month, in the
+    // gas colour, whose hours add up to the gas route's.
+    for key in ["gas-hours", "gas-days", "gas-months"] {
+        let marker = format!("data-chart=\"{key}\"");
+        assert!(section.contains(&marker), "{key}");
+        assert_eq!(attr_after(section, &marker, "data-unit"), "m³");
+        assert_eq!(attr_after(section, &marker, "data-flow"), "gas");
+    }
+    assert!(!section.contains("data-chart=\"energy-"), "no kWh bars");
+    let marker = "data-chart=\"gas-hours\"";
+    let values: Vec<(i64, i64, f64, f64)> =
+        serde_json::from_str(&attr_after(section, marker, "data-values").replace("&quot;", "\""))
+            .unwrap();
+    let summed: f64 = values.iter().map(|v| v.2).sum();
+    let want = m3_gas_route(&app, "gas-1", midnight - 86_400_000, midnight + 86_400_000).await;
+    assert!(
+        (summed - want).abs() < 1e-6 && want > 0.0,
+        "{summed} {want}"
+    );
+    let figure = section[section.find(marker).unwrap()..]
+        .split("</figure>")
+        .next()
+        .unwrap();
+    assert!(
+        figure.contains("fill=\"#B45309\""),
+        "gas bars in the gas colour"
+    );
+    assert!(
+        !figure.contains("fill=\"#B91C1C\""),
+        "not electricity's red"
     );
     let shown: f64 = attr_after(
         period_row(section, "Yesterday"),

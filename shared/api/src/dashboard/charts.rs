@@ -37,11 +37,59 @@ pub struct Bar {
 
 impl From<&domain::aggregate::EnergyBucket> for Bar {
     fn from(b: &domain::aggregate::EnergyBucket) -> Self {
+        Bar::of(b, Flow::Electricity)
+    }
+}
+
+impl Bar {
+    /// A bucket's bar of `flow`: kWh bought and sold, or m³ (up only).
+    pub fn of(b: &domain::aggregate::EnergyBucket, flow: Flow) -> Self {
+        let (bought, sold) = match flow {
+            Flow::Electricity => (b.kwh_bought, b.kwh_sold),
+            Flow::Gas => (b.m3_gas.unwrap_or(0.0), 0.0),
+            Flow::Water => (b.m3_water.unwrap_or(0.0), 0.0),
+        };
         Bar {
             start: b.start.millis(),
             end: b.end.millis(),
-            bought: b.kwh_bought,
-            sold: b.kwh_sold,
+            bought,
+            sold,
+        }
+    }
+}
+
+/// What a meter's bars count (issue 79): electricity (kWh, bought up in
+/// red, sold down in green), gas or water (m³, up, each its own colour, so
+/// that a page of several meters tells them apart at a glance).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Electricity,
+    Gas,
+    Water,
+}
+
+impl Flow {
+    pub fn unit(self) -> &'static str {
+        match self {
+            Flow::Electricity => "kWh",
+            Flow::Gas | Flow::Water => "m³",
+        }
+    }
+
+    /// Its name in pages' attributes and classes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Flow::Electricity => "electricity",
+            Flow::Gas => "gas",
+            Flow::Water => "water",
+        }
+    }
+
+    fn up(self) -> RGBColor {
+        match self {
+            Flow::Electricity => BOUGHT,
+            Flow::Gas => GAS,
+            Flow::Water => WATER,
         }
     }
 }
@@ -49,7 +97,7 @@ impl From<&domain::aggregate::EnergyBucket> for Bar {
 pub enum Data {
     Lines(Vec<Line>),
     Band(Vec<BandPoint>),
-    Bars(Vec<Bar>),
+    Bars(Vec<Bar>, Flow),
 }
 
 impl Data {
@@ -58,7 +106,7 @@ impl Data {
         match self {
             Data::Lines(lines) => lines.iter().map(|l| l.points.len()).sum(),
             Data::Band(b) => b.len(),
-            Data::Bars(b) => b.len(),
+            Data::Bars(b, _) => b.len(),
         }
     }
 }
@@ -81,6 +129,8 @@ const LINE: RGBColor = RGBColor(0x1d, 0x4e, 0xd8);
 const BAND: RGBColor = RGBColor(0x93, 0xc5, 0xfd);
 const BOUGHT: RGBColor = RGBColor(0xb9, 0x1c, 0x1c);
 const SOLD: RGBColor = RGBColor(0x15, 0x80, 0x3d);
+const GAS: RGBColor = RGBColor(0xb4, 0x53, 0x09);
+const WATER: RGBColor = RGBColor(0x03, 0x69, 0xa1);
 const PALETTE: [RGBColor; 4] = [
     LINE,
     RGBColor(0xb4, 0x53, 0x09),
@@ -140,7 +190,7 @@ fn draw<DB: DrawingBackend>(
         Data::Lines(lines) => y_bounds(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1))),
         Data::Band(b) => y_bounds(b.iter().flat_map(|p| [p.min, p.max])),
         // Bars stand on zero: bought up, sold down.
-        Data::Bars(b) => y_bounds(b.iter().flat_map(|p| [p.bought, -p.sold, 0.0])),
+        Data::Bars(b, _) => y_bounds(b.iter().flat_map(|p| [p.bought, -p.sold, 0.0])),
     };
     let (lo, hi) = bounds.unwrap_or((0.0, 1.0));
     let rows = (chart.height / 55).clamp(3, 8) as usize;
@@ -194,16 +244,22 @@ fn draw<DB: DrawingBackend>(
                 LINE.stroke_width(2),
             ))?;
         }
-        Data::Bars(bars) => {
-            c.draw_series(
-                bars.iter()
-                    .map(|b| Rectangle::new([(b.start, 0.0), (b.end, b.bought)], BOUGHT.filled())),
-            )?;
-            c.draw_series(
-                bars.iter()
-                    .filter(|b| b.sold > 0.0)
-                    .map(|b| Rectangle::new([(b.start, 0.0), (b.end, -b.sold)], SOLD.filled())),
-            )?;
+        Data::Bars(bars, flow) => {
+            // A gap between neighbours: a tenth of a bar's width each side.
+            let inset = |b: &Bar| {
+                (
+                    b.start + (b.end - b.start) / 10,
+                    b.end - (b.end - b.start) / 10,
+                )
+            };
+            c.draw_series(bars.iter().map(|b| {
+                let (l, r) = inset(b);
+                Rectangle::new([(l, 0.0), (r, b.bought)], flow.up().filled())
+            }))?;
+            c.draw_series(bars.iter().filter(|b| b.sold > 0.0).map(|b| {
+                let (l, r) = inset(b);
+                Rectangle::new([(l, 0.0), (r, -b.sold)], SOLD.filled())
+            }))?;
         }
     }
     Ok(())
@@ -318,9 +374,34 @@ mod tests {
                 sold: 2.0,
             },
         ];
-        let svg = chart(&Data::Bars(bars));
+        let svg = chart(&Data::Bars(bars.clone(), Flow::Electricity));
         assert_eq!(svg.matches("fill=\"#B91C1C\"").count(), 2, "{svg}");
         assert_eq!(svg.matches("fill=\"#15803D\"").count(), 1);
+        // Gas and water in colours of their own; a gap between neighbours.
+        let gas = chart(&Data::Bars(bars.clone(), Flow::Gas));
+        assert_eq!(gas.matches("fill=\"#B45309\"").count(), 2, "{gas}");
+        assert_eq!(gas.matches("fill=\"#B91C1C\"").count(), 0);
+        let water = chart(&Data::Bars(bars, Flow::Water));
+        assert_eq!(water.matches("fill=\"#0369A1\"").count(), 2, "{water}");
+        let rects: Vec<(i64, i64)> = svg
+            .split("<rect")
+            .skip(2)
+            .filter(|r| r.contains("#B91C1C"))
+            .map(|r| {
+                let num = |name: &str| -> i64 {
+                    r.split(&format!("{name}=\""))
+                        .nth(1)
+                        .unwrap()
+                        .split('"')
+                        .next()
+                        .unwrap()
+                        .parse()
+                        .unwrap()
+                };
+                (num("x"), num("x") + num("width"))
+            })
+            .collect();
+        assert!(rects[0].1 < rects[1].0, "a gap between bars: {rects:?}");
     }
 
     /// The texts of an SVG's `<text>` elements.

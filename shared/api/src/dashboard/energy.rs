@@ -5,7 +5,7 @@
 //! part of the house's); a gas or water meter's m³ in the same tables. All
 //! from `query::energy` (so from the rollups), in the viewer's time zone.
 
-use super::charts::Bar;
+use super::charts::{Bar, Flow};
 use domain::aggregate::counter::{Counter, Counters};
 use domain::aggregate::{Bucketing, EnergyBucket, Width};
 use domain::model::Zone;
@@ -72,8 +72,10 @@ fn add(period: &mut PeriodTotals, b: &EnergyBucket) {
 /// One chart of a meter's energy: its range and bars.
 #[derive(Debug, Clone)]
 pub struct Bars {
-    /// `energy-hours`, `energy-days` or `energy-months`.
+    /// `energy-hours`, `energy-days` or `energy-months`; `gas-…`, `water-…`.
     pub key: &'static str,
+    /// What its bars count.
+    pub flow: Flow,
     pub caption: &'static str,
     pub range: TimeRange,
     pub bars: Vec<Bar>,
@@ -129,36 +131,64 @@ pub async fn meter<S: Store>(
     cal: Calendar,
 ) -> Result<MeterEnergy, StoreError> {
     let id = &device.device_id;
+    let counters = Reported::among(device.quantities.iter().copied());
+    // Each counter the meter reports has its bars (issue 79: gas and water
+    // as electricity); the charts of one width share their buckets.
+    let flows: Vec<(Flow, [&'static str; 3])> = [
+        (
+            counters.electricity(),
+            Flow::Electricity,
+            ["energy-hours", "energy-days", "energy-months"],
+        ),
+        (
+            counters.gas,
+            Flow::Gas,
+            ["gas-hours", "gas-days", "gas-months"],
+        ),
+        (
+            counters.water,
+            Flow::Water,
+            ["water-hours", "water-days", "water-months"],
+        ),
+    ]
+    .into_iter()
+    .filter(|(on, ..)| *on)
+    .map(|(_, flow, keys)| (flow, keys))
+    .collect();
     let specs = [
         (
-            "energy-hours",
             "Per hour, yesterday and today",
             cal.last(Width::Day, 1),
             Width::Hour,
         ),
         (
-            "energy-days",
             "Per day, the last 30 days",
             cal.last(Width::Day, 29),
             Width::Day,
         ),
         (
-            "energy-months",
             "Per month, the last 12 months",
             cal.last(Width::Month, 11),
             Width::Month,
         ),
     ];
-    let mut charts = Vec::with_capacity(specs.len());
-    for (key, caption, range, width) in specs {
+    let mut charts = Vec::with_capacity(specs.len() * flows.len());
+    let mut widths = Vec::with_capacity(specs.len());
+    for (caption, range, width) in specs {
         let b = buckets(store, id, range, width, cal.tz).await?;
-        charts.push(Bars {
-            key,
-            caption,
-            range,
-            totals: Totals::of_buckets(&b),
-            bars: b.iter().map(Bar::from).collect(),
-        });
+        widths.push((caption, range, Totals::of_buckets(&b), b));
+    }
+    for (flow, keys) in &flows {
+        for (key, (caption, range, totals, b)) in keys.iter().zip(&widths) {
+            charts.push(Bars {
+                key,
+                flow: *flow,
+                caption,
+                range: *range,
+                totals: *totals,
+                bars: b.iter().map(|b| Bar::of(b, *flow)).collect(),
+            });
+        }
     }
     // Today and yesterday as local days, not from the hourly bars: hours
     // are UTC hours, and in a zone a half hour off (India) one straddles
@@ -173,16 +203,17 @@ pub async fn meter<S: Store>(
         };
         add(t, &b);
     }
+    let period = |i: usize| (!widths[i].3.is_empty()).then_some(widths[i].2);
     let periods = vec![
         ("Today", today_totals),
         ("Yesterday", yesterday_totals),
-        ("Last 30 days", charts[1].period()),
-        ("Last 12 months", charts[2].period()),
+        ("Last 30 days", period(1)),
+        ("Last 12 months", period(2)),
     ];
     Ok(MeterEnergy {
         charts,
         periods,
-        counters: Reported::among(device.quantities.iter().copied()),
+        counters,
     })
 }
 

@@ -3,7 +3,7 @@
 //! inline (the range picker, the value under the pointer, renaming), charts
 //! as inline SVG; no JavaScript toolchain, no CDN.
 
-use super::charts::{self, Chart, Data};
+use super::charts::{self, Chart, Data, Flow};
 use super::energy::{Bars, MeterEnergy, Period, PeriodTotals, Reported};
 use super::{Drawn, View, PAGE_SIZES, PICKS, QUIET_AFTER_MS};
 use crate::json::unsigned_zero;
@@ -36,7 +36,11 @@ section.alerts h2{color:var(--warn)}
 .card{background:#fff;border:1px solid var(--line);border-radius:.5rem;padding:.75rem}
 .big{font-size:1.5rem;font-weight:600}
 figure{margin:0 0 1rem}
-figure svg{width:100%;height:auto;max-width:720px}
+figure svg{width:100%;height:auto}
+figure[data-flow=gas]{border-left:4px solid #b45309;padding-left:.5rem}
+figure[data-flow=water]{border-left:4px solid #0369a1;padding-left:.5rem}
+figure[data-flow=gas] figcaption .total,td.gas{color:#b45309}
+figure[data-flow=water] figcaption .total,td.water{color:#0369a1}
 figcaption{font-weight:600}
 .tip{min-height:1.5em;color:var(--muted)}
 nav.ranges a{margin-right:.75rem}
@@ -69,6 +73,7 @@ document.querySelectorAll('figure[data-bars]').forEach(function (fig) {
     if (!bar) { tip.textContent = ''; return; }
     var when = new Date(bar[0]).toLocaleString(undefined, { timeZone: fig.dataset.tz, dateStyle: 'medium', timeStyle: fig.dataset.chart === 'energy-hours' ? 'short' : undefined });
     var parts = [];
+    if (fig.dataset.unit === 'm³') { parts.push(bar[2].toFixed(3) + ' m³ ' + fig.dataset.flow); }
     if (fig.dataset.buys !== undefined) { parts.push(bar[2].toFixed(2) + ' kWh bought'); }
     if (fig.dataset.sells !== undefined) { parts.push(bar[3].toFixed(2) + ' kWh sold'); }
     tip.textContent = when + ': ' + parts.join(', ');
@@ -153,6 +158,22 @@ fn when(t: Timestamp, view: &View) -> String {
         .single()
         .map(|t| t.format("%Y-%m-%d %H:%M %Z").to_string())
         .unwrap_or_default()
+}
+
+/// A time as people read it (issue 79): "3 min ago", "5 h ago", "2 days
+/// ago", and the date past a week; the full time on hover and for
+/// machines (`datetime`).
+fn ago(t: Timestamp, view: &View) -> Markup {
+    let seconds = (Timestamp::now().millis() - t.millis()).max(0) / 1000;
+    let text = match seconds {
+        0..60 => "just now".to_owned(),
+        60..3600 => format!("{} min ago", seconds / 60),
+        3600..86_400 => format!("{} h ago", seconds / 3600),
+        86_400..172_800 => "a day ago".to_owned(),
+        172_800..604_800 => format!("{} days ago", seconds / 86_400),
+        _ => when(t, view),
+    };
+    html! { time datetime=(t.to_string()) title=(when(t, view)) { (text) } }
 }
 
 fn layout(title: &str, body: Markup) -> Markup {
@@ -393,7 +414,7 @@ pub fn overview(o: &Overview) -> Markup {
                                 @if let Some(t) = value_of(&tile.latest, Temperature) { span.big { (format!("{t:.1}")) " °C" } " " }
                                 @if let Some(h) = value_of(&tile.latest, Humidity) { span { (format!("{h:.0}")) " %" } }
                             }
-                            @if let Some(at) = newest_of(&tile.latest) { div.muted { (when(at, o.view)) } }
+                            @if let Some(at) = newest_of(&tile.latest) { div.muted { (ago(at, o.view)) } }
                             (PreEscaped(&tile.spark))
                         }
                     }
@@ -431,7 +452,7 @@ pub fn overview(o: &Overview) -> Markup {
                                 td { a.name href={ "/ui/devices/" (d.device_id.as_str()) "?tz=" (tz) } { (device_name(d)) } }
                                 td { @if let Some(r) = &d.room { (r.as_str()) } }
                                 td {
-                                    @if let Some(t) = d.last_seen { (when(t, o.view)) }
+                                    @if let Some(t) = d.last_seen { (ago(t, o.view)) }
                                     @if quiet { " " span.quiet { "quiet" } }
                                 }
                             }
@@ -497,7 +518,7 @@ fn latest_table(latest: &LatestValues, view: &View) -> Markup {
         @match newest_of(latest) {
             None => p.muted { "No reading yet." },
             Some(newest) => {
-                p.muted { (when(newest, view)) }
+                p.muted { (ago(newest, view)) }
                 table.latest {
                     tbody {
                         @for (q, v, at) in latest {
@@ -569,13 +590,15 @@ pub struct Device<'a> {
 }
 
 /// One of a meter's energy charts: bars at both sizes, with each bar's
-/// `[start, end, bought, sold]` and the totals in data attributes.
+/// `[start, end, bought, sold]` (m³ as bought, for gas and water) and the
+/// totals in data attributes; gas and water styled apart (`data-flow`).
 fn energy_chart(b: &Bars, counters: Reported, title: &str, view: &View) -> Markup {
-    let data = Data::Bars(b.bars.clone());
+    let data = Data::Bars(b.bars.clone(), b.flow);
+    let unit = b.flow.unit();
     let draw = |(width, height): (u32, u32)| {
         charts::svg(&Chart {
             title,
-            unit: "kWh",
+            unit,
             from: b.range.from().millis(),
             to: b.range.to().millis(),
             tz: view.tz,
@@ -589,18 +612,29 @@ fn energy_chart(b: &Bars, counters: Reported, title: &str, view: &View) -> Marku
         .iter()
         .map(|bar| (bar.start, bar.end, bar.bought, bar.sold))
         .collect();
+    let volume = match b.flow {
+        Flow::Electricity => None,
+        Flow::Gas => Some(b.totals.gas),
+        Flow::Water => Some(b.totals.water),
+    };
+    let (buys, sells) = match volume {
+        Some(_) => (false, false),
+        None => (counters.bought, counters.sold),
+    };
+    let total_up = volume.unwrap_or(b.totals.bought);
     html! {
-        figure data-chart=(b.key) data-bars="1" data-unit="kWh" data-points=(b.bars.len())
+        figure data-chart=(b.key) data-bars="1" data-unit=(unit) data-flow=(b.flow.name()) data-points=(b.bars.len())
             data-values=(crate::json::to_string(&values))
-            data-total-bought=(unsigned_zero(b.totals.bought)) data-total-sold=(unsigned_zero(b.totals.sold))
+            data-total-bought=(unsigned_zero(total_up)) data-total-sold=(unsigned_zero(b.totals.sold))
             data-from=(b.range.from().millis()) data-to=(b.range.to().millis()) data-tz=(view.tz.name())
             data-left=(charts::PLOT_LEFT) data-right=(charts::PLOT_RIGHT)
-            data-buys[counters.bought] data-sells[counters.sold] {
+            data-buys[buys] data-sells[sells] {
             figcaption {
                 (b.caption) ": "
-                @if counters.bought { span.total { (kwh(b.totals.bought)) " kWh bought" } }
-                @if counters.bought && counters.sold { ", " }
-                @if counters.sold { span.total-sold { (kwh(b.totals.sold)) " kWh sold" } }
+                @if let Some(v) = volume { span.total { (m3(v)) " m³ " (b.flow.name()) } }
+                @if buys { span.total { (kwh(b.totals.bought)) " kWh bought" } }
+                @if buys && sells { ", " }
+                @if sells { span.total-sold { (kwh(b.totals.sold)) " kWh sold" } }
             }
             @if b.bars.is_empty() { p.muted { "No energy in this range." } }
             div.wide { (PreEscaped(draw(PAGE_SIZES[0]))) }
@@ -624,12 +658,10 @@ fn energy_section(
                 (totals_head("Period", e.counters, tariff))
                 tbody { @for (period, t) in &e.periods { (totals_row(period, t, e.counters, tariff)) } }
             }
-            // Bars are kWh, bought up and sold down: a gas or water meter
-            // has its table alone.
-            @if e.counters.electricity() {
-                @for b in &e.charts {
-                    (energy_chart(b, e.counters, &format!("{}: {}", device_name(d), b.caption), view))
-                }
+            // Bars of each counter it reports: kWh bought up and sold
+            // down, m³ of gas, of water.
+            @for b in &e.charts {
+                (energy_chart(b, e.counters, &format!("{}: {}", device_name(d), b.caption), view))
             }
         }
     }
@@ -712,4 +744,45 @@ pub fn room(p: &Room) -> Markup {
             }
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use domain::model::{TimeRange, Zone};
+
+    #[test]
+    fn times_read_as_people_say_them_with_the_full_time_on_hover() {
+        let view = View {
+            pick: None,
+            range: TimeRange::new(Timestamp::MIN, Timestamp::MAX).unwrap(),
+            tz: Zone::named("Europe/Berlin").unwrap(),
+        };
+        let now = Timestamp::now().millis();
+        let at =
+            |back_ms: i64| ago(Timestamp::from_millis(now - back_ms).unwrap(), &view).into_string();
+        assert!(at(10_000).contains(">just now</time>"));
+        assert!(
+            at(3 * 60_000 + 5_000).contains(">3 min ago</time>"),
+            "{}",
+            at(185_000)
+        );
+        assert!(at(5 * 3_600_000 + 60_000).contains(">5 h ago</time>"));
+        assert!(at(26 * 3_600_000).contains(">a day ago</time>"));
+        assert!(at(3 * 86_400_000 + 1000).contains(">3 days ago</time>"));
+        // Past a week, the date; the full time in the zone on hover.
+        let old = at(30 * 86_400_000);
+        let then = Timestamp::from_millis(now - 30 * 86_400_000).unwrap();
+        assert!(
+            old.contains(&format!(">{}</time>", when(then, &view))),
+            "{old}"
+        );
+        let t = Timestamp::from_millis(now - 185_000).unwrap();
+        let html = ago(t, &view).into_string();
+        assert!(html.contains(&format!("datetime=\"{t}\"")), "{html}");
+        assert!(
+            html.contains(&format!("title=\"{}\"", when(t, &view))),
+            "{html}"
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! through the query use case, and each drawn as SVG.
 
 use super::super::error::ApiError;
-use super::charts::{BandPoint, Bar, Chart, Data, Line};
+use super::charts::{BandPoint, Bar, Chart, Data, Flow, Line};
 use super::view::View;
 use super::MAX_RAW_POINTS;
 use super::{charts, energy};
@@ -70,7 +70,10 @@ pub(super) async fn energy_data<S: Store>(
     view: &View,
 ) -> Result<Data, ApiError> {
     let energy = query::energy(store, device, &view.query(view.energy_width())).await?;
-    Ok(Data::Bars(energy.buckets.iter().map(Bar::from).collect()))
+    Ok(Data::Bars(
+        energy.buckets.iter().map(Bar::from).collect(),
+        Flow::Electricity,
+    ))
 }
 
 /// What a chart is of: a gauge quantity, or a meter's energy.
@@ -155,7 +158,7 @@ pub(super) async fn draw<S: Store>(
 ) -> Result<Drawn, ApiError> {
     let data = match (plot, &partition) {
         (Plot::Energy, Partition::Device(d)) => energy_data(store, d, view).await?,
-        (Plot::Energy, Partition::Room(_)) => Data::Bars(Vec::new()),
+        (Plot::Energy, Partition::Room(_)) => Data::Bars(Vec::new(), Flow::Electricity),
         (Plot::Gauge(q), _) => gauge_data(store, partition, q, view).await?,
     };
     let mut svgs = sizes.iter().map(|(width, height)| {
@@ -184,7 +187,7 @@ pub(super) async fn draw<S: Store>(
             .iter()
             .map(|p| (at(p.start), (p.mean * 100.0).round() / 100.0))
             .collect(),
-        Data::Bars(_) => Vec::new(),
+        Data::Bars(..) => Vec::new(),
     };
     Ok(Drawn {
         plot,
