@@ -183,9 +183,48 @@ async fn a_series_fires_once_across_evaluations_and_resolves<S: TestStore>() {
     );
 }
 
+/// An energy rule on any counter (issue 79): a gas meter that used more
+/// than 0.5 m³ in ten minutes fires, with its value in m³; a water rule on
+/// the same meter (which counts no water) never does.
+async fn an_energy_rule_on_gas_fires_in_cubic_metres<S: TestStore>() {
+    let store = S::fresh("alerts-gas").await;
+    let gas = r#"{"kind":"energy","scope":{"device":"gas-1"},"quantity":"gas_m3","window":"10m","above":0.5}"#;
+    store.put_alert_rule("gas-burst", gas).await.unwrap();
+    let water = r#"{"kind":"energy","scope":{"device":"gas-1"},"quantity":"water_m3","window":"10m","above":0}"#;
+    store.put_alert_rule("water", water).await.unwrap();
+    // 0.03 m³ a minute, then a burst of 0.12 a minute (a leak, a boiler gone wild).
+    let mut m3 = 4021.117;
+    let meter: Vec<Reading> = (0..20)
+        .map(|m| {
+            m3 += if m < 8 { 0.03 } else { 0.12 };
+            Reading {
+                device_id: device("gas-1"),
+                timestamp: at(m),
+                measurement: Measurement::new(None, vec![(Quantity::Gas, m3)]).unwrap(),
+            }
+        })
+        .collect();
+    write(&store, &meter[..9]).await;
+    assert_eq!(evaluate(&store, 9).await, vec![]);
+    write(&store, &meter[9..]).await;
+    assert_eq!(
+        evaluate(&store, 19).await,
+        vec![("gas-burst".to_owned(), Transition::Firing)]
+    );
+    let states = store.alert_states().await.unwrap();
+    let used = states.0[&("gas-burst".to_owned(), device("gas-1"))]
+        .value
+        .unwrap();
+    assert!((used - 1.2).abs() < 1e-6, "ten minutes at 0.12 m³: {used}");
+    assert!(!states
+        .0
+        .contains_key(&("water".to_owned(), device("gas-1"))));
+}
+
 on_every_store!(
     rules_and_states_are_kept_as_put,
     a_series_fires_once_across_evaluations_and_resolves,
+    an_energy_rule_on_gas_fires_in_cubic_metres,
     the_alert_routes_put_list_and_show_what_fires
 );
 

@@ -290,28 +290,36 @@ impl Chain {
     }
 }
 
-/// kWh bought over `(from, to]` by the meter rule, from a device's readings
-/// in time order: the last bought reading at or before `from` is the
-/// reference, each later one up to `to` adds its growth (dips and resets as
-/// above). `None` when no reading up to `to` carries the counter.
-pub fn bought_between(readings: &[Reading], from: Timestamp, to: Timestamp) -> Option<f64> {
+/// What `counter` counted between `from` and `to` (kWh, or m³), by the
+/// meter rule, from the counter's last reading at or before `from` (the
+/// reference) through the readings to `to`; `None` where no reading has
+/// the counter (issue 79: an energy rule on any counter).
+pub fn counted_between(
+    readings: &[Reading],
+    counter: Counter,
+    from: Timestamp,
+    to: Timestamp,
+) -> Option<f64> {
+    let q = counter.quantity();
     let start = readings.partition_point(|r| r.timestamp <= from);
     let end = readings.partition_point(|r| r.timestamp <= to);
-    let before = readings[..start]
-        .iter()
-        .rev()
-        .find(|r| r.get(Quantity::EnergyBought).is_some());
+    let before = readings[..start].iter().rev().find(|r| r.get(q).is_some());
     let mut chain = Chain::default();
-    let (mut kwh, mut any) = (0.0, false);
+    let (mut total, mut any) = (0.0, false);
     for r in before.into_iter().chain(&readings[start..end.max(start)]) {
-        if let Some(v) = r.get(Quantity::EnergyBought) {
+        if let Some(v) = r.get(q) {
             any = true;
-            if let Some(g) = chain.read(Counter::Bought, r.timestamp, v) {
-                kwh += g.amount;
+            if let Some(g) = chain.read(counter, r.timestamp, v) {
+                total += g.amount;
             }
         }
     }
-    any.then_some(kwh)
+    any.then_some(total)
+}
+
+/// kWh bought between `from` and `to` ([`counted_between`]).
+pub fn bought_between(readings: &[Reading], from: Timestamp, to: Timestamp) -> Option<f64> {
+    counted_between(readings, Counter::Bought, from, to)
 }
 
 #[cfg(test)]

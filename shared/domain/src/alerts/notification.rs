@@ -66,7 +66,7 @@ impl Rule {
     pub fn summarize(&self, device: &str, room: Option<&str>, value: Option<f64>) -> String {
         let threshold = match &self.condition {
             Condition::Threshold { threshold, .. } => threshold.to_string(),
-            Condition::Energy { kwh, .. } => kwh.to_string(),
+            Condition::Energy { above, .. } => above.to_string(),
             Condition::NoData { quiet } => format!("{} s", quiet.as_secs()),
         };
         self.summary

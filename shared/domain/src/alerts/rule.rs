@@ -4,6 +4,7 @@
 //! of a room, or every device of a type. Parsing is validation: a `Rule`
 //! always holds a rule that can be evaluated.
 
+use crate::aggregate::counter::Counter;
 use crate::model::{parse_interval, DeviceId, Quantity, QuantityKind, ReadingKind, RoomId};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -39,8 +40,13 @@ pub enum Condition {
     },
     /// Nothing received for `quiet`.
     NoData { quiet: Duration },
-    /// More than `kwh` bought over the last `window`.
-    Energy { window: Duration, kwh: f64 },
+    /// More than `above` counted over the last `window` by `counter`: kWh
+    /// bought (the default) or sold, m³ of gas or water (issue 79).
+    Energy {
+        window: Duration,
+        counter: Counter,
+        above: f64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -214,14 +220,36 @@ impl Rule {
                         problem("window", "an energy rule needs a window, such as 1h or 1d")
                     })
                     .and_then(|w| parse_interval(w, false).map_err(|e| problem("window", e)))?;
-                let kwh = raw
+                // Any counter (issue 79); kWh bought where none is named.
+                let counter = match raw.quantity.as_deref() {
+                    None => Counter::Bought,
+                    Some(name) => Quantity::parse(name)
+                        .and_then(Counter::of_quantity)
+                        .ok_or_else(|| {
+                            problem(
+                                "quantity",
+                                format!("{name:?} is no counter: cumulative_kwh_p, cumulative_kwh_n, gas_m3 or water_m3"),
+                            )
+                        })?,
+                };
+                let unit = counter.quantity().spec().unit;
+                let above = raw
                     .above
-                    .ok_or_else(|| problem("above", "the kWh bought over the window that fires"))
+                    .ok_or_else(|| {
+                        problem(
+                            "above",
+                            format!("the {unit} counted over the window that fires"),
+                        )
+                    })
                     .and_then(|v| finite("above", v))?;
-                if kwh < 0.0 {
-                    return Err(problem("above", "at least 0 kWh"));
+                if above < 0.0 {
+                    return Err(problem("above", format!("at least 0 {unit}")));
                 }
-                Condition::Energy { window, kwh }
+                Condition::Energy {
+                    window,
+                    counter,
+                    above,
+                }
             }
             other => {
                 return Err(problem(
@@ -275,8 +303,22 @@ impl Rule {
                 format!("silent for {} min", (seconds / 60.0).floor())
             }
             (Condition::NoData { .. }, None) => "never heard from".to_owned(),
-            (Condition::Energy { window, .. }, Some(kwh)) => {
-                format!("{kwh:.2} kWh in {}", humanize(*window))
+            (
+                Condition::Energy {
+                    window, counter, ..
+                },
+                Some(v),
+            ) => {
+                let unit = counter.quantity().spec().unit;
+                match counter {
+                    Counter::Bought | Counter::Sold => {
+                        format!("{v:.2} {unit} in {}", humanize(*window))
+                    }
+                    // m³ to the litre, as meters count.
+                    Counter::Gas | Counter::Water => {
+                        format!("{v:.3} {unit} in {}", humanize(*window))
+                    }
+                }
             }
             (_, None) => String::new(),
         }
@@ -299,7 +341,7 @@ impl Rule {
                     Side::Below => value < limit,
                 })
             }
-            Condition::Energy { kwh, .. } => Some(value > *kwh),
+            Condition::Energy { above, .. } => Some(value > *above),
             Condition::NoData { .. } => None,
         }
     }
@@ -370,6 +412,26 @@ mod tests {
         .unwrap();
         assert_eq!(energy.breaks(3.5, false), Some(true));
         assert_eq!(energy.describe(Some(3.5)), "3.50 kWh in 1h");
+        // Any counter (issue 79): gas over a day, in m³.
+        let gas = Rule::parse(
+            "gas-day",
+            &json!({"kind": "energy", "scope": {"device": "gas-1"}, "quantity": "gas_m3", "window": "1d", "above": 5}),
+        )
+        .unwrap();
+        assert!(matches!(
+            gas.condition,
+            Condition::Energy {
+                counter: Counter::Gas,
+                ..
+            }
+        ));
+        assert_eq!(gas.describe(Some(5.125)), "5.125 m³ in 1d");
+        let not_a_counter = Rule::parse(
+            "r",
+            &json!({"kind": "energy", "scope": {"device": "x"}, "quantity": "temperature", "window": "1h", "above": 1}),
+        )
+        .unwrap_err();
+        assert_eq!(not_a_counter.field, "quantity", "{not_a_counter:?}");
         assert_eq!(cold.describe(Some(15.9)), "15.9 °C");
         assert_eq!(quiet.describe(Some(2730.0)), "silent for 45 min");
         assert_eq!(quiet.describe(None), "never heard from");

@@ -10,10 +10,10 @@
 
 use crate::alerts::watched::watched;
 use crate::notify::Receivers;
-use domain::aggregate::counter::bought_between;
+use domain::aggregate::counter::{counted_between, Counter};
 use domain::alerts::notification::due;
 use domain::alerts::{Condition, Delivery, Event, Rule, RuleError};
-use domain::model::{DeviceId, Quantity, Reading, TimeRange, Timestamp};
+use domain::model::{DeviceId, Reading, TimeRange, Timestamp};
 use domain::registry::RegistrySnapshot;
 use std::collections::BTreeMap;
 use storage::alerts::changes;
@@ -50,7 +50,8 @@ pub async fn rules<S: Alerts>(
     Ok((good, broken))
 }
 
-/// kWh bought by each device an energy rule names, over its window to `now`.
+/// What each device an energy rule names counted (kWh, or m³) over the
+/// rule's window to `now`.
 async fn energy<S: Store>(
     store: &S,
     rules: &[Rule],
@@ -59,7 +60,10 @@ async fn energy<S: Store>(
 ) -> Result<BTreeMap<(String, DeviceId), f64>, StoreError> {
     let mut out = BTreeMap::new();
     for rule in rules {
-        let Condition::Energy { window, .. } = rule.condition else {
+        let Condition::Energy {
+            window, counter, ..
+        } = rule.condition
+        else {
             continue;
         };
         let from = Timestamp::from_millis(now.millis() - window.as_millis() as i64)
@@ -73,8 +77,10 @@ async fn energy<S: Store>(
             // The reference: the counter's last reading at or before the
             // window, however long ago (a meter may report hourly); then
             // the window's readings.
-            let mut readings: Vec<Reading> =
-                reference(store, &device, from).await?.into_iter().collect();
+            let mut readings: Vec<Reading> = reference(store, &device, counter, from)
+                .await?
+                .into_iter()
+                .collect();
             let mut request = RangeRequest {
                 range: window_range,
                 order: Order::Asc,
@@ -89,8 +95,8 @@ async fn energy<S: Store>(
                     None => break,
                 }
             }
-            if let Some(kwh) = bought_between(&readings, from, now) {
-                out.insert((rule.name.clone(), device), kwh);
+            if let Some(counted) = counted_between(&readings, counter, from, now) {
+                out.insert((rule.name.clone(), device), counted);
             }
         }
     }
@@ -104,6 +110,7 @@ async fn energy<S: Store>(
 async fn reference<S: Store>(
     store: &S,
     device: &DeviceId,
+    counter: Counter,
     at: Timestamp,
 ) -> Result<Option<Reading>, StoreError> {
     let Ok(range) = TimeRange::new(Timestamp::MIN, at.saturating_add_millis(1)) else {
@@ -122,7 +129,7 @@ async fn reference<S: Store>(
         if let Some(found) = page
             .readings
             .into_iter()
-            .find(|r| r.get(Quantity::EnergyBought).is_some())
+            .find(|r| r.get(counter.quantity()).is_some())
         {
             return Ok(Some(found));
         }

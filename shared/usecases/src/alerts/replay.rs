@@ -6,7 +6,7 @@
 //! does the same on VictoriaMetrics.
 
 use crate::alerts::watched::watched;
-use domain::aggregate::counter::bought_between;
+use domain::aggregate::counter::{counted_between, Counter};
 use domain::alerts::{Condition, DeviceView, Devices, Event, Rule, States};
 use domain::model::{DeviceId, Reading, ReadingKind, RoomId, TimeRange, Timestamp, DAY_MS};
 use std::collections::{BTreeMap, BTreeSet};
@@ -40,9 +40,15 @@ impl History {
     }
 
     /// kWh bought by a device over `(from, to]`, from what is known by then.
-    fn bought(&self, device: &DeviceId, from: Timestamp, to: Timestamp) -> Option<f64> {
+    fn counted(
+        &self,
+        device: &DeviceId,
+        counter: Counter,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Option<f64> {
         let d = self.0.get(device)?;
-        bought_between(&d.readings[..d.seen], from, to)
+        counted_between(&d.readings[..d.seen], counter, from, to)
     }
 }
 
@@ -125,10 +131,12 @@ pub async fn replay<S: Store>(
         let known = &history;
         events.extend(
             states.evaluate(rules, known, t, |rule, device| match rule.condition {
-                Condition::Energy { window, .. } => {
+                Condition::Energy {
+                    window, counter, ..
+                } => {
                     let from =
                         Timestamp::from_millis(t.millis() - window.as_millis() as i64).ok()?;
-                    known.bought(device, from, t)
+                    known.counted(device, counter, from, t)
                 }
                 _ => None,
             }),
