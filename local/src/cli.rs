@@ -352,6 +352,12 @@ pub(crate) struct PriceArgs {
     /// A flat price per kWh bought (a decimal, such as 0.31); unset, the dashboard shows no cost.
     #[arg(long, env = "PRICE_PER_KWH")]
     pub(crate) price_per_kwh: Option<String>,
+    /// A flat price per m³ of gas (such as 1.20); unset, gas has no cost.
+    #[arg(long = "price-per-m3-gas", env = "PRICE_PER_M3_GAS")]
+    pub(crate) price_per_m3_gas: Option<String>,
+    /// A flat price per m³ of water (such as 4.50); unset, water has no cost.
+    #[arg(long = "price-per-m3-water", env = "PRICE_PER_M3_WATER")]
+    pub(crate) price_per_m3_water: Option<String>,
     /// The price's currency, an ISO 4217 code.
     #[arg(long, env = "CURRENCY", default_value = shared::domain::tariff::DEFAULT_CURRENCY)]
     pub(crate) currency: String,
@@ -359,11 +365,15 @@ pub(crate) struct PriceArgs {
 
 impl PriceArgs {
     pub(crate) fn tariff(&self) -> Result<Option<shared::domain::tariff::Tariff>, String> {
-        shared::domain::tariff::Tariff::parse(
+        shared::domain::tariff::Tariff::parse_prices(
             self.price_per_kwh.as_deref().unwrap_or(""),
+            self.price_per_m3_gas.as_deref().unwrap_or(""),
+            self.price_per_m3_water.as_deref().unwrap_or(""),
             &self.currency,
         )
-        .map_err(|e| format!("--price-per-kwh/--currency: {e}"))
+        .map_err(|e| {
+            format!("--price-per-kwh/--price-per-m3-gas/--price-per-m3-water/--currency: {e}")
+        })
     }
 }
 

@@ -148,7 +148,10 @@ mod tests {
             .filter_map(|l| l.split_once('='))
             .map(|(name, _)| name.to_owned())
             .filter(|name| {
-                !name.is_empty() && name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
+                !name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
             })
             .collect();
         // Not the Lambdas' names: a shell that exported TABLE_NAME for them

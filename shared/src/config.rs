@@ -79,9 +79,10 @@ pub struct Config {
     /// DynamoDB may take, retries included; the adapter owns every retry
     /// (`store::dynamodb::calls`).
     pub dynamodb: CallPolicy,
-    /// `PRICE_PER_KWH` and `CURRENCY` (default unset, and `EUR`): a flat
-    /// price the dashboard shows energy's cost at (template parameters
-    /// `PricePerKwh` and `Currency`); unset, no cost is shown.
+    /// `PRICE_PER_KWH`, `PRICE_PER_M3_GAS`, `PRICE_PER_M3_WATER` and
+    /// `CURRENCY` (default unset, and `EUR`): flat prices the dashboard
+    /// shows a meter's cost at (template parameters `PricePerKwh`,
+    /// `PricePerM3Gas`, `PricePerM3Water` and `Currency`); unset, no cost.
     pub tariff: Option<Tariff>,
     /// `ALERT_TOPIC_ARN`, `ALERT_WEBHOOK_URL`, `ALERT_NTFY_URL` and
     /// `ALERT_REPEAT_INTERVAL` (default none, and `4h`): where the alerts
@@ -273,14 +274,18 @@ impl Config {
                 }
             };
         }
-        let (price, currency) = (
+        let (price, gas, water, currency) = (
             get("PRICE_PER_KWH").unwrap_or_default(),
+            get("PRICE_PER_M3_GAS").unwrap_or_default(),
+            get("PRICE_PER_M3_WATER").unwrap_or_default(),
             get("CURRENCY").unwrap_or_default(),
         );
-        let tariff = Tariff::parse(&price, &currency).map_err(|_| ConfigError::Invalid {
-            name: "PRICE_PER_KWH and CURRENCY",
-            expected: "a price per kWh from 0 to 100 and a currency code of three capital letters",
-            value: format!("{price} {currency}"),
+        let tariff = Tariff::parse_prices(&price, &gas, &water, &currency).map_err(|_| {
+            ConfigError::Invalid {
+                name: "PRICE_PER_KWH, PRICE_PER_M3_GAS, PRICE_PER_M3_WATER and CURRENCY",
+                expected: "prices from 0 to 100 and a currency code of three capital letters",
+                value: format!("{price} {gas} {water} {currency}"),
+            }
         })?;
         let alerts = alert_settings(&get)?;
         Ok(Self {
@@ -412,7 +417,10 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            priced.tariff.as_ref().map(|t| (t.per_kwh(), t.currency())),
+            priced
+                .tariff
+                .as_ref()
+                .map(|t| (t.per_kwh().unwrap(), t.currency())),
             Some((0.32, "GBP"))
         );
         assert_eq!(

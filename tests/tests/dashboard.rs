@@ -757,6 +757,52 @@ async fn a_meter_shows_only_the_counters_it_has<S: TestStore>() {
     assert!((shown - want).abs() < 1e-9 && want > 0.0, "{shown} {want}");
 }
 
+/// Prices per m³ (issue 79): a gas meter's table has a cost column at the
+/// gas price, what its m³ of the day cost; the overview names each price
+/// set; a price per kWh alone leaves a gas meter's table without one.
+async fn a_gas_meter_costs_its_cubic_metres_at_the_gas_price<S: TestStore>() {
+    let tariff = shared::domain::tariff::Tariff::parse_prices("0.30", "1.20", "", "GBP").unwrap();
+    let app = app(S::fresh("dash-gas-price").await, None, RouteSet::All)
+        .await
+        .with_tariff(tariff);
+    let readings: Vec<Value> = (0..156)
+        .map(|i| {
+            json!({"device_id": "gas-1", "timestamp": ago(10 + i * 10), "type": "meter",
+                   "gas_m3": 3000.0 + (156 - i) as f64 * 0.01})
+        })
+        .collect();
+    post(&app, &readings).await;
+    let now = Timestamp::now().millis();
+    let (status, overview) = text(&get(&app, "/", &[], &[]).await);
+    assert_eq!(status, 200, "{overview}");
+    assert!(
+        overview.contains("Cost at 0.3 GBP per kWh bought, 1.2 GBP per m³ of gas."),
+        "the prices named"
+    );
+    let at = overview
+        .find("<table class=\"energy-totals\" data-device=\"gas-1\"")
+        .expect("gas-1's table");
+    let gas_table = overview[at..].split("</table>").next().unwrap();
+    assert!(gas_table.contains("Cost (GBP)"), "{gas_table}");
+    let (day, from, to) = checked_day(now);
+    let row = period_row(gas_table, day);
+    let m3 = m3_gas_route(&app, "gas-1", from, to).await;
+    let cost: f64 = row
+        .split("class=\"num cost\">")
+        .nth(1)
+        .unwrap()
+        .split('<')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(m3 > 0.1, "{m3}");
+    assert!(
+        (cost - m3 * 1.2).abs() <= 0.005 + 1e-9,
+        "{day}: {cost} for {m3} m³"
+    );
+}
+
 /// A meter installed today has no yesterday and no last month: its tables
 /// say "No readings" there, where they said 0.00 kWh (it used nothing),
 /// and give today's energy.
@@ -1054,6 +1100,7 @@ on_every_store!(
     the_overview_s_electricity_is_the_energy_routes,
     a_meter_s_page_has_energy_bars_with_totals,
     a_meter_shows_only_the_counters_it_has,
+    a_gas_meter_costs_its_cubic_metres_at_the_gas_price,
     a_period_without_readings_says_so,
     the_token_is_asked_once_and_kept_in_a_strict_cookie,
 );

@@ -527,24 +527,46 @@ fn the_price_parameters_reach_the_dashboard_function_and_default_to_none() {
             .map(str::to_owned)
             .unwrap_or_else(|| format!("{p:?}"))
     };
-    let lookup = |price: String, currency: String| {
+    let lookup = |price: String, gas: String, water: String, currency: String| {
         move |k: &str| match k {
             "TABLE_NAME" => Some("t".to_owned()),
             "PRICE_PER_KWH" => Some(price.clone()),
+            "PRICE_PER_M3_GAS" => Some(gas.clone()),
+            "PRICE_PER_M3_WATER" => Some(water.clone()),
             "CURRENCY" => Some(currency.clone()),
             _ => None,
         }
     };
     let defaults = shared::config::Config::from_lookup(lookup(
         default_of("PRICE_PER_KWH"),
+        default_of("PRICE_PER_M3_GAS"),
+        default_of("PRICE_PER_M3_WATER"),
         default_of("CURRENCY"),
     ))
     .unwrap();
     assert_eq!(defaults.tariff, None);
-    let priced =
-        shared::config::Config::from_lookup(lookup("0.31".into(), default_of("CURRENCY"))).unwrap();
+    let priced = shared::config::Config::from_lookup(lookup(
+        "0.31".into(),
+        default_of("PRICE_PER_M3_GAS"),
+        default_of("PRICE_PER_M3_WATER"),
+        default_of("CURRENCY"),
+    ))
+    .unwrap();
     let tariff = priced.tariff.unwrap();
-    assert_eq!((tariff.per_kwh(), tariff.currency()), (0.31, "EUR"));
+    assert_eq!((tariff.per_kwh(), tariff.currency()), (Some(0.31), "EUR"));
+    // Gas and water prices of their own (issue 79).
+    let priced = shared::config::Config::from_lookup(lookup(
+        String::new(),
+        "1.20".into(),
+        "4.5".into(),
+        default_of("CURRENCY"),
+    ))
+    .unwrap();
+    let tariff = priced.tariff.unwrap();
+    use shared::domain::aggregate::counter::Counter;
+    assert_eq!(tariff.per_kwh(), None);
+    assert_eq!(tariff.price_of(Counter::Gas), Some(1.2));
+    assert_eq!(tariff.price_of(Counter::Water), Some(4.5));
 }
 
 /// The code's defaults are the template's: a function started with

@@ -8,6 +8,7 @@ use super::energy::{Bars, MeterEnergy, Period, PeriodTotals, Reported};
 use super::{Drawn, View, PAGE_SIZES, PICKS, QUIET_AFTER_MS};
 use crate::json::unsigned_zero;
 use chrono::TimeZone;
+use domain::aggregate::counter::Counter;
 use domain::model::{DeviceId, Quantity, RoomId, Timestamp};
 use domain::tariff::Tariff;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
@@ -334,7 +335,7 @@ fn totals_row(
     counters: Reported,
     tariff: Option<&Tariff>,
 ) -> Markup {
-    let tariff = tariff.filter(|_| counters.bought);
+    let tariff = tariff.filter(|t| t.prices_any(counters));
     let Some(t) = t else {
         let columns = usize::from(counters.bought)
             + usize::from(counters.sold)
@@ -354,7 +355,7 @@ fn totals_row(
             @if counters.bought { td.num.bought data-kwh=(unsigned_zero(t.bought)) { (kwh(t.bought)) } }
             @if counters.sold { td.num.sold data-kwh=(unsigned_zero(t.sold)) { (kwh(t.sold)) } }
             @if let Some(tariff) = tariff {
-                td.num.cost { (kwh(tariff.cost(t.bought))) }
+                td.num.cost { (kwh(tariff.cost_of(t, counters))) }
             }
             @if counters.gas { td.num.gas data-m3=(unsigned_zero(t.gas)) { (m3(t.gas)) } }
             @if counters.water { td.num.water data-m3=(unsigned_zero(t.water)) { (m3(t.water)) } }
@@ -368,7 +369,7 @@ fn totals_head(first: &str, counters: Reported, tariff: Option<&Tariff>) -> Mark
             th scope="col" { (first) }
             @if counters.bought { th.num scope="col" { "Bought (kWh)" } }
             @if counters.sold { th.num scope="col" { "Sold (kWh)" } }
-            @if let Some(tariff) = tariff.filter(|_| counters.bought) {
+            @if let Some(tariff) = tariff.filter(|t| t.prices_any(counters)) {
                 th.num scope="col" { "Cost (" (tariff.currency()) ")" }
             }
             @if counters.gas { th.num scope="col" { "Gas (m³)" } }
@@ -437,7 +438,14 @@ pub fn overview(o: &Overview) -> Markup {
                         }
                     }
                     @if let Some(t) = o.tariff {
-                        p.muted { "Cost at " (t.per_kwh()) " " (t.currency()) " per kWh bought." }
+                        p.muted {
+                            "Cost at "
+                            @for (i, (price, per)) in [(t.per_kwh(), "per kWh bought"), (t.price_of(Counter::Gas), "per m³ of gas"), (t.price_of(Counter::Water), "per m³ of water")].into_iter().filter_map(|(p, per)| p.map(|p| (p, per))).enumerate() {
+                                @if i > 0 { ", " }
+                                (price) " " (t.currency()) " " (per)
+                            }
+                            "."
+                        }
                     }
                 }
             }
