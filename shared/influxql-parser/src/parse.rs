@@ -1038,7 +1038,21 @@ mod tests {
                 rest = &body[j..];
             }
         }
-        assert!(queries.len() >= 6, "{queries:?}");
+        // The ready-made dashboard (issue 79): its panels' queries, and its
+        // variables' that are queries (not the data source's or the zones').
+        let dashboard: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../docs/grafana/ingester-dashboard.json"
+        ))
+        .unwrap();
+        for panel in dashboard["panels"].as_array().unwrap() {
+            collect_queries(&panel["targets"], &mut queries);
+        }
+        for variable in dashboard["templating"]["list"].as_array().unwrap() {
+            if variable["type"] == "query" {
+                collect_queries(variable, &mut queries);
+            }
+        }
+        assert!(queries.len() >= 12, "{queries:?}");
         for q in queries {
             let q = q
                 .replace(
@@ -1046,7 +1060,8 @@ mod tests {
                     "time >= 1795219200000ms and time <= 1795305599999ms",
                 )
                 .replace("$__interval", "5m")
-                .replace("$room", "(kitchen|bedroom)");
+                .replace("$room", "(kitchen|bedroom)")
+                .replace("$tz", "Europe/Berlin");
             assert!(parse_query(&q).is_ok(), "{q}: {:?}", parse_query(&q));
         }
     }
