@@ -72,7 +72,11 @@ fn main() {
         if only.is_some_and(|n| n != i) {
             continue;
         }
-        let days = match (full, model.name.contains("10 s")) {
+        // A year of the readings that come every few seconds is millions.
+        let days = match (
+            full,
+            model.name.contains("10 s") || model.name.contains("5-20 s"),
+        ) {
             (false, _) => 2,
             (true, true) => 30,
             (true, false) => 365,

@@ -299,7 +299,12 @@ impl Default for Meter {
 impl Meter {
     /// Its reading at `ms`, after a minute at `watts`.
     pub fn reading(&mut self, ms: i64, watts: f64) -> Sample {
-        self.energy += watts / 60.0;
+        self.reading_after(ms, watts, 60_000)
+    }
+
+    /// Its reading at `ms`, after `elapsed_ms` at `watts`.
+    pub fn reading_after(&mut self, ms: i64, watts: f64, elapsed_ms: i64) -> Sample {
+        self.energy += watts * elapsed_ms as f64 / 3_600_000.0;
         let whole = self.energy.floor();
         self.wh += whole as i64;
         self.energy -= whole;

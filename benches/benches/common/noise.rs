@@ -49,7 +49,121 @@ pub fn models() -> Vec<Model> {
             make: |days, start| walking_sensors(days, start, 10_000),
             bits_per_reading: 2.0 * log2(3.0),
         },
+        Model {
+            name: "a smart meter (appliances' bursts on a base load, day and night, a reading every 5-20 s)",
+            make: smart_meter,
+            bits_per_reading: smart_meter_bits(),
+        },
     ]
+}
+
+/// A reading's gap in whole seconds, 5 to 20 (what a P1 port or a Shelly
+/// EM sends, as a telegram or an MQTT message arrives).
+const GAP_SECONDS: std::ops::RangeInclusive<i64> = 5..=20;
+/// The meter's noise: ±`NOISE_W` whole watts, uniform.
+const NOISE_W: i64 = 5;
+
+/// An appliance: its watts, how long it runs, and how likely it is to
+/// start in a given second at night (before 06:00 and after 23:00) and by
+/// day.
+struct Appliance {
+    watts: f64,
+    seconds: i64,
+    start_night: f64,
+    start_day: f64,
+}
+
+/// A household's appliances: a fridge's compressor, a kettle, a washing
+/// machine, an oven, a heat pump's defrost.
+const APPLIANCES: [Appliance; 5] = [
+    Appliance {
+        watts: 110.0,
+        seconds: 900,
+        start_night: 1.0 / 1800.0,
+        start_day: 1.0 / 1500.0,
+    },
+    Appliance {
+        watts: 2200.0,
+        seconds: 180,
+        start_night: 0.0,
+        start_day: 6.0 / 57_600.0,
+    },
+    Appliance {
+        watts: 650.0,
+        seconds: 5400,
+        start_night: 0.0,
+        start_day: 0.6 / 57_600.0,
+    },
+    Appliance {
+        watts: 2400.0,
+        seconds: 2700,
+        start_night: 0.0,
+        start_day: 0.8 / 57_600.0,
+    },
+    Appliance {
+        watts: 1800.0,
+        seconds: 600,
+        start_night: 2.0 / 28_800.0,
+        start_day: 1.0 / 57_600.0,
+    },
+];
+
+/// Bits per reading of `smart_meter`: the gap (16 values) and the noise
+/// (11 values); the appliances' starts, a few a day among 7,000 readings,
+/// add a few hundredths, and the base load's day and night none.
+fn smart_meter_bits() -> f64 {
+    let gaps = (*GAP_SECONDS.end() - *GAP_SECONDS.start() + 1) as f64;
+    let starts: f64 = APPLIANCES
+        .iter()
+        .map(|a| {
+            let p = (a.start_night * 7.0 + a.start_day * 17.0) / 24.0 * 12.5;
+            h(p.min(0.5))
+        })
+        .sum();
+    log2(gaps) + log2((2 * NOISE_W + 1) as f64) + starts
+}
+
+/// A smart meter as its readings arrive (issue 80): a base load that
+/// follows the day (200 W at night, up to 450 W in the evening), the bursts
+/// of appliances that start at random (more by day), ±5 W of noise, and a
+/// reading every 5 to 20 seconds; its kWh counter grows by them in whole Wh.
+pub fn smart_meter(days: i64, start_ms: i64) -> Vec<Sample> {
+    let mut rng = fastrand::Rng::with_seed(80);
+    let mut meter = Meter::default();
+    let mut running = [0i64; APPLIANCES.len()];
+    let end = start_ms + days * DAY_MS;
+    let mut out = Vec::with_capacity((days * DAY_MS / 12_500) as usize);
+    let mut ms = start_ms;
+    loop {
+        let gap_s = rng.i64(GAP_SECONDS);
+        if ms + gap_s * 1000 >= end {
+            break;
+        }
+        let hour = (ms.rem_euclid(DAY_MS) / 3_600_000) as f64;
+        let night = !(6.0..23.0).contains(&hour);
+        // 200 W at night, rising to 450 W at 19:00 and back.
+        let base = if night {
+            200.0
+        } else {
+            200.0 + 250.0 * (1.0 - ((hour - 19.0) / 13.0).abs()).max(0.0)
+        };
+        let mut watts = base;
+        for (a, left) in APPLIANCES.iter().zip(running.iter_mut()) {
+            if *left > 0 {
+                *left -= gap_s;
+                watts += a.watts;
+            } else {
+                let p = if night { a.start_night } else { a.start_day } * gap_s as f64;
+                if rng.f64() < p {
+                    *left = a.seconds;
+                }
+            }
+        }
+        watts += rng.i64(-NOISE_W..=NOISE_W) as f64;
+        ms += gap_s * 1000;
+        out.push(meter.reading_after(ms, watts.round(), gap_s * 1000));
+    }
+    out
 }
 
 fn log2(x: f64) -> f64 {
