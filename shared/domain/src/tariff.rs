@@ -107,11 +107,6 @@ impl Tariff {
     pub fn currency(&self) -> &str {
         &self.currency
     }
-
-    /// What `kwh` bought cost (0 with no price per kWh).
-    pub fn cost(&self, kwh: f64) -> f64 {
-        kwh * self.per_kwh.unwrap_or(0.0)
-    }
 }
 
 #[cfg(test)]
@@ -124,7 +119,15 @@ mod tests {
         assert_eq!(Tariff::parse("  ", ""), Ok(None));
         let t = Tariff::parse("0.31", "").unwrap().unwrap();
         assert_eq!((t.per_kwh(), t.currency()), (Some(0.31), "EUR"));
-        assert!((t.cost(10.0) - 3.1).abs() < 1e-12);
+        let bought = Counters {
+            bought: 10.0,
+            ..Default::default()
+        };
+        let reports = Counters {
+            bought: true,
+            ..Default::default()
+        };
+        assert!((t.cost_of(&bought, reports) - 3.1).abs() < 1e-12);
         let t = Tariff::parse("0.245", "GBP").unwrap().unwrap();
         assert_eq!(t.currency(), "GBP");
         for (price, currency) in [

@@ -96,10 +96,10 @@ where
         .await
         .map_err(|e| StoreError::Unavailable(format!("the stream's shards: {e}")))?;
     let mut report = ReadReport::default();
+    let listed: BTreeSet<&str> = shards.iter().map(|s| s.id.as_str()).collect();
     for shard in in_order(&shards) {
         // A child waits for its parents to be read to their ends (a parent
         // past the stream's retention is no longer listed: nothing to wait for).
-        let listed: BTreeSet<&str> = shards.iter().map(|s| s.id.as_str()).collect();
         let waiting = shard.parents.iter().any(|p| {
             listed.contains(p.as_str()) && kept.get(p.as_str()) != Some(&ShardPosition::Ended)
         });

@@ -82,13 +82,6 @@ pub struct Bars {
     pub totals: Totals,
 }
 
-impl Bars {
-    /// The chart's range as a period of the table: its totals, where it has a bar.
-    pub fn period(&self) -> PeriodTotals {
-        (!self.bars.is_empty()).then_some(self.totals)
-    }
-}
-
 /// A meter's energy page: three charts and the totals of each period.
 #[derive(Debug, Clone)]
 pub struct MeterEnergy {
