@@ -352,6 +352,13 @@ pub(crate) struct PriceArgs {
     /// A flat price per kWh bought (a decimal, such as 0.31); unset, the dashboard shows no cost.
     #[arg(long, env = "PRICE_PER_KWH")]
     pub(crate) price_per_kwh: Option<String>,
+    /// A two-tariff meter's price per kWh bought in tariff 1 (such as
+    /// 0.22); unset, tariff 1 has the flat price.
+    #[arg(long = "price-per-kwh-t1", env = "PRICE_PER_KWH_T1")]
+    pub(crate) price_per_kwh_t1: Option<String>,
+    /// The same in tariff 2.
+    #[arg(long = "price-per-kwh-t2", env = "PRICE_PER_KWH_T2")]
+    pub(crate) price_per_kwh_t2: Option<String>,
     /// A flat price per m³ of gas (such as 1.20); unset, gas has no cost.
     #[arg(long = "price-per-m3-gas", env = "PRICE_PER_M3_GAS")]
     pub(crate) price_per_m3_gas: Option<String>,
@@ -365,14 +372,21 @@ pub(crate) struct PriceArgs {
 
 impl PriceArgs {
     pub(crate) fn tariff(&self) -> Result<Option<shared::domain::tariff::Tariff>, String> {
-        shared::domain::tariff::Tariff::parse_prices(
-            self.price_per_kwh.as_deref().unwrap_or(""),
-            self.price_per_m3_gas.as_deref().unwrap_or(""),
-            self.price_per_m3_water.as_deref().unwrap_or(""),
-            &self.currency,
-        )
-        .map_err(|e| {
-            format!("--price-per-kwh/--price-per-m3-gas/--price-per-m3-water/--currency: {e}")
+        fn text(p: &Option<String>) -> &str {
+            p.as_deref().unwrap_or("")
+        }
+        let texts = shared::domain::tariff::PriceTexts {
+            kwh: text(&self.price_per_kwh),
+            kwh_t1: text(&self.price_per_kwh_t1),
+            kwh_t2: text(&self.price_per_kwh_t2),
+            m3_gas: text(&self.price_per_m3_gas),
+            m3_water: text(&self.price_per_m3_water),
+        };
+        shared::domain::tariff::Tariff::parse_prices(texts, &self.currency).map_err(|e| {
+            format!(
+                "--price-per-kwh/--price-per-kwh-t1/--price-per-kwh-t2/--price-per-m3-gas/\
+                 --price-per-m3-water/--currency: {e}"
+            )
         })
     }
 }

@@ -5,7 +5,7 @@
 use domain::alerts::notification::REPEAT_INTERVAL;
 use domain::indexes::Indexes;
 use domain::retention::Retention;
-use domain::tariff::Tariff;
+use domain::tariff::{PriceTexts, Tariff};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -274,18 +274,28 @@ impl Config {
                 }
             };
         }
-        let (price, gas, water, currency) = (
-            get("PRICE_PER_KWH").unwrap_or_default(),
-            get("PRICE_PER_M3_GAS").unwrap_or_default(),
-            get("PRICE_PER_M3_WATER").unwrap_or_default(),
-            get("CURRENCY").unwrap_or_default(),
-        );
-        let tariff = Tariff::parse_prices(&price, &gas, &water, &currency).map_err(|_| {
-            ConfigError::Invalid {
-                name: "PRICE_PER_KWH, PRICE_PER_M3_GAS, PRICE_PER_M3_WATER and CURRENCY",
-                expected: "prices from 0 to 100 and a currency code of three capital letters",
-                value: format!("{price} {gas} {water} {currency}"),
-            }
+        let prices = [
+            "PRICE_PER_KWH",
+            "PRICE_PER_KWH_T1",
+            "PRICE_PER_KWH_T2",
+            "PRICE_PER_M3_GAS",
+            "PRICE_PER_M3_WATER",
+        ]
+        .map(|name| get(name).unwrap_or_default());
+        let currency = get("CURRENCY").unwrap_or_default();
+        let [kwh, kwh_t1, kwh_t2, m3_gas, m3_water] = prices.each_ref().map(String::as_str);
+        let texts = PriceTexts {
+            kwh,
+            kwh_t1,
+            kwh_t2,
+            m3_gas,
+            m3_water,
+        };
+        let tariff = Tariff::parse_prices(texts, &currency).map_err(|_| ConfigError::Invalid {
+            name: "PRICE_PER_KWH, PRICE_PER_KWH_T1, PRICE_PER_KWH_T2, PRICE_PER_M3_GAS, \
+                   PRICE_PER_M3_WATER and CURRENCY",
+            expected: "prices from 0 to 100 and a currency code of three capital letters",
+            value: format!("{} {currency}", prices.join(" ")),
         })?;
         let alerts = alert_settings(&get)?;
         Ok(Self {

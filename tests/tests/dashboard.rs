@@ -761,7 +761,12 @@ async fn a_meter_shows_only_the_counters_it_has<S: TestStore>() {
 /// gas price, what its m³ of the day cost; the overview names each price
 /// set; a price per kWh alone leaves a gas meter's table without one.
 async fn a_gas_meter_costs_its_cubic_metres_at_the_gas_price<S: TestStore>() {
-    let tariff = shared::domain::tariff::Tariff::parse_prices("0.30", "1.20", "", "GBP").unwrap();
+    let prices = shared::domain::tariff::PriceTexts {
+        kwh: "0.30",
+        m3_gas: "1.20",
+        ..Default::default()
+    };
+    let tariff = shared::domain::tariff::Tariff::parse_prices(prices, "GBP").unwrap();
     let app = app(S::fresh("dash-gas-price").await, None, RouteSet::All)
         .await
         .with_tariff(tariff);

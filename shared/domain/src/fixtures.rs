@@ -47,11 +47,11 @@ pub fn unhex(text: &str) -> Vec<u8> {
 
 /// What a reading of the generated history is. `u8`s name the counters
 /// a meter's reading carries: bit 0 bought, bit 1 sold, bit 2 gas, bit
-/// 3 water (`Counter::ALL`'s order).
+/// 3 water, bits 4 to 7 the tariffs (`Counter::ALL`'s order).
 #[derive(Debug, Clone)]
 pub enum Kind {
     /// The counters move by these shares of their values: growth, or a dip.
-    Meter(u8, [f64; 4]),
+    Meter(u8, [f64; 8]),
     Zero(u8),
     NewMeter(u8),
     Climate(u8, f64),
@@ -60,19 +60,23 @@ pub enum Kind {
 }
 
 /// A device's history, and the counters its meter readings may carry
-/// (bought only, sold only, either and both, gas alone, or all four as
-/// a P1 meter's telegram: any subset of them in a reading, which makes a
-/// counter that appears, disappears and comes back part way).
+/// (bought only, sold only, either and both, gas alone, all four as a P1
+/// meter's telegram, two tariffs alone as Home Assistant's entities, or
+/// every counter as a two-tariff P1 meter's telegram: any subset of them
+/// in a reading, which makes a counter that appears, disappears and comes
+/// back part way).
 pub fn history() -> impl Strategy<Value = Vec<(i64, Kind)>> {
     let counters = prop_oneof![
         3 => Just(3u8),
         1 => Just(1u8),
         1 => Just(2u8),
         1 => Just(4u8),
-        2 => Just(15u8)
+        2 => Just(15u8),
+        1 => Just(0b11_0000u8),
+        1 => Just(0xffu8)
     ];
     let kind = |allowed: u8| {
-        let which = prop_oneof![3 => Just(15u8), 2 => 1u8..16].prop_map(move |w| {
+        let which = prop_oneof![3 => Just(0xffu8), 2 => 1u8..=255].prop_map(move |w| {
             if w & allowed == 0 {
                 allowed
             } else {
@@ -81,7 +85,7 @@ pub fn history() -> impl Strategy<Value = Vec<(i64, Kind)>> {
         });
         let grow = prop_oneof![8 => 0.0f64..0.01, 1 => -0.08f64..0.0];
         prop_oneof![
-            9 => (which.clone(), [grow.clone(), grow.clone(), grow.clone(), grow])
+            9 => (which.clone(), prop::array::uniform8(grow))
                 .prop_map(|(w, shares)| Kind::Meter(w, shares)),
             1 => which.clone().prop_map(Kind::Zero),
             1 => which.prop_map(Kind::NewMeter),
@@ -101,11 +105,14 @@ pub fn history() -> impl Strategy<Value = Vec<(i64, Kind)>> {
 
 pub fn readings(h: &[(i64, Kind)]) -> Vec<Reading> {
     let device = DeviceId::parse("m-1").unwrap();
-    let (mut t, mut kwh) = (HISTORY_START, [1000.0f64, 20.0, 4000.0, 300.0]);
+    let (mut t, mut kwh) = (
+        HISTORY_START,
+        [1000.0f64, 20.0, 4000.0, 300.0, 600.0, 400.0, 12.0, 8.0],
+    );
     h.iter()
         .map(|(gap, kind)| {
             t += gap;
-            let meter = |which: u8, values: [f64; 4]| {
+            let meter = |which: u8, values: [f64; 8]| {
                 let mut v = vec![(Quantity::Power, 100.0)];
                 for (i, q) in Counter::ALL.map(Counter::quantity).into_iter().enumerate() {
                     if which & (1 << i) != 0 {
@@ -128,7 +135,7 @@ pub fn readings(h: &[(i64, Kind)]) -> Vec<Reading> {
                     }
                     meter(*which, kwh)
                 }
-                Kind::Zero(which) => meter(*which, [0.0; 4]),
+                Kind::Zero(which) => meter(*which, [0.0; 8]),
                 Kind::NewMeter(which) => {
                     for (i, v) in kwh.iter_mut().enumerate() {
                         if which & (1 << i) != 0 {

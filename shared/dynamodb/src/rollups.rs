@@ -452,14 +452,15 @@ pub(super) fn hour_item(
 /// An hour item's entering chain: `[time, kWh]` of the bought counter, then
 /// of the sold one, each `NULL` for a counter without a mark (four
 /// elements), then where gas or water has a mark, the same of gas and of
-/// water (eight). Items written before each counter was followed on its
-/// own have three: `[time, kWh bought, kWh sold]`, both counters at that
-/// time.
+/// water (eight), then where a tariff has one, the same of the tariffs
+/// (sixteen). Items written before each counter was followed on its own
+/// have three: `[time, kWh bought, kWh sold]`, both counters at that time.
 fn entering_value(chain: &Chain) -> AttributeValue {
-    let volumes = Counter::VOLUMES.iter().any(|c| chain.get(*c).is_some());
-    let counters: &[Counter] = match volumes {
-        true => &Counter::ALL,
-        false => &Counter::ELECTRICITY,
+    let marked = |counters: &[Counter]| counters.iter().any(|c| chain.get(*c).is_some());
+    let counters: &[Counter] = match (marked(&Counter::TARIFFS), marked(&Counter::VOLUMES)) {
+        (true, _) => &Counter::ALL,
+        (false, true) => &Counter::ALL[..4],
+        (false, false) => &Counter::ELECTRICITY,
     };
     let mut parts = Vec::with_capacity(2 * counters.len());
     for &c in counters {
@@ -508,7 +509,7 @@ fn entering_of(item: &Item) -> Result<Chain, String> {
             sold: mark(number(0)?, number(2)?)?,
             ..Default::default()
         }),
-        n @ (4 | 8) => {
+        n @ (4 | 8 | 16) => {
             let mut chain = Chain::default();
             for (i, c) in Counter::ALL.into_iter().take(n / 2).enumerate() {
                 *chain.get_mut(c) = mark(number(2 * i)?, number(2 * i + 1)?)?;

@@ -74,12 +74,12 @@ impl CachedHour {
 }
 
 /// The bytes a cache keeps by default. A year of a household's four
-/// devices' hours takes about 13 MB as counted here (a room sensor's day
-/// about 6 KB, a meter's 18 KB: hour bodies of 40 and 84 bytes, their
+/// devices' hours takes about 14 MB as counted here (a room sensor's day
+/// about 6 KB, a meter's 20 KB: hour bodies of 40 and 84 bytes, their
 /// tallies, and a meter's counters,
 /// `a_kept_day_of_a_sensor_and_of_a_meter_takes_what_the_docs_say`): five
 /// such years fit (they came to 66 MB once a counter's chain had room for
-/// gas and water).
+/// gas and water, and to 70 MB once it had room for the tariffs).
 pub const DEFAULT_CAPACITY: usize = 80 << 20;
 
 /// What one kept day costs besides its hours: its key, fingerprint and

@@ -719,7 +719,7 @@ fn stored_form(r: &Rollup) -> Result<(Vec<u8>, usize), StoreError> {
     let stored = Stored::from(r);
     let body = match rollup_body::encode(&stored, r.start.millis()) {
         Some(body) => body,
-        None => postcard::to_allocvec(&stored)
+        None => storage::format::rollup::to_postcard(&stored)
             .map_err(|e| StoreError::Corrupt(format!("rollup: {e}")))?,
     };
     Ok((body, storage::format::billing::stored_size(&stored)))

@@ -14,7 +14,7 @@ use storage::keys::Position;
 use storage::{Order, StoreError, ZRangeRequest};
 
 /// Most columns a family has (checked by a test).
-const MAX_COLUMNS: usize = 8;
+const MAX_COLUMNS: usize = 10;
 
 /// Times `lo..=hi`, epoch milliseconds.
 #[derive(Debug, Clone, Copy)]

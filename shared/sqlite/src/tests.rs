@@ -1247,3 +1247,67 @@ async fn rebuild_in_transaction(store: &SqliteStore, device: &DeviceId, range: T
         .await
         .unwrap();
 }
+
+/// A file made before the tariff counters (issue 79: version 13, whose
+/// `readings_power` has no column for them) gets the columns on open, in
+/// place: its readings read as before, and a two-tariff meter's telegram
+/// is stored and read back whole.
+#[tokio::test]
+async fn a_version_13_file_gets_the_tariff_columns_on_open() {
+    let dir = temp_dir("tariff-columns");
+    let path = dir.join("ingester.db");
+    let earlier: Vec<Reading> = (0..3)
+        .map(|m| reading("meter-1", None, m, 1000.0 + m as f64))
+        .collect();
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        assert!(store.write_readings(&earlier).await.unwritten.is_empty());
+    }
+    {
+        // As version 13 left it.
+        let conn = Connection::open(&path).unwrap();
+        for q in [
+            "cumulative_kwh_p_t1",
+            "cumulative_kwh_p_t2",
+            "cumulative_kwh_n_t1",
+            "cumulative_kwh_n_t2",
+        ] {
+            conn.execute_batch(&format!("ALTER TABLE readings_power DROP COLUMN {q}"))
+                .unwrap();
+        }
+        conn.pragma_update(None, "user_version", 13).unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let telegram = Reading {
+        device_id: DeviceId::parse("meter-1").unwrap(),
+        timestamp: at(3),
+        measurement: Measurement::new(
+            None,
+            vec![
+                (Quantity::EnergyBought, 1003.5),
+                (Quantity::EnergyBoughtT1, 603.25),
+                (Quantity::EnergyBoughtT2, 400.25),
+                (Quantity::Power, 120.0),
+            ],
+        )
+        .unwrap(),
+    };
+    assert!(store
+        .write_readings(std::slice::from_ref(&telegram))
+        .await
+        .unwritten
+        .is_empty());
+    let back = store
+        .device_readings(&telegram.device_id, &all(10))
+        .await
+        .unwrap();
+    let mut want = earlier.clone();
+    want.push(telegram);
+    assert_eq!(back.readings, want);
+    let version: i64 = store
+        .lock()
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, schema::VERSION);
+}

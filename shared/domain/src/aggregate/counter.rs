@@ -65,17 +65,22 @@ pub fn step(reference: f64, v: f64) -> Step {
 
 /// A device's cumulative counters: a meter's kWh bought
 /// (`cumulative_kwh_p`) and kWh sold (`cumulative_kwh_n`), a gas meter's m³
-/// (`gas_m3`) and a water meter's (`water_m3`). A device reports any of them
-/// (a P1 meter's telegram electricity and gas), and may gain one later:
-/// each counter is followed on its own, from its own readings, by the same
-/// rule. Amounts are in the counter's unit: kWh for the electricity ones,
-/// m³ for gas and water.
+/// (`gas_m3`) and a water meter's (`water_m3`), and a two-tariff meter's
+/// kWh of each tariff, bought and sold (`cumulative_kwh_p_t1`, ...). A
+/// device reports any of them (a P1 meter's telegram electricity and gas),
+/// and may gain one later: each counter is followed on its own, from its
+/// own readings, by the same rule. Amounts are in the counter's unit: kWh
+/// for the electricity ones, m³ for gas and water.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Counters<T> {
     pub bought: T,
     pub sold: T,
     pub gas: T,
     pub water: T,
+    pub bought_t1: T,
+    pub bought_t2: T,
+    pub sold_t1: T,
+    pub sold_t2: T,
 }
 
 /// One of the counters.
@@ -85,17 +90,38 @@ pub enum Counter {
     Sold,
     Gas,
     Water,
+    BoughtT1,
+    BoughtT2,
+    SoldT1,
+    SoldT2,
 }
 
 impl Counter {
     /// Every counter, in the order the stores keep them.
-    pub const ALL: [Counter; 4] = [Counter::Bought, Counter::Sold, Counter::Gas, Counter::Water];
+    pub const ALL: [Counter; 8] = [
+        Counter::Bought,
+        Counter::Sold,
+        Counter::Gas,
+        Counter::Water,
+        Counter::BoughtT1,
+        Counter::BoughtT2,
+        Counter::SoldT1,
+        Counter::SoldT2,
+    ];
     /// The electricity counters (kWh): what the dashboard's electricity
     /// tables and a price are about.
     pub const ELECTRICITY: [Counter; 2] = [Counter::Bought, Counter::Sold];
     /// The counters of a volume (m³), gas and water: a stored rollup keeps
     /// them after the electricity ones (`Stored::x`).
     pub const VOLUMES: [Counter; 2] = [Counter::Gas, Counter::Water];
+    /// A two-tariff meter's counters: a stored rollup keeps them after the
+    /// volumes (`Stored::t`).
+    pub const TARIFFS: [Counter; 4] = [
+        Counter::BoughtT1,
+        Counter::BoughtT2,
+        Counter::SoldT1,
+        Counter::SoldT2,
+    ];
 
     /// The quantity a reading carries this counter in.
     pub fn quantity(self) -> Quantity {
@@ -104,6 +130,10 @@ impl Counter {
             Counter::Sold => Quantity::EnergySold,
             Counter::Gas => Quantity::Gas,
             Counter::Water => Quantity::Water,
+            Counter::BoughtT1 => Quantity::EnergyBoughtT1,
+            Counter::BoughtT2 => Quantity::EnergyBoughtT2,
+            Counter::SoldT1 => Quantity::EnergySoldT1,
+            Counter::SoldT2 => Quantity::EnergySoldT2,
         }
     }
 
@@ -114,7 +144,30 @@ impl Counter {
             Quantity::EnergySold => Some(Counter::Sold),
             Quantity::Gas => Some(Counter::Gas),
             Quantity::Water => Some(Counter::Water),
+            Quantity::EnergyBoughtT1 => Some(Counter::BoughtT1),
+            Quantity::EnergyBoughtT2 => Some(Counter::BoughtT2),
+            Quantity::EnergySoldT1 => Some(Counter::SoldT1),
+            Quantity::EnergySoldT2 => Some(Counter::SoldT2),
             _ => None,
+        }
+    }
+
+    /// The tariffs whose sum is this counter (bought's and sold's); none
+    /// for the others.
+    pub fn tariffs(self) -> &'static [Counter] {
+        match self {
+            Counter::Bought => &[Counter::BoughtT1, Counter::BoughtT2],
+            Counter::Sold => &[Counter::SoldT1, Counter::SoldT2],
+            _ => &[],
+        }
+    }
+
+    /// The total a tariff counter is a part of (itself for the others).
+    pub fn total(self) -> Counter {
+        match self {
+            Counter::BoughtT1 | Counter::BoughtT2 => Counter::Bought,
+            Counter::SoldT1 | Counter::SoldT2 => Counter::Sold,
+            c => c,
         }
     }
 }
@@ -126,6 +179,10 @@ impl<T> Counters<T> {
             Counter::Sold => &self.sold,
             Counter::Gas => &self.gas,
             Counter::Water => &self.water,
+            Counter::BoughtT1 => &self.bought_t1,
+            Counter::BoughtT2 => &self.bought_t2,
+            Counter::SoldT1 => &self.sold_t1,
+            Counter::SoldT2 => &self.sold_t2,
         }
     }
 
@@ -135,6 +192,10 @@ impl<T> Counters<T> {
             Counter::Sold => &mut self.sold,
             Counter::Gas => &mut self.gas,
             Counter::Water => &mut self.water,
+            Counter::BoughtT1 => &mut self.bought_t1,
+            Counter::BoughtT2 => &mut self.bought_t2,
+            Counter::SoldT1 => &mut self.sold_t1,
+            Counter::SoldT2 => &mut self.sold_t2,
         }
     }
 
@@ -145,6 +206,10 @@ impl<T> Counters<T> {
             sold: f(Counter::Sold),
             gas: f(Counter::Gas),
             water: f(Counter::Water),
+            bought_t1: f(Counter::BoughtT1),
+            bought_t2: f(Counter::BoughtT2),
+            sold_t1: f(Counter::SoldT1),
+            sold_t2: f(Counter::SoldT2),
         }
     }
 }
@@ -294,7 +359,31 @@ impl Chain {
 /// meter rule, from the counter's last reading at or before `from` (the
 /// reference) through the readings to `to`; `None` where no reading has
 /// the counter (issue 79: an energy rule on any counter).
+///
+/// The tariffs' rule: a meter whose readings carry a direction's tariffs
+/// but not its total (Home Assistant's `_t1` and `_t2` entities) counts
+/// the sum of its tariffs as that total; one that carries the total (a
+/// P1 meter's telegram) counts the total, its tariffs being its parts.
+/// `EnergyFold::finish` keeps the same rule.
 pub fn counted_between(
+    readings: &[Reading],
+    counter: Counter,
+    from: Timestamp,
+    to: Timestamp,
+) -> Option<f64> {
+    let counted = counted_alone(readings, counter, from, to);
+    if counted.is_some() || counter.tariffs().is_empty() {
+        return counted;
+    }
+    counter
+        .tariffs()
+        .iter()
+        .filter_map(|t| counted_alone(readings, *t, from, to))
+        .reduce(|a, b| a + b)
+}
+
+/// What `counter`'s own readings counted ([`counted_between`]).
+fn counted_alone(
     readings: &[Reading],
     counter: Counter,
     from: Timestamp,

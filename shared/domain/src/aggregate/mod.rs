@@ -356,6 +356,10 @@ pub struct EnergyBucket {
     pub m3_gas: Option<f64>,
     /// m³ of water (growth of `water_m3`), where it has a water counter.
     pub m3_water: Option<f64>,
+    /// Each tariff's kWh of a two-tariff meter (growth of
+    /// `cumulative_kwh_p_t1`, ...), where it has that counter: bought in
+    /// tariff 1 and 2, then sold.
+    pub kwh_tariffs: [Option<f64>; 4],
     /// Counter drops (meter resets or replacements) seen in the bucket.
     pub resets: u32,
 }
@@ -369,6 +373,7 @@ impl EnergyBucket {
             kwh_sold: 0.0,
             m3_gas: None,
             m3_water: None,
+            kwh_tariffs: [None; 4],
             resets: 0,
         }
     }
@@ -380,6 +385,7 @@ impl EnergyBucket {
             Counter::Sold => Some(self.kwh_sold),
             Counter::Gas => self.m3_gas,
             Counter::Water => self.m3_water,
+            c => self.kwh_tariffs[tariff_slot(c)],
         }
     }
 
@@ -389,8 +395,17 @@ impl EnergyBucket {
             Counter::Sold => self.kwh_sold += amount,
             Counter::Gas => *self.m3_gas.get_or_insert(0.0) += amount,
             Counter::Water => *self.m3_water.get_or_insert(0.0) += amount,
+            c => *self.kwh_tariffs[tariff_slot(c)].get_or_insert(0.0) += amount,
         }
     }
+}
+
+/// A tariff counter's place in `EnergyBucket::kwh_tariffs`.
+fn tariff_slot(c: Counter) -> usize {
+    Counter::TARIFFS
+        .iter()
+        .position(|t| *t == c)
+        .expect("only tariff counters have a slot")
 }
 
 /// Energy per bucket from cumulative counters. Feed a meter's readings in
@@ -541,13 +556,31 @@ impl EnergyFold {
     /// Buckets overlapped by an interval between readings, oldest first; energies
     /// rounded to 6 decimals (mWh) so that float noise does not show.
     pub fn finish(self) -> Vec<EnergyBucket> {
-        // A volume counter the fold followed has an amount in every bucket
-        // (0 where it stood still); one the device has not is left out.
+        // A volume or tariff counter the fold followed has an amount in
+        // every bucket (0 where it stood still); one the device has not is
+        // left out.
         let followed = |c: Counter| self.chain.get(c).is_some();
         let (gas, water) = (followed(Counter::Gas), followed(Counter::Water));
+        let tariffs = Counter::TARIFFS.map(followed);
+        // A meter whose readings carry its tariffs but no total (Home
+        // Assistant's `_t1` and `_t2` entities) has their sum as its total
+        // (the tariffs' rule of `counter::counted_between`).
+        let summed =
+            Counter::ELECTRICITY.map(|c| !followed(c) && c.tariffs().iter().any(|t| followed(*t)));
         self.buckets
             .into_values()
             .map(|mut b| {
+                for (slot, followed) in tariffs.iter().enumerate() {
+                    b.kwh_tariffs[slot] =
+                        followed.then(|| to_the_mwh(b.kwh_tariffs[slot].unwrap_or(0.0)));
+                }
+                if summed[0] {
+                    b.kwh_bought =
+                        b.kwh_tariffs[0].unwrap_or(0.0) + b.kwh_tariffs[1].unwrap_or(0.0);
+                }
+                if summed[1] {
+                    b.kwh_sold = b.kwh_tariffs[2].unwrap_or(0.0) + b.kwh_tariffs[3].unwrap_or(0.0);
+                }
                 b.kwh_bought = to_the_mwh(b.kwh_bought);
                 b.kwh_sold = to_the_mwh(b.kwh_sold);
                 b.m3_gas = gas.then(|| to_the_mwh(b.m3_gas.unwrap_or(0.0)));
@@ -625,6 +658,60 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// A two-tariff meter (issue 79): a P1 telegram carries the total and
+    /// its tariffs, whose growth splits it; Home Assistant's tariff
+    /// entities carry the tariffs alone, and their sum is the total.
+    #[test]
+    fn tariffs_split_the_total_or_make_it() {
+        let (b, range) = hours("2026-11-21T00:00:00Z", "2026-11-21T03:00:00Z");
+        let fold = |readings: &[(&str, Counters<Option<f64>>)]| {
+            let mut fold = EnergyFold::new(b, range);
+            for (t, values) in readings {
+                fold.add(ts(t), *values);
+            }
+            fold.finish()
+        };
+        let p1 = |total: f64, t1: f64, t2: f64| Counters {
+            bought: Some(total),
+            bought_t1: Some(t1),
+            bought_t2: Some(t2),
+            ..Default::default()
+        };
+        let telegrams = fold(&[
+            ("2026-11-21T00:00:00Z", p1(1000.0, 600.0, 400.0)),
+            ("2026-11-21T01:00:00Z", p1(1002.0, 600.0, 402.0)),
+            ("2026-11-21T02:00:00Z", p1(1005.0, 603.0, 402.0)),
+        ]);
+        let split: Vec<_> = telegrams
+            .iter()
+            .map(|b| (b.kwh_bought, b.kwh_tariffs, b.amount(Counter::BoughtT1)))
+            .collect();
+        assert_eq!(
+            split,
+            [
+                (2.0, [Some(0.0), Some(2.0), None, None], Some(0.0)),
+                (3.0, [Some(3.0), Some(0.0), None, None], Some(3.0)),
+            ]
+        );
+        let entity = |t1: Option<f64>, t2: Option<f64>| Counters {
+            bought_t1: t1,
+            bought_t2: t2,
+            ..Default::default()
+        };
+        let entities = fold(&[
+            ("2026-11-21T00:00:00Z", entity(Some(600.0), None)),
+            ("2026-11-21T00:00:05Z", entity(None, Some(400.0))),
+            ("2026-11-21T01:00:00Z", entity(None, Some(402.0))),
+            ("2026-11-21T02:00:00Z", entity(Some(603.0), None)),
+        ]);
+        let made: Vec<_> = entities
+            .iter()
+            .map(|b| (b.kwh_bought, b.kwh_sold))
+            .collect();
+        assert_eq!(made, [(2.0, 0.0), (3.0, 0.0)]);
+        assert_eq!(entities[1].kwh_tariffs, [Some(3.0), Some(0.0), None, None]);
     }
 
     #[test]

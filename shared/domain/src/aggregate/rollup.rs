@@ -630,9 +630,10 @@ mod tests {
         all: &[Reading],
         b: Bucketing,
         range: TimeRange,
-    ) -> Vec<(Timestamp, [f64; 4], u32)> {
+    ) -> Vec<(Timestamp, [f64; 8], u32)> {
         use super::super::counter::{step, Step};
-        let mut out: BTreeMap<Timestamp, ([f64; 4], u32)> = BTreeMap::new();
+        let mut out: BTreeMap<Timestamp, ([f64; 8], u32)> = BTreeMap::new();
+        let mut seen = [false; 8];
         for (i, c) in Counter::ALL.into_iter().enumerate() {
             let series: Vec<(i64, f64)> = all
                 .iter()
@@ -650,6 +651,7 @@ mod tests {
                 .position(|(t, _)| *t >= range.to().millis())
                 .map_or(series.len(), |i| i + 1);
             let series = series.get(first..end).unwrap_or_default();
+            seen[i] = !series.is_empty();
             let mut reference = None::<f64>;
             for pair in series.windows(2) {
                 let ((t0, _), (t1, v1)) = (pair[0], pair[1]);
@@ -672,6 +674,14 @@ mod tests {
                     let share = (end.min(z) - start.max(a)) as f64 / (t1 - t0) as f64;
                     out.entry(ts(start)).or_default().0[i] += growth * share;
                     start = end;
+                }
+            }
+        }
+        // A direction read only from its tariffs is their sum.
+        for (total, [t1, t2]) in [(0, [4, 5]), (1, [6, 7])] {
+            if !seen[total] && (seen[t1] || seen[t2]) {
+                for (amounts, _) in out.values_mut() {
+                    amounts[total] = amounts[t1] + amounts[t2];
                 }
             }
         }
@@ -835,7 +845,19 @@ mod tests {
             .map(|i| {
                 (
                     15 * 60_000,
-                    Kind::Meter(3, [0.001 + (i % 7) as f64 * 1e-4, 0.002, 0.0, 0.0]),
+                    Kind::Meter(
+                        3,
+                        [
+                            0.001 + (i % 7) as f64 * 1e-4,
+                            0.002,
+                            0.0,
+                            0.0,
+                            0.0,
+                            0.0,
+                            0.0,
+                            0.0,
+                        ],
+                    ),
                 )
             })
             .collect();

@@ -311,13 +311,11 @@ impl Rule {
             ) => {
                 let unit = counter.quantity().spec().unit;
                 match counter {
-                    Counter::Bought | Counter::Sold => {
-                        format!("{v:.2} {unit} in {}", humanize(*window))
-                    }
                     // m³ to the litre, as meters count.
                     Counter::Gas | Counter::Water => {
                         format!("{v:.3} {unit} in {}", humanize(*window))
                     }
+                    _ => format!("{v:.2} {unit} in {}", humanize(*window)),
                 }
             }
             (_, None) => String::new(),

@@ -93,6 +93,12 @@ pub enum Quantity {
     Gas,
     Water,
     Battery,
+    /// A two-tariff meter's counters, each tariff's own (issue 79): after
+    /// the others, so that the positions blocks and bodies store stay.
+    EnergyBoughtT1,
+    EnergyBoughtT2,
+    EnergySoldT1,
+    EnergySoldT2,
 }
 
 use QuantityKind::{Counter, Gauge};
@@ -130,8 +136,8 @@ const fn name_before(a: &str, b: &str) -> bool {
 }
 
 /// Each quantity's place in the order of the names, by its index.
-const NAME_RANK: [u8; 14] = {
-    let mut rank = [0u8; 14];
+const NAME_RANK: [u8; 18] = {
+    let mut rank = [0u8; 18];
     let mut i = 0;
     while i < CATALOGUE.len() {
         let mut j = 0;
@@ -147,7 +153,7 @@ const NAME_RANK: [u8; 14] = {
 };
 
 /// In the order of `Quantity`'s variants.
-const CATALOGUE: [Spec; 14] = [
+const CATALOGUE: [Spec; 18] = [
     spec(
         ("cumulative_kwh_p", "Energy bought, meter total"),
         "kWh",
@@ -222,10 +228,38 @@ const CATALOGUE: [Spec; 14] = [
         Gauge,
         F::Device,
     ),
+    spec(
+        ("cumulative_kwh_p_t1", "Energy bought, tariff 1"),
+        "kWh",
+        (0.0, 1e9),
+        Counter,
+        F::Power,
+    ),
+    spec(
+        ("cumulative_kwh_p_t2", "Energy bought, tariff 2"),
+        "kWh",
+        (0.0, 1e9),
+        Counter,
+        F::Power,
+    ),
+    spec(
+        ("cumulative_kwh_n_t1", "Energy sold, tariff 1"),
+        "kWh",
+        (0.0, 1e9),
+        Counter,
+        F::Power,
+    ),
+    spec(
+        ("cumulative_kwh_n_t2", "Energy sold, tariff 2"),
+        "kWh",
+        (0.0, 1e9),
+        Counter,
+        F::Power,
+    ),
 ];
 
 impl Quantity {
-    pub const ALL: [Quantity; 14] = [
+    pub const ALL: [Quantity; 18] = [
         Quantity::EnergyBought,
         Quantity::EnergySold,
         Quantity::Power,
@@ -240,6 +274,10 @@ impl Quantity {
         Quantity::Gas,
         Quantity::Water,
         Quantity::Battery,
+        Quantity::EnergyBoughtT1,
+        Quantity::EnergyBoughtT2,
+        Quantity::EnergySoldT1,
+        Quantity::EnergySoldT2,
     ];
 
     /// Its place in `ALL` (the catalogue's order, the variants' own: a test
@@ -289,6 +327,10 @@ impl Quantity {
             "gas_m3" => Quantity::Gas,
             "water_m3" => Quantity::Water,
             "battery_pct" => Quantity::Battery,
+            "cumulative_kwh_p_t1" => Quantity::EnergyBoughtT1,
+            "cumulative_kwh_p_t2" => Quantity::EnergyBoughtT2,
+            "cumulative_kwh_n_t1" => Quantity::EnergySoldT1,
+            "cumulative_kwh_n_t2" => Quantity::EnergySoldT2,
             _ => return None,
         })
     }

@@ -56,6 +56,7 @@ pub fn to_current(conn: &mut Connection) -> Result<Option<Moved>, StoreError> {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .map_err(db_err)?;
+    with_catalogue_columns(conn)?;
     if (FIRST_WITH_BLOCKS..FIRST_WITH_TAILS).contains(&version) {
         with_cut_blocks(conn)?;
     }
@@ -202,6 +203,39 @@ fn rewritten_once(
         }
     }
     Ok((changed, started.elapsed().as_secs_f64()))
+}
+
+/// Versions 2 to 13 to 14: a column for each quantity the catalogue
+/// gained since the file's family tables were made (the tariff counters:
+/// issue 79), added in place (no rewrite; a row before has NULL there, as a
+/// reading without the quantity has). Before anything else: every later
+/// step writes rows through statements that name every column.
+fn with_catalogue_columns(conn: &Connection) -> Result<(), StoreError> {
+    for family in schema::families() {
+        if !has_table(conn, &family.table)? {
+            continue;
+        }
+        let mut has = conn
+            .prepare("SELECT name FROM pragma_table_info(?1)")
+            .map_err(db_err)?;
+        let names: Vec<String> = has
+            .query_map([&family.table], |r| r.get(0))
+            .map_err(db_err)?
+            .collect::<Result<_, _>>()
+            .map_err(db_err)?;
+        for q in &family.columns {
+            if !names.iter().any(|n| n == q.name()) {
+                conn.execute_batch(&format!(
+                    "ALTER TABLE {} ADD COLUMN {}",
+                    family.table,
+                    q.name()
+                ))
+                .map_err(db_err)?;
+                tracing::info!(table = %family.table, column = q.name(), "a catalogue column added (version 14)");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Versions 2 to 5 to 6: `rollups.size`, a column added in place (no

@@ -1,8 +1,9 @@
 //! DSMR-reader's telegram as JSON on `dsmr/json`: a Dutch, Belgian or
 //! Luxembourg smart meter read through its P1 port. The meter counts each
 //! tariff on its own register (`electricity_delivered_1` and `_2`, kWh, bought;
-//! `electricity_returned_1` and `_2`, sold): a household's bought energy is
-//! their sum, so one message must carry both. Its other shapes (a topic a
+//! `electricity_returned_1` and `_2`, sold; `energy_delivered_tariff1` and so
+//! on as DSMR loggers name them): a household's bought energy is their sum,
+//! so one message must carry both, and each is kept as its tariff's counter. Its other shapes (a topic a
 //! field, on `dsmr/reading/...`; day totals; statistics) carry one register a
 //! message, and are acknowledged with a reason.
 
@@ -30,14 +31,22 @@ pub(super) fn decode(o: &Map<String, Value>) -> Result<Decoded, String> {
             Some(other) => Err(format!("{key} must be a number, got {}", kind(other))),
         }
     };
-    // A tariff register the meter lacks counts nothing.
-    let registers = |a: &str, b: &str| -> Result<Option<f64>, String> {
-        Ok(match (number(a)?, number(b)?) {
-            (None, None) => None,
-            (x, y) => Some(domain::aggregate::to_the_mwh(
-                x.unwrap_or(0.0) + y.unwrap_or(0.0),
-            )),
-        })
+    // A register by DSMR-reader's name or by the one DSMR loggers and
+    // ESPHome's `dsmr` publish (`energy_delivered_tariff1`).
+    let register = |reader: &str, logger: &str| -> Result<Option<f64>, String> {
+        Ok(number(reader)?.or(number(logger)?))
+    };
+    let tariffs = |direction: &str| -> Result<[Option<f64>; 2], String> {
+        Ok([
+            register(
+                &format!("electricity_{direction}_1"),
+                &format!("energy_{direction}_tariff1"),
+            )?,
+            register(
+                &format!("electricity_{direction}_2"),
+                &format!("energy_{direction}_tariff2"),
+            )?,
+        ])
     };
     let mut r = Map::new();
     r.insert("device_id".into(), json!(DEVICE));
@@ -48,11 +57,32 @@ pub(super) fn decode(o: &Map<String, Value>) -> Result<Decoded, String> {
         None | Some(Value::Null) => {}
         Some(other) => return Err(format!("timestamp must be a string, got {}", kind(other))),
     }
-    if let Some(v) = registers("electricity_delivered_1", "electricity_delivered_2")? {
-        r.insert("cumulative_kwh_p".into(), json!(v));
-    }
-    if let Some(v) = registers("electricity_returned_1", "electricity_returned_2")? {
-        r.insert("cumulative_kwh_n".into(), json!(v));
+    // The meter's total is its registers' sum (a register it lacks counts
+    // nothing), and each register is kept as its tariff's counter: one
+    // meter, whose energy answer and dashboard keep the tariffs apart.
+    for (total, direction, names) in [
+        (
+            "cumulative_kwh_p",
+            "delivered",
+            ["cumulative_kwh_p_t1", "cumulative_kwh_p_t2"],
+        ),
+        (
+            "cumulative_kwh_n",
+            "returned",
+            ["cumulative_kwh_n_t1", "cumulative_kwh_n_t2"],
+        ),
+    ] {
+        let registers = tariffs(direction)?;
+        if registers.iter().all(Option::is_none) {
+            continue;
+        }
+        let sum = registers.iter().flatten().sum::<f64>();
+        r.insert(total.into(), json!(domain::aggregate::to_the_mwh(sum)));
+        for (name, v) in names.iter().zip(registers) {
+            if let Some(v) = v {
+                r.insert((*name).into(), json!(v));
+            }
+        }
     }
     // kW, drawn and given back: one signed power (negative while exporting).
     let drawn = number("electricity_currently_delivered")?;
@@ -104,6 +134,27 @@ mod tests {
         assert_eq!(r["cumulative_kwh_n"], 3412.516);
         assert_eq!(r["current_w"], -1212.0, "exporting");
         assert_eq!(r["gas_m3"], 2210.371);
+        // Each register as its tariff's counter (issue 79).
+        assert_eq!(r["cumulative_kwh_p_t1"], 4021.117);
+        assert_eq!(r["cumulative_kwh_p_t2"], 3817.25);
+        assert_eq!(r["cumulative_kwh_n_t1"], 1102.5);
+        assert_eq!(r["cumulative_kwh_n_t2"], 2310.016);
+    }
+
+    /// The registers as DSMR loggers and ESPHome's `dsmr` name them.
+    #[test]
+    fn a_loggers_telegram_names_its_tariffs_otherwise() {
+        let p = br#"{"energy_delivered_tariff1": 4021.117, "energy_delivered_tariff2": 3817.25,
+            "energy_returned_tariff1": 0.0, "energy_returned_tariff2": 0.0,
+            "electricity_currently_delivered": 0.412}"#;
+        let r = json(decode("dsmr/json", p).unwrap());
+        assert_eq!(r["cumulative_kwh_p"], 7838.367);
+        assert_eq!(
+            (&r["cumulative_kwh_p_t1"], &r["cumulative_kwh_p_t2"]),
+            (&serde_json::json!(4021.117), &serde_json::json!(3817.25))
+        );
+        assert_eq!(r["cumulative_kwh_n"], 0.0);
+        assert_eq!(r["current_w"], 412.0);
     }
 
     #[test]

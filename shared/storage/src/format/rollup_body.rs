@@ -21,13 +21,19 @@
 //!   written; a rollup without either is written as version 4, byte for
 //!   byte as before.
 //!
+//! - (version 6) a rollup with a tariff counter, or a mark kept by one,
+//!   has a byte after the electricity counters' marks that says what
+//!   follows (1: gas and water, 2: the tariffs), then gas and water as
+//!   version 5 writes them, then bought's tariffs and sold's as pairs of
+//!   counters; a rollup without one is written as version 4 or 5.
+//!
 //! Version 3 bodies (each number alone) are still read.
 //! Bodies of versions 1 and 2 (postcard) are still read; a version-2 body is
 //! what the shape's DynamoDB item holds, and what `size` meters.
 
 use super::rollup::{
-    Stored, StoredCounter, StoredCounters, StoredField, StoredMark, StoredRoom, StoredVolumes,
-    STORED_VERSION,
+    Stored, StoredCounter, StoredCounters, StoredField, StoredMark, StoredRoom, StoredTariffs,
+    StoredVolumes, STORED_VERSION,
 };
 use domain::aggregate::counter::{Counter, Counters};
 use domain::aggregate::rollup::Tally;
@@ -43,11 +49,14 @@ pub const VERSION: u8 = 4;
 const VERSION_3: u8 = 3;
 /// A rollup with gas or water (`Stored::x`): version 4 and its volumes.
 pub const VERSION_5: u8 = 5;
+/// A rollup with a tariff counter (`Stored::t`): version 4, which of the
+/// volumes and the tariffs follow, and those.
+pub const VERSION_6: u8 = 6;
 
 /// Whether a body whose first byte is `version` is one of this module's
 /// (else it is postcard's, versions 1 and 2).
 pub fn reads(version: u8) -> bool {
-    (VERSION_3..=VERSION_5).contains(&version)
+    (VERSION_3..=VERSION_6).contains(&version)
 }
 
 /// What a body's version says of its form.
@@ -57,7 +66,13 @@ struct Form {
     relative: bool,
     /// It has gas and water after the electricity counters (version 5).
     volumes: bool,
+    /// It says which of gas and water and the tariffs follow (version 6).
+    extensions: bool,
 }
+
+/// Version 6's byte of what follows the electricity counters.
+const WITH_VOLUMES: u8 = 1;
+const WITH_TARIFFS: u8 = 2;
 
 /// A number's form, in its head's low two bits.
 const EXACT: u64 = 0;
@@ -73,9 +88,10 @@ const MOST_BASE: i64 = 9_000_000_000_000_000;
 /// field has no catalogue quantity (postcard keeps any name).
 pub fn encode<S: AsRef<str>>(stored: &Stored<S>, start_ms: i64) -> Option<Vec<u8>> {
     let mut out = Writer::default();
-    out.byte(match stored.x {
-        Some(_) => VERSION_5,
-        None => VERSION,
+    out.byte(match (&stored.x, &stored.t) {
+        (_, Some(_)) => VERSION_6,
+        (Some(_), None) => VERSION_5,
+        (None, None) => VERSION,
     });
     out.unsigned(stored.n);
     fields(&mut out, &stored.f, stored.n)?;
@@ -91,26 +107,63 @@ pub fn encode<S: AsRef<str>>(stored: &Stored<S>, start_ms: i64) -> Option<Vec<u8
             }
         }
     }
-    out.byte(u8::from(stored.b.is_some()) | u8::from(stored.s.is_some()) << 1);
-    for (c, q) in [
-        (&stored.b, Quantity::EnergyBought),
-        (&stored.s, Quantity::EnergySold),
-    ] {
-        if let Some(c) = c {
-            counter(&mut out, c, start_ms, counter_base(&stored.f, q));
-        }
+    let base = |q: Quantity| counter_base(&stored.f, q);
+    pair(
+        &mut out,
+        [&stored.b, &stored.s],
+        &stored.k,
+        start_ms,
+        [Quantity::EnergyBought, Quantity::EnergySold].map(base),
+    );
+    if stored.t.is_some() {
+        out.byte(u8::from(stored.x.is_some()) * WITH_VOLUMES | WITH_TARIFFS);
     }
-    kept(&mut out, &stored.k, start_ms);
     if let Some(x) = &stored.x {
-        out.byte(u8::from(x.g.is_some()) | u8::from(x.w.is_some()) << 1);
-        for (c, q) in [(&x.g, Quantity::Gas), (&x.w, Quantity::Water)] {
-            if let Some(c) = c {
-                counter(&mut out, c, start_ms, counter_base(&stored.f, q));
-            }
-        }
-        kept(&mut out, &x.k, start_ms);
+        pair(
+            &mut out,
+            [&x.g, &x.w],
+            &x.k,
+            start_ms,
+            [Quantity::Gas, Quantity::Water].map(base),
+        );
+    }
+    if let Some(t) = &stored.t {
+        let [p1, p2, n1, n2] = &t.c;
+        let [kp1, kp2, kn1, kn2] = t.k;
+        pair(
+            &mut out,
+            [p1, p2],
+            &(kp1, kp2),
+            start_ms,
+            [Quantity::EnergyBoughtT1, Quantity::EnergyBoughtT2].map(base),
+        );
+        pair(
+            &mut out,
+            [n1, n2],
+            &(kn1, kn2),
+            start_ms,
+            [Quantity::EnergySoldT1, Quantity::EnergySoldT2].map(base),
+        );
     }
     Some(out.bytes)
+}
+
+/// Two counters (which there are, then each, its marks from `from`) and
+/// the marks kept by them.
+fn pair(
+    out: &mut Writer,
+    counters: [&Option<StoredCounter>; 2],
+    k: &(Option<StoredMark>, Option<StoredMark>),
+    start_ms: i64,
+    from: [i64; 2],
+) {
+    out.byte(u8::from(counters[0].is_some()) | u8::from(counters[1].is_some()) << 1);
+    for (c, from) in counters.into_iter().zip(from) {
+        if let Some(c) = c {
+            counter(out, c, start_ms, from);
+        }
+    }
+    kept(out, k, start_ms);
 }
 
 /// A pair of counters' kept marks: which there are, then each.
@@ -207,7 +260,7 @@ fn number(out: &mut Writer, v: f64, from: i64) {
     out.float(v);
 }
 
-/// The rollup starting at `start_ms` that `body` (version 3, 4 or 5)
+/// The rollup starting at `start_ms` that `body` (version 3 to 6)
 /// holds; room names are borrowed from it. An error says what does not
 /// decode.
 pub fn decode(body: &[u8], start_ms: i64) -> Result<Stored<&str>, String> {
@@ -245,10 +298,11 @@ pub fn decode(body: &[u8], start_ms: i64) -> Result<Stored<&str>, String> {
         s: tail.s,
         k: tail.k,
         x: tail.x,
+        t: tail.t,
     })
 }
 
-/// The counters that `body` (version 3, 4 or 5) holds, read past its
+/// The counters that `body` (version 3 to 6) holds, read past its
 /// tallies and rooms without building them (`RollupCounters`: what an
 /// energy answer folds).
 pub fn counters(body: &[u8], start_ms: i64) -> Result<StoredCounters, String> {
@@ -284,6 +338,7 @@ pub fn counters(body: &[u8], start_ms: i64) -> Result<StoredCounters, String> {
         s: tail.s,
         k: tail.k,
         x: tail.x,
+        t: tail.t,
         read,
     })
 }
@@ -295,6 +350,7 @@ struct Tail {
     s: Option<StoredCounter>,
     k: (Option<StoredMark>, Option<StoredMark>),
     x: Option<StoredVolumes>,
+    t: Option<StoredTariffs>,
 }
 
 /// A pair of counters and the marks kept by them.
@@ -314,17 +370,37 @@ fn read_tail(
     from: Counters<i64>,
 ) -> Result<Tail, String> {
     let (b, s, k) = read_pair(r, start_ms, (from.bought, from.sold))?;
-    let x = match form.volumes {
+    let (volumes, tariffs) = match (form.extensions, form.volumes) {
+        (true, _) => match r.byte().map_err(|e| e.to_string())? {
+            f if f & !(WITH_VOLUMES | WITH_TARIFFS) == 0 => {
+                (f & WITH_VOLUMES != 0, f & WITH_TARIFFS != 0)
+            }
+            f => return Err(format!("extensions {f}")),
+        },
+        (false, volumes) => (volumes, false),
+    };
+    let x = match volumes {
         true => {
             let (g, w, k) = read_pair(r, start_ms, (from.gas, from.water))?;
             Some(StoredVolumes { g, w, k })
         }
         false => None,
     };
+    let t = match tariffs {
+        true => {
+            let (p1, p2, (kp1, kp2)) = read_pair(r, start_ms, (from.bought_t1, from.bought_t2))?;
+            let (n1, n2, (kn1, kn2)) = read_pair(r, start_ms, (from.sold_t1, from.sold_t2))?;
+            Some(StoredTariffs {
+                c: [p1, p2, n1, n2],
+                k: [kp1, kp2, kn1, kn2],
+            })
+        }
+        false => None,
+    };
     if !r.done() {
         return Err("bytes after the rollup".into());
     }
-    Ok(Tail { b, s, k, x })
+    Ok(Tail { b, s, k, x, t })
 }
 
 /// Two counters (their marks written from `from`) and the marks they keep.
@@ -350,19 +426,27 @@ fn read_pair(r: &mut Reader, start_ms: i64, from: (i64, i64)) -> Result<Pair, St
 fn read_head(r: &mut Reader) -> Result<(Form, u64), String> {
     let e = |e: domain::block::BlockError| e.to_string();
     let form = match r.byte().map_err(e)? {
+        VERSION_6 => Form {
+            relative: true,
+            volumes: false,
+            extensions: true,
+        },
         VERSION_5 => Form {
             relative: true,
             volumes: true,
+            extensions: false,
         },
         VERSION => Form {
             relative: true,
             volumes: false,
+            extensions: false,
         },
         VERSION_3 => Form {
             relative: false,
             volumes: false,
+            extensions: false,
         },
-        _ => return Err("not a version 3, 4 or 5 rollup".into()),
+        _ => return Err("not a version 3 to 6 rollup".into()),
     };
     Ok((form, r.unsigned().map_err(e)?))
 }
@@ -557,6 +641,7 @@ pub mod tests {
             }),
             k: (None, None),
             x: None,
+            t: None,
         }
     }
 
@@ -678,11 +763,11 @@ pub mod tests {
         })
     }
 
-    fn mark_strategy() -> impl Strategy<Value = StoredMark> {
-        (any::<i64>(), number_strategy())
+    fn mark_strategy() -> BoxedStrategy<StoredMark> {
+        (any::<i64>(), number_strategy()).boxed()
     }
 
-    fn counter_strategy() -> impl Strategy<Value = StoredCounter> {
+    fn counter_strategy() -> BoxedStrategy<StoredCounter> {
         (
             proptest::option::of(mark_strategy()),
             proptest::option::of((number_strategy(), any::<u32>())),
@@ -691,6 +776,7 @@ pub mod tests {
             mark_strategy(),
         )
             .prop_map(|(e, g, first, i, l)| StoredCounter { e, g, first, i, l })
+            .boxed()
     }
 
     fn stored_strategy() -> impl Strategy<Value = Stored<String>> {
@@ -718,8 +804,12 @@ pub mod tests {
                     proptest::option::of(mark_strategy()),
                 ),
             )),
+            proptest::option::of((
+                proptest::array::uniform4(proptest::option::of(counter_strategy())),
+                proptest::array::uniform4(proptest::option::of(mark_strategy())),
+            )),
         )
-            .prop_map(|(n, f, r, b, s, k, x)| {
+            .prop_map(|(n, f, r, b, s, k, x, t)| {
                 let own = |f: Vec<StoredField<&str>>| {
                     f.into_iter()
                         .map(|(q, c, a, b, s)| (q.to_owned(), c, a, b, s))
@@ -736,6 +826,7 @@ pub mod tests {
                     s,
                     k,
                     x: x.map(|(g, w, k)| StoredVolumes { g, w, k }),
+                    t: t.map(|(c, k)| StoredTariffs { c, k }),
                 }
             })
     }
@@ -760,6 +851,7 @@ pub mod tests {
             s: stored.s.clone(),
             k: stored.k,
             x: stored.x.clone(),
+            t: stored.t.clone(),
         }
     }
 
@@ -804,7 +896,12 @@ pub mod tests {
         #[test]
         fn every_rollup_round_trips_bit_for_bit(stored in stored_strategy(), start in any::<i64>()) {
             let body = encode(&stored, start).unwrap();
-            prop_assert_eq!(body[0], if stored.x.is_some() { VERSION_5 } else { VERSION });
+            let version = match (&stored.x, &stored.t) {
+                (_, Some(_)) => VERSION_6,
+                (Some(_), None) => VERSION_5,
+                (None, None) => VERSION,
+            };
+            prop_assert_eq!(body[0], version);
             let back = decode(&body, start).unwrap();
             prop_assert_eq!(bits(&back), bits(&borrowed(&stored)));
         }

@@ -14,9 +14,9 @@ mod stored;
 mod v1;
 
 pub use counters::StoredCounters;
-pub use postcard::{from_postcard, postcard_version, StoredV2};
+pub use postcard::{from_postcard, postcard_version, to_postcard, StoredV2, StoredV5};
 pub use stored::{
-    kept_marks, Stored, StoredCounter, StoredField, StoredMark, StoredRoom, StoredVolumes,
-    STORED_VERSION,
+    kept_marks, Stored, StoredCounter, StoredField, StoredMark, StoredRoom, StoredTariffs,
+    StoredVolumes, STORED_VERSION,
 };
 pub use v1::{StoredCountersV1, StoredV1};

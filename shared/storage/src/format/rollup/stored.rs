@@ -41,6 +41,22 @@ pub struct Stored<S = String> {
     /// (`Rollup::counters_cover_readings`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub x: Option<StoredVolumes>,
+    /// A two-tariff meter's tariff counters, as `x` keeps gas and water:
+    /// `None` where the span has none, and in every rollup stored before
+    /// tariffs were followed (no reading of one was stored before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t: Option<StoredTariffs>,
+}
+
+/// A rollup's tariff counters (`Stored::t`), in `Counter::TARIFFS`' order:
+/// bought in tariff 1 and 2, sold in tariff 1 and 2.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StoredTariffs {
+    /// What the span's readings of each tariff counter add.
+    pub c: [Option<StoredCounter>; 4],
+    /// The mark kept through the span by a tariff counter it has no
+    /// reading of.
+    pub k: [Option<StoredMark>; 4],
 }
 
 /// A rollup's gas and water counters (`Stored::x`).
@@ -124,6 +140,11 @@ impl From<&Rollup> for Stored {
                 k: (kept(Counter::Gas), kept(Counter::Water)),
             })
             .filter(|x| x.g.is_some() || x.w.is_some() || x.k != (None, None)),
+            t: Some(StoredTariffs {
+                c: Counter::TARIFFS.map(|c| r.counters.get(c).as_ref().map(stored_counter)),
+                k: Counter::TARIFFS.map(kept),
+            })
+            .filter(|t| t.c.iter().any(Option::is_some) || t.k.iter().any(Option::is_some)),
         }
     }
 }
@@ -131,21 +152,30 @@ impl From<&Rollup> for Stored {
 impl<S> Stored<S> {
     /// The mark kept through the span by each counter it has no reading of.
     pub fn kept(&self) -> Counters<Option<StoredMark>> {
-        kept_marks(self.k, self.x.as_ref().map_or((None, None), |x| x.k))
+        kept_marks(
+            self.k,
+            self.x.as_ref().map_or((None, None), |x| x.k),
+            self.t.as_ref().map_or([None; 4], |t| t.k),
+        )
     }
 }
 
-/// Each counter's kept mark, from the electricity counters' pair and the
-/// volumes'.
+/// Each counter's kept mark, from the electricity counters' pair, the
+/// volumes' and the tariffs'.
 pub fn kept_marks(
     (bought, sold): (Option<StoredMark>, Option<StoredMark>),
     (gas, water): (Option<StoredMark>, Option<StoredMark>),
+    [bought_t1, bought_t2, sold_t1, sold_t2]: [Option<StoredMark>; 4],
 ) -> Counters<Option<StoredMark>> {
     Counters {
         bought,
         sold,
         gas,
         water,
+        bought_t1,
+        bought_t2,
+        sold_t1,
+        sold_t2,
     }
 }
 
@@ -226,11 +256,18 @@ impl<S: AsRef<str>> Stored<S> {
         let kept = self.kept();
         let (all, rooms) = tallies(self.n, self.f, self.r)?;
         let (gas, water) = self.x.map_or((None, None), |x| (x.g, x.w));
+        let [bought_t1, bought_t2, sold_t1, sold_t2] =
+            self.t.map_or([None, None, None, None], |t| t.c);
+        let decode = |c: Option<StoredCounter>| c.map(StoredCounter::decode).transpose();
         let counters = Counters {
-            bought: self.b.map(StoredCounter::decode).transpose()?,
-            sold: self.s.map(StoredCounter::decode).transpose()?,
-            gas: gas.map(StoredCounter::decode).transpose()?,
-            water: water.map(StoredCounter::decode).transpose()?,
+            bought: decode(self.b)?,
+            sold: decode(self.s)?,
+            gas: decode(gas)?,
+            water: decode(water)?,
+            bought_t1: decode(bought_t1)?,
+            bought_t2: decode(bought_t2)?,
+            sold_t1: decode(sold_t1)?,
+            sold_t2: decode(sold_t2)?,
         };
         let chain = chain_after(present(&counters), kept)?;
         Ok(Rollup {
@@ -246,7 +283,7 @@ impl<S: AsRef<str>> Stored<S> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::from_postcard;
+    use super::super::{from_postcard, to_postcard};
     use super::*;
     use domain::aggregate::counter::Chain;
     use domain::aggregate::rollup::{hours, spans};
@@ -264,7 +301,7 @@ mod tests {
                 let text = serde_json::to_string(&Stored::from(&r)).unwrap();
                 let back: Stored = serde_json::from_str(&text).unwrap();
                 prop_assert_eq!(back.decode(r.span, r.start).unwrap(), r.clone());
-                let bytes = postcard::to_allocvec(&Stored::from(&r)).unwrap();
+                let bytes = to_postcard(&Stored::from(&r)).unwrap();
                 let back = from_postcard(&bytes).unwrap();
                 prop_assert_eq!(back.decode(r.span, r.start).unwrap(), r);
             }

@@ -13,7 +13,10 @@
 //!   `unit_of_measurement_str`, the class `device_class_str`.
 //!
 //! An energy counter (`kWh`) does not say which way it counts: that is read
-//! from the entity's id and name ([`sold`]).
+//! from the entity's id and name ([`sold`]). A tariff's counter (a utility
+//! meter's `sensor.energy_t1`, the DSMR integration's `..._tarif_2`) is
+//! its meter's: the entity's id without the tariff is the device, and the
+//! value that tariff's counter ([`tariff_entity`]).
 
 use super::{Convert, LineView};
 use domain::model::{Quantity, Unit};
@@ -106,10 +109,18 @@ fn mapping(line: &impl LineView) -> Result<(Quantity, Convert), Unmapped> {
                 line.text_field("friendly_name_str"),
                 Some(measurement),
             ];
-            let q = if sold(names.into_iter().flatten()) {
-                Quantity::EnergySold
-            } else {
-                Quantity::EnergyBought
+            let sold = sold(names.into_iter().flatten());
+            let tariff = line
+                .tag("entity_id")
+                .and_then(tariff_entity)
+                .map(|(_, t)| t);
+            let q = match (sold, tariff) {
+                (false, None) => Quantity::EnergyBought,
+                (true, None) => Quantity::EnergySold,
+                (false, Some(1)) => Quantity::EnergyBoughtT1,
+                (false, Some(_)) => Quantity::EnergyBoughtT2,
+                (true, Some(1)) => Quantity::EnergySoldT1,
+                (true, Some(_)) => Quantity::EnergySoldT2,
             };
             return Ok((q, convert));
         }
@@ -131,6 +142,27 @@ fn unit_and_class(line: &impl LineView) -> (&str, Option<&str>) {
         .text_field("device_class_str")
         .or_else(|| measurement.split_once("__").map(|(_, class)| class));
     (unit, class)
+}
+
+/// How an entity's id ends when it counts one tariff of a meter: `_t1`,
+/// `_tariff1`, `_tariff_1`, and the Dutch `_tarif_1` of Home Assistant's
+/// DSMR integration.
+const TARIFF_ENDINGS: [&str; 5] = ["_t", "_tariff", "_tariff_", "_tarif", "_tarif_"];
+
+/// The meter and the tariff (1 or 2) of a tariff's entity id
+/// (`energy_t2`: `energy`, 2); `None` for any other id.
+pub fn tariff_entity(entity_id: &str) -> Option<(&str, u8)> {
+    let tariff = match entity_id.as_bytes().last()? {
+        b'1' => 1,
+        b'2' => 2,
+        _ => return None,
+    };
+    let head = &entity_id[..entity_id.len() - 1];
+    TARIFF_ENDINGS
+        .iter()
+        .filter_map(|ending| head.strip_suffix(ending))
+        .find(|meter| !meter.is_empty())
+        .map(|meter| (meter, tariff))
 }
 
 /// Words that say energy went to the grid, said together (`to_grid`,
@@ -196,6 +228,28 @@ pub fn sold<'a>(names: impl Iterator<Item = &'a str>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tariffs_entity_names_its_meter() {
+        for (id, want) in [
+            ("energy_t1", Some(("energy", 1))),
+            ("grid_import_t2", Some(("grid_import", 2))),
+            ("house_tariff1", Some(("house", 1))),
+            ("house_tariff_2", Some(("house", 2))),
+            (
+                "electricity_meter_energy_consumption_tarif_1",
+                Some(("electricity_meter_energy_consumption", 1)),
+            ),
+            ("p1_tarif2", Some(("p1", 2))),
+            ("_t1", None),
+            ("energy_t3", None),
+            ("sensor_2", None),
+            ("phase_l1", None),
+            ("energy", None),
+        ] {
+            assert_eq!(tariff_entity(id), want, "{id}");
+        }
+    }
 
     #[test]
     fn counters_named_for_the_grid_or_for_making_energy_count_energy_sold() {

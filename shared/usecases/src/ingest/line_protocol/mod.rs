@@ -308,10 +308,16 @@ impl<T: Clone + AsRef<str>> Known<T> {
 }
 
 fn device_of(line: &impl LineView, known: &mut Known<DeviceId>) -> Result<DeviceId, String> {
-    let (tag, value) = DEVICE_TAGS
+    let (tag, mut value) = DEVICE_TAGS
         .iter()
         .find_map(|t| line.tag(t).map(|v| (*t, v)))
         .ok_or_else(|| format!("no device: give a tag {}", DEVICE_TAGS.join(", ")))?;
+    // Home Assistant's tariff entity is its meter's (`home_assistant`).
+    if tag == "entity_id" && measured(line).is_some_and(|(q, _)| tariff(q)) {
+        if let Some((meter, _)) = home_assistant::tariff_entity(value) {
+            value = meter;
+        }
+    }
     known
         .get_or_parse(value, DeviceId::parse)
         .map_err(|e| format!("tag {tag}: {e}"))
@@ -358,6 +364,12 @@ fn skipped_line(line: &impl LineView) -> String {
         "no field is named as a quantity of the catalogue (docs/quantities.md)".to_owned()
     };
     format!("{}{device}: {why}", line.measurement())
+}
+
+/// Whether `q` is one tariff's counter.
+fn tariff(q: Quantity) -> bool {
+    domain::aggregate::counter::Counter::of_quantity(q)
+        .is_some_and(|c| domain::aggregate::counter::Counter::TARIFFS.contains(&c))
 }
 
 /// From the unit a client sent to the catalogue's.
@@ -493,6 +505,50 @@ mod tests {
         );
         assert_eq!(by_device["porch"]["temperature"], 10.0);
         assert!(by_device["living_temperature"].get("room").is_none());
+    }
+
+    /// A utility meter's tariff entities, and the DSMR integration's, are
+    /// one meter each (issue 79): its id without the tariff, each value
+    /// that tariff's counter; lines of one time merge into one reading.
+    #[test]
+    fn home_assistant_tariff_entities_are_one_meter() {
+        let t = 1795222923000000000i64;
+        let body = format!(
+            "kWh,domain=sensor,entity_id=energy_t1 value=600.5,device_class_str=\"energy\",state_class_str=\"total_increasing\" {t}\n\
+             kWh,domain=sensor,entity_id=energy_t2 value=400.25,device_class_str=\"energy\",state_class_str=\"total_increasing\" {t}\n\
+             kWh,domain=sensor,entity_id=p1_energy_production_tarif_2 value=12.5,device_class_str=\"energy\" {}\n\
+             °C,domain=sensor,entity_id=probe_t1 value=21.5 {t}\n",
+            t + 1_000_000_000
+        );
+        let out = lines(&body).unwrap();
+        let shapes: Vec<_> = out.readings.iter().map(shape).collect();
+        let energy = out
+            .readings
+            .iter()
+            .find(|r| r.device_id.as_str() == "energy")
+            .unwrap();
+        assert_eq!(
+            (
+                energy.get(Quantity::EnergyBoughtT1),
+                energy.get(Quantity::EnergyBoughtT2)
+            ),
+            (Some(600.5), Some(400.25)),
+            "{shapes:?}"
+        );
+        assert_eq!(energy.get(Quantity::EnergyBought), None);
+        let p1 = out
+            .readings
+            .iter()
+            .find(|r| r.device_id.as_str() == "p1_energy_production")
+            .unwrap();
+        assert_eq!(p1.get(Quantity::EnergySoldT2), Some(12.5));
+        assert!(
+            out.readings
+                .iter()
+                .any(|r| r.device_id.as_str() == "probe_t1"),
+            "a temperature is no tariff: {shapes:?}"
+        );
+        assert_eq!(out.readings.len(), 3);
     }
 
     #[test]
