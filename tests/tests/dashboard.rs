@@ -395,8 +395,8 @@ fn checked_day(now: i64) -> (&'static str, i64, i64) {
     }
 }
 
-/// m³ of gas of `/devices/{device}/energy` over `[from, to)`, a day.
-async fn m3_gas_route<S: Store>(app: &App<S>, device: &str, from: i64, to: i64) -> f64 {
+/// `/devices/{device}/energy` over `[from, to)`, a day.
+async fn energy_day<S: Store>(app: &App<S>, device: &str, from: i64, to: i64) -> Value {
     let from = Timestamp::from_millis(from).unwrap().to_string();
     let to = Timestamp::from_millis(to).unwrap().to_string();
     let query = [
@@ -406,6 +406,12 @@ async fn m3_gas_route<S: Store>(app: &App<S>, device: &str, from: i64, to: i64) 
     ];
     let (status, e) = answer(&get(app, &format!("/devices/{device}/energy"), &query, &[]).await);
     assert_eq!(status, 200, "{e}");
+    e
+}
+
+/// m³ of gas of `/devices/{device}/energy` over `[from, to)`, a day.
+async fn m3_gas_route<S: Store>(app: &App<S>, device: &str, from: i64, to: i64) -> f64 {
+    let e = energy_day(app, device, from, to).await;
     e["m3_gas"]
         .as_f64()
         .unwrap_or_else(|| panic!("no m3_gas: {e}"))
@@ -808,6 +814,130 @@ async fn a_gas_meter_costs_its_cubic_metres_at_the_gas_price<S: TestStore>() {
     );
 }
 
+/// Tariffs belong to one meter (issue 79): a P1 meter's telegrams (its
+/// total and both registers) and Home Assistant's tariff entities (a
+/// tariff a reading, no total) are each one meter whose bought energy is
+/// the whole, with each tariff's kWh in a column of its own at its own
+/// price, and tariff 2 drawn on top of its bars.
+async fn a_two_tariff_meter_keeps_its_tariffs_apart<S: TestStore>() {
+    let prices = shared::domain::tariff::PriceTexts {
+        kwh: "0.30",
+        kwh_t1: "0.20",
+        kwh_t2: "0.40",
+        ..Default::default()
+    };
+    let tariff = shared::domain::tariff::Tariff::parse_prices(prices, "GBP").unwrap();
+    let app = app(S::fresh("dash-tariffs").await, None, RouteSet::All)
+        .await
+        .with_tariff(tariff);
+    // Two hours of tariff 1, then two of tariff 2, a reading every 10 minutes.
+    let registers = |i: i64| {
+        let steps = 156 - i;
+        let (t1, t2) = (0..steps).fold((4000.0, 3000.0), |(t1, t2), k| match (k / 12) % 2 {
+            0 => (t1 + 0.05, t2),
+            _ => (t1, t2 + 0.07),
+        });
+        let round = |v: f64| (v * 1000.0f64).round() / 1000.0;
+        (round(t1), round(t2))
+    };
+    let mut readings: Vec<Value> = (0..156)
+        .map(|i| {
+            let (t1, t2) = registers(i);
+            json!({"device_id": "p1", "timestamp": ago(10 + i * 10), "type": "power",
+                   "cumulative_kwh_p": ((t1 + t2) * 1000.0f64).round() / 1000.0,
+                   "cumulative_kwh_p_t1": t1, "cumulative_kwh_p_t2": t2, "current_w": 400.0})
+        })
+        .collect();
+    // Home Assistant's entities: each tariff on its own, at its own times.
+    readings.extend((0..156).map(|i| {
+        let (t1, t2) = registers(i);
+        match i % 2 {
+            0 => json!({"device_id": "energy", "timestamp": ago(10 + i * 10), "type": "power",
+                        "cumulative_kwh_p_t1": t1}),
+            _ => json!({"device_id": "energy", "timestamp": ago(10 + i * 10), "type": "power",
+                        "cumulative_kwh_p_t2": t2}),
+        }
+    }));
+    post(&app, &readings).await;
+    let now = Timestamp::now().millis();
+    let (day, from, to) = checked_day(now);
+    let (status, overview) = text(&get(&app, "/", &[], &[]).await);
+    assert_eq!(status, 200, "{overview}");
+    assert!(
+        overview.contains(
+            "Cost at 0.3 GBP per kWh bought, 0.2 GBP per kWh in tariff 1, 0.4 GBP per kWh in tariff 2."
+        ),
+        "the prices named"
+    );
+    for meter in ["p1", "energy"] {
+        let e = energy_day(&app, meter, from, to).await;
+        let number = |key: &str| {
+            e[key]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{meter}: no {key}: {e}"))
+        };
+        let (bought, t1, t2) = (
+            number("kwh_bought"),
+            number("kwh_bought_t1"),
+            number("kwh_bought_t2"),
+        );
+        assert!(
+            t1 > 0.1 && t2 > 0.1,
+            "{meter}: both tariffs in the day: {e}"
+        );
+        assert!(
+            (bought - (t1 + t2)).abs() < 1e-3,
+            "{meter}: the whole is its tariffs: {e}"
+        );
+        assert!(
+            e.get("kwh_sold_t1").is_none(),
+            "{meter}: no sold tariff: {e}"
+        );
+        let at = overview
+            .find(&format!(
+                "<table class=\"energy-totals\" data-device=\"{meter}\""
+            ))
+            .unwrap_or_else(|| panic!("{meter}'s table"));
+        let table = overview[at..].split("</table>").next().unwrap();
+        assert!(
+            table.contains("Tariff 1 (kWh)") && table.contains("Tariff 2 (kWh)"),
+            "{table}"
+        );
+        let row = period_row(table, day);
+        let shown = |marker: &str| -> f64 { attr_after(row, marker, "data-kwh").parse().unwrap() };
+        assert!(
+            (shown("class=\"num bought\"") - bought).abs() < 1e-9,
+            "{row}"
+        );
+        assert!((shown("data-tariff=\"1\"") - t1).abs() < 1e-9, "{row}");
+        assert!((shown("data-tariff=\"2\"") - t2).abs() < 1e-9, "{row}");
+        let cost: f64 = row
+            .split("class=\"num cost\">")
+            .nth(1)
+            .unwrap()
+            .split('<')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let want = 0.2 * t1 + 0.4 * t2;
+        assert!(
+            (cost - want).abs() <= 0.005 + 1e-9,
+            "{meter}: {cost}, {want}"
+        );
+        let (status, page) = text(&get(&app, &format!("/ui/devices/{meter}"), &[], &[]).await);
+        assert_eq!(status, 200, "{page}");
+        let hours = &page[page.find("data-chart=\"energy-hours\"").expect("hour bars")..];
+        let hours = hours.split("</figure>").next().unwrap();
+        assert!(hours.contains("data-tariffs"), "{meter}");
+        assert!(hours.contains("in tariff 2"), "{meter}");
+        assert!(
+            hours.matches("fill=\"#6D28D9\"").count() >= 2,
+            "{meter}: tariff 2 on its bars"
+        );
+    }
+}
+
 /// A meter installed today has no yesterday and no last month: its tables
 /// say "No readings" there, where they said 0.00 kWh (it used nothing),
 /// and give today's energy.
@@ -1106,6 +1236,7 @@ on_every_store!(
     a_meter_s_page_has_energy_bars_with_totals,
     a_meter_shows_only_the_counters_it_has,
     a_gas_meter_costs_its_cubic_metres_at_the_gas_price,
+    a_two_tariff_meter_keeps_its_tariffs_apart,
     a_period_without_readings_says_so,
     the_token_is_asked_once_and_kept_in_a_strict_cookie,
 );

@@ -143,6 +143,20 @@ impl Tariff {
         cost
     }
 
+    /// Each price set, with what it is per, for people ("per kWh bought").
+    pub fn named_prices(&self) -> Vec<(f64, &'static str)> {
+        [
+            (self.per_kwh, "per kWh bought"),
+            (self.per_kwh_tariff[0], "per kWh in tariff 1"),
+            (self.per_kwh_tariff[1], "per kWh in tariff 2"),
+            (self.per_m3_gas, "per m³ of gas"),
+            (self.per_m3_water, "per m³ of water"),
+        ]
+        .into_iter()
+        .filter_map(|(price, per)| price.map(|p| (p, per)))
+        .collect()
+    }
+
     pub fn currency(&self) -> &str {
         &self.currency
     }

@@ -6,6 +6,7 @@
 //! (long ranges, from the aggregates and so from rollups), and bars (energy).
 
 use super::ticks;
+use domain::aggregate::counter::Counter;
 use domain::model::Zone;
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
@@ -26,13 +27,16 @@ pub struct BandPoint {
     pub max: f64,
 }
 
-/// One energy bar: start and end (epoch ms), kWh bought and sold.
+/// One energy bar: start and end (epoch ms), kWh bought and sold, and of
+/// the bought kWh those of tariff 2 (a two-tariff meter's; 0 for others),
+/// drawn on top of the rest in a colour of their own.
 #[derive(Debug, Clone, Copy)]
 pub struct Bar {
     pub start: i64,
     pub end: i64,
     pub bought: f64,
     pub sold: f64,
+    pub tariff2: f64,
 }
 
 impl From<&domain::aggregate::EnergyBucket> for Bar {
@@ -49,11 +53,16 @@ impl Bar {
             Flow::Gas => (b.m3_gas.unwrap_or(0.0), 0.0),
             Flow::Water => (b.m3_water.unwrap_or(0.0), 0.0),
         };
+        let tariff2 = match flow {
+            Flow::Electricity => b.amount(Counter::BoughtT2).unwrap_or(0.0).min(bought),
+            Flow::Gas | Flow::Water => 0.0,
+        };
         Bar {
             start: b.start.millis(),
             end: b.end.millis(),
             bought,
             sold,
+            tariff2,
         }
     }
 }
@@ -128,6 +137,8 @@ const INK: RGBColor = RGBColor(0x1f, 0x29, 0x37);
 const LINE: RGBColor = RGBColor(0x1d, 0x4e, 0xd8);
 const BAND: RGBColor = RGBColor(0x93, 0xc5, 0xfd);
 const BOUGHT: RGBColor = RGBColor(0xb9, 0x1c, 0x1c);
+/// A two-tariff meter's tariff 2, on top of its bought bar.
+pub const TARIFF2: RGBColor = RGBColor(0x6d, 0x28, 0xd9);
 const SOLD: RGBColor = RGBColor(0x15, 0x80, 0x3d);
 const GAS: RGBColor = RGBColor(0xb4, 0x53, 0x09);
 const WATER: RGBColor = RGBColor(0x03, 0x69, 0xa1);
@@ -254,7 +265,11 @@ fn draw<DB: DrawingBackend>(
             };
             c.draw_series(bars.iter().map(|b| {
                 let (l, r) = inset(b);
-                Rectangle::new([(l, 0.0), (r, b.bought)], flow.up().filled())
+                Rectangle::new([(l, 0.0), (r, b.bought - b.tariff2)], flow.up().filled())
+            }))?;
+            c.draw_series(bars.iter().filter(|b| b.tariff2 > 0.0).map(|b| {
+                let (l, r) = inset(b);
+                Rectangle::new([(l, b.bought - b.tariff2), (r, b.bought)], TARIFF2.filled())
             }))?;
             c.draw_series(bars.iter().filter(|b| b.sold > 0.0).map(|b| {
                 let (l, r) = inset(b);
@@ -366,17 +381,31 @@ mod tests {
                 end: 3_600_000,
                 bought: 1.5,
                 sold: 0.0,
+                tariff2: 0.0,
             },
             Bar {
                 start: 3_600_000,
                 end: 7_200_000,
                 bought: 0.5,
                 sold: 2.0,
+                tariff2: 0.0,
             },
         ];
         let svg = chart(&Data::Bars(bars.clone(), Flow::Electricity));
         assert_eq!(svg.matches("fill=\"#B91C1C\"").count(), 2, "{svg}");
         assert_eq!(svg.matches("fill=\"#15803D\"").count(), 1);
+        assert_eq!(svg.matches("fill=\"#6D28D9\"").count(), 0, "no tariffs");
+        // A two-tariff meter's tariff 2 on top of its bought bar.
+        let tariffs: Vec<Bar> = bars
+            .iter()
+            .map(|b| Bar {
+                tariff2: b.bought / 2.0,
+                ..*b
+            })
+            .collect();
+        let split = chart(&Data::Bars(tariffs, Flow::Electricity));
+        assert_eq!(split.matches("fill=\"#B91C1C\"").count(), 2, "{split}");
+        assert_eq!(split.matches("fill=\"#6D28D9\"").count(), 2, "{split}");
         // Gas and water in colours of their own; a gap between neighbours.
         let gas = chart(&Data::Bars(bars.clone(), Flow::Gas));
         assert_eq!(gas.matches("fill=\"#B45309\"").count(), 2, "{gas}");

@@ -8,7 +8,6 @@ use super::energy::{Bars, MeterEnergy, Period, PeriodTotals, Reported};
 use super::{Drawn, View, PAGE_SIZES, PICKS, QUIET_AFTER_MS};
 use crate::json::unsigned_zero;
 use chrono::TimeZone;
-use domain::aggregate::counter::Counter;
 use domain::model::{DeviceId, Quantity, RoomId, Timestamp};
 use domain::tariff::Tariff;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
@@ -43,6 +42,8 @@ figure[data-flow=water]{border-left:4px solid #0369a1;padding-left:.5rem}
 figure[data-flow=gas] figcaption .total,td.gas{color:#b45309}
 figure[data-flow=water] figcaption .total,td.water{color:#0369a1}
 figcaption{font-weight:600}
+figcaption .tariff1,td.tariff[data-tariff="1"]{color:#b91c1c}
+figcaption .tariff2,td.tariff[data-tariff="2"]{color:#6d28d9}
 .tip{min-height:1.5em;color:var(--muted)}
 nav.ranges a{margin-right:.75rem}
 nav.ranges a[aria-current]{font-weight:700;color:var(--ink)}
@@ -75,7 +76,7 @@ document.querySelectorAll('figure[data-bars]').forEach(function (fig) {
     var when = new Date(bar[0]).toLocaleString(undefined, { timeZone: fig.dataset.tz, dateStyle: 'medium', timeStyle: fig.dataset.chart === 'energy-hours' ? 'short' : undefined });
     var parts = [];
     if (fig.dataset.unit === 'm³') { parts.push(bar[2].toFixed(3) + ' m³ ' + fig.dataset.flow); }
-    if (fig.dataset.buys !== undefined) { parts.push(bar[2].toFixed(2) + ' kWh bought'); }
+    if (fig.dataset.buys !== undefined) { parts.push(bar[2].toFixed(2) + ' kWh bought' + (fig.dataset.tariffs !== undefined ? ' (' + (bar[2] - bar[4]).toFixed(2) + ' in tariff 1, ' + bar[4].toFixed(2) + ' in tariff 2)' : '')); }
     if (fig.dataset.sells !== undefined) { parts.push(bar[3].toFixed(2) + ' kWh sold'); }
     tip.textContent = when + ': ' + parts.join(', ');
   });
@@ -338,6 +339,8 @@ fn totals_row(
     let tariff = tariff.filter(|t| t.prices_any(counters));
     let Some(t) = t else {
         let columns = usize::from(counters.bought)
+            + usize::from(counters.bought_t1)
+            + usize::from(counters.bought_t2)
             + usize::from(counters.sold)
             + usize::from(tariff.is_some())
             + usize::from(counters.gas)
@@ -353,6 +356,8 @@ fn totals_row(
         tr data-period=(period) {
             th scope="row" { (period) }
             @if counters.bought { td.num.bought data-kwh=(unsigned_zero(t.bought)) { (kwh(t.bought)) } }
+            @if counters.bought_t1 { td.num.tariff data-tariff="1" data-kwh=(unsigned_zero(t.bought_t1)) { (kwh(t.bought_t1)) } }
+            @if counters.bought_t2 { td.num.tariff data-tariff="2" data-kwh=(unsigned_zero(t.bought_t2)) { (kwh(t.bought_t2)) } }
             @if counters.sold { td.num.sold data-kwh=(unsigned_zero(t.sold)) { (kwh(t.sold)) } }
             @if let Some(tariff) = tariff {
                 td.num.cost { (kwh(tariff.cost_of(t, counters))) }
@@ -368,6 +373,8 @@ fn totals_head(first: &str, counters: Reported, tariff: Option<&Tariff>) -> Mark
         thead { tr {
             th scope="col" { (first) }
             @if counters.bought { th.num scope="col" { "Bought (kWh)" } }
+            @if counters.bought_t1 { th.num scope="col" { "Tariff 1 (kWh)" } }
+            @if counters.bought_t2 { th.num scope="col" { "Tariff 2 (kWh)" } }
             @if counters.sold { th.num scope="col" { "Sold (kWh)" } }
             @if let Some(tariff) = tariff.filter(|t| t.prices_any(counters)) {
                 th.num scope="col" { "Cost (" (tariff.currency()) ")" }
@@ -440,7 +447,7 @@ pub fn overview(o: &Overview) -> Markup {
                     @if let Some(t) = o.tariff {
                         p.muted {
                             "Cost at "
-                            @for (i, (price, per)) in [(t.per_kwh(), "per kWh bought"), (t.price_of(Counter::Gas), "per m³ of gas"), (t.price_of(Counter::Water), "per m³ of water")].into_iter().filter_map(|(p, per)| p.map(|p| (p, per))).enumerate() {
+                            @for (i, (price, per)) in t.named_prices().into_iter().enumerate() {
                                 @if i > 0 { ", " }
                                 (price) " " (t.currency()) " " (per)
                             }
@@ -615,10 +622,10 @@ fn energy_chart(b: &Bars, counters: Reported, title: &str, view: &View) -> Marku
             data: &data,
         })
     };
-    let values: Vec<(i64, i64, f64, f64)> = b
+    let values: Vec<(i64, i64, f64, f64, f64)> = b
         .bars
         .iter()
-        .map(|bar| (bar.start, bar.end, bar.bought, bar.sold))
+        .map(|bar| (bar.start, bar.end, bar.bought, bar.sold, bar.tariff2))
         .collect();
     let volume = match b.flow {
         Flow::Electricity => None,
@@ -630,17 +637,23 @@ fn energy_chart(b: &Bars, counters: Reported, title: &str, view: &View) -> Marku
         None => (counters.bought, counters.sold),
     };
     let total_up = volume.unwrap_or(b.totals.bought);
+    // A two-tariff meter's bars show tariff 2 on top of the rest.
+    let tariffs = buys && counters.bought_t2;
     html! {
         figure data-chart=(b.key) data-bars="1" data-unit=(unit) data-flow=(b.flow.name()) data-points=(b.bars.len())
             data-values=(crate::json::to_string(&values))
             data-total-bought=(unsigned_zero(total_up)) data-total-sold=(unsigned_zero(b.totals.sold))
             data-from=(b.range.from().millis()) data-to=(b.range.to().millis()) data-tz=(view.tz.name())
             data-left=(charts::PLOT_LEFT) data-right=(charts::PLOT_RIGHT)
-            data-buys[buys] data-sells[sells] {
+            data-buys[buys] data-sells[sells] data-tariffs[tariffs] {
             figcaption {
                 (b.caption) ": "
                 @if let Some(v) = volume { span.total { (m3(v)) " m³ " (b.flow.name()) } }
                 @if buys { span.total { (kwh(b.totals.bought)) " kWh bought" } }
+                @if tariffs {
+                    " (" span.tariff1 { (kwh(b.totals.bought - b.totals.bought_t2)) " in tariff 1" } ", "
+                    span.tariff2 { (kwh(b.totals.bought_t2)) " in tariff 2" } ")"
+                }
                 @if buys && sells { ", " }
                 @if sells { span.total-sold { (kwh(b.totals.sold)) " kWh sold" } }
             }

@@ -9,15 +9,20 @@ use usecases::query::Aggregate;
 use usecases::query::StatsQuery;
 
 /// Energy per bucket, with totals and the number of counter resets; gas
-/// and water (m³) beside, for a device that has those counters.
+/// and water (m³) beside, and each tariff's kWh of a two-tariff meter, for
+/// a device that has those counters.
 pub fn energy(device: &DeviceId, q: &StatsQuery, a: &Aggregate<EnergyBucket>) -> Value {
     use domain::aggregate::counter::Counter;
     /// Each counter's name in the answer, as `<unit>_<what>`.
-    const NAMES: [(Counter, &str); 4] = [
+    const NAMES: [(Counter, &str); 8] = [
         (Counter::Bought, "kwh_bought"),
         (Counter::Sold, "kwh_sold"),
         (Counter::Gas, "m3_gas"),
         (Counter::Water, "m3_water"),
+        (Counter::BoughtT1, "kwh_bought_t1"),
+        (Counter::BoughtT2, "kwh_bought_t2"),
+        (Counter::SoldT1, "kwh_sold_t1"),
+        (Counter::SoldT2, "kwh_sold_t2"),
     ];
     let mut m = header(("device_id", device.as_str()), q);
     cost(&mut m, a);
@@ -25,8 +30,8 @@ pub fn energy(device: &DeviceId, q: &StatsQuery, a: &Aggregate<EnergyBucket>) ->
     let round = |v: f64| (v * 1e6).round() / 1e6;
     for (c, name) in NAMES {
         // The electricity totals always (0 for a gas meter, as before); a
-        // volume's where its buckets have it (each has, where the device
-        // has the counter).
+        // volume's or a tariff's where its buckets have it (each has, where
+        // the device has the counter).
         let total: Option<f64> = match buckets.is_empty() {
             true => Counter::ELECTRICITY.contains(&c).then_some(0.0),
             false => buckets.iter().map(|b| b.amount(c)).sum(),

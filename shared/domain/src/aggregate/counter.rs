@@ -234,13 +234,19 @@ impl Counters<Option<f64>> {
 }
 
 impl Counters<bool> {
-    /// Which counters a device's quantities hold.
+    /// Which counters a device's quantities hold. A meter with a
+    /// direction's tariffs has that direction's total too, whether it
+    /// reports one or not (the tariffs' rule of [`counted_between`]).
     pub fn among(quantities: impl IntoIterator<Item = Quantity>) -> Self {
         let mut found = Self::default();
         for q in quantities {
             if let Some(c) = Counter::of_quantity(q) {
                 *found.get_mut(c) = true;
             }
+        }
+        for total in Counter::ELECTRICITY {
+            let tariffs = total.tariffs().iter().any(|t| *found.get(*t));
+            *found.get_mut(total) |= tariffs;
         }
         found
     }
