@@ -79,9 +79,10 @@ pub struct Config {
     /// DynamoDB may take, retries included; the adapter owns every retry
     /// (`store::dynamodb::calls`).
     pub dynamodb: CallPolicy,
-    /// `PRICE_PER_KWH`, `PRICE_PER_M3_GAS`, `PRICE_PER_M3_WATER` and
-    /// `CURRENCY` (default unset, and `EUR`): flat prices the dashboard
-    /// shows a meter's cost at (template parameters `PricePerKwh`,
+    /// `PRICE_PER_KWH`, `PRICE_PER_KWH_T1`, `PRICE_PER_KWH_T2`,
+    /// `PRICE_PER_M3_GAS`, `PRICE_PER_M3_WATER` and `CURRENCY` (default
+    /// unset, and `EUR`): flat prices the dashboard shows a meter's cost at
+    /// (template parameters `PricePerKwh`, `PricePerKwhT1`, `PricePerKwhT2`,
     /// `PricePerM3Gas`, `PricePerM3Water` and `Currency`); unset, no cost.
     pub tariff: Option<Tariff>,
     /// `ALERT_TOPIC_ARN`, `ALERT_WEBHOOK_URL`, `ALERT_NTFY_URL` and

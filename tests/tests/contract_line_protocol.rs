@@ -126,6 +126,72 @@ async fn home_assistant_writes_with_its_default_layout<S: TestStore>() {
 /// seconds): the grid meter's import and export entities (a DSMR reader's),
 /// and a plug in Wh. Each is a device with one counter, bought or sold as its
 /// name says; the day's energy per hour is the counter's own growth.
+/// Home Assistant's tariff entities (the DSMR integration's
+/// `..._consumption_tarif_1` and `_2`, a state each when it changes) are
+/// one meter (issue 79): its energy per hour is both tariffs', each
+/// tariff's kWh beside; no device per entity.
+async fn home_assistant_tariff_entities_are_one_meter<S: TestStore>() {
+    let app = app(S::fresh("lp-ha-tariffs").await, Some(TOKEN), RouteSet::All).await;
+    let v1 = [("db", "home_assistant"), ("p", TOKEN)];
+    let t0 = 1_795_219_200i64; // 2026-11-21T00:00:00Z
+    let (start1, start2) = (4021.117f64, 3817.25f64);
+    let (mut t1, mut t2) = (start1, start2);
+    let mut body = String::new();
+    // Tariff 2 (low) until 07:00, tariff 1 after: the running tariff's
+    // state every 10 minutes, as it changes.
+    for hour in 0..12i64 {
+        for step in 0..6i64 {
+            let t = (t0 + hour * 3600 + step * 600) * 1_000_000_000;
+            let (tariff, value) = match hour < 7 {
+                true => (2, &mut t2),
+                false => (1, &mut t1),
+            };
+            body += &format!(
+                "kWh,domain=sensor,entity_id=electricity_meter_energy_consumption_tarif_{tariff} value={},device_class_str=\"energy\",state_class_str=\"total_increasing\" {t}\n",
+                *value
+            );
+            *value = ((*value + 0.04) * 1000.0).round() / 1000.0;
+        }
+    }
+    let t = (t0 + 12 * 3600) * 1_000_000_000;
+    body += &format!(
+        "kWh,domain=sensor,entity_id=electricity_meter_energy_consumption_tarif_1 value={t1},device_class_str=\"energy\" {t}\n\
+         kWh,domain=sensor,entity_id=electricity_meter_energy_consumption_tarif_2 value={t2},device_class_str=\"energy\" {t}\n"
+    );
+    let resp = write(&app, "/write", &v1, &body, &[]).await;
+    assert_eq!(resp.status_code, 204, "{resp:?}");
+    let query = [DAY[0], DAY[1], ("bucket", "1h")];
+    let (status, e) = get(
+        &app,
+        "/devices/electricity_meter_energy_consumption/energy",
+        &query,
+    )
+    .await;
+    assert_eq!(status, 200, "{e}");
+    let buckets = e["buckets"].as_array().unwrap();
+    assert_eq!(buckets.len(), 12, "{e}");
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+    for (hour, b) in buckets.iter().enumerate() {
+        let got = |k: &str| b[k].as_f64().unwrap_or_else(|| panic!("{k}: {b}"));
+        let (one, two) = (got("kwh_bought_t1"), got("kwh_bought_t2"));
+        assert!(close(got("kwh_bought"), one + two), "hour {hour}: {b}");
+        match hour {
+            0..=5 => assert!(one == 0.0 && two > 0.1, "hour {hour}, tariff 2: {b}"),
+            7..=10 => assert!(one > 0.1 && two == 0.0, "hour {hour}, tariff 1: {b}"),
+            _ => {}
+        }
+    }
+    let total = |k: &str| e[k].as_f64().unwrap_or_else(|| panic!("{k}: {e}"));
+    assert!(close(total("kwh_bought_t1"), t1 - start1), "{e}");
+    assert!(close(total("kwh_bought_t2"), t2 - start2), "{e}");
+    assert!(close(total("kwh_bought"), t1 - start1 + t2 - start2), "{e}");
+    assert!(e.get("kwh_sold_t1").is_none(), "{e}");
+    for entity in ["_tarif_1", "_tarif_2"] {
+        let id = format!("electricity_meter_energy_consumption{entity}");
+        assert_eq!(readings(&app, &id).await, json!([]), "no device of its own");
+    }
+}
+
 async fn home_assistant_energy_counters_give_energy_each_way<S: TestStore>() {
     let app = app(S::fresh("lp-ha-energy").await, Some(TOKEN), RouteSet::All).await;
     let v1 = [("db", "home_assistant"), ("p", TOKEN)];
@@ -514,4 +580,5 @@ on_every_store_and_batches!(
     telegraf_creates_its_database_and_writes_gzip_nanoseconds,
     bad_lines_wrong_tokens_and_big_bodies_get_influxdbs_answers,
     ; items_only: home_assistant_energy_counters_give_energy_each_way,
+    home_assistant_tariff_entities_are_one_meter,
 );

@@ -527,46 +527,53 @@ fn the_price_parameters_reach_the_dashboard_function_and_default_to_none() {
             .map(str::to_owned)
             .unwrap_or_else(|| format!("{p:?}"))
     };
-    let lookup = |price: String, gas: String, water: String, currency: String| {
-        move |k: &str| match k {
+    const PRICES: [&str; 6] = [
+        "PRICE_PER_KWH",
+        "PRICE_PER_KWH_T1",
+        "PRICE_PER_KWH_T2",
+        "PRICE_PER_M3_GAS",
+        "PRICE_PER_M3_WATER",
+        "CURRENCY",
+    ];
+    // The template's defaults, but for `given`.
+    let config = |given: &[(&str, &str)]| {
+        let values: Vec<(String, String)> = PRICES
+            .iter()
+            .map(|name| {
+                let value = given
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map_or_else(|| default_of(name), |(_, v)| (*v).to_owned());
+                ((*name).to_owned(), value)
+            })
+            .collect();
+        shared::config::Config::from_lookup(move |k: &str| match k {
             "TABLE_NAME" => Some("t".to_owned()),
-            "PRICE_PER_KWH" => Some(price.clone()),
-            "PRICE_PER_M3_GAS" => Some(gas.clone()),
-            "PRICE_PER_M3_WATER" => Some(water.clone()),
-            "CURRENCY" => Some(currency.clone()),
-            _ => None,
-        }
+            k => values.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()),
+        })
+        .unwrap()
     };
-    let defaults = shared::config::Config::from_lookup(lookup(
-        default_of("PRICE_PER_KWH"),
-        default_of("PRICE_PER_M3_GAS"),
-        default_of("PRICE_PER_M3_WATER"),
-        default_of("CURRENCY"),
-    ))
-    .unwrap();
-    assert_eq!(defaults.tariff, None);
-    let priced = shared::config::Config::from_lookup(lookup(
-        "0.31".into(),
-        default_of("PRICE_PER_M3_GAS"),
-        default_of("PRICE_PER_M3_WATER"),
-        default_of("CURRENCY"),
-    ))
-    .unwrap();
-    let tariff = priced.tariff.unwrap();
+    assert_eq!(config(&[]).tariff, None);
+    let tariff = config(&[("PRICE_PER_KWH", "0.31")]).tariff.unwrap();
     assert_eq!((tariff.per_kwh(), tariff.currency()), (Some(0.31), "EUR"));
-    // Gas and water prices of their own (issue 79).
-    let priced = shared::config::Config::from_lookup(lookup(
-        String::new(),
-        "1.20".into(),
-        "4.5".into(),
-        default_of("CURRENCY"),
-    ))
-    .unwrap();
-    let tariff = priced.tariff.unwrap();
+    // Gas and water prices of their own, and each tariff's (issue 79).
+    let tariff = config(&[("PRICE_PER_M3_GAS", "1.20"), ("PRICE_PER_M3_WATER", "4.5")])
+        .tariff
+        .unwrap();
     use shared::domain::aggregate::counter::Counter;
     assert_eq!(tariff.per_kwh(), None);
     assert_eq!(tariff.price_of(Counter::Gas), Some(1.2));
     assert_eq!(tariff.price_of(Counter::Water), Some(4.5));
+    let tariff = config(&[
+        ("PRICE_PER_KWH", "0.30"),
+        ("PRICE_PER_KWH_T1", "0.22"),
+        ("PRICE_PER_KWH_T2", "0.41"),
+    ])
+    .tariff
+    .unwrap();
+    assert_eq!(tariff.price_of(Counter::BoughtT1), Some(0.22));
+    assert_eq!(tariff.price_of(Counter::BoughtT2), Some(0.41));
+    assert_eq!(tariff.price_of(Counter::Bought), Some(0.30));
 }
 
 /// The code's defaults are the template's: a function started with
