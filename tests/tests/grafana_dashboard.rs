@@ -3,7 +3,7 @@
 //! every panel's query, its macros filled in as Grafana fills them
 //! (`$timeFilter`, `$__interval`, a multi-value `$room`, the panel's own
 //! relative time), finds rows on `/query` on every engine, over a
-//! household's weeks with a gas meter.
+//! household's weeks with a gas meter and a two-tariff P1 meter.
 
 use integration_tests::household::household;
 use integration_tests::{
@@ -107,13 +107,28 @@ fn readings(now: i64) -> Vec<Value> {
         })
         .collect();
     let mut gas = 4_321.5f64;
+    // A two-tariff P1 meter: tariff 1 by day, tariff 2 by night.
+    let (mut t1, mut t2) = (4_021.117f64, 3_817.25f64);
+    let round = |v: f64| (v * 1000.0).round() / 1000.0;
     for hour in 0..days * 24 {
         gas += 0.05 + (hour % 24) as f64 * 0.01;
+        match hour % 24 {
+            7..=22 => t1 += 0.4,
+            _ => t2 += 0.3,
+        }
         let at = Timestamp::from_millis(now - (days * 24 - hour) * HOUR_MS).unwrap();
         out.push(
             json!({"device_id": "gas-meter", "timestamp": at.to_string(), "type": "meter",
-                        "gas_m3": (gas * 1000.0).round() / 1000.0}),
+                        "gas_m3": round(gas)}),
         );
+        // Its last ten days (the tariff panel's range holds them).
+        if hour >= (days - 10) * 24 {
+            out.push(
+                json!({"device_id": "p1", "timestamp": at.to_string(), "type": "power",
+                "cumulative_kwh_p": round(t1 + t2), "cumulative_kwh_p_t1": round(t1),
+                "cumulative_kwh_p_t2": round(t2)}),
+            );
+        }
     }
     out
 }
@@ -173,6 +188,7 @@ async fn every_panel_finds_rows<S: Store>(app: App<S>, now: i64) {
         "Gas per day",
         "Gas this month",
         "Water per day",
+        "Energy bought per day, by tariff",
     ] {
         assert!(titles.contains(&wanted), "{wanted}: {titles:?}");
     }
@@ -219,7 +235,7 @@ async fn every_panel_finds_rows_on_the_embedded_store() {
 }
 
 /// A table taking batches as blocks writes a device's hours and rollups
-/// from each request; the hourly gas and water meters' lone readings are
+/// from each request; the hourly gas, water and P1 meters' lone readings are
 /// items, which the stream functions fold, as on AWS.
 #[tokio::test]
 async fn every_panel_finds_rows_on_dynamodb() {
@@ -229,7 +245,7 @@ async fn every_panel_finds_rows_on_dynamodb() {
     let written = post(&app, now).await;
     let items: Vec<Reading> = written
         .into_iter()
-        .filter(|r| ["gas-meter", "water-meter"].contains(&r.device_id.as_str()))
+        .filter(|r| ["gas-meter", "water-meter", "p1"].contains(&r.device_id.as_str()))
         .collect();
     through_stream_functions(&app.store, &items).await;
     every_panel_finds_rows(app, now).await
