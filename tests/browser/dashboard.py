@@ -55,6 +55,7 @@ def readings(now):
     out = []
     plug = 40.0
     gas = [4021.117]
+    p1 = [4021.117, 3817.25]
     for i in range(576, 0, -1):
         t = now - datetime.timedelta(minutes=5 * i)
         ts = t.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -74,6 +75,16 @@ def readings(now):
         if 6 <= t.hour < 9 or 17 <= t.hour < 22:
             gas[0] += 0.011 * (1 + i % 2)
         out.append({"device_id": "gas-1", "timestamp": ts, "type": "meter", "gas_m3": round(gas[0], 3)})
+        # A two-tariff P1 meter with its gas (issue 79): tariff 1 from 07:00 to 23:00,
+        # tariff 2 at night, its registers and their sum in each telegram.
+        if 7 <= t.hour < 23:
+            p1[0] += 0.03 + 0.01 * (i % 3)
+        else:
+            p1[1] += 0.02
+        out.append({"device_id": "p1", "timestamp": ts, "type": "power",
+                    "cumulative_kwh_p": round(p1[0] + p1[1], 3), "cumulative_kwh_p_t1": round(p1[0], 3),
+                    "cumulative_kwh_p_t2": round(p1[1], 3), "current_w": 350 + (i % 7) * 40,
+                    "gas_m3": round(gas[0] + 812.5, 3)})
     return out
 
 
@@ -123,7 +134,7 @@ def main():
     binary = sys.argv[1]
     port = free_port()
     server = subprocess.Popen([binary, "serve", "--memory", "--addr", f"127.0.0.1:{port}", "--token", TOKEN,
-                               "--price-per-kwh", "0.30"],
+                               "--price-per-kwh", "0.30", "--price-per-kwh-t1", "0.22", "--price-per-kwh-t2", "0.41"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     driver = None
     failures = []
@@ -190,6 +201,39 @@ def main():
         check(console_errors(driver) == [], "gas meter console")
         if os.environ.get("SCREENSHOTS"):
             driver.save_screenshot(os.path.join(os.environ["SCREENSHOTS"], "gas-desktop.png"))
+
+        # A two-tariff P1 meter with gas (issue 79): one meter, each tariff's kWh in a
+        # column of its own at its own price, tariff 2 on top of its bars, its gas beside.
+        driver.get(base + "/ui/devices/p1?tz=UTC")
+        table = driver.find_element(By.CSS_SELECTOR, "#energy table.energy-totals")
+        heads = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
+        check(heads == ["Period", "Bought (kWh)", "Tariff 1 (kWh)", "Tariff 2 (kWh)", "Cost (EUR)", "Gas (m³)"],
+              f"the P1 meter's columns: {heads}")
+        row = table.find_element(By.CSS_SELECTOR, 'tr[data-period="Yesterday"]')
+        kwh = lambda css: float(row.find_element(By.CSS_SELECTOR, css).get_attribute("data-kwh"))
+        t1, t2, bought = kwh('[data-tariff="1"]'), kwh('[data-tariff="2"]'), kwh(".bought")
+        yesterday = urllib.parse.urlencode({"from": (midnight - datetime.timedelta(days=1)).isoformat(),
+                                            "to": midnight.isoformat(), "bucket": "1d"})
+        api = get_json(port, f"/devices/p1/energy?{yesterday}")
+        check(abs(t1 - api["kwh_bought_t1"]) < 1e-9 and abs(t2 - api["kwh_bought_t2"]) < 1e-9 and t1 > 1 and t2 > 0.5,
+              f"yesterday's tariffs: {t1}, {t2} shown, {api}")
+        check(abs(bought - (t1 + t2)) < 1e-6, f"the whole is its tariffs: {bought} = {t1} + {t2}")
+        cost = float(row.find_element(By.CSS_SELECTOR, ".cost").text)
+        check(abs(cost - (0.22 * t1 + 0.41 * t2)) <= 0.005 + 1e-9, f"each tariff at its price: {cost}")
+        fig = driver.find_element(By.CSS_SELECTOR, 'figure[data-chart="energy-hours"]')
+        fills = fig.find_element(By.CSS_SELECTOR, ".wide svg").get_attribute("innerHTML")
+        check("#6D28D9" in fills and "#B91C1C" in fills, "tariff 2 on top of the bought bars")
+        check(fig.get_attribute("data-tariffs") is not None, "the hour bars know the tariffs")
+        webdriver.ActionChains(driver).move_to_element(fig.find_element(By.CSS_SELECTOR, ".wide svg")).perform()
+        time.sleep(0.2)
+        tip = fig.find_element(By.CSS_SELECTOR, ".tip").text
+        check("in tariff 1" in tip and "in tariff 2" in tip, f"both tariffs under the pointer: {tip!r}")
+        check(bool(driver.find_elements(By.CSS_SELECTOR, 'figure[data-chart="gas-hours"]')), "and its gas bars")
+        check(console_errors(driver) == [], "P1 meter console")
+        if os.environ.get("SCREENSHOTS"):
+            driver.get(base + "/ui/devices/p1?tz=UTC#energy")
+            time.sleep(0.2)
+            driver.save_screenshot(os.path.join(os.environ["SCREENSHOTS"], "p1-desktop.png"))
         driver.get(base + "/")
 
         # A device page over a day: a point per reading (288 in 24 hours, 5-minute steps).
@@ -334,7 +378,8 @@ def main():
         driver.set_window_size(390, 844)
         for path, shot in [("/", "overview-phone.png"), ("/ui/devices/meter-1?range=24h", "device-phone.png"),
                            ("/ui/devices/meter-1?tz=Europe/Berlin#energy", "meter-phone.png"),
-                           ("/ui/devices/gas-1?tz=UTC#energy", "gas-phone.png")]:
+                           ("/ui/devices/gas-1?tz=UTC#energy", "gas-phone.png"),
+                           ("/ui/devices/p1?tz=UTC#energy", "p1-phone.png")]:
             driver.get(base + path)
             width = driver.execute_script("return document.documentElement.scrollWidth")
             inner = driver.execute_script("return window.innerWidth")

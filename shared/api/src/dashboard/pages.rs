@@ -53,7 +53,8 @@ input,button,select{font:inherit;padding:.35rem .5rem}
 button{background:var(--accent);color:#fff;border:0;border-radius:.25rem}
 .narrow{display:none}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-@media (max-width:480px){main{padding:.5rem}th,td{padding:.25rem}.hide-narrow{display:none}.wide{display:none}.narrow{display:block}}
+.short{display:none}
+@media (max-width:480px){main{padding:.5rem}section{padding:.75rem .5rem}table.energy-totals{font-size:.9rem}th,td{padding:.25rem}.hide-narrow{display:none}.wide{display:none}.narrow{display:block}.long{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}.short{display:inline}}
 "#;
 
 /// The value under the pointer: the nearest drawn point of the chart's
@@ -368,19 +369,28 @@ fn totals_row(
     }
 }
 
+/// A column's heading, and a shorter one for a phone (a meter with two
+/// tariffs and gas has six columns); the long one names it for a reader.
+fn heading(long: &str, short: &str) -> Markup {
+    html! {
+        span.long { (long) }
+        span.short aria-hidden="true" { (short) }
+    }
+}
+
 fn totals_head(first: &str, counters: Reported, tariff: Option<&Tariff>) -> Markup {
     html! {
         thead { tr {
             th scope="col" { (first) }
-            @if counters.bought { th.num scope="col" { "Bought (kWh)" } }
-            @if counters.bought_t1 { th.num scope="col" { "Tariff 1 (kWh)" } }
-            @if counters.bought_t2 { th.num scope="col" { "Tariff 2 (kWh)" } }
-            @if counters.sold { th.num scope="col" { "Sold (kWh)" } }
+            @if counters.bought { th.num scope="col" { (heading("Bought (kWh)", "Bought")) } }
+            @if counters.bought_t1 { th.num scope="col" { (heading("Tariff 1 (kWh)", "T1")) } }
+            @if counters.bought_t2 { th.num scope="col" { (heading("Tariff 2 (kWh)", "T2")) } }
+            @if counters.sold { th.num scope="col" { (heading("Sold (kWh)", "Sold")) } }
             @if let Some(tariff) = tariff.filter(|t| t.prices_any(counters)) {
-                th.num scope="col" { "Cost (" (tariff.currency()) ")" }
+                th.num scope="col" { (heading(&format!("Cost ({})", tariff.currency()), "Cost")) }
             }
-            @if counters.gas { th.num scope="col" { "Gas (m³)" } }
-            @if counters.water { th.num scope="col" { "Water (m³)" } }
+            @if counters.gas { th.num scope="col" { (heading("Gas (m³)", "Gas m³")) } }
+            @if counters.water { th.num scope="col" { (heading("Water (m³)", "Water m³")) } }
         } }
     }
 }

@@ -116,7 +116,7 @@ pub fn encode<S: AsRef<str>>(stored: &Stored<S>, start_ms: i64) -> Option<Vec<u8
         [Quantity::EnergyBought, Quantity::EnergySold].map(base),
     );
     if stored.t.is_some() {
-        out.byte(u8::from(stored.x.is_some()) * WITH_VOLUMES | WITH_TARIFFS);
+        out.byte((u8::from(stored.x.is_some()) * WITH_VOLUMES) | WITH_TARIFFS);
     }
     if let Some(x) = &stored.x {
         pair(
