@@ -506,4 +506,40 @@ mod tests {
         let sold = chain.read(Counter::Sold, t(2), 3.0).unwrap();
         assert_eq!((sold.from, sold.to, sold.amount), (t(0), t(2), 2.0));
     }
+
+    /// The tariffs' rule (issue 79): a meter whose readings carry its
+    /// tariffs and no total counts their sum as bought; one that carries
+    /// the total counts the total; a tariff counts on its own.
+    #[test]
+    fn bought_is_the_total_or_the_tariffs_sum() {
+        use crate::model::{DeviceId, Measurement};
+        let t = |m: i64| Timestamp::from_millis(1_800_000_000_000 + m * 60_000).unwrap();
+        let reading = |m: i64, values: Vec<(Quantity, f64)>| Reading {
+            device_id: DeviceId::parse("energy").unwrap(),
+            timestamp: t(m),
+            measurement: Measurement::new(None, values).unwrap(),
+        };
+        let entities = [
+            reading(0, vec![(Quantity::EnergyBoughtT1, 600.0)]),
+            reading(1, vec![(Quantity::EnergyBoughtT2, 400.0)]),
+            reading(10, vec![(Quantity::EnergyBoughtT1, 601.5)]),
+            reading(20, vec![(Quantity::EnergyBoughtT2, 400.25)]),
+        ];
+        assert_eq!(bought_between(&entities, t(0), t(30)), Some(1.75));
+        assert_eq!(counted_between(&entities, Counter::BoughtT2, t(0), t(30)), Some(0.25));
+        assert_eq!(counted_between(&entities, Counter::Sold, t(0), t(30)), None);
+        let telegram = |m: i64, t1: f64, t2: f64| {
+            reading(
+                m,
+                vec![
+                    (Quantity::EnergyBought, t1 + t2 + 10.0),
+                    (Quantity::EnergyBoughtT1, t1),
+                    (Quantity::EnergyBoughtT2, t2),
+                ],
+            )
+        };
+        let p1 = [telegram(0, 600.0, 400.0), telegram(10, 601.0, 400.5)];
+        assert_eq!(bought_between(&p1, t(0), t(30)), Some(1.5), "the total, once");
+        assert!(Counters::among([Quantity::EnergyBoughtT2]).bought, "a meter with a tariff buys");
+    }
 }
