@@ -532,7 +532,7 @@ async fn a_meter_s_page_has_energy_bars_with_totals<S: TestStore>() {
             ("energy-days", midnight - 29 * 86_400_000, "1d"),
         ] {
             let marker = format!("data-chart=\"{key}\"");
-            let values: Vec<(i64, i64, f64, f64)> = serde_json::from_str(
+            let values: Vec<(i64, i64, f64, f64, f64)> = serde_json::from_str(
                 &attr_after(&page, &marker, "data-values").replace("&quot;", "\""),
             )
             .unwrap();
@@ -731,7 +731,7 @@ async fn a_meter_shows_only_the_counters_it_has<S: TestStore>() {
     }
     assert!(!section.contains("data-chart=\"energy-"), "no kWh bars");
     let marker = "data-chart=\"gas-hours\"";
-    let values: Vec<(i64, i64, f64, f64)> =
+    let values: Vec<(i64, i64, f64, f64, f64)> =
         serde_json::from_str(&attr_after(section, marker, "data-values").replace("&quot;", "\""))
             .unwrap();
     let summed: f64 = values.iter().map(|v| v.2).sum();
