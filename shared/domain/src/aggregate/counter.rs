@@ -526,7 +526,10 @@ mod tests {
             reading(20, vec![(Quantity::EnergyBoughtT2, 400.25)]),
         ];
         assert_eq!(bought_between(&entities, t(0), t(30)), Some(1.75));
-        assert_eq!(counted_between(&entities, Counter::BoughtT2, t(0), t(30)), Some(0.25));
+        assert_eq!(
+            counted_between(&entities, Counter::BoughtT2, t(0), t(30)),
+            Some(0.25)
+        );
         assert_eq!(counted_between(&entities, Counter::Sold, t(0), t(30)), None);
         let telegram = |m: i64, t1: f64, t2: f64| {
             reading(
@@ -539,7 +542,14 @@ mod tests {
             )
         };
         let p1 = [telegram(0, 600.0, 400.0), telegram(10, 601.0, 400.5)];
-        assert_eq!(bought_between(&p1, t(0), t(30)), Some(1.5), "the total, once");
-        assert!(Counters::among([Quantity::EnergyBoughtT2]).bought, "a meter with a tariff buys");
+        assert_eq!(
+            bought_between(&p1, t(0), t(30)),
+            Some(1.5),
+            "the total, once"
+        );
+        assert!(
+            Counters::among([Quantity::EnergyBoughtT2]).bought,
+            "a meter with a tariff buys"
+        );
     }
 }
