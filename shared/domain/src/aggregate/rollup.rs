@@ -756,7 +756,7 @@ mod tests {
                 .filter(|h| h.start >= piece.from() && h.end() <= piece.to())
             {
                 stats.add_tally(h.start, &h.all);
-                if h.continues(&energy.chain()) {
+                if h.continues(energy.chain()) {
                     energy.add_counters(h.start, h.spans());
                 } else {
                     for r in all
