@@ -425,6 +425,16 @@ fn period_row<'a>(table: &'a str, period: &str) -> &'a str {
     table[at..].split("</tr>").next().unwrap()
 }
 
+/// The cost a table's row shows.
+fn cost_in(row: &str) -> f64 {
+    row.split("class=\"num cost\">")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .unwrap_or_else(|| panic!("no cost: {row}"))
+        .parse()
+        .unwrap()
+}
+
 /// A meter that reports its bought counter alone, beside the two-counter one.
 fn bought_only() -> Vec<Value> {
     (0..156)
@@ -798,15 +808,7 @@ async fn a_gas_meter_costs_its_cubic_metres_at_the_gas_price<S: TestStore>() {
     let (day, from, to) = checked_day(now);
     let row = period_row(gas_table, day);
     let m3 = m3_gas_route(&app, "gas-1", from, to).await;
-    let cost: f64 = row
-        .split("class=\"num cost\">")
-        .nth(1)
-        .unwrap()
-        .split('<')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let cost = cost_in(row);
     assert!(m3 > 0.1, "{m3}");
     assert!(
         (cost - m3 * 1.2).abs() <= 0.005 + 1e-9,
@@ -911,15 +913,7 @@ async fn a_two_tariff_meter_keeps_its_tariffs_apart<S: TestStore>() {
         );
         assert!((shown("data-tariff=\"1\"") - t1).abs() < 1e-9, "{row}");
         assert!((shown("data-tariff=\"2\"") - t2).abs() < 1e-9, "{row}");
-        let cost: f64 = row
-            .split("class=\"num cost\">")
-            .nth(1)
-            .unwrap()
-            .split('<')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let cost = cost_in(row);
         let want = 0.2 * t1 + 0.4 * t2;
         assert!(
             (cost - want).abs() <= 0.005 + 1e-9,
