@@ -5,6 +5,8 @@ mod climate_box;
 mod id_index;
 mod ids;
 mod interval;
+mod known_ids;
+mod plain_json;
 mod quantity;
 mod raw_reading;
 mod reading;
@@ -18,6 +20,8 @@ pub use climate_box::ClimateBox;
 pub use id_index::{FastMap, IdIndex, SharedText};
 pub use ids::{device_id_text, DeviceId, IdError, Name, RoomId};
 pub use interval::parse_interval;
+pub use known_ids::{KnownIds, RequestIds};
+pub use plain_json::read_plain;
 pub use quantity::{
     celsius_from_fahrenheit, watts_from_kilowatts, whole_thousandths, Quantity, QuantityKind,
     ReadingKind, Spec,

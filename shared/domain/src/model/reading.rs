@@ -3,7 +3,7 @@
 //! is the ingest boundary: it reports every problem of a reading at once, by field.
 
 use super::raw_reading::{field, RawFields, RawReading, RawValue};
-use super::{DeviceId, Quantity, ReadingKind, RoomId, Timestamp};
+use super::{DeviceId, Quantity, ReadingKind, RequestIds, RoomId, Timestamp};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
@@ -196,6 +196,7 @@ impl Reading {
             Timestamp::MAX,
             |_| None,
             Source::Stored,
+            &mut RequestIds::default(),
         )
     }
 
@@ -205,7 +206,18 @@ impl Reading {
         now: Timestamp,
         room_of: impl Fn(&DeviceId) -> Option<RoomId>,
     ) -> Result<Reading, Vec<FieldProblem>> {
-        Self::from_raw_as(raw, now, room_of, Source::Request)
+        Self::from_raw_in(raw, now, room_of, &mut RequestIds::default())
+    }
+
+    /// `from_raw` of one reading of a batch: its device and room ids are
+    /// shared with the batch's other readings that name them (`ids`).
+    pub fn from_raw_in(
+        raw: &RawReading<'_>,
+        now: Timestamp,
+        room_of: impl Fn(&DeviceId) -> Option<RoomId>,
+        ids: &mut RequestIds,
+    ) -> Result<Reading, Vec<FieldProblem>> {
+        Self::from_raw_as(raw, now, room_of, Source::Request, ids)
     }
 
     fn from_raw_as(
@@ -213,6 +225,7 @@ impl Reading {
         now: Timestamp,
         room_of: impl Fn(&DeviceId) -> Option<RoomId>,
         source: Source,
+        ids: &mut RequestIds,
     ) -> Result<Reading, Vec<FieldProblem>> {
         let obj = match raw {
             RawReading::Object(fields) => fields.as_slice(),
@@ -226,7 +239,8 @@ impl Reading {
         let mut problems = Vec::new();
 
         let device_id = required_str(obj, "device_id", &mut problems).and_then(|s| {
-            DeviceId::parse(s)
+            ids.devices
+                .get_or_parse(s, DeviceId::parse)
                 .map_err(|e| problems.push(FieldProblem::new("device_id", e.to_string())))
                 .ok()
         });
@@ -259,7 +273,7 @@ impl Reading {
 
         // Unknown fields are rejected so that a typo ("temprature") is not silently
         // dropped. Problems of known quantities come after `room`, in catalogue order.
-        let mut values = Vec::new();
+        let mut values = Vec::with_capacity(obj.len());
         let mut value_problems: Vec<(Quantity, FieldProblem)> = Vec::new();
         for (key, v) in obj {
             let key = key.as_ref();
@@ -302,7 +316,9 @@ impl Reading {
                 }
             }
             None | Some(RawValue::Null) => None,
-            Some(RawValue::Str(s)) => RoomId::parse(s)
+            Some(RawValue::Str(s)) => ids
+                .rooms
+                .get_or_parse(s, RoomId::parse)
                 .map_err(|e| problems.push(FieldProblem::new("room", e.to_string())))
                 .ok(),
             Some(other) => {

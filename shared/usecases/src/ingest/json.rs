@@ -3,7 +3,7 @@
 
 use super::{IngestError, ReadingProblem, MAX_READINGS};
 use crate::registry::KnownRooms;
-use domain::model::{DeviceId, RawBody, RawReading, Reading, Timestamp};
+use domain::model::{read_plain, RawBody, RawReading, Reading, RequestIds, Timestamp};
 
 /// Parses and validates a body: one reading or an array of up to 1000. Every
 /// problem of every reading is reported; a single invalid reading rejects all.
@@ -12,7 +12,38 @@ pub fn parse_batch(
     now: Timestamp,
     registry: &KnownRooms,
 ) -> Result<Vec<Reading>, IngestError> {
-    // Straight into borrowed fields, not a `serde_json::Value` tree: see `RawReading`.
+    let mut checked = Checked::new(now, registry);
+    // A plain body (flat objects, no escapes) is read without serde_json
+    // (`read_plain`); any other, and every syntax error, by serde_json,
+    // from the start.
+    let count = match read_plain(body, MAX_READINGS, |index, item| checked.add(index, item)) {
+        Some(count) => count,
+        None => return parse_batch_without_fast_path(body, now, registry),
+    };
+    if count == 0 {
+        return Err(IngestError::Empty);
+    }
+    checked.finish()
+}
+
+/// `parse_batch` without the reader of plain bodies: what the fuzz target
+/// compares `parse_batch` against (the plain reader must never change an answer).
+#[doc(hidden)]
+pub fn parse_batch_without_fast_path(
+    body: &[u8],
+    now: Timestamp,
+    registry: &KnownRooms,
+) -> Result<Vec<Reading>, IngestError> {
+    let mut checked = Checked::new(now, registry);
+    for (index, item) in serde_body(body)?.iter().enumerate() {
+        checked.add(index, item);
+    }
+    checked.finish()
+}
+
+/// A body read by serde_json straight into borrowed fields, not a
+/// `serde_json::Value` tree (see `RawReading`), and its count checked.
+fn serde_body(body: &[u8]) -> Result<Vec<RawReading<'_>>, IngestError> {
     let parsed: RawBody = serde_json::from_slice(body).map_err(|e| IngestError::InvalidJson {
         message: e.to_string(),
         line: e.line(),
@@ -32,23 +63,47 @@ pub fn parse_batch(
             items.len()
         )));
     }
-    let room_of = |d: &DeviceId| registry.room_of(d);
-    let mut readings = Vec::with_capacity(items.len());
-    let mut problems = Vec::new();
-    for (index, item) in items.iter().enumerate() {
-        match Reading::from_raw(item, now, room_of) {
-            Ok(r) => readings.push(r),
-            Err(ps) => problems.extend(ps.into_iter().map(|p| ReadingProblem {
+    Ok(items)
+}
+
+/// A body's readings as they are checked, and every problem found.
+struct Checked<'r> {
+    now: Timestamp,
+    registry: &'r KnownRooms,
+    ids: RequestIds,
+    readings: Vec<Reading>,
+    problems: Vec<ReadingProblem>,
+}
+
+impl<'r> Checked<'r> {
+    fn new(now: Timestamp, registry: &'r KnownRooms) -> Self {
+        Self {
+            now,
+            registry,
+            ids: RequestIds::default(),
+            readings: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, index: usize, item: &RawReading<'_>) {
+        let registry = self.registry;
+        match Reading::from_raw_in(item, self.now, |d| registry.room_of(d), &mut self.ids) {
+            Ok(r) => self.readings.push(r),
+            Err(ps) => self.problems.extend(ps.into_iter().map(|p| ReadingProblem {
                 index,
                 field: p.field,
                 message: p.message,
             })),
         }
     }
-    if problems.is_empty() {
-        Ok(readings)
-    } else {
-        Err(IngestError::Invalid(problems))
+
+    fn finish(self) -> Result<Vec<Reading>, IngestError> {
+        if self.problems.is_empty() {
+            Ok(self.readings)
+        } else {
+            Err(IngestError::Invalid(self.problems))
+        }
     }
 }
 
@@ -56,6 +111,46 @@ pub fn parse_batch(
 mod tests {
     use super::*;
     use domain::model::Quantity;
+
+    /// Bodies of readings, good and bad, plain and not: the same answer
+    /// with and without the plain reader (the fuzz target checks any bytes).
+    #[test]
+    fn the_plain_reader_gives_the_answers_serde_json_gives() {
+        let now = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
+        let rooms = KnownRooms::default();
+        let one = r#"{"device_id":"t-1","room":"hall","temperature":20.5,"humidity":45,"timestamp":1763769600000}"#;
+        let thousand = format!("[{}]", vec![one; MAX_READINGS].join(","));
+        let too_many = format!("[{}]", vec![one; MAX_READINGS + 1].join(","));
+        let bodies = [
+            one.to_owned(),
+            format!("[{one},{one}]"),
+            format!(" [ {one} ,\n {one} ] "),
+            thousand,
+            too_many,
+            "[]".to_owned(),
+            "{}".to_owned(),
+            "3".to_owned(),
+            r#"[{"device_id":"t-1","temperature":20.5}]"#.to_owned(),
+            r#"[{"device_id":"bad id","room":"hall","temperature":"x","speed":3}]"#.to_owned(),
+            r#"[{"device_id":"m-1","power_w":-5e400}]"#.to_owned(),
+            r#"[{"device_id":"m-1","current_w":12,"timestamp":"2026-11-21T10:00:00Z"},1]"#
+                .to_owned(),
+            r#"[{"device_id":"m-\u0031","current_w":12}]"#.to_owned(),
+            format!(r#"[{one},{{"device_id":"t-2","temperature":1e999}}]"#),
+            format!("[{one}"),
+        ];
+        for body in &bodies {
+            let fast = parse_batch(body.as_bytes(), now, &rooms);
+            let slow = parse_batch_without_fast_path(body.as_bytes(), now, &rooms);
+            assert_eq!(fast, slow, "{body}");
+        }
+        // The readings of one device share its id's text.
+        let two = parse_batch(format!("[{one},{one}]").as_bytes(), now, &rooms).unwrap();
+        assert_eq!(
+            two[0].device_id.as_ref().as_ptr(),
+            two[1].device_id.as_ref().as_ptr()
+        );
+    }
 
     /// A value with 17 significant digits is stored as the `f64` its text
     /// names, bit for bit (serde_json's `float_roundtrip`; without it this

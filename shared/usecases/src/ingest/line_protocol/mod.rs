@@ -16,7 +16,9 @@
 //!   per quantity, with no time);
 //! * all or nothing: the first bad line rejects the request, naming the line.
 
-use domain::model::{plausible_time, DeviceId, Measurement, Quantity, Reading, RoomId, Timestamp};
+use domain::model::{
+    plausible_time, DeviceId, KnownIds, Measurement, Quantity, Reading, RoomId, Timestamp,
+};
 mod home_assistant;
 
 use line_protocol::{fast, numbered_lines, Field, LineView};
@@ -139,9 +141,9 @@ struct Gatherer {
     precision: Precision,
     now: Timestamp,
     // A batch names few devices and rooms, line after line: each is parsed
-    // once, then shared (an `Arc` each) instead of parsed and allocated again.
-    devices: Known<DeviceId>,
-    rooms: Known<RoomId>,
+    // once, then shared (`KnownIds`).
+    devices: KnownIds<DeviceId>,
+    rooms: KnownIds<RoomId>,
     /// The device and room of each numbered series (`LineView::series`)
     /// read so far: a series' lines share them, found without its tags.
     series: Vec<Option<(DeviceId, Option<RoomId>)>>,
@@ -155,8 +157,8 @@ impl Gatherer {
             first_skipped: None,
             precision,
             now,
-            devices: Known::default(),
-            rooms: Known::default(),
+            devices: KnownIds::default(),
+            rooms: KnownIds::default(),
             series: Vec::new(),
         }
     }
@@ -269,45 +271,7 @@ impl Gatherer {
     }
 }
 
-/// Ids already parsed in this request, most recent last (a handful: a
-/// linear search beats hashing).
-struct Known<T>(Vec<T>);
-
-impl<T> Default for Known<T> {
-    fn default() -> Self {
-        Self(Vec::new())
-    }
-}
-
-/// How many ids `Known` keeps.
-const KNOWN_IDS: usize = 16;
-
-impl<T: Clone + AsRef<str>> Known<T> {
-    fn get_or_parse<E>(
-        &mut self,
-        text: &str,
-        parse: impl Fn(&str) -> Result<T, E>,
-    ) -> Result<T, E> {
-        // The last bytes first: ids of a batch often differ only there
-        // (`sensor-2`, `sensor-3`), and a comparison of equal lengths is
-        // otherwise a call to `memcmp`.
-        let same = |id: &&T| {
-            let id = id.as_ref().as_bytes();
-            id.last() == text.as_bytes().last() && id == text.as_bytes()
-        };
-        if let Some(id) = self.0.iter().rev().find(same) {
-            return Ok(id.clone());
-        }
-        let id = parse(text)?;
-        if self.0.len() == KNOWN_IDS {
-            self.0.remove(0);
-        }
-        self.0.push(id.clone());
-        Ok(id)
-    }
-}
-
-fn device_of(line: &impl LineView, known: &mut Known<DeviceId>) -> Result<DeviceId, String> {
+fn device_of(line: &impl LineView, known: &mut KnownIds<DeviceId>) -> Result<DeviceId, String> {
     let (tag, mut value) = DEVICE_TAGS
         .iter()
         .find_map(|t| line.tag(t).map(|v| (*t, v)))
