@@ -26,7 +26,8 @@
 //! `cargo bench -p system-benches --bench versus_victoriametrics` after
 //! `cargo build --release -p ingester-local` (`scripts/bench` does both and
 //! installs `victoria-metrics` when it is missing). `VERSUS_VM_DAYS=365`
-//! posts a year of the household instead of 30 days. Under `cargo test` it runs
+//! posts a year of the household instead of 30 days; `VERSUS_VM_MODEL=noisy`
+//! posts `noise_models`' noisy household instead of the bench's own. Under `cargo test` it runs
 //! one day against the debug server, and VictoriaMetrics only if installed.
 
 mod common;
@@ -152,7 +153,16 @@ fn main() {
     // Days that closed a day ago: sealed at once on our side.
     let end = now_ms - now_ms.rem_euclid(DAY_MS) - DAY_MS;
     let start = end - days * DAY_MS;
-    let samples = walking_household(days, start);
+    // VERSUS_VM_MODEL=noisy posts `noise_models`' noisy household (the
+    // same devices, wider walks and a meter's spikes: issue 80) instead of
+    // the bench's own.
+    let model = std::env::var("VERSUS_VM_MODEL").unwrap_or_else(|_| "household".into());
+    let samples = match model.as_str() {
+        "household" => walking_household(days, start),
+        "noisy" => common::noise::noisy_household(days, start),
+        other => panic!("VERSUS_VM_MODEL={other}: household or noisy"),
+    };
+    println!("(the {model} model)");
 
     let (server, db) = start_ours(&dir);
     let vm_server = Victoria::start(&dir);

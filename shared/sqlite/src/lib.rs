@@ -359,7 +359,12 @@ impl SqliteStore {
         let store = self.clone();
         match tokio::task::spawn_blocking(move || op(&store)).await {
             Ok(value) => value,
-            Err(err) => std::panic::resume_unwind(err.into_panic()),
+            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+            // Cancelled before it ran: the runtime is shutting down (a stop
+            // while a sweep waited for the pool), and this task goes with
+            // it. It has nothing to return, and must not panic: a panic
+            // here aborted the process at every such stop.
+            Err(_) => std::future::pending().await,
         }
     }
 
