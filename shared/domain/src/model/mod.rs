@@ -21,7 +21,7 @@ pub use id_index::{FastMap, IdIndex, SharedText};
 pub use ids::{device_id_text, DeviceId, IdError, Name, RoomId};
 pub use interval::parse_interval;
 pub use known_ids::{KnownIds, RequestIds};
-pub use plain_json::{halves as plain_json_halves, read_objects, read_plain};
+pub use plain_json::read_plain;
 pub use quantity::{
     celsius_from_fahrenheit, watts_from_kilowatts, whole_thousandths, Quantity, QuantityKind,
     ReadingKind, Spec,

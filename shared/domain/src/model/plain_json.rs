@@ -23,68 +23,49 @@ pub fn read_plain<'a>(
 ) -> Option<usize> {
     let text = std::str::from_utf8(body).ok()?;
     let mut r = Reader { text, at: 0 };
+    let mut reading = RawReading::Object(Vec::with_capacity(8));
+    let mut count = 0;
     r.skip_space();
-    let count = match r.peek()? {
-        b'{' => r.objects(1, None, &mut each)?,
+    match r.peek()? {
+        b'{' => {
+            let RawReading::Object(fields) = &mut reading else {
+                unreachable!("an object")
+            };
+            r.object(fields)?;
+            each(0, &reading);
+            count = 1;
+        }
         b'[' => {
             r.at += 1;
             r.skip_space();
             if r.peek()? == b']' {
                 r.at += 1;
-                0
             } else {
-                r.objects(most, Some(b']'), &mut each)?
+                loop {
+                    if count == most {
+                        return None;
+                    }
+                    r.skip_space();
+                    let RawReading::Object(fields) = &mut reading else {
+                        unreachable!("an object")
+                    };
+                    fields.clear();
+                    r.object(fields)?;
+                    each(count, &reading);
+                    count += 1;
+                    r.skip_space();
+                    match r.next()? {
+                        b',' => continue,
+                        b']' => break,
+                        _ => return None,
+                    }
+                }
             }
         }
         _ => return None,
-    };
+    }
     r.skip_space();
     (r.at == text.len()).then_some(count)
-}
-
-/// A plain array body cut between two of its objects near its middle: the
-/// first half's objects and the second's, each a run of objects separated
-/// by commas (`read_objects`), without the brackets. `None` when the body
-/// is not an array, holds a backslash (a quote's meaning would need the
-/// escapes read) or has no cut after its middle. A cut in the wrong place
-/// (a body that is not plain after all) fails to read, and the whole body
-/// is then read as one.
-pub fn halves(body: &[u8]) -> Option<(&str, &str)> {
-    let text = std::str::from_utf8(body).ok()?;
-    let inner = text
-        .trim_matches([' ', '\t', '\n', '\r'])
-        .strip_prefix('[')?
-        .strip_suffix(']')?;
-    let b = inner.as_bytes();
-    if b.contains(&b'\\') {
-        return None;
-    }
-    // Inside a string after an odd number of quotes.
-    let middle = b.len() / 2;
-    let mut in_string = b[..middle].iter().filter(|&&c| c == b'"').count() % 2 == 1;
-    let mut at = middle;
-    let close = loop {
-        match *b.get(at)? {
-            b'"' => in_string = !in_string,
-            b'}' if !in_string => break at,
-            _ => {}
-        }
-        at += 1;
-    };
-    let rest = inner[close + 1..].trim_start_matches([' ', '\t', '\n', '\r']);
-    Some((&inner[..=close], rest.strip_prefix(',')?))
-}
-
-/// Calls `each` with the index (from 0) and fields of every object of a run
-/// of objects separated by commas (a half of `halves`), and gives how many
-/// there were; `None` when it is not plain or holds more than `most`.
-pub fn read_objects<'a>(
-    text: &'a str,
-    most: usize,
-    mut each: impl FnMut(usize, &RawReading<'a>),
-) -> Option<usize> {
-    let mut r = Reader { text, at: 0 };
-    r.objects(most, None, &mut each)
 }
 
 /// Where the first `"`, `\` or control character of `bytes` is, eight
@@ -144,41 +125,6 @@ impl<'a> Reader<'a> {
     fn skip_space(&mut self) {
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.at += 1;
-        }
-    }
-
-    /// Objects separated by commas, up to `end` (`]`, or the text's end
-    /// when `None`), each lent to `each` in one vector read into again.
-    fn objects(
-        &mut self,
-        most: usize,
-        end: Option<u8>,
-        each: &mut impl FnMut(usize, &RawReading<'a>),
-    ) -> Option<usize> {
-        let mut reading = RawReading::Object(Vec::with_capacity(8));
-        let mut count = 0;
-        loop {
-            if count == most {
-                return None;
-            }
-            self.skip_space();
-            let RawReading::Object(fields) = &mut reading else {
-                unreachable!("an object")
-            };
-            fields.clear();
-            self.object(fields)?;
-            each(count, &reading);
-            count += 1;
-            self.skip_space();
-            match (self.peek(), end) {
-                (Some(b','), _) => self.at += 1,
-                (Some(b), Some(e)) if b == e => {
-                    self.at += 1;
-                    return Some(count);
-                }
-                (None, None) => return Some(count),
-                _ => return None,
-            }
         }
     }
 
@@ -458,31 +404,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn a_body_is_cut_between_two_objects_after_its_middle_outside_strings() {
-        let body = br#" [{"a":"},{"},{"b":"x}"},{"c":1}] "#;
-        let (first, second) = halves(body).unwrap();
-        assert_eq!(first, r#"{"a":"},{"},{"b":"x}"}"#);
-        assert_eq!(second, r#"{"c":1}"#);
-        let mut seen = Vec::new();
-        assert_eq!(
-            read_objects(first, 10, |i, r| seen.push((i, owned(r)))),
-            Some(2)
-        );
-        assert_eq!(
-            read_objects(second, 10, |i, r| seen.push((i, owned(r)))),
-            Some(1)
-        );
-        assert_eq!(seen.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1, 0]);
-        // Not an array, a backslash, or nothing after the middle to cut at.
-        assert_eq!(halves(br#"{"a":1}"#), None);
-        assert_eq!(halves(br#"[{"a":"\u0041"},{"b":1}]"#), None);
-        assert_eq!(halves(br#"[{"a":1}]"#), None);
-        assert_eq!(read_objects(r#"{"a":1},"#, 10, |_, _| {}), None);
-        assert_eq!(read_objects(r#"{"a":1}]"#, 10, |_, _| {}), None);
-        assert_eq!(read_objects(r#"{"a":1},{"a":2}"#, 1, |_, _| {}), None);
     }
 
     #[test]

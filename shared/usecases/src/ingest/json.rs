@@ -3,10 +3,7 @@
 
 use super::{IngestError, ReadingProblem, MAX_READINGS};
 use crate::registry::KnownRooms;
-use domain::model::{
-    plain_json_halves, read_objects, read_plain, RawBody, RawReading, Reading, RequestIds,
-    Timestamp,
-};
+use domain::model::{read_plain, RawBody, RawReading, Reading, RequestIds, Timestamp};
 
 /// Parses and validates a body: one reading or an array of up to 1000. Every
 /// problem of every reading is reported; a single invalid reading rejects all.
@@ -15,53 +12,18 @@ pub fn parse_batch(
     now: Timestamp,
     registry: &KnownRooms,
 ) -> Result<Vec<Reading>, IngestError> {
+    let mut checked = Checked::new(now, registry);
     // A plain body (flat objects, no escapes) is read without serde_json
     // (`read_plain`); any other, and every syntax error, by serde_json,
     // from the start.
-    let plain = match plain_json_halves(body).filter(|_| body.len() >= HALVES_FROM) {
-        // A large body's second half is read on a thread of its own, while
-        // this one reads the first: a server's other core is otherwise idle
-        // while a batch is parsed (docs/BENCHMARKS.md, "Two halves").
-        Some((first, second)) => std::thread::scope(|s| {
-            let second = s.spawn(|| checked_objects(second, now, registry));
-            let first = checked_objects(first, now, registry);
-            let second = second
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            Some(first?.followed_by(second?))
-        }),
-        None => {
-            let mut checked = Checked::new(now, registry);
-            read_plain(body, MAX_READINGS, |index, item| checked.add(index, item)).map(|_| checked)
-        }
+    let count = match read_plain(body, MAX_READINGS, |index, item| checked.add(index, item)) {
+        Some(count) => count,
+        None => return parse_batch_without_fast_path(body, now, registry),
     };
-    match plain {
-        Some(checked) if checked.count <= MAX_READINGS => {
-            if checked.count == 0 {
-                return Err(IngestError::Empty);
-            }
-            checked.finish()
-        }
-        _ => parse_batch_without_fast_path(body, now, registry),
+    if count == 0 {
+        return Err(IngestError::Empty);
     }
-}
-
-/// From this many bytes (a hundred readings or so) a plain body is read in
-/// two halves: below it, starting a thread costs more than the half saves.
-const HALVES_FROM: usize = 16 * 1024;
-
-/// A half's objects read and checked (`plain_json_halves`), or `None` when
-/// they are not plain.
-fn checked_objects<'r>(
-    objects: &str,
-    now: Timestamp,
-    registry: &'r KnownRooms,
-) -> Option<Checked<'r>> {
-    let mut checked = Checked::new(now, registry);
-    read_objects(objects, MAX_READINGS, |index, item| {
-        checked.add(index, item)
-    })?;
-    Some(checked)
+    checked.finish()
 }
 
 /// `parse_batch` without the reader of plain bodies: what the fuzz target
@@ -111,8 +73,6 @@ struct Checked<'r> {
     ids: RequestIds,
     readings: Vec<Reading>,
     problems: Vec<ReadingProblem>,
-    /// Objects read, good or bad.
-    count: usize,
 }
 
 impl<'r> Checked<'r> {
@@ -123,26 +83,10 @@ impl<'r> Checked<'r> {
             ids: RequestIds::default(),
             readings: Vec::new(),
             problems: Vec::new(),
-            count: 0,
         }
     }
 
-    /// These readings, then `later`'s (the body's objects after them,
-    /// numbered from 0 again).
-    fn followed_by(mut self, later: Checked<'_>) -> Self {
-        let offset = self.count;
-        self.readings.extend(later.readings);
-        self.problems
-            .extend(later.problems.into_iter().map(|p| ReadingProblem {
-                index: p.index + offset,
-                ..p
-            }));
-        self.count += later.count;
-        self
-    }
-
     fn add(&mut self, index: usize, item: &RawReading<'_>) {
-        self.count += 1;
         let registry = self.registry;
         match Reading::from_raw_in(item, self.now, |d| registry.room_of(d), &mut self.ids) {
             Ok(r) => self.readings.push(r),
@@ -208,11 +152,11 @@ mod tests {
         );
     }
 
-    /// A body read in two halves answers as one read whole: the problems of
-    /// the second half are numbered from the body's start, and strings that
-    /// hold braces and commas around the middle do not move the cut.
+    /// A bad reading anywhere in a batch of 600 is named by its index, as
+    /// serde_json's path names it: strings that hold braces and commas,
+    /// escapes, nesting and bad values.
     #[test]
-    fn a_body_read_in_two_halves_answers_as_one_read_whole() {
+    fn a_bad_reading_among_many_answers_as_serde_json_does() {
         let now = Timestamp::parse("2026-11-22T00:00:00Z").unwrap();
         let rooms = KnownRooms::default();
         let good = |i: usize| {
@@ -236,7 +180,6 @@ mod tests {
                     .map(|i| if i == bad_at { odd.to_owned() } else { good(i) })
                     .collect();
                 let body = format!("[{}]", items.join(",\n"));
-                assert!(body.len() >= HALVES_FROM);
                 let fast = parse_batch(body.as_bytes(), now, &rooms);
                 let slow = parse_batch_without_fast_path(body.as_bytes(), now, &rooms);
                 assert_eq!(fast, slow, "{odd} at {bad_at}");

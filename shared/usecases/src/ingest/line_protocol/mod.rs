@@ -104,48 +104,13 @@ pub fn parse(
     // libraries') take the fast parser. Line numbers are only needed for an
     // error, so a body that fails, or is not plain, is read by the crate's
     // parser line by line, which names the line (and forgives `\r\n` endings).
-    let plain = match halves(body) {
-        // A large body's second half is read on a thread of its own, while
-        // this one reads the first: a server's other core is otherwise idle
-        // while a batch is parsed (docs/BENCHMARKS.md, "Two halves").
-        Some((first, second)) => std::thread::scope(|s| {
-            let second = s.spawn(|| gather_plain(second, precision, now));
-            let first = gather_plain(first, precision, now);
-            let second = second
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            Some(first?.followed_by(second?))
-        }),
-        None => gather_plain(body, precision, now),
-    };
-    if let Some(Ok(lines)) = plain.map(|p| p.finish(&room_of)) {
-        return Ok(lines);
+    let mut plain = Gatherer::new(body, precision, now);
+    if let Some(Ok(())) = fast::read_plain(body, |line| plain.line(0, line)) {
+        if let Ok(lines) = plain.finish(&room_of) {
+            return Ok(lines);
+        }
     }
     parse_without_fast_path(body, precision, now, room_of)
-}
-
-/// From this many bytes (a few hundred lines) a body is read in two halves:
-/// below it, starting a thread costs more than the half saves.
-const HALVES_FROM: usize = 16 * 1024;
-
-/// A large body cut at the line break nearest after its middle.
-fn halves(body: &str) -> Option<(&str, &str)> {
-    if body.len() < HALVES_FROM {
-        return None;
-    }
-    let middle = body.len() / 2;
-    let at = middle + memchr::memchr(b'\n', &body.as_bytes()[middle..])?;
-    Some((&body[..at], &body[at + 1..]))
-}
-
-/// `body`'s lines read by the fast parser, or `None` when it is not plain or
-/// a line is not right (then the crate's parser names it).
-fn gather_plain(body: &str, precision: Precision, now: Timestamp) -> Option<Gatherer> {
-    let mut plain = Gatherer::new(body, precision, now);
-    match fast::read_plain(body, |line| plain.line(0, line)) {
-        Some(Ok(())) => Some(plain),
-        _ => None,
-    }
 }
 
 /// `parse` without the fast parser for plain lines: what the fuzz target
@@ -251,14 +216,6 @@ impl Gatherer {
             values,
         });
         Ok(())
-    }
-
-    /// This body's lines, then `later`'s (read from the lines after them).
-    fn followed_by(mut self, later: Gatherer) -> Gatherer {
-        self.gathered.extend(later.gathered);
-        self.skipped += later.skipped;
-        self.first_skipped = self.first_skipped.or(later.first_skipped);
-        self
     }
 
     /// The readings: lines of one device at one time merged.
@@ -448,61 +405,6 @@ mod tests {
                 "{}", body
             );
         }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(40))]
-
-        /// A body large enough to be read in two halves reads as one read
-        /// whole: lines of one reading on both sides of the cut are merged,
-        /// a later line's value wins, skipped lines are counted, and a bad
-        /// line anywhere is named by its number.
-        #[test]
-        fn a_body_read_in_two_halves_reads_as_without_the_fast_path(
-            lines in prop::collection::vec(
-                (0..4usize, "temperature|humidity|current_w|x|temperature=\"q\"", -50.0..150.0f64, 0..4i64),
-                1..60,
-            ),
-            at in any::<prop::sample::Index>(),
-        ) {
-            let pad = |i: usize| format!("climate,device=d{} temperature={}.5 {}", i % 4, i % 30, 1_795_222_923_000 + (i % 4) as i64 * 60_000);
-            let mut body: Vec<String> = (0..700).map(pad).collect();
-            let middle: Vec<String> = lines
-                .iter()
-                .map(|(device, field, v, minute)| {
-                    let value = if field.contains('=') { field.clone() } else { format!("{field}={v:.1}") };
-                    format!("climate,device=d{device},room=r{device} {value} {}", 1_795_222_923_000 + minute * 60_000)
-                })
-                .collect();
-            let at = 300 + at.index(100);
-            body.splice(at..at, middle);
-            let body = body.join("\n");
-            prop_assert!(halves(&body).is_some());
-            prop_assert_eq!(
-                parse(&body, Precision::Milliseconds, now(), |_| None),
-                parse_without_fast_path(&body, Precision::Milliseconds, now(), |_| None),
-                "{}", body
-            );
-        }
-    }
-
-    #[test]
-    fn a_body_is_cut_in_halves_at_a_line_break_from_its_size_on() {
-        let line = "climate,device=d1 temperature=20.5 1795222923000\n";
-        let small = line.repeat(HALVES_FROM / line.len());
-        assert_eq!(halves(&small), None);
-        let large = line.repeat(HALVES_FROM / line.len() + 1);
-        let (first, second) = halves(&large).unwrap();
-        assert!(first.ends_with("1795222923000") && second.starts_with("climate,"));
-        assert_eq!(first.len() + 1 + second.len(), large.len());
-        assert_eq!(
-            parse(&large, Precision::Milliseconds, now(), |_| None)
-                .unwrap()
-                .readings
-                .len(),
-            1,
-            "one device at one time"
-        );
     }
 
     fn now() -> Timestamp {
