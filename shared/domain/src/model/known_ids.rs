@@ -4,13 +4,17 @@
 //! make the write path's `IdIndex` look-up one hash of an address.
 
 use super::{DeviceId, RoomId};
+use smallvec::SmallVec;
 
-/// Ids parsed so far, most recent last (a handful: a linear search beats hashing).
-pub struct KnownIds<T>(Vec<T>);
+/// Ids parsed so far, most recent last (a handful: a linear search beats
+/// hashing). The first few are kept inline: a single reading (an MQTT
+/// message, a device's stored latest reading as the registry loads) checks
+/// its ids through this too, and must not allocate for it.
+pub struct KnownIds<T>(SmallVec<[T; 4]>);
 
 impl<T> Default for KnownIds<T> {
     fn default() -> Self {
-        Self(Vec::new())
+        Self(SmallVec::new())
     }
 }
 
