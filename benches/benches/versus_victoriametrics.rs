@@ -26,8 +26,11 @@
 //! `cargo bench -p system-benches --bench versus_victoriametrics` after
 //! `cargo build --release -p ingester-local` (`scripts/bench` does both and
 //! installs `victoria-metrics` when it is missing). `VERSUS_VM_DAYS=365`
-//! posts a year of the household instead of 30 days; `VERSUS_VM_MODEL=noisy`
-//! posts `noise_models`' noisy household instead of the bench's own. Under `cargo test` it runs
+//! posts a year of the household instead of 30 days; `VERSUS_VM_MODEL`
+//! (`noisy`, `on-change`, `slow`, `fast`, `smart-meter`) posts one of
+//! `noise_models`' models instead of the bench's own, reads its `sensor-2`
+//! (the smart meter's `meter-1`) where the household's is read, and a year
+//! of that device for the long ranges. Under `cargo test` it runs
 //! one day against the debug server, and VictoriaMetrics only if installed.
 
 mod common;
@@ -90,7 +93,7 @@ impl Victoria {
             .sum()
     }
 
-    /// Daily min, max and mean of a room sensor's quantities: how many points.
+    /// Daily min, max and mean of each of a device's quantities: how many points.
     fn daily_stats(&self, device: &str, from: i64, to: i64) -> usize {
         let text = self.daily_stats_text(device, from, to);
         let v: Value = serde_json::from_str(&text).unwrap();
@@ -106,7 +109,7 @@ impl Victoria {
     fn daily_stats_text(&self, device: &str, from: i64, to: i64) -> String {
         let query = format!(
             "aggr_over_time((\"min_over_time\", \"max_over_time\", \"avg_over_time\"), \
-             {{__name__=~\"climate_(temperature|humidity)\", device=\"{device}\"}}[1d]) keep_metric_names"
+             {{device=\"{device}\"}}[1d]) keep_metric_names"
         );
         self.get(
             "/api/v1/query_range",
@@ -120,13 +123,19 @@ impl Victoria {
     }
 
     /// The newest reading of a device at `at`: how many series answered.
-    fn latest(&self, device: &str, at: i64) -> usize {
+    /// An instant query looks back five minutes: a device that reports on
+    /// change may have been silent longer, and is asked for its last value
+    /// in a day instead (`sparse`).
+    fn latest(&self, device: &str, at: i64, sparse: bool) -> usize {
+        let series = format!("{{device=\"{device}\"}}");
+        let query = if sparse {
+            format!("last_over_time({series}[1d])")
+        } else {
+            series
+        };
         let text = self.get(
             "/api/v1/query",
-            &[
-                ("query", &format!("{{device=\"{device}\"}}")),
-                ("time", &(at / 1000).to_string()),
-            ],
+            &[("query", &query), ("time", &(at / 1000).to_string())],
         );
         let v: Value = serde_json::from_str(&text).unwrap();
         v["data"]["result"].as_array().unwrap().len()
@@ -135,6 +144,104 @@ impl Victoria {
     /// Flushes and merges what it holds, stops cleanly, and reports its bytes on disk.
     fn stop(self) -> u64 {
         self.inner.stop_merged()
+    }
+}
+
+/// The device a bench's year is of: one of the model's devices, renamed.
+const YEAR_DEVICE: &str = "year-device";
+
+/// What the bench posts and reads: a model of `noise_models` (or the
+/// bench's own household), and the device whose raw day and stats are read.
+struct Posted {
+    /// Its readings over a number of days from a time.
+    make: fn(i64, i64) -> Vec<Sample>,
+    focus: &'static str,
+    /// Its devices may be silent for more than five minutes (theirs is then
+    /// asked for a device's latest value in a day).
+    sparse: bool,
+    /// A year of `focus` from the model (the household's own year sensor
+    /// otherwise: the figures of every earlier run).
+    own_year: bool,
+}
+
+impl Posted {
+    fn of(model: &str) -> Posted {
+        let (make, focus, sparse): (fn(i64, i64) -> Vec<Sample>, _, _) = match model {
+            "household" => (walking_household, "sensor-2", false),
+            "noisy" => (common::noise::noisy_household, "sensor-2", false),
+            "on-change" => (common::noise::on_change_sensors, "sensor-2", true),
+            "slow" => (
+                |d, s| common::noise::walking_sensors(d, s, 300_000),
+                "sensor-2",
+                false,
+            ),
+            "fast" => (
+                |d, s| common::noise::walking_sensors(d, s, 10_000),
+                "sensor-2",
+                false,
+            ),
+            "smart-meter" => (common::noise::smart_meter, "meter-1", false),
+            other => panic!(
+                "VERSUS_VM_MODEL={other}: household, noisy, on-change, slow, fast or smart-meter"
+            ),
+        };
+        Posted {
+            make,
+            focus,
+            sparse,
+            own_year: model == "household",
+        }
+    }
+
+    /// A year of one device from `start`, as `YEAR_DEVICE`: the model made
+    /// 30 days at a time (a model of four fast sensors is 12 million
+    /// readings a year), each month's walks starting again where the model
+    /// starts them.
+    fn year(&self, start: i64) -> Vec<Sample> {
+        if self.own_year {
+            return walking_sensor(YEAR_DEVICE, "attic", start, 365 * 1440, 9);
+        }
+        let mut out = Vec::new();
+        for month in (0..365).step_by(30) {
+            let days = (365 - month).min(30);
+            for mut s in (self.make)(days, start + month * DAY_MS) {
+                if s.device == self.focus {
+                    s.device = YEAR_DEVICE.into();
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A device's readings in a range of `samples`: how many, how many values
+/// (theirs keeps a series a quantity), and how many quantities.
+struct OfDevice {
+    readings: usize,
+    values: usize,
+    series: usize,
+}
+
+fn of_device(samples: &[Sample], device: &str, from: i64, to: i64) -> OfDevice {
+    let mut names: Vec<&str> = Vec::new();
+    let (mut readings, mut values) = (0, 0);
+    for s in samples
+        .iter()
+        .filter(|s| s.device == device && (from..to).contains(&s.ms))
+    {
+        readings += 1;
+        values += s.values.len();
+        for (name, _) in &s.values {
+            if !names.contains(name) {
+                names.push(name);
+            }
+        }
+    }
+    OfDevice {
+        readings,
+        values,
+        series: names.len(),
     }
 }
 
@@ -153,15 +260,11 @@ fn main() {
     // Days that closed a day ago: sealed at once on our side.
     let end = now_ms - now_ms.rem_euclid(DAY_MS) - DAY_MS;
     let start = end - days * DAY_MS;
-    // VERSUS_VM_MODEL=noisy posts `noise_models`' noisy household (the
-    // same devices, wider walks and a meter's spikes: issue 80) instead of
-    // the bench's own.
+    // VERSUS_VM_MODEL names one of `noise_models`' models (issue 80: every
+    // figure on every model) instead of the bench's own household.
     let model = std::env::var("VERSUS_VM_MODEL").unwrap_or_else(|_| "household".into());
-    let samples = match model.as_str() {
-        "household" => walking_household(days, start),
-        "noisy" => common::noise::noisy_household(days, start),
-        other => panic!("VERSUS_VM_MODEL={other}: household or noisy"),
-    };
+    let posted = Posted::of(&model);
+    let samples = (posted.make)(days, start);
     println!("(the {model} model)");
 
     let (server, db) = start_ours(&dir);
@@ -197,7 +300,7 @@ fn main() {
 
     // A year of one room sensor, for the long ranges.
     let year_start = end - 365 * DAY_MS;
-    let year = full.then(|| walking_sensor("year-sensor", "attic", year_start, 365 * 1440, 9));
+    let year = full.then(|| posted.year(year_start));
     if let Some(year) = &year {
         let rates = ingest(&server, &dir.join("year"), vm, year);
         row::<Victoria>(
@@ -213,23 +316,28 @@ fn main() {
         v.get("/internal/force_flush", &[]);
     }
 
+    let focus = posted.focus;
     let day_from = end - DAY_MS;
     let (from, to) = (iso(day_from), iso(end));
+    let day = of_device(&samples, focus, day_from, end);
     for format in [COLUMNS_LABELS_ONCE, "columns"] {
-        assert_eq!(ours_range(&server, "sensor-2", &from, &to, format), 1440);
+        assert_eq!(ours_range(&server, focus, &from, &to, format), day.readings);
     }
     if let Some(v) = vm {
         assert_eq!(
-            v.export("sensor-2", day_from, end),
-            2 * 1440,
-            "two series of a day"
+            v.export(focus, day_from, end),
+            day.values,
+            "a value of each series of a day"
         );
     }
     // Nine rounds: a round is a few milliseconds, and the machine's noise
     // moved the median of five by a tenth. The labels given once, then in
     // every row.
     for (format, label) in [
-        (COLUMNS_LABELS_ONCE, "one device's raw day (1440 readings)"),
+        (
+            COLUMNS_LABELS_ONCE,
+            &*format!("one device's raw day ({} readings)", day.readings),
+        ),
         (
             "columns",
             "one device's raw day, ours with labels in every row",
@@ -239,11 +347,11 @@ fn main() {
             9,
             5,
             || {
-                std::hint::black_box(ours_range(&server, "sensor-2", &from, &to, format));
+                std::hint::black_box(ours_range(&server, focus, &from, &to, format));
             },
             vm.map(|v| {
                 move || {
-                    std::hint::black_box(v.export("sensor-2", day_from, end));
+                    std::hint::black_box(v.export(focus, day_from, end));
                 }
             }),
         );
@@ -259,15 +367,18 @@ fn main() {
         )
     };
     if let Some(v) = vm {
-        assert_eq!(v.daily_stats("sensor-2", start, end), 6 * days as usize);
+        assert_eq!(
+            v.daily_stats(focus, start, end),
+            3 * day.series * days as usize
+        );
     }
     let (mine, theirs) = turns(
         3,
         5,
-        || drop(ours_get(&server, &stats_path("sensor-2", start, "columns"))),
+        || drop(ours_get(&server, &stats_path(focus, start, "columns"))),
         vm.map(|v| {
             move || {
-                std::hint::black_box(v.daily_stats("sensor-2", start, end));
+                std::hint::black_box(v.daily_stats(focus, start, end));
             }
         }),
     );
@@ -279,10 +390,13 @@ fn main() {
         false,
     );
 
-    let devices = ["meter-1", "sensor-2", "sensor-3", "sensor-4"];
+    let mut devices: Vec<&str> = samples.iter().map(|s| s.device.as_str()).collect();
+    devices.sort_unstable();
+    devices.dedup();
+    let devices = &devices;
     if let Some(v) = vm {
         for d in devices {
-            assert!(v.latest(d, end - 1) >= 2, "{d}");
+            assert!(v.latest(d, end - 1, posted.sparse) >= 2, "{d}");
         }
     }
     let (mine, theirs) = turns(
@@ -296,18 +410,25 @@ fn main() {
         vm.map(|v| {
             move || {
                 for d in devices {
-                    v.latest(d, end - 1);
+                    v.latest(d, end - 1, posted.sparse);
                 }
             }
         }),
     );
-    row::<Victoria>("latest of each of 4 devices", mine, theirs, "ms", false);
+    row::<Victoria>(
+        &format!("latest of each of {} devices", devices.len()),
+        mine,
+        theirs,
+        "ms",
+        false,
+    );
 
-    if year.is_some() {
+    if let Some(year) = &year {
         let (from, to) = (iso(year_start), iso(end));
+        let whole = of_device(year, YEAR_DEVICE, year_start, end);
         assert_eq!(
-            ours_range(&server, "year-sensor", &from, &to, COLUMNS_LABELS_ONCE),
-            365 * 1440
+            ours_range(&server, YEAR_DEVICE, &from, &to, COLUMNS_LABELS_ONCE),
+            whole.readings
         );
         // Seven single reads each (a quarter of a second): the median of
         // three moved by a fifth between runs.
@@ -317,7 +438,7 @@ fn main() {
             || {
                 std::hint::black_box(ours_range(
                     &server,
-                    "year-sensor",
+                    YEAR_DEVICE,
                     &from,
                     &to,
                     COLUMNS_LABELS_ONCE,
@@ -325,33 +446,36 @@ fn main() {
             },
             vm.map(|v| {
                 move || {
-                    std::hint::black_box(v.export("year-sensor", year_start, end));
+                    std::hint::black_box(v.export(YEAR_DEVICE, year_start, end));
                 }
             }),
         );
         row::<Victoria>(
-            "one device's raw year (525,600 readings)",
+            &format!("one device's raw year ({} readings)", whole.readings),
             mine,
             theirs,
             "ms",
             false,
         );
         if let Some(v) = vm {
-            assert_eq!(v.daily_stats("year-sensor", year_start, end), 6 * 365);
+            assert_eq!(
+                v.daily_stats(YEAR_DEVICE, year_start, end),
+                3 * whole.series * 365
+            );
         }
         // Ours in columns, then as objects (the default), against theirs.
         for (format, label) in [
             ("columns", "daily min/max/mean over a year"),
             ("objects", "daily min/max/mean over a year, ours as objects"),
         ] {
-            let path = stats_path("year-sensor", year_start, format);
+            let path = stats_path(YEAR_DEVICE, year_start, format);
             let (mine, theirs) = turns(
                 3,
                 3,
                 || drop(ours_get(&server, &path)),
                 vm.map(|v| {
                     move || {
-                        std::hint::black_box(v.daily_stats("year-sensor", year_start, end));
+                        std::hint::black_box(v.daily_stats(YEAR_DEVICE, year_start, end));
                     }
                 }),
             );
@@ -362,13 +486,13 @@ fn main() {
         // alone. The server does the same work for both formats; the
         // objects' answer is 2.6 times the bytes of the columns', and a
         // client pays for parsing it into maps.
-        let path = stats_path("year-sensor", year_start, "objects");
+        let path = stats_path(YEAR_DEVICE, year_start, "objects");
         let ours_text = || {
             let (status, text) = ours(&server, "GET", &path, None);
             assert_eq!(status, 200, "{path}: {text}");
             text
         };
-        let theirs_text = vm.map(|v| move || v.daily_stats_text("year-sensor", year_start, end));
+        let theirs_text = vm.map(|v| move || v.daily_stats_text(YEAR_DEVICE, year_start, end));
         fetched_then_parsed(
             "daily min/max/mean over a year, as objects",
             (3, 3),
@@ -387,7 +511,7 @@ fn main() {
         // cannot follow summer time: their summer days are an hour off).
         let path = format!(
             "{}&tz=Europe/Berlin",
-            stats_path("year-sensor", year_start, "columns")
+            stats_path(YEAR_DEVICE, year_start, "columns")
         );
         const BERLIN_WINTER_MS: i64 = 3_600_000;
         let (mine, theirs) = turns(
@@ -397,7 +521,7 @@ fn main() {
             vm.map(|v| {
                 move || {
                     std::hint::black_box(v.daily_stats(
-                        "year-sensor",
+                        YEAR_DEVICE,
                         year_start - BERLIN_WINTER_MS,
                         end - BERLIN_WINTER_MS,
                     ));
@@ -417,7 +541,7 @@ fn main() {
     // time): the answer fetched (server and transfer), then the client's
     // parse of it alone (into `serde_json::Value`, as above).
     let day_page = format!(
-        "/devices/sensor-2/readings?from={from}&to={to}&limit=10000&format={COLUMNS_LABELS_ONCE}"
+        "/devices/{focus}/readings?from={from}&to={to}&limit=10000&format={COLUMNS_LABELS_ONCE}"
     );
     let ours_text = || ours(&server, "GET", &day_page, None).1;
     let theirs_text = vm.map(|v| {
@@ -425,7 +549,7 @@ fn main() {
             v.get(
                 "/api/v1/export",
                 &[
-                    ("match[]", "{device=\"sensor-2\"}"),
+                    ("match[]", &*format!("{{device=\"{focus}\"}}")),
                     ("start", &(day_from / 1000).to_string()),
                     ("end", &((end - 1) / 1000).to_string()),
                 ],

@@ -15,7 +15,7 @@
 use domain::aggregate::counter::{Chain, Counter};
 use domain::aggregate::rollup::Tally;
 use domain::aggregate::rollup_counters::RollupCounters;
-use domain::model::RoomId;
+use domain::model::{RoomId, Span};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
@@ -97,8 +97,10 @@ type KeptDay = (u64, Arc<[CachedHour]>);
 
 #[derive(Default)]
 struct Days {
-    /// By (device, day) number.
-    by_key: HashMap<(i64, i64), KeptDay>,
+    /// By device number, span and day number: a day's hours under
+    /// `Span::Hour`, a block of several days' days under `Span::Day` and
+    /// the block's first day.
+    by_key: HashMap<(i64, Span, i64), KeptDay>,
     bytes: usize,
 }
 
@@ -110,31 +112,48 @@ impl HourCache {
         }
     }
 
-    /// The hours of a device's day (`device` and `day` numbers), when they
-    /// were kept from the same bytes and chain (`fingerprint`).
-    pub fn get(&self, device: i64, day: i64, fingerprint: u64) -> Option<Arc<[CachedHour]>> {
+    /// The hours of a device's day (`device` and `day` numbers; `span`
+    /// `Hour`), or the days of its block of several days that begins on
+    /// `day` (`span` `Day`), when they were kept from the same bytes and
+    /// chain (`fingerprint`).
+    pub fn get(
+        &self,
+        device: i64,
+        span: Span,
+        day: i64,
+        fingerprint: u64,
+    ) -> Option<Arc<[CachedHour]>> {
         let days = self.days.lock().unwrap_or_else(|p| p.into_inner());
-        match days.by_key.get(&(device, day)) {
+        match days.by_key.get(&(device, span, day)) {
             Some((kept, hours)) if *kept == fingerprint => Some(hours.clone()),
             _ => None,
         }
     }
 
-    /// Keeps a day's hours, computed from what `fingerprint` names.
-    pub fn put(&self, device: i64, day: i64, fingerprint: u64, hours: Arc<[CachedHour]>) {
+    /// Keeps a day's hours (or a block's days), computed from what
+    /// `fingerprint` names.
+    pub fn put(
+        &self,
+        device: i64,
+        span: Span,
+        day: i64,
+        fingerprint: u64,
+        hours: Arc<[CachedHour]>,
+    ) {
         let cost = day_bytes(&hours);
         if cost > self.capacity {
             return;
         }
         let mut days = self.days.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, old)) = days.by_key.remove(&(device, day)) {
+        if let Some((_, old)) = days.by_key.remove(&(device, span, day)) {
             days.bytes -= day_bytes(&old);
         }
         if days.bytes + cost > self.capacity {
             *days = Days::default();
         }
         days.bytes += cost;
-        days.by_key.insert((device, day), (fingerprint, hours));
+        days.by_key
+            .insert((device, span, day), (fingerprint, hours));
     }
 
     /// The bytes kept.
@@ -194,15 +213,25 @@ mod tests {
     #[test]
     fn a_day_is_found_by_its_fingerprint_only() {
         let cache = HourCache::new(DEFAULT_CAPACITY);
-        cache.put(1, 20_000, 7, hours(24, 30));
-        assert_eq!(cache.get(1, 20_000, 7).unwrap().len(), 24);
-        assert!(cache.get(1, 20_000, 8).is_none(), "another fingerprint");
-        assert!(cache.get(1, 20_001, 7).is_none(), "another day");
-        assert!(cache.get(2, 20_000, 7).is_none(), "another device");
+        cache.put(1, Span::Hour, 20_000, 7, hours(24, 30));
+        assert_eq!(cache.get(1, Span::Hour, 20_000, 7).unwrap().len(), 24);
+        assert!(
+            cache.get(1, Span::Hour, 20_000, 8).is_none(),
+            "another fingerprint"
+        );
+        assert!(cache.get(1, Span::Hour, 20_001, 7).is_none(), "another day");
+        assert!(
+            cache.get(2, Span::Hour, 20_000, 7).is_none(),
+            "another device"
+        );
+        assert!(
+            cache.get(1, Span::Day, 20_000, 7).is_none(),
+            "a block's days, not the day's hours"
+        );
         // Kept again from other bytes: the new hours replace the old.
-        cache.put(1, 20_000, 8, hours(3, 30));
-        assert!(cache.get(1, 20_000, 7).is_none());
-        assert_eq!(cache.get(1, 20_000, 8).unwrap().len(), 3);
+        cache.put(1, Span::Hour, 20_000, 8, hours(3, 30));
+        assert!(cache.get(1, Span::Hour, 20_000, 7).is_none());
+        assert_eq!(cache.get(1, Span::Hour, 20_000, 8).unwrap().len(), 3);
         assert_eq!(cache.bytes(), day_bytes(&hours(3, 30)));
     }
 
@@ -211,18 +240,21 @@ mod tests {
         let one = day_bytes(&hours(24, 30));
         let cache = HourCache::new(one * 10);
         for day in 0..25 {
-            cache.put(1, day, 0, hours(24, 30));
+            cache.put(1, Span::Hour, day, 0, hours(24, 30));
             assert!(
                 cache.bytes() <= one * 10,
                 "{} after day {day}",
                 cache.bytes()
             );
-            assert!(cache.get(1, day, 0).is_some(), "the day just kept");
+            assert!(
+                cache.get(1, Span::Hour, day, 0).is_some(),
+                "the day just kept"
+            );
         }
         // A day larger than the whole cache is not kept.
         let small = HourCache::new(100);
-        small.put(1, 1, 0, hours(24, 30));
-        assert!(small.get(1, 1, 0).is_none());
+        small.put(1, Span::Hour, 1, 0, hours(24, 30));
+        assert!(small.get(1, Span::Hour, 1, 0).is_none());
         assert_eq!(small.bytes(), 0);
     }
 

@@ -44,7 +44,14 @@ impl RollupStore for SqliteStore {
             let mut bytes = 0;
             let sized = sized.map(|len| (len, &mut bytes));
             let found = match span {
-                Span::Day => rollups::day_tallies_within(conn, id, &range, room.as_ref(), sized)?,
+                Span::Day => rollups::day_tallies_within(
+                    conn,
+                    id,
+                    &range,
+                    room.as_ref(),
+                    sized,
+                    Some(&cache),
+                )?,
                 Span::Hour => rollups::hour_tallies_within(
                     conn,
                     (id, device),

@@ -137,7 +137,7 @@ pub fn first_after(
 /// one (the writer joins closed days alone): an open day's (every appended
 /// batch's) is stored without a look. (A row left for a day of such a
 /// block, were the clock to go back, is passed over by the reads:
-/// `each_stored`.)
+/// `each_day`.)
 pub fn put(conn: &Connection, device: i64, r: &Rollup, now_ms: i64) -> Result<(), StoreError> {
     let day = blocks::day_of(r.start.millis());
     if r.span == Span::Day
@@ -225,9 +225,9 @@ pub fn within(
         Span::Day => stored_within(
             conn,
             device,
-            span,
             range,
             sized.map(|pk_len| (pk_len, &mut bytes)),
+            cache,
         )?,
         Span::Hour => {
             let mut out = Vec::new();
@@ -318,12 +318,13 @@ pub fn hour_tallies_within(
 pub fn stored_within(
     conn: &Connection,
     device: i64,
-    span: Span,
     range: &TimeRange,
     mut sized: Option<(usize, &mut usize)>,
+    cache: Option<&HourCache>,
 ) -> Result<Vec<Rollup>, StoreError> {
+    let span = Span::Day;
     let mut out = Vec::with_capacity(spans_in(span, range));
-    each_stored(conn, device, span, range, |start, body, size| {
+    each_day(conn, device, range, cache, |start, body, size| {
         let sized = sized.as_mut().map(|(len, bytes)| (*len, &mut **bytes));
         out.push(decode_sized(span, start, body, size, sized)?);
         Ok(())
@@ -344,10 +345,11 @@ pub fn day_tallies_within(
     range: &TimeRange,
     room: Option<&RoomId>,
     mut sized: Option<(usize, &mut usize)>,
+    cache: Option<&HourCache>,
 ) -> Result<Vec<(Timestamp, Option<Tally>)>, StoreError> {
     let span = Span::Day;
     let mut out = Vec::with_capacity(spans_in(span, range));
-    each_stored(conn, device, span, range, |start, body, size| {
+    each_day(conn, device, range, cache, |start, body, size| {
         out.push(body_tally(span, start, body, size, room, &mut sized)?);
         Ok(())
     })?;
@@ -436,7 +438,7 @@ pub fn counters_within(
     use storage::format::billing;
     let mut out = Vec::with_capacity(spans_in(span, range));
     if span == Span::Day {
-        each_stored(conn, device, span, range, |start, body, size| {
+        each_day(conn, device, range, Some(cache), |start, body, size| {
             out.push(body_counters(span, start, body, size, &mut sized)?);
             Ok(())
         })?;
@@ -492,24 +494,23 @@ pub(super) fn spans_in(span: Span, range: &TimeRange) -> usize {
     spans.clamp(0, 366 * 24) as usize
 }
 
-/// Each stored rollup of `span` of a device that lies wholly inside
-/// `range`, oldest first: its start, body and the body's size kept with it.
-/// The days of blocks of several days (`block_spans`), which have no row,
-/// come computed from their blocks, in the form and size a row would have.
-fn each_stored(
+/// Each day rollup of a device that lies wholly inside `range`, oldest
+/// first: its start, body and the body's size kept with it. The days of
+/// blocks of several days (`block_spans`), which have no row, come computed
+/// from their blocks, in the form and size a row would have, and are kept
+/// in `cache` where one is given.
+fn each_day(
     conn: &Connection,
     device: i64,
-    span: Span,
     range: &TimeRange,
+    cache: Option<&HourCache>,
     mut each: impl FnMut(i64, &[u8], Option<i64>) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
+    let span = Span::Day;
     let last_start = range.to().millis() - span.millis();
-    let mut computed = match span {
-        Span::Day => computed_days(conn, device, range.from().millis(), last_start)?,
-        Span::Hour => Vec::new(),
-    }
-    .into_iter()
-    .peekable();
+    let mut computed = computed_days(conn, device, range.from().millis(), last_start, cache)?
+        .into_iter()
+        .peekable();
     let mut stmt = conn
         .prepare_cached(
             "SELECT start, body, size FROM rollups WHERE device = ?1 AND span = ?2
@@ -557,6 +558,7 @@ fn computed_days(
     device: i64,
     from: i64,
     last_start: i64,
+    cache: Option<&HourCache>,
 ) -> Result<Vec<(i64, Vec<u8>, i64)>, StoreError> {
     if last_start < from {
         return Ok(Vec::new());
@@ -567,16 +569,46 @@ fn computed_days(
     if several.is_empty() {
         return Ok(out);
     }
-    let device_id = super::names::device(conn, device)?;
+    let inside = |start: i64| (from..=last_start).contains(&start);
+    let mut device_id = None;
     let mut statement = blocks::day_rows_statement(conn)?;
     for (first, _) in several {
         let entering = entering(conn, device, first * domain::model::DAY_MS)?;
         let mut rows = blocks::DayRows::new(&mut statement, device, first..=first)?;
         let bodies = rows.bodies(first, first)?;
-        let rollups = blocks::spans_of_bodies(&device_id, first, bodies, Span::Day, entering)?;
+        // A year of a slow sensor's days is a year of its readings decoded
+        // and folded at every read: kept, under the fingerprint of the
+        // block's bytes and chain, as a day's hours are.
+        let fingerprint = cache.map(|_| hour_cache::fingerprint(bodies.clone(), &entering));
+        if let (Some(cache), Some(fingerprint)) = (cache, fingerprint) {
+            if let Some(kept) = cache.get(device, Span::Day, first, fingerprint) {
+                out.extend(
+                    kept.iter()
+                        .filter(|d| inside(d.start))
+                        .map(|d| (d.start, d.body.clone(), d.size as i64)),
+                );
+                continue;
+            }
+        }
+        let device_id = match &device_id {
+            Some(id) => id,
+            None => device_id.insert(super::names::device(conn, device)?),
+        };
+        let rollups = blocks::spans_of_bodies(device_id, first, bodies, Span::Day, entering)?;
+        if let (Some(cache), Some(fingerprint)) = (cache, fingerprint) {
+            let kept: std::sync::Arc<[CachedHour]> =
+                rollups.iter().map(cached).collect::<Result<_, _>>()?;
+            cache.put(device, Span::Day, first, fingerprint, kept.clone());
+            out.extend(
+                kept.iter()
+                    .filter(|d| inside(d.start))
+                    .map(|d| (d.start, d.body.clone(), d.size as i64)),
+            );
+            continue;
+        }
         for r in rollups {
             let start = r.start.millis();
-            if (from..=last_start).contains(&start) {
+            if inside(start) {
                 let (body, size) = stored_form(&r)?;
                 out.push((start, body, size as i64));
             }
@@ -626,7 +658,7 @@ fn hour_days(
     // The days' spans and entering chains: their counters, read past their
     // tallies (a year of them decoded whole was a fifth of a zone's energy).
     let mut read = Vec::with_capacity(spans_in(Span::Day, &days));
-    each_stored(conn, device, Span::Day, &days, |start, body, size| {
+    each_day(conn, device, &days, cache, |start, body, size| {
         read.push(body_counters(Span::Day, start, body, size, &mut None)?);
         Ok(())
     })?;
@@ -672,7 +704,7 @@ fn hour_days(
         let entering = day.entering();
         let fingerprint = cache.map(|_| hour_cache::fingerprint(bodies.clone(), &entering));
         if let (Some(cache), Some(fingerprint)) = (cache, fingerprint) {
-            if let Some(kept) = cache.get(device, number, fingerprint) {
+            if let Some(kept) = cache.get(device, Span::Hour, number, fingerprint) {
                 let span = kept_inside(&kept, range, last_hour);
                 out.push(DayHours::Kept(kept, span));
                 continue;
@@ -685,7 +717,7 @@ fn hour_days(
         if let (Some(cache), Some(fingerprint)) = (cache, fingerprint) {
             let kept: std::sync::Arc<[CachedHour]> =
                 hours.iter().map(cached).collect::<Result<_, _>>()?;
-            cache.put(device, number, fingerprint, kept.clone());
+            cache.put(device, Span::Hour, number, fingerprint, kept.clone());
             let span = kept_inside(&kept, range, last_hour);
             out.push(DayHours::Fresh(hours, kept, span));
             continue;

@@ -1020,6 +1020,53 @@ async fn a_late_reading_into_a_sealed_day_changes_its_kept_hours() {
     assert_ne!(after, before, "the late reading is in its hour");
 }
 
+/// The days of a block of several days (a slow sensor's) have no stored
+/// rollup: computed from the block at the first read, then kept, so a year
+/// of daily stats does not decode a year of readings at every read. A late
+/// reading into the block changes its bytes: its days are computed again,
+/// and answer as a store that never kept them does.
+#[tokio::test]
+async fn the_days_of_a_block_of_several_days_are_kept_until_it_changes() {
+    let now = Timestamp::now().millis();
+    let days: Vec<Reading> = (0..3 * 1440)
+        .step_by(10)
+        .map(|m| make(1, m, 1, (m % 7) as f64 / 10.0))
+        .collect();
+    let late = vec![make(1, 1440 + 125, 1, 0.99)];
+    let store = SqliteStore::in_memory().unwrap();
+    written(&store, std::slice::from_ref(&days), now);
+    assert_eq!(
+        (block_rows(&store), table_rows(&store, "block_spans")),
+        (1, 1),
+        "the three days in one block"
+    );
+    let sensor = DeviceId::parse("sensor-1").unwrap();
+    let range = domain::model::TimeRange::new(at(0), at(3 * 1440)).unwrap();
+    let read = |store: SqliteStore| {
+        let sensor = sensor.clone();
+        async move {
+            (
+                store
+                    .rollup_tallies(&sensor, Span::Day, &range, None)
+                    .await
+                    .unwrap(),
+                store.rollups(&sensor, Span::Day, &range).await.unwrap(),
+            )
+        }
+    };
+    assert_eq!(store.hours.bytes(), 0);
+    let before = read(store.clone()).await;
+    assert_eq!((before.0.len(), before.1.len()), (3, 3));
+    assert!(store.hours.bytes() > 0, "the block's days are kept");
+    assert_eq!(read(store.clone()).await, before, "from the kept days");
+    written(&store, std::slice::from_ref(&late), now);
+    let after = read(store.clone()).await;
+    let fresh = SqliteStore::in_memory().unwrap();
+    written(&fresh, &[days, late], now);
+    assert_eq!(after, read(fresh).await);
+    assert_ne!(after, before, "the late reading is in its day");
+}
+
 /// What the hour cache keeps of a sealed day of a room sensor and of a
 /// meter, each a reading a minute: the sizes docs/rollups.md gives its
 /// default bound by (`hour_cache::DEFAULT_CAPACITY`).
