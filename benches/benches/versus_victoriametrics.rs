@@ -9,9 +9,10 @@
 //!   JSON to a second server of ours;
 //! - with `--bench`, also a year of one room sensor (525,600 readings);
 //! - one device's raw day, and (with `--bench`) its raw year: ours with
-//!   `format=columns&labels=once` following cursors (the labels given once,
-//!   as theirs gives a series' labels; the day also with a label in every
-//!   row, `labels=each`), theirs by `/api/v1/export`; and, last, the raw day
+//!   `format=arrays&labels=once` following cursors (an array a column, the
+//!   labels given once, as theirs gives a series' values and labels; the
+//!   day also in `format=columns`, a row a reading, with the labels once and
+//!   in every row, `labels=each`), theirs by `/api/v1/export`; and, last, the raw day
 //!   split into the fetch alone and the client's parse alone;
 //! - daily min/max/mean over the 30 days and the year: ours `/stats` with
 //!   `format=columns` (and as objects, the default, over the year), theirs `aggr_over_time` of `min_over_time`, `max_over_time`,
@@ -320,7 +321,7 @@ fn main() {
     let day_from = end - DAY_MS;
     let (from, to) = (iso(day_from), iso(end));
     let day = of_device(&samples, focus, day_from, end);
-    for format in [COLUMNS_LABELS_ONCE, "columns"] {
+    for format in [ARRAYS_LABELS_ONCE, COLUMNS_LABELS_ONCE, "columns"] {
         assert_eq!(ours_range(&server, focus, &from, &to, format), day.readings);
     }
     if let Some(v) = vm {
@@ -331,12 +332,16 @@ fn main() {
         );
     }
     // Nine rounds: a round is a few milliseconds, and the machine's noise
-    // moved the median of five by a tenth. The labels given once, then in
-    // every row.
+    // moved the median of five by a tenth. Ours an array a column, then a
+    // row a reading, the labels given once, then in every row.
     for (format, label) in [
         (
-            COLUMNS_LABELS_ONCE,
+            ARRAYS_LABELS_ONCE,
             &*format!("one device's raw day ({} readings)", day.readings),
+        ),
+        (
+            COLUMNS_LABELS_ONCE,
+            "one device's raw day, ours a row a reading",
         ),
         (
             "columns",
@@ -427,7 +432,7 @@ fn main() {
         let (from, to) = (iso(year_start), iso(end));
         let whole = of_device(year, YEAR_DEVICE, year_start, end);
         assert_eq!(
-            ours_range(&server, YEAR_DEVICE, &from, &to, COLUMNS_LABELS_ONCE),
+            ours_range(&server, YEAR_DEVICE, &from, &to, ARRAYS_LABELS_ONCE),
             whole.readings
         );
         // Seven single reads each (a quarter of a second): the median of
@@ -441,7 +446,7 @@ fn main() {
                     YEAR_DEVICE,
                     &from,
                     &to,
-                    COLUMNS_LABELS_ONCE,
+                    ARRAYS_LABELS_ONCE,
                 ));
             },
             vm.map(|v| {
@@ -541,7 +546,7 @@ fn main() {
     // time): the answer fetched (server and transfer), then the client's
     // parse of it alone (into `serde_json::Value`, as above).
     let day_page = format!(
-        "/devices/{focus}/readings?from={from}&to={to}&limit=10000&format={COLUMNS_LABELS_ONCE}"
+        "/devices/{focus}/readings?from={from}&to={to}&limit=10000&format={ARRAYS_LABELS_ONCE}"
     );
     let ours_text = || ours(&server, "GET", &day_page, None).1;
     let theirs_text = vm.map(|v| {

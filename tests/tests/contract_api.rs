@@ -376,6 +376,81 @@ async fn pages_of_readings_come_as_columns_when_asked<S: TestStore>() {
     let (status, body) = get(&app, "/devices/meter-1/readings", &[("labels", "once")]).await;
     assert_eq!(status, 400);
     assert!(body.to_string().contains("labels"), "{body}");
+
+    // `format=arrays`: the columns page on its side, an array a column,
+    // with the same columns, labels and cursor; its cursor continues in
+    // columns.
+    for (path, limit) in [
+        ("/devices/meter-1/readings", "2"),
+        ("/rooms/bedroom/readings", "1"),
+        ("/readings", "3"),
+    ] {
+        for labels in ["each", "once"] {
+            let page = |format: &'static str| {
+                let app = &app;
+                async move {
+                    let query = [
+                        DAY[0],
+                        DAY[1],
+                        ("limit", limit),
+                        ("format", format),
+                        ("labels", labels),
+                    ];
+                    let (status, body) = get(app, path, &query).await;
+                    assert_eq!(status, 200, "{path} {format}: {body}");
+                    body
+                }
+            };
+            let (columns, arrays) = (page("columns").await, page("arrays").await);
+            for key in ["columns", "labels", "next_cursor"] {
+                assert_eq!(arrays.get(key), columns.get(key), "{path} {labels}: {key}");
+            }
+            assert!(arrays.get("values").is_none(), "{arrays}");
+            let rows = columns["values"].as_array().unwrap();
+            let width = columns["columns"].as_array().unwrap().len();
+            let turned: Vec<Value> = (0..width)
+                .map(|c| rows.iter().map(|row| row[c].clone()).collect())
+                .collect();
+            assert_eq!(arrays["arrays"], Value::Array(turned), "{path} {labels}");
+            assert!(!rows.is_empty(), "{path}");
+        }
+    }
+    let (status, first) = get(
+        &app,
+        "/devices/meter-1/readings",
+        &[DAY[0], DAY[1], ("limit", "1"), ("format", "arrays")],
+    )
+    .await;
+    assert_eq!(status, 200, "{first}");
+    let cursor = first["next_cursor"]
+        .as_str()
+        .expect("more than one reading");
+    let (status, next) = get(
+        &app,
+        "/devices/meter-1/readings",
+        &[
+            DAY[0],
+            DAY[1],
+            ("limit", "1"),
+            ("format", "columns"),
+            ("cursor", cursor),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{next}");
+    let second = objects["readings"][1]["timestamp"].as_str().unwrap();
+    assert_eq!(
+        next["values"][0][0],
+        json!(Timestamp::parse(second).unwrap().millis())
+    );
+    let (status, body) = get(
+        &app,
+        "/devices/meter-1/stats",
+        &[DAY[0], DAY[1], ("bucket", "1h"), ("format", "arrays")],
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("format"), "{body}");
 }
 
 async fn bad_query_parameters_and_cursors_get_400_naming_the_parameter<S: TestStore>() {

@@ -157,14 +157,17 @@ pub fn ours_influxql(server: &LocalServer, q: &str) -> Value {
 /// as `format` to `ours_range`.
 #[allow(dead_code)] // the VictoriaMetrics bench's
 pub const COLUMNS_LABELS_ONCE: &str = "columns&labels=once";
+/// The columns page on its side, an array a column, labels given once
+/// (issue 80): what a program reading long ranges asks for.
+pub const ARRAYS_LABELS_ONCE: &str = "arrays&labels=once";
 
 /// Every reading of a device's range, following cursors, in a page format
-/// (`objects`, `columns` or `COLUMNS_LABELS_ONCE`): how many.
+/// (`objects`, `columns`, `COLUMNS_LABELS_ONCE` or `ARRAYS_LABELS_ONCE`):
+/// how many.
 pub fn ours_range(server: &LocalServer, device: &str, from: &str, to: &str, format: &str) -> usize {
     let mut cursor: Option<String> = None;
     let mut n = 0;
-    let columns = format.starts_with("columns");
-    let rows = if columns { "values" } else { "readings" };
+    let columns = format.starts_with("columns") || format.starts_with("arrays");
     // The largest page each format takes (docs/api-behaviour.md).
     let limit = if columns { 10_000 } else { 1000 };
     loop {
@@ -174,7 +177,13 @@ pub fn ours_range(server: &LocalServer, device: &str, from: &str, to: &str, form
             path += &format!("&cursor={c}");
         }
         let page = ours_get(server, &path);
-        n += page[rows].as_array().unwrap().len();
+        n += if format.starts_with("arrays") {
+            page["arrays"][0].as_array().unwrap().len()
+        } else if columns {
+            page["values"].as_array().unwrap().len()
+        } else {
+            page["readings"].as_array().unwrap().len()
+        };
         match page["next_cursor"].as_str() {
             Some(c) => cursor = Some(c.to_owned()),
             None => return n,

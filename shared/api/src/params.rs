@@ -413,6 +413,8 @@ pub fn readings_query(
 pub enum PageFormat {
     Objects,
     Columns,
+    /// The columns page on its side: an array a column (`ColumnsPage`).
+    Arrays,
 }
 
 /// Where a columns page gives its readings' labels (`device_id`, `type`,
@@ -433,10 +435,10 @@ pub fn readings_request(
     now: Timestamp,
 ) -> Result<(ReadingsQuery, PageFormat, Labels), Problems> {
     let mut problems = Problems::new();
-    let format = page_format(&params.format, &mut problems);
+    let format = page_format(&params.format, true, &mut problems);
     let labels = labels(&params.labels, format, &mut problems);
     let max_limit = match format {
-        Some(PageFormat::Columns) => MAX_COLUMNS_LIMIT,
+        Some(PageFormat::Columns | PageFormat::Arrays) => MAX_COLUMNS_LIMIT,
         _ => MAX_LIMIT,
     };
     let shape = format.zip(labels);
@@ -456,7 +458,7 @@ fn labels(
         Some("once") if format == Some(PageFormat::Objects) => {
             problems.push((
                 "labels".into(),
-                "\"once\" applies to format=columns only (each object names its own device, type and room)".into(),
+                "\"once\" applies to format=columns and format=arrays only (each object names its own device, type and room)".into(),
             ));
             None
         }
@@ -487,16 +489,20 @@ fn with_format<Q, F>(
     }
 }
 
-/// `format`: `objects` (default) or `columns` (`None`: already reported).
-fn page_format(v: &Option<String>, problems: &mut Problems) -> Option<PageFormat> {
+/// `format`: `objects` (default) or `columns`, and `arrays` where a page of
+/// readings is asked for (`arrays`) (`None`: already reported).
+fn page_format(v: &Option<String>, arrays: bool, problems: &mut Problems) -> Option<PageFormat> {
     match value("format", v, problems) {
         None | Some("objects") => Some(PageFormat::Objects),
         Some("columns") => Some(PageFormat::Columns),
+        Some("arrays") if arrays => Some(PageFormat::Arrays),
         Some(v) => {
-            problems.push((
-                "format".into(),
-                format!("must be \"objects\" or \"columns\", got {v:?}"),
-            ));
+            let choices = if arrays {
+                "\"objects\", \"columns\" or \"arrays\""
+            } else {
+                "\"objects\" or \"columns\""
+            };
+            problems.push(("format".into(), format!("must be {choices}, got {v:?}")));
             None
         }
     }
@@ -508,7 +514,7 @@ pub fn stats_request(
     now: Timestamp,
 ) -> Result<(StatsQuery, PageFormat), Problems> {
     let mut problems = Problems::new();
-    let format = page_format(&params.format, &mut problems);
+    let format = page_format(&params.format, false, &mut problems);
     let stats = StatsParams {
         from: params.from.clone(),
         to: params.to.clone(),
@@ -687,6 +693,23 @@ mod tests {
         );
     }
 
+    /// Arrays are a page of readings' shape: the stats answer, already an
+    /// array a bucket in columns, does not take it.
+    #[test]
+    fn stats_take_objects_or_columns() {
+        let request = |pairs: &Pairs| super::stats_request(&query(pairs).unwrap(), now());
+        let (_, format) = request(q(&[("bucket", "1d"), ("format", "columns")])).unwrap();
+        assert_eq!(format, PageFormat::Columns);
+        let arrays = request(q(&[("bucket", "1d"), ("format", "arrays")])).unwrap_err();
+        assert_eq!(names(arrays.clone()), vec!["format"]);
+        assert!(
+            arrays[0]
+                .1
+                .contains("\"objects\" or \"columns\", got \"arrays\""),
+            "{arrays:?}"
+        );
+    }
+
     #[test]
     fn labels_once_is_a_columns_page_option() {
         let request = |pairs: &Pairs| super::readings_request(&query(pairs).unwrap(), now());
@@ -694,10 +717,27 @@ mod tests {
         assert_eq!((format, labels), (PageFormat::Columns, Labels::Once));
         let (_, _, labels) = request(q(&[("format", "columns"), ("labels", "each")])).unwrap();
         assert_eq!(labels, Labels::Each);
+        // An arrays page is a columns page on its side: the same labels,
+        // and as many readings a page.
+        let (arrays, format, labels) = request(q(&[
+            ("format", "arrays"),
+            ("labels", "once"),
+            ("limit", "10000"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (arrays.limit, format, labels),
+            (10_000, PageFormat::Arrays, Labels::Once)
+        );
         // Objects name their labels in each object: `once` there is a mistake.
         let objects = request(q(&[("labels", "once")])).unwrap_err();
         assert_eq!(names(objects.clone()), vec!["labels"]);
-        assert!(objects[0].1.contains("format=columns only"), "{objects:?}");
+        assert!(
+            objects[0]
+                .1
+                .contains("format=columns and format=arrays only"),
+            "{objects:?}"
+        );
         let typo = request(q(&[("format", "columns"), ("labels", "one")])).unwrap_err();
         assert!(typo[0].1.contains("\"each\" or \"once\""), "{typo:?}");
         // Every problem is reported, the query's first.

@@ -144,6 +144,12 @@ fn page_answer(
             views::ColumnsPage::new(&page, devices, labels).to_json_with_read_units(read_units),
         )
             .into_response()),
+        params::PageFormat::Arrays => Ok((
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            views::ColumnsPage::new(&page, devices, labels)
+                .to_arrays_json_with_read_units(read_units),
+        )
+            .into_response()),
     }
 }
 

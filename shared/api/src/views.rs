@@ -249,6 +249,54 @@ mod tests {
             }
         }
 
+        /// An arrays page is its columns page turned on its side: the same
+        /// columns, labels, cursor and read units, and `arrays[c][r]` where
+        /// the columns page has `values[r][c]`, every value as it wrote it.
+        #[test]
+        fn an_arrays_page_is_its_columns_page_transposed(
+            rows in rows(),
+            devices in any::<bool>(),
+            once in any::<bool>(),
+            cursor in prop::option::of("[a-zA-Z0-9]{1,8}"),
+            read_units in 0.0..1000.0f64,
+        ) {
+            let page = ReadingsPage { readings: readings(rows), next_cursor: cursor };
+            let labels = if once { Labels::Once } else { Labels::Each };
+            let columns = ColumnsPage::new(&page, devices, labels);
+            let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+            let rows_text = text(columns.to_json_with_read_units(read_units));
+            let arrays_text = text(columns.to_arrays_json_with_read_units(read_units));
+            let (mut by_rows, mut by_arrays): (Value, Value) = (
+                serde_json::from_str(&rows_text).unwrap(),
+                serde_json::from_str(&arrays_text).unwrap(),
+            );
+            let values = by_rows.as_object_mut().unwrap().remove("values").unwrap();
+            let arrays = by_arrays.as_object_mut().unwrap().remove("arrays").unwrap();
+            prop_assert_eq!(&by_rows, &by_arrays);
+            let (values, arrays) = (values.as_array().unwrap(), arrays.as_array().unwrap());
+            let width = by_rows["columns"].as_array().unwrap().len();
+            prop_assert_eq!(arrays.len(), width);
+            for (c, column) in arrays.iter().enumerate() {
+                let column = column.as_array().unwrap();
+                prop_assert_eq!(column.len(), values.len());
+                for (r, row) in values.iter().enumerate() {
+                    prop_assert_eq!(&column[r], &row[c]);
+                }
+            }
+            // The same texts, not only the same values: the numbers are
+            // written once by the same writer.
+            let numbers = |t: &str| {
+                let mut n: Vec<String> = t
+                    .split(|c: char| !(c.is_ascii_digit() || "-.eE+".contains(c)))
+                    .filter(|w| w.starts_with(|c: char| c.is_ascii_digit() || c == '-'))
+                    .map(str::to_owned)
+                    .collect();
+                n.sort();
+                n
+            };
+            prop_assert_eq!(numbers(&rows_text), numbers(&arrays_text));
+        }
+
         /// The hand-written columns page is the bytes `serde_json` writes for
         /// the same page, whatever the values: whole thousandths (the fast
         /// path), other floats, negative zero, large and tiny magnitudes.
