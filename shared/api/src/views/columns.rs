@@ -102,23 +102,7 @@ impl ColumnsPage<'_> {
     /// formatting, where a value is nearly always whole thousandths.
     pub fn to_json_with_read_units(&self, read_units: f64) -> Vec<u8> {
         let mut out = Vec::with_capacity(1024 + self.page.readings.len() * 64);
-        out.extend_from_slice(b"{\"columns\":");
-        crate::json::to_writer(&mut out, &self.columns()).expect("names serialise");
-        if let Some(labels) = &self.labels {
-            out.extend_from_slice(b",\"labels\":{");
-            for (i, (name, text)) in labels.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                // Names and texts as below: nothing to escape.
-                out.push(b'"');
-                out.extend_from_slice(name.as_bytes());
-                out.extend_from_slice(b"\":\"");
-                out.extend_from_slice(text.as_bytes());
-                out.push(b'"');
-            }
-            out.push(b'}');
-        }
+        self.open(&mut out);
         out.extend_from_slice(b",\"values\":[");
         let mut texts = NumberTexts::default();
         // The columns between the time and the values (device, type, room),
@@ -166,11 +150,7 @@ impl ColumnsPage<'_> {
             }
             out.push(b']');
         }
-        out.extend_from_slice(b"],\"next_cursor\":");
-        crate::json::to_writer(&mut out, &self.page.next_cursor).expect("text serialises");
-        out.extend_from_slice(b",\"read_units\":");
-        number(&mut out, read_units);
-        out.push(b'}');
+        self.close(&mut out, read_units);
         out
     }
 }
@@ -185,12 +165,7 @@ impl ColumnsPage<'_> {
     pub fn to_arrays_json_with_read_units(&self, read_units: f64) -> Vec<u8> {
         let readings = &self.page.readings;
         let mut out = Vec::with_capacity(1024 + readings.len() * 48);
-        out.extend_from_slice(b"{\"columns\":");
-        crate::json::to_writer(&mut out, &self.columns()).expect("names serialise");
-        if let Some(labels) = &self.labels {
-            out.extend_from_slice(b",\"labels\":");
-            crate::json::to_writer(&mut out, &LabelsOnce(labels)).expect("labels serialise");
-        }
+        self.open(&mut out);
         out.extend_from_slice(b",\"arrays\":[[");
         for (i, r) in readings.iter().enumerate() {
             if i > 0 {
@@ -241,12 +216,42 @@ impl ColumnsPage<'_> {
             }
             out.push(b']');
         }
-        out.extend_from_slice(b"],\"next_cursor\":");
-        crate::json::to_writer(&mut out, &self.page.next_cursor).expect("text serialises");
-        out.extend_from_slice(b",\"read_units\":");
-        number(&mut out, read_units);
-        out.push(b'}');
+        self.close(&mut out, read_units);
         out
+    }
+}
+
+impl ColumnsPage<'_> {
+    /// What both shapes begin with: `{"columns": [...]` and, with
+    /// `labels=once`, `"labels": {...}`.
+    fn open(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"columns\":");
+        crate::json::to_writer(&mut *out, &self.columns()).expect("names serialise");
+        if let Some(labels) = &self.labels {
+            out.extend_from_slice(b",\"labels\":{");
+            for (i, (name, text)) in labels.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                // Names and texts as the columns: nothing to escape.
+                out.push(b'"');
+                out.extend_from_slice(name.as_bytes());
+                out.extend_from_slice(b"\":\"");
+                out.extend_from_slice(text.as_bytes());
+                out.push(b'"');
+            }
+            out.push(b'}');
+        }
+    }
+
+    /// What both shapes end with, after their last array: its `]`, the
+    /// cursor and the read units.
+    fn close(&self, out: &mut Vec<u8>, read_units: f64) {
+        out.extend_from_slice(b"],\"next_cursor\":");
+        crate::json::to_writer(&mut *out, &self.page.next_cursor).expect("text serialises");
+        out.extend_from_slice(b",\"read_units\":");
+        number(out, read_units);
+        out.push(b'}');
     }
 }
 
