@@ -151,14 +151,17 @@ impl Victoria {
 /// The device a bench's year is of: one of the model's devices, renamed.
 const YEAR_DEVICE: &str = "year-device";
 
-/// What the bench posts and reads: a model of `noise_models` (or the
-/// bench's own household), and the device whose raw day and stats are read.
+/// What the bench posts and reads: a model of `noise_models` (the
+/// household is the bench's own), and the device whose raw day and stats
+/// are read.
 struct Posted {
     /// Its readings over a number of days from a time.
     make: fn(i64, i64) -> Vec<Sample>,
-    focus: &'static str,
-    /// Its devices may be silent for more than five minutes (theirs is then
-    /// asked for a device's latest value in a day).
+    /// The device read: `sensor-2` where the model has one, else its first.
+    focus: String,
+    /// A device of it is silent for more than five minutes at a time
+    /// (theirs is then asked for a device's latest value in a day: an
+    /// instant query looks back five minutes).
     sparse: bool,
     /// A year of `focus` from the model (the household's own year sensor
     /// otherwise: the figures of every earlier run).
@@ -166,32 +169,33 @@ struct Posted {
 }
 
 impl Posted {
-    fn of(model: &str) -> Posted {
-        let (make, focus, sparse): (fn(i64, i64) -> Vec<Sample>, _, _) = match model {
-            "household" => (walking_household, "sensor-2", false),
-            "noisy" => (common::noise::noisy_household, "sensor-2", false),
-            "on-change" => (common::noise::on_change_sensors, "sensor-2", true),
-            "slow" => (
-                |d, s| common::noise::walking_sensors(d, s, 300_000),
-                "sensor-2",
-                false,
-            ),
-            "fast" => (
-                |d, s| common::noise::walking_sensors(d, s, 10_000),
-                "sensor-2",
-                false,
-            ),
-            "smart-meter" => (common::noise::smart_meter, "meter-1", false),
-            other => panic!(
-                "VERSUS_VM_MODEL={other}: household, noisy, on-change, slow, fast or smart-meter"
-            ),
+    /// The model `key` names (`noise::Model::key`) and its `samples`.
+    fn of(key: &str, days: i64, start: i64) -> (Posted, Vec<Sample>) {
+        let models = common::noise::models();
+        let Some(model) = models.iter().find(|m| m.key == key) else {
+            let keys: Vec<&str> = models.iter().map(|m| m.key).collect();
+            panic!("VERSUS_VM_MODEL={key}: one of {}", keys.join(", "));
         };
-        Posted {
-            make,
+        let samples = (model.make)(days, start);
+        let focus = samples
+            .iter()
+            .find(|s| s.device == "sensor-2")
+            .or(samples.first())
+            .map_or_else(|| "sensor-2".to_owned(), |s| s.device.clone());
+        let mut last: std::collections::HashMap<&str, i64> = Default::default();
+        let mut sparse = false;
+        for s in &samples {
+            if let Some(before) = last.insert(&s.device, s.ms) {
+                sparse |= s.ms - before > 5 * 60_000;
+            }
+        }
+        let posted = Posted {
+            make: model.make,
             focus,
             sparse,
-            own_year: model == "household",
-        }
+            own_year: key == "household",
+        };
+        (posted, samples)
     }
 
     /// A year of one device from `start`, as `YEAR_DEVICE`: the model made
@@ -206,7 +210,7 @@ impl Posted {
         for month in (0..365).step_by(30) {
             let days = (365 - month).min(30);
             for mut s in (self.make)(days, start + month * DAY_MS) {
-                if s.device == self.focus {
+                if s.device == *self.focus {
                     s.device = YEAR_DEVICE.into();
                     out.push(s);
                 }
@@ -264,9 +268,16 @@ fn main() {
     // VERSUS_VM_MODEL names one of `noise_models`' models (issue 80: every
     // figure on every model) instead of the bench's own household.
     let model = std::env::var("VERSUS_VM_MODEL").unwrap_or_else(|_| "household".into());
-    let posted = Posted::of(&model);
-    let samples = (posted.make)(days, start);
-    println!("(the {model} model)");
+    let (posted, samples) = Posted::of(&model, days, start);
+    println!(
+        "(the {model} model: {} read; latest by {})",
+        posted.focus,
+        if posted.sparse {
+            "the last in a day (a device is silent for over five minutes)"
+        } else {
+            "an instant query"
+        }
+    );
 
     let (server, db) = start_ours(&dir);
     let vm_server = Victoria::start(&dir);
@@ -317,7 +328,7 @@ fn main() {
         v.get("/internal/force_flush", &[]);
     }
 
-    let focus = posted.focus;
+    let focus = posted.focus.as_str();
     let day_from = end - DAY_MS;
     let (from, to) = (iso(day_from), iso(end));
     let day = of_device(&samples, focus, day_from, end);

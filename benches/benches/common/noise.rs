@@ -11,9 +11,12 @@
 
 use super::{walking_household, Meter, Sample, Walk, DAY_MS};
 
-/// A model: its name, its readings over `days` from `start_ms`, and the
-/// bits of entropy a reading carries on average.
+/// A model: its key (what `VERSUS_VM_MODEL` names it by), its name, its
+/// readings over `days` from `start_ms`, and the bits of entropy a reading
+/// carries on average.
 pub struct Model {
+    #[allow(dead_code)] // the VictoriaMetrics bench's
+    pub key: &'static str,
     pub name: &'static str,
     pub make: fn(i64, i64) -> Vec<Sample>,
     pub bits_per_reading: f64,
@@ -23,6 +26,7 @@ pub struct Model {
 pub fn models() -> Vec<Model> {
     vec![
         Model {
+            key: "household",
             name: "the household, random walks (the bench's own)",
             make: walking_household,
             // Watts: 101 steps; each sensor: 3 steps of temperature, 3 of
@@ -30,26 +34,31 @@ pub fn models() -> Vec<Model> {
             bits_per_reading: (log2(101.0) + 3.0 * 2.0 * log2(3.0)) / 4.0,
         },
         Model {
+            key: "noisy",
             name: "a noisy meter (±250 W a minute, a 1.5 kW spike one minute in twenty) and sensors on ±0.1 °C / ±0.5 % walks",
             make: noisy_household,
             bits_per_reading: (log2(501.0) + h(SPIKE_P) + 3.0 * (log2(21.0) + log2(11.0))) / 4.0,
         },
         Model {
+            key: "on-change",
             name: "four sensors that report on change",
             make: on_change_sensors,
             bits_per_reading: on_change_bits(),
         },
         Model {
+            key: "slow",
             name: "four slow sensors (a reading in five minutes)",
             make: |days, start| walking_sensors(days, start, 300_000),
             bits_per_reading: 2.0 * log2(3.0),
         },
         Model {
+            key: "fast",
             name: "four fast sensors (a reading every 10 s)",
             make: |days, start| walking_sensors(days, start, 10_000),
             bits_per_reading: 2.0 * log2(3.0),
         },
         Model {
+            key: "smart-meter",
             name: "a smart meter (appliances' bursts on a base load, day and night, a reading every 5-20 s)",
             make: smart_meter,
             bits_per_reading: smart_meter_bits(),

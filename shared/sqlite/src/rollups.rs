@@ -508,8 +508,12 @@ fn each_day(
 ) -> Result<(), StoreError> {
     let span = Span::Day;
     let last_start = range.to().millis() - span.millis();
-    let mut computed = computed_days(conn, device, range.from().millis(), last_start, cache)?
-        .into_iter()
+    let from = range.from().millis();
+    let blocks = computed_days(conn, device, from, last_start, cache)?;
+    let mut computed = blocks
+        .iter()
+        .flat_map(|days| days.iter())
+        .filter(|d| (from..=last_start).contains(&d.start))
         .peekable();
     let mut stmt = conn
         .prepare_cached(
@@ -531,9 +535,9 @@ fn each_day(
         let column = |i| row.get_ref(i).map_err(db_err);
         let start = column(0)?.as_i64().map_err(|e| db_err(e.into()))?;
         let mut is_computed = false;
-        while let Some((at, body, size)) = computed.next_if(|(at, ..)| *at <= start) {
-            is_computed |= at == start;
-            each(at, &body, Some(size))?;
+        while let Some(d) = computed.next_if(|d| d.start <= start) {
+            is_computed |= d.start == start;
+            each(d.start, &d.body, Some(d.size as i64))?;
         }
         if is_computed {
             continue;
@@ -542,77 +546,57 @@ fn each_day(
         let size = column(2)?.as_i64_or_null().map_err(|e| db_err(e.into()))?;
         each(start, body, size)?;
     }
-    for (at, body, size) in computed {
-        each(at, &body, Some(size))?;
+    for d in computed {
+        each(d.start, &d.body, Some(d.size as i64))?;
     }
     Ok(())
 }
 
-/// The day rollups starting in `from..=last_start` of a device's blocks of
-/// several days, as (start, body, size) in the form `put` would store:
-/// each block's columns folded by day (`blocks::spans_of_bodies`, the fold
-/// a stored day went through), entered with the chain of the stored
-/// day before the block (`entering`).
+/// The day rollups of each of a device's blocks of several days that
+/// overlap `from..=last_start`, in the form `put` would store (each block's
+/// columns folded by day, `blocks::spans_of_bodies`, the fold a stored day
+/// went through), entered with the chain of the stored day before the
+/// block (`entering`); the caller keeps those in its range. A year of a
+/// slow sensor's days is a year of its readings decoded and folded: kept in
+/// `cache` where one is given, under the fingerprint of the block's bytes
+/// and chain, as a day's hours are.
 fn computed_days(
     conn: &Connection,
     device: i64,
     from: i64,
     last_start: i64,
     cache: Option<&HourCache>,
-) -> Result<Vec<(i64, Vec<u8>, i64)>, StoreError> {
+) -> Result<Vec<std::sync::Arc<[CachedHour]>>, StoreError> {
     if last_start < from {
         return Ok(Vec::new());
     }
     let days = blocks::day_of(from)..=blocks::day_of(last_start);
-    let mut out = Vec::new();
     let several = block_spans::overlapping(conn, device, days)?;
-    if several.is_empty() {
-        return Ok(out);
-    }
-    let inside = |start: i64| (from..=last_start).contains(&start);
+    let mut out = Vec::with_capacity(several.len());
     let mut device_id = None;
     let mut statement = blocks::day_rows_statement(conn)?;
     for (first, _) in several {
         let entering = entering(conn, device, first * domain::model::DAY_MS)?;
         let mut rows = blocks::DayRows::new(&mut statement, device, first..=first)?;
         let bodies = rows.bodies(first, first)?;
-        // A year of a slow sensor's days is a year of its readings decoded
-        // and folded at every read: kept, under the fingerprint of the
-        // block's bytes and chain, as a day's hours are.
-        let fingerprint = cache.map(|_| hour_cache::fingerprint(bodies.clone(), &entering));
-        if let (Some(cache), Some(fingerprint)) = (cache, fingerprint) {
-            if let Some(kept) = cache.get(device, Span::Day, first, fingerprint) {
-                out.extend(
-                    kept.iter()
-                        .filter(|d| inside(d.start))
-                        .map(|d| (d.start, d.body.clone(), d.size as i64)),
-                );
-                continue;
-            }
+        let keep = cache.map(|c| (c, hour_cache::fingerprint(bodies.clone(), &entering)));
+        if let Some(kept) = keep.and_then(|(c, print)| c.get(device, Span::Day, first, print)) {
+            out.push(kept);
+            continue;
         }
         let device_id = match &device_id {
             Some(id) => id,
             None => device_id.insert(super::names::device(conn, device)?),
         };
-        let rollups = blocks::spans_of_bodies(device_id, first, bodies, Span::Day, entering)?;
-        if let (Some(cache), Some(fingerprint)) = (cache, fingerprint) {
-            let kept: std::sync::Arc<[CachedHour]> =
-                rollups.iter().map(cached).collect::<Result<_, _>>()?;
-            cache.put(device, Span::Day, first, fingerprint, kept.clone());
-            out.extend(
-                kept.iter()
-                    .filter(|d| inside(d.start))
-                    .map(|d| (d.start, d.body.clone(), d.size as i64)),
-            );
-            continue;
+        let computed: std::sync::Arc<[CachedHour]> =
+            blocks::spans_of_bodies(device_id, first, bodies, Span::Day, entering)?
+                .iter()
+                .map(cached)
+                .collect::<Result<_, _>>()?;
+        if let Some((c, print)) = keep {
+            c.put(device, Span::Day, first, print, computed.clone());
         }
-        for r in rollups {
-            let start = r.start.millis();
-            if inside(start) {
-                let (body, size) = stored_form(&r)?;
-                out.push((start, body, size as i64));
-            }
-        }
+        out.push(computed);
     }
     Ok(out)
 }
@@ -757,7 +741,8 @@ fn stored_form(r: &Rollup) -> Result<(Vec<u8>, usize), StoreError> {
     Ok((body, storage::format::billing::stored_size(&stored)))
 }
 
-/// An hour as the cache keeps it.
+/// A computed rollup (an hour, or a day of a block of several days) as the
+/// cache keeps it.
 fn cached(h: &Rollup) -> Result<CachedHour, StoreError> {
     let (body, size) = stored_form(h)?;
     Ok(CachedHour {

@@ -153,9 +153,7 @@ impl ColumnsPage<'_> {
         self.close(&mut out, read_units);
         out
     }
-}
 
-impl ColumnsPage<'_> {
     /// The page in arrays (`format=arrays`), with its read units: the
     /// columns page turned on its side, `"arrays"` in place of `"values"`,
     /// an array for each column (in `columns`' order) holding the page's
@@ -166,62 +164,61 @@ impl ColumnsPage<'_> {
         let readings = &self.page.readings;
         let mut out = Vec::with_capacity(1024 + readings.len() * 48);
         self.open(&mut out);
-        out.extend_from_slice(b",\"arrays\":[[");
-        for (i, r) in readings.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(itoa::Buffer::new().format(r.timestamp.millis()).as_bytes());
-        }
-        out.push(b']');
-        // Ids, types and rooms are plain ASCII without quotes or
-        // backslashes (`model::ids`): nothing to escape.
-        let texts = |out: &mut Vec<u8>, text: &dyn Fn(&Reading) -> Option<&str>| {
-            out.extend_from_slice(b",[");
+        out.extend_from_slice(b",\"arrays\":[");
+        let column = |out: &mut Vec<u8>, each: &mut dyn FnMut(&mut Vec<u8>, &Reading)| {
+            out.push(b'[');
             for (i, r) in readings.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
-                match text(r) {
-                    Some(t) => {
-                        out.push(b'"');
-                        out.extend_from_slice(t.as_bytes());
-                        out.push(b'"');
-                    }
-                    None => out.extend_from_slice(b"null"),
-                }
+                each(out, r);
             }
             out.push(b']');
         };
+        // Ids, types and rooms are plain ASCII without quotes or
+        // backslashes (`model::ids`): nothing to escape.
+        let text = |out: &mut Vec<u8>, t: Option<&str>| match t {
+            Some(t) => {
+                out.push(b'"');
+                out.extend_from_slice(t.as_bytes());
+                out.push(b'"');
+            }
+            None => out.extend_from_slice(b"null"),
+        };
+        column(&mut out, &mut |out, r| {
+            out.extend_from_slice(itoa::Buffer::new().format(r.timestamp.millis()).as_bytes())
+        });
         if self.device_column {
-            texts(&mut out, &|r| Some(r.device_id.as_str()));
+            out.push(b',');
+            column(&mut out, &mut |out, r| {
+                text(out, Some(r.device_id.as_str()))
+            });
         }
         if self.type_column {
-            texts(&mut out, &|r| Some(r.kind().as_str()));
+            out.push(b',');
+            column(&mut out, &mut |out, r| text(out, Some(r.kind().as_str())));
         }
         if self.room_column {
-            texts(&mut out, &|r| r.room().map(|room| room.as_str()));
+            out.push(b',');
+            column(&mut out, &mut |out, r| {
+                text(out, r.room().map(|room| room.as_str()))
+            });
         }
         let mut numbers = NumberTexts::default();
         for q in &self.quantities {
-            out.extend_from_slice(b",[");
-            for (i, r) in readings.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                match r.measurement.values().iter().find(|(k, _)| k == q) {
-                    Some((_, v)) => numbers.write(&mut out, *v),
+            out.push(b',');
+            column(
+                &mut out,
+                &mut |out, r| match r.measurement.values().iter().find(|(k, _)| k == q) {
+                    Some((_, v)) => numbers.write(out, *v),
                     None => out.extend_from_slice(b"null"),
-                }
-            }
-            out.push(b']');
+                },
+            );
         }
         self.close(&mut out, read_units);
         out
     }
-}
 
-impl ColumnsPage<'_> {
     /// What both shapes begin with: `{"columns": [...]` and, with
     /// `labels=once`, `"labels": {...}`.
     fn open(&self, out: &mut Vec<u8>) {
