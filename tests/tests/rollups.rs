@@ -238,69 +238,233 @@ proptest! {
         width in 0usize..4,
         as_batches in any::<bool>(),
     ) {
-        use integration_tests::{stream_event_for, TestStore};
-        use shared::store::DynamoStore;
-        let mut all = readings(&h, PAST_T0);
-        match order {
-            0 => all.sort_by_key(|r| r.timestamp),
-            1 => all.sort_by_key(|r| std::cmp::Reverse(r.timestamp)),
-            _ => {}
-        }
-        let tz = [None, Some(shared::model::Zone::named("Europe/Berlin").unwrap()), Some(shared::model::Zone::named("America/New_York").unwrap())][zone];
-        let bucketing = Bucketing::new([Width::Hour, Width::Day, Width::Week, Width::Month][width], tz);
-        let range = TimeRange::new(
-            Timestamp::from_millis(PAST_T0 + from_min * MINUTE).unwrap(),
-            Timestamp::from_millis(PAST_T0 + (from_min + len_min) * MINUTE).unwrap(),
-        ).unwrap();
-        let q = StatsQuery { range, bucketing };
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async {
-            // As batches (issue 78): a chunk's closed hours go in as blocks
-            // through ingest, and the stream brings only its items.
-            let store = integration_tests::AS_BATCHES
-                .scope(as_batches, DynamoStore::fresh("rollups-prop"))
-                .await;
-            let cache = shared::registry::RegistryCache::unloaded(std::time::Duration::from_secs(30));
-            let mut events = Vec::new();
-            for chunk in all.chunks(batch) {
-                let items: Vec<Reading> = if as_batches {
-                    assert!(shared::ingest::write(&store, &cache, chunk.to_vec()).await.unwritten.is_empty());
-                    let split = shared::domain::batch_hours::split(chunk, Timestamp::now(), Default::default());
-                    split.items.iter().map(|&i| chunk[i].clone()).collect()
-                } else {
-                    assert!(store.write_readings(chunk).await.unwritten.is_empty());
-                    chunk.to_vec()
-                };
-                let event = stream_event_for(&items);
-                let deliveries = if redeliver == 1 { 2 } else { 1 };
-                for _ in 0..deliveries {
-                    let registry = shared::stream::handle(&store, event.clone()).await;
-                    assert!(registry.batch_item_failures.is_empty());
-                    let report = shared::stream::rollups::handle_batch(&store, &event).await;
-                    assert_eq!(report.failed, None);
-                }
-                events.push(event);
-            }
-            if redeliver == 2 {
-                for event in events.iter().rev() {
-                    let report = shared::stream::rollups::handle_batch(&store, event).await;
-                    assert_eq!(report.failed, None);
-                    assert_eq!(report.writes.write_units, 0.0, "a late duplicate rewrites nothing");
-                }
-            }
-            let meter = DeviceId::parse("meter-1").unwrap();
-            let cover = store.rollup_coverage(std::slice::from_ref(&meter)).await.unwrap();
-            let expect_rollups = cover.is_some_and(|c| {
-                c.to().millis().min(range.to().millis()) - c.from().millis().max(range.from().millis())
-                    >= 2 * 60 * MINUTE
-            });
-            let raw = store.clone().with_rollup_lag(None);
-            same_answers(&store, &raw, &q, |p| {
-                expect_rollups && matches!(p, Partition::Device(d) if **d == meter)
-            })
-            .await;
-        });
+        dynamodb_case(&h, batch, order, redeliver, (from_min, len_min), zone, width, as_batches);
     }
+}
+
+/// One case of the property above: `h` written to a fresh dynalite table in
+/// `batch`es, in `order`, each batch's stream event handled (twice with
+/// `redeliver` 1, all again in reverse with 2), as single items or
+/// `as_batches`; then the answers over `from_min` + `len_min` compared.
+#[allow(clippy::too_many_arguments)]
+fn dynamodb_case(
+    h: &[(i64, What)],
+    batch: usize,
+    order: u8,
+    redeliver: u8,
+    (from_min, len_min): (i64, i64),
+    zone: usize,
+    width: usize,
+    as_batches: bool,
+) {
+    use integration_tests::{stream_event_for, TestStore};
+    use shared::store::DynamoStore;
+    let mut all = readings(h, PAST_T0);
+    match order {
+        0 => all.sort_by_key(|r| r.timestamp),
+        1 => all.sort_by_key(|r| std::cmp::Reverse(r.timestamp)),
+        _ => {}
+    }
+    let tz = [
+        None,
+        Some(shared::model::Zone::named("Europe/Berlin").unwrap()),
+        Some(shared::model::Zone::named("America/New_York").unwrap()),
+    ][zone];
+    let bucketing = Bucketing::new(
+        [Width::Hour, Width::Day, Width::Week, Width::Month][width],
+        tz,
+    );
+    let range = TimeRange::new(
+        Timestamp::from_millis(PAST_T0 + from_min * MINUTE).unwrap(),
+        Timestamp::from_millis(PAST_T0 + (from_min + len_min) * MINUTE).unwrap(),
+    )
+    .unwrap();
+    let q = StatsQuery { range, bucketing };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        // As batches (issue 78): a chunk's closed hours go in as blocks
+        // through ingest, and the stream brings only its items.
+        let store = integration_tests::AS_BATCHES
+            .scope(as_batches, DynamoStore::fresh("rollups-prop"))
+            .await;
+        let cache = shared::registry::RegistryCache::unloaded(std::time::Duration::from_secs(30));
+        let mut events = Vec::new();
+        for chunk in all.chunks(batch) {
+            let items: Vec<Reading> = if as_batches {
+                assert!(shared::ingest::write(&store, &cache, chunk.to_vec())
+                    .await
+                    .unwritten
+                    .is_empty());
+                let split =
+                    shared::domain::batch_hours::split(chunk, Timestamp::now(), Default::default());
+                split.items.iter().map(|&i| chunk[i].clone()).collect()
+            } else {
+                assert!(store.write_readings(chunk).await.unwritten.is_empty());
+                chunk.to_vec()
+            };
+            let event = stream_event_for(&items);
+            let deliveries = if redeliver == 1 { 2 } else { 1 };
+            for _ in 0..deliveries {
+                let registry = shared::stream::handle(&store, event.clone()).await;
+                assert!(registry.batch_item_failures.is_empty());
+                let report = shared::stream::rollups::handle_batch(&store, &event).await;
+                assert_eq!(report.failed, None);
+            }
+            events.push(event);
+        }
+        if redeliver == 2 {
+            for event in events.iter().rev() {
+                let report = shared::stream::rollups::handle_batch(&store, event).await;
+                assert_eq!(report.failed, None);
+                assert_eq!(
+                    report.writes.write_units, 0.0,
+                    "a late duplicate rewrites nothing"
+                );
+            }
+        }
+        let meter = DeviceId::parse("meter-1").unwrap();
+        let cover = store
+            .rollup_coverage(std::slice::from_ref(&meter))
+            .await
+            .unwrap();
+        let expect_rollups = cover.is_some_and(|c| {
+            c.to().millis().min(range.to().millis()) - c.from().millis().max(range.from().millis())
+                >= 2 * 60 * MINUTE
+        });
+        let raw = store.clone().with_rollup_lag(None);
+        same_answers(&store, &raw, &q, |p| {
+            expect_rollups && matches!(p, Partition::Device(d) if **d == meter)
+        })
+        .await;
+    });
+}
+
+/// The case a fresh clone's CI drew on 2026-11-29, kept as it was found: a
+/// meter's reading at minute 3386 written again with another value in a
+/// later batch, as batches. A day's sum of the sold counter from rollups
+/// (2.7717) differs from the readings' (2.8044): the raw read takes the
+/// item where an item and an hour block both hold a time (docs/batches.md,
+/// "How it is read"), and here the item is the older write. A known defect
+/// of issue 78's blocks, not fixed yet: ignored until it is, so that the
+/// property above is what CI runs (it draws such a case rarely).
+#[test]
+#[ignore = "known defect: an older item wins over a newer hour block (docs/batches.md)"]
+fn rollups_on_dynamodb_as_batches_with_late_repeated_readings() {
+    let h: Vec<(i64, What)> = vec![
+        (840, What::Meter(-0.35946976774398365, 3)),
+        (2756, What::Meter(-0.5947400674798298, 1)),
+        (956, What::Zero(7)),
+        (1002, What::Meter(-3.844863789277062, 3)),
+        (1353, What::Meter(1.7054801323024766, 2)),
+        (882, What::Meter(-2.618474298108995, 3)),
+        (1995, What::Meter(-1.3702486710505601, 3)),
+        (2649, What::Climate(0, 0, 24.365588093295802)),
+        (1885, What::Meter(-3.087720696843259, 7)),
+        (2603, What::Climate(1, 0, 21.09108244057093)),
+        (2848, What::Climate(1, 1, 17.268388812385425)),
+        (3933, What::Climate(1, 1, 20.033019312827687)),
+        (4255, What::Climate(0, 0, 19.011498155282613)),
+        (781, What::NewMeter(3)),
+        (1823, What::Climate(0, 1, 24.049622949866453)),
+        (1218, What::Meter(-1.5254113192873822, 7)),
+        (2763, What::Meter(-3.2289177756575866, 1)),
+        (242, What::Climate(0, 1, 21.220386170286638)),
+        (2465, What::Meter(0.5181893431369681, 1)),
+        (3229, What::Climate(1, 0, 17.70969812953831)),
+        (3368, What::NewMeter(3)),
+        (1878, What::Zero(1)),
+        (2812, What::Climate(1, 1, 17.994516231591053)),
+        (1689, What::Meter(0.6606392475794199, 7)),
+        (4280, What::Meter(-4.150019115347345, 3)),
+        (792, What::Meter(-4.653421380807659, 4)),
+        (1702, What::Meter(-1.450642848871437, 3)),
+        (2059, What::Climate(0, 1, 20.098424704514432)),
+        (3144, What::Meter(-3.420225661859635, 1)),
+        (4144, What::Climate(0, 0, 18.126311977764857)),
+        (1391, What::Climate(1, 1, 20.005882270392235)),
+        (1808, What::NewMeter(7)),
+        (3328, What::NewMeter(7)),
+        (1478, What::Meter(0.944765473493301, 1)),
+        (1314, What::Climate(1, 0, 23.101846621314653)),
+        (3815, What::Meter(-2.3403516381999507, 3)),
+        (2865, What::Meter(2.2827109010817948, 3)),
+        (787, What::Meter(-0.45540202081403097, 1)),
+        (477, What::Climate(1, 0, 16.813995784281445)),
+        (3783, What::Climate(0, 1, 15.114030040843076)),
+        (4293, What::Meter(2.4707766764802637, 3)),
+        (4247, What::Meter(-2.117130312528604, 4)),
+        (432, What::Climate(0, 1, 20.64563762957581)),
+        (1288, What::Meter(-1.1986339673576951, 1)),
+        (2541, What::Meter(-0.47289196761502234, 1)),
+        (989, What::Zero(1)),
+        (1203, What::Climate(0, 1, 21.450513521183233)),
+        (2154, What::Climate(1, 0, 24.04772235005525)),
+        (1380, What::Meter(2.1359003341531158, 4)),
+        (231, What::Meter(-1.5740915057523583, 7)),
+        (1196, What::Climate(0, 0, 16.22397874302766)),
+        (2186, What::Zero(3)),
+        (2652, What::Climate(1, 1, 19.333410499862747)),
+        (3675, What::Climate(0, 0, 24.47250907100336)),
+        (84, What::Climate(1, 1, 19.167767615183692)),
+        (3263, What::Climate(1, 0, 19.7213806445472)),
+        (4130, What::NewMeter(7)),
+        (3677, What::Meter(-0.8681526905242009, 2)),
+        (1734, What::Climate(1, 1, 23.877334727659683)),
+        (3137, What::Climate(1, 1, 21.99828741524153)),
+        (3345, What::Meter(1.3162605440084751, 3)),
+        (1051, What::Meter(-0.9167122767265535, 4)),
+        (2205, What::Climate(1, 1, 17.80763645979094)),
+        (1799, What::Climate(1, 0, 19.587539268600942)),
+        (4234, What::Meter(0.2934964632176467, 3)),
+        (1555, What::Climate(1, 0, 19.817511142063754)),
+        (1989, What::Climate(0, 0, 22.703635172159018)),
+        (1495, What::Climate(1, 0, 20.9520890345069)),
+        (1574, What::Climate(0, 0, 19.056776174008494)),
+        (852, What::Climate(1, 0, 19.834409767197705)),
+        (1933, What::Meter(-3.808609100682731, 7)),
+        (3481, What::NewMeter(3)),
+        (3320, What::Climate(0, 1, 17.489829169056698)),
+        (2560, What::Meter(-3.4266456250426693, 3)),
+        (3069, What::Meter(-4.40023240174652, 1)),
+        (3477, What::Zero(3)),
+        (2889, What::Meter(1.7173768793148043, 7)),
+        (3386, What::Meter(-1.3902663391634336, 3)),
+        (4250, What::Climate(1, 0, 15.336847905450613)),
+        (1876, What::Climate(1, 0, 20.57126987321361)),
+        (3290, What::NewMeter(2)),
+        (3816, What::Meter(1.076275376038632, 4)),
+        (4065, What::Meter(2.3186704709301678, 3)),
+        (1529, What::Climate(1, 0, 15.76507635198669)),
+        (2547, What::Meter(-2.8673495632087143, 4)),
+        (4023, What::Climate(0, 0, 23.65703980692552)),
+        (1594, What::Meter(2.354262918651927, 3)),
+        (2664, What::NewMeter(3)),
+        (3051, What::Meter(-0.09604247269882271, 4)),
+        (3808, What::Meter(1.4982101497311695, 3)),
+        (4073, What::Climate(0, 1, 21.110225596224833)),
+        (2571, What::NewMeter(1)),
+        (3299, What::Climate(0, 1, 16.42288119066729)),
+        (1423, What::Climate(0, 0, 24.573750827419996)),
+        (1889, What::Meter(-1.596022638133694, 3)),
+        (2730, What::Meter(1.6306386356326183, 3)),
+        (1451, What::Climate(1, 0, 24.74765017282612)),
+        (36, What::Climate(1, 1, 24.35145649425876)),
+        (692, What::Climate(0, 0, 17.921618118152058)),
+        (881, What::Meter(-2.8815527239754806, 3)),
+        (2717, What::Meter(-4.227283254342912, 2)),
+        (3386, What::Meter(-4.311722004065677, 3)),
+        (960, What::NewMeter(4)),
+        (2715, What::Meter(-1.3788987299345004, 7)),
+        (2513, What::Meter(-2.6508564638687595, 1)),
+        (3615, What::Climate(0, 0, 16.012791028342576)),
+        (3402, What::Climate(0, 0, 17.512353682071073)),
+        (2977, What::Climate(0, 1, 16.992221851895057)),
+        (260, What::Meter(-0.9910720827207061, 3)),
+    ];
+    dynamodb_case(&h, 12, 2, 0, (2329, 3688), 0, 1, true);
 }
 
 /// `readings` written to a DynamoDB store in batches of 50, each batch's
